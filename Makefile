@@ -1,0 +1,34 @@
+# The two commands: `make lab` opens the course, `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# CuPy only where an NVIDIA driver answers; CPU machines get torch's CPU build.
+EXTRAS := notebooks,dev$(shell nvidia-smi >/dev/null 2>&1 && echo ,gpu)
+PORT ?= 8888
+TOKEN ?= $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(16))")
+
+.PHONY: lab test install bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+install: $(VENV)/.installed
+
+lab: install
+	@echo "Open http://127.0.0.1:$(PORT)/lab?token=$(TOKEN)"
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	  --ServerApp.token=$(TOKEN) --ServerApp.root_dir=notebooks --LabApp.news_url=None \
+	  $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+test: install
+	$(VENV)/bin/python -m pytest -q
+
+bench: install
+	$(VENV)/bin/scratchkit bench --profile small --trainers gpu-only,hybrid
+
+clean:
+	rm -rf $(VENV) build *.egg-info test-output

@@ -1,0 +1,1 @@
+"""scratchkit: embedding caches and ScratchPipe, to learn and to measure."""

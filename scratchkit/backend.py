@@ -1,0 +1,76 @@
+"""What this machine can run: torch on CUDA, CuPy kernels, or neither.
+
+This is the only module that decides availability. Everything else asks it, so
+`import scratchkit` never touches CuPy or a GPU: CuPy is imported lazily, on the
+first call of `detect()` or `get_cupy()`.
+"""
+from __future__ import annotations
+
+import importlib
+import platform
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A snapshot of what is available. Frozen: detection runs once per process."""
+
+    torch_version: str
+    torch_cuda: bool        # torch can place tensors on a CUDA device
+    cuda_device_name: str   # "" when there is no CUDA device
+    cupy_version: str       # "" when CuPy is not installed
+    cupy_available: bool    # CuPy imports
+    cupy_gpu: bool          # CuPy imports AND a GPU is usable, so RawKernels can run
+
+    @property
+    def device(self) -> str:
+        """The torch device the trainers call "device": CUDA when present, else the CPU."""
+        return "cuda" if self.torch_cuda else "cpu"
+
+    def describe(self) -> str:
+        """One line for `scratchkit info` and the notebooks."""
+        gpu = f"CUDA ({self.cuda_device_name})" if self.torch_cuda else "no CUDA device (device = CPU)"
+        if self.cupy_gpu:
+            kernels = f"CuPy {self.cupy_version} kernels run on the GPU"
+        elif self.cupy_available:
+            kernels = f"CuPy {self.cupy_version} installed but no GPU: kernels run as host builds / NumPy twins"
+        else:
+            kernels = "CuPy not installed: kernels run as host builds / NumPy twins"
+        return (f"scratchkit on Python {platform.python_version()}, torch {self.torch_version}, "
+                f"{gpu}; {kernels}")
+
+
+def _probe_cupy() -> tuple[str, bool, bool]:
+    try:
+        cp = importlib.import_module("cupy")
+    except Exception:  # ImportError, or a broken CUDA install raising on import
+        return "", False, False
+    try:
+        usable = bool(cp.cuda.is_available())
+    except Exception:
+        usable = False
+    return getattr(cp, "__version__", "?"), True, usable
+
+
+@lru_cache(maxsize=1)
+def detect() -> Backend:
+    """Detect once per process (cached): torch CUDA and CuPy."""
+    import torch
+
+    torch_cuda = bool(torch.cuda.is_available())
+    name = torch.cuda.get_device_name(0) if torch_cuda else ""
+    cupy_version, cupy_available, cupy_gpu = _probe_cupy()
+    return Backend(torch.__version__, torch_cuda, name, cupy_version, cupy_available, cupy_gpu)
+
+
+def get_cupy():
+    """Return the cupy module when CuPy kernels can run here; otherwise explain why not."""
+    backend = detect()
+    if not backend.cupy_available:
+        raise RuntimeError("CuPy is not installed: install the GPU extra (pip install -e '.[gpu]') "
+                           "on a machine with an NVIDIA GPU, or use the NumPy twins.")
+    if not backend.cupy_gpu:
+        raise RuntimeError("CuPy is installed but no GPU is usable here: use the NumPy twins or the "
+                           "host build of the kernels.")
+    return importlib.import_module("cupy")
