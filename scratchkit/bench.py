@@ -1,0 +1,63 @@
+"""Measure trainers side by side on identical batches: samples/s and where the time goes."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.trainers import make_trainer
+
+
+@dataclass
+class BenchResult:
+    trainer: str
+    steps: int                 # timed steps (after warm-up)
+    samples_per_s: float
+    seconds: float
+    stage_seconds: dict[str, float] = field(default_factory=dict)   # per step, mean
+    hit_rate: float | None = None
+    ratio: float = 1.0         # samples/s relative to the first trainer of the run
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, source=None,
+              device: str | None = None, wrap=None) -> list[BenchResult]:
+    """Each trainer trains `warmup` untimed then `steps` timed steps on the same batches.
+
+    `wrap(iterable, total, desc)` may add a progress bar.
+    """
+    if steps <= 0:
+        raise ValueError(f"steps must be positive, got {steps}")
+    source = source if source is not None else SyntheticSource(config.data)
+    results = []
+    for name in trainers:
+        with make_trainer(name, config, source=source, device=device) as trainer:
+            list(trainer.train(warmup))
+            records = trainer.train(steps)
+            records = list(wrap(records, steps, name) if wrap else records)
+        seconds = sum(r.seconds for r in records)
+        stages: dict[str, float] = {}
+        for r in records:
+            for k, v in r.stage_seconds.items():
+                stages[k] = stages.get(k, 0.0) + v / steps
+        lookups = sum(r.lookups for r in records)
+        hits = None if records[0].hits is None else sum(r.hits for r in records) / max(lookups, 1)
+        results.append(BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
+                                   stages, hits))
+    for r in results:
+        r.ratio = r.samples_per_s / results[0].samples_per_s
+    return results
+
+
+def format_table(results: list[BenchResult]) -> str:
+    """A plain-text table: one row per trainer, stage times in ms per step."""
+    stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
+    head = ["trainer", "samples/s", "ratio", "hit rate"] + [f"{s} ms" for s in stages]
+    rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
+             "-" if r.hit_rate is None else f"{r.hit_rate:.3f}"]
+            + [f"{1000 * r.stage_seconds.get(s, 0.0):.2f}" for s in stages] for r in results]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])

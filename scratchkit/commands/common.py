@@ -1,0 +1,40 @@
+"""Arguments every training subcommand shares, and the TrainConfig they describe."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
+from scratchkit.profiles import PROFILES, criteo_like, get_profile
+
+
+def add_config_args(parser) -> None:
+    parser.add_argument("--profile", default="small", help=f"one of {', '.join(PROFILES)} (default small)")
+    parser.add_argument("--scale", type=float, default=None, help="criteo-like: share of the real table sizes (default 0.01)")
+    parser.add_argument("--zipf", type=float, default=None, help="locality: Zipf exponent of the ids (0 = uniform)")
+    parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's)")
+    parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
+    parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
+    parser.add_argument("--seed", type=int, default=0, help="initial weights and data seed")
+    parser.add_argument("--capacity", type=int, default=None, help="cache/scratchpad rows per table")
+    parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
+    parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
+    parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
+
+
+def config_from_args(args):
+    if args.scale is not None and args.profile != "criteo-like":
+        raise ValueError("--scale applies to --profile criteo-like only")
+    config = criteo_like(args.scale) if args.scale is not None else get_profile(args.profile)
+    data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
+    optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
+                                **({"lr": args.lr} if args.lr is not None else {}))
+    cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth)
+    return config.replace(data=replace(config.data, seed=args.seed, **data), optimizer=optimizer,
+                          cache=cache, seed=args.seed)
+
+
+def progress(iterable, total: int, desc: str):
+    """A progress bar on stderr when it is a terminal; silent otherwise (tests, pipes, CI)."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="step", leave=False, disable=None)

@@ -1,0 +1,133 @@
+"""Configuration as frozen dataclasses: every default carries its reason.
+
+A `TrainConfig` fully determines a run: the same config gives the same batches, the same initial
+weights and (in deterministic mode on the CPU) bit-identical final parameters for every trainer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+
+class OptimizerKind(str, Enum):
+    """The sparse optimizers every trainer shares (see `scratchkit.optim`)."""
+
+    SGD = "sgd"
+    ADAGRAD = "adagrad"                  # element-wise, exactly as torch.optim.Adagrad
+    ROWWISE_ADAGRAD = "rowwise_adagrad"  # one accumulator per row, as production recommenders use
+
+    @classmethod
+    def parse(cls, name: str) -> "OptimizerKind":
+        try:
+            return cls(name.replace("-", "_"))
+        except ValueError:
+            raise ValueError(f"unknown optimizer {name!r}; choose one of "
+                             f"{', '.join(k.value for k in cls)}") from None
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    kind: OptimizerKind = OptimizerKind.SGD  # the simplest update, and the paper's setting
+    lr: float = 0.05      # large enough that a few hundred steps visibly lower the loss
+    eps: float = 1e-10    # torch.optim.Adagrad's default, so the reference can use it unchanged
+
+    def __post_init__(self):
+        if not self.lr > 0:
+            raise ValueError(f"learning rate must be > 0, got {self.lr}")
+
+    def state_width(self, dim: int) -> int:
+        """Optimizer state per embedding row, in floats: 0 (SGD), 1 (row-wise) or dim (element-wise)."""
+        return {OptimizerKind.SGD: 0, OptimizerKind.ROWWISE_ADAGRAD: 1, OptimizerKind.ADAGRAD: dim}[self.kind]
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """The synthetic data: table sizes, bag sizes, batch size and how skewed the ids are."""
+
+    table_sizes: tuple[int, ...] = (1000, 1000, 1000, 1000)
+    pooling: int = 2          # ids per bag (the pooling factor L); DLRM benchmarks use 1-100
+    batch_size: int = 64      # samples per mini-batch (B)
+    num_dense: int = 13       # Criteo's 13 integer features
+    zipf: float = 1.05        # locality knob: 0 = uniform ids; ~1 = the skew of real CTR logs
+    num_batches: int = 10_000 # length of the (lazy) dataset; batches are made on demand
+    seed: int = 0             # same seed, same batches
+
+    def __post_init__(self):
+        if len(self.table_sizes) == 0:
+            raise ValueError("need at least one embedding table")
+        for t, n in enumerate(self.table_sizes):
+            if int(n) <= 0:
+                raise ValueError(f"table {t}: size must be positive, got {n}")
+        for name in ("pooling", "batch_size", "num_batches"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.num_dense < 0:
+            raise ValueError(f"num_dense must be >= 0, got {self.num_dense}")
+        if self.zipf < 0:
+            raise ValueError(f"zipf exponent must be >= 0, got {self.zipf}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The DLRM's dense part. The bottom MLP's last width must equal the embedding dim."""
+
+    dim: int = 16                          # embedding width; DLRM's Kaggle config uses 16
+    bottom_mlp: tuple[int, ...] = (32, 16) # dense features -> dim
+    top_mlp: tuple[int, ...] = (32, 1)     # interactions -> one click logit
+
+    def __post_init__(self):
+        if self.dim <= 0:
+            raise ValueError(f"embedding dim must be positive, got {self.dim}")
+        if not self.bottom_mlp or self.bottom_mlp[-1] != self.dim:
+            raise ValueError(f"bottom_mlp must end in the embedding dim {self.dim}, got {self.bottom_mlp}")
+        if not self.top_mlp or self.top_mlp[-1] != 1:
+            raise ValueError(f"top_mlp must end in 1 (the click logit), got {self.top_mlp}")
+
+
+@dataclass(frozen=True)
+class CacheParams:
+    """How big the device-side cache / scratchpad is and how far ahead ScratchPipe plans.
+
+    Give `capacity` (rows per table) or `load_factor` (capacity / num_rows, TorchRec's term); with
+    neither, the cache holds 10% of each table, a common budget in the caching literature.
+    """
+
+    capacity: int | None = None
+    load_factor: float | None = None
+    depth: int = 2                 # look-ahead depth D: batches planned ahead of Train
+    victim_policy: str = "furthest"  # ScratchPipe's victim choice: furthest next use, else LRU
+
+    def __post_init__(self):
+        if self.capacity is not None and self.load_factor is not None:
+            raise ValueError("give capacity or load_factor, not both")
+        if self.capacity is not None and self.capacity <= 0:
+            raise ValueError(f"capacity must be positive, got {self.capacity}")
+        if self.load_factor is not None and not 0 < self.load_factor <= 1:
+            raise ValueError(f"load_factor must be in (0, 1], got {self.load_factor}")
+        if self.depth < 1:
+            raise ValueError(f"look-ahead depth must be >= 1, got {self.depth}")
+
+    def capacity_for(self, num_rows: int) -> int:
+        """Rows of cache for a table of `num_rows` rows (never more than the table)."""
+        if self.capacity is not None:
+            return min(self.capacity, num_rows)
+        share = 0.1 if self.load_factor is None else self.load_factor
+        return max(1, min(num_rows, int(round(share * num_rows))))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    cache: CacheParams = field(default_factory=CacheParams)
+    seed: int = 0               # initial weights; the data has its own seed
+    deterministic: bool = True  # torch deterministic algorithms: bit-exact comparisons on CPU
+    # torch intra-op threads on the CPU. The kit's ops are small (a 2k-lookup embedding bag takes
+    # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and
+    # ScratchPipe gets its parallelism across stages, so one thread is fastest. None: torch's default.
+    cpu_threads: int | None = 1
+
+    def replace(self, **changes) -> "TrainConfig":
+        """A copy with some fields changed; nested fields as `data=replace(cfg.data, ...)`."""
+        return replace(self, **changes)

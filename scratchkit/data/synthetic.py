@@ -1,0 +1,82 @@
+"""A lazy, deterministic generator of DLRM mini-batches with tunable locality.
+
+Batch `i` is drawn from its own random stream seeded by `(seed, i)`, so any batch can be made on
+demand, in any order, by any thread, and is always the same: exactly what a look-ahead planner needs
+(it peeks at batches `i+1 .. i+D` before Train reaches them).
+
+Locality: ids follow a Zipf law over *ranks* (rank k has weight 1/(k+1)^s). Ranks are scattered over
+the table by a fixed bijection, so hot rows are not simply rows 0, 1, 2, ... (a cache could cheat).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scratchkit.config import DataConfig
+from scratchkit.data.batch import Batch
+
+
+def zipf_cdf(num_rows: int, exponent: float) -> np.ndarray:
+    """Cumulative probabilities [num_rows] of ranks 0..num_rows-1 under weight 1/(k+1)^exponent."""
+    weights = np.arange(1, num_rows + 1, dtype=np.float64) ** -exponent
+    cdf = np.cumsum(weights)
+    return cdf / cdf[-1]
+
+
+def _coprime_multiplier(num_rows: int, seed: int) -> int:
+    """A multiplier a with gcd(a, num_rows) = 1, so rank -> (a*rank + c) % num_rows is a bijection."""
+    a = (0x9E3779B1 + 2 * seed) % num_rows or 1
+    while math.gcd(a, num_rows) != 1:
+        a = a % num_rows + 1
+    return a
+
+
+class SyntheticSource:
+    """Batches of a `DataConfig`, made on demand. `source.batch(i)` is deterministic."""
+
+    def __init__(self, config: DataConfig):
+        self.config = config
+        self.table_sizes = tuple(int(n) for n in config.table_sizes)
+        self.num_dense = config.num_dense
+        self.batch_size = config.batch_size
+        self.num_batches = config.num_batches
+        self._cdfs = [zipf_cdf(n, config.zipf) if config.zipf > 0 else None for n in self.table_sizes]
+        self._scatter = [(_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
+                         for t, n in enumerate(self.table_sizes)]
+        label_rng = np.random.default_rng([config.seed, 2**31 - 1])
+        self._dense_weights = label_rng.standard_normal(config.num_dense).astype(np.float32)
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self):
+        return (self.batch(i) for i in range(self.num_batches))
+
+    def batch(self, index: int) -> Batch:
+        if not 0 <= index < self.num_batches:
+            raise IndexError(f"batch {index} out of range: this source has {self.num_batches} batches")
+        cfg = self.config
+        rng = np.random.default_rng([cfg.seed, index])
+        B, L = cfg.batch_size, cfg.pooling
+        dense = rng.standard_normal((B, cfg.num_dense), dtype=np.float32)
+        ids, offsets = [], []
+        for t, n in enumerate(self.table_sizes):
+            u = rng.random(B * L)
+            ranks = (np.searchsorted(self._cdfs[t], u, side="right").clip(max=n - 1)
+                     if self._cdfs[t] is not None else (u * n).astype(np.int64))
+            a, c = self._scatter[t]
+            ids.append((ranks.astype(np.int64) * a + c) % n)     # [B*L], bag b = ids[b*L:(b+1)*L]
+            offsets.append(np.arange(0, B * L, L, dtype=np.int64))  # [B]
+        labels = self._labels(rng, dense, ids)
+        return Batch(dense=dense, ids=tuple(ids), offsets=tuple(offsets), labels=labels)
+
+    def _labels(self, rng, dense: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:
+        """Clicks from a logistic model of the dense features and a fixed per-id effect."""
+        B, L = self.batch_size, self.config.pooling
+        score = dense @ self._dense_weights / max(1.0, math.sqrt(self.num_dense))
+        for t_ids in ids:
+            effect = ((t_ids * 2654435761) % 1000) / 1000.0 - 0.5   # [B*L] in [-0.5, 0.5)
+            score = score + effect.reshape(B, L).mean(axis=1)
+        prob = 1.0 / (1.0 + np.exp(-2.0 * score))
+        return (rng.random(B) < prob).astype(np.float32)

@@ -1,0 +1,55 @@
+"""Embedding tables in host memory, with their optimizer state kept beside the rows."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from scratchkit.config import OptimizerConfig
+
+
+def init_embedding_weights(table_sizes, dim: int, seed: int) -> list[torch.Tensor]:
+    """Initial rows of every table: uniform in +-1/sqrt(num_rows), as the DLRM reference does.
+
+    Drawn from a generator seeded by (seed, table) so every trainer, and the reference, starts
+    from identical rows.
+    """
+    weights = []
+    for t, num_rows in enumerate(table_sizes):
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + t + 1)
+        bound = 1.0 / math.sqrt(num_rows)
+        w = torch.empty(num_rows, dim).uniform_(-bound, bound, generator=generator)
+        weights.append(w)
+    return weights
+
+
+class HostTables:
+    """`weights[t]` [num_rows_t, dim] and `state[t]` ([num_rows_t, width] or None) on the host.
+
+    Pinned (page-locked) when CUDA is present, so host<->device copies can be asynchronous.
+    """
+
+    def __init__(self, table_sizes, dim: int, optimizer: OptimizerConfig, seed: int, pin: bool = False):
+        self.table_sizes = tuple(int(n) for n in table_sizes)
+        self.dim = dim
+        self.weights = init_embedding_weights(self.table_sizes, dim, seed)
+        width = optimizer.state_width(dim)
+        self.state = [torch.zeros(n, width) if width else None for n in self.table_sizes]
+        if pin:
+            self.weights = [w.pin_memory() for w in self.weights]
+            self.state = [s.pin_memory() if s is not None else None for s in self.state]
+
+    @property
+    def num_tables(self) -> int:
+        return len(self.table_sizes)
+
+    def check_ids(self, table: int, ids: torch.Tensor) -> None:
+        """Refuse ids outside the table before they reach any kernel or index op."""
+        if ids.numel() == 0:
+            return
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= self.table_sizes[table]:
+            bad = low if low < 0 else high
+            position = int((ids == bad).nonzero()[0, 0])
+            raise ValueError(f"table {table}: id {bad} at position {position} is out of range "
+                             f"[0, {self.table_sizes[table]})")

@@ -1,0 +1,63 @@
+"""All trainers share one interface; `make_trainer(name, config)` builds one by name."""
+from __future__ import annotations
+
+import importlib
+from enum import Enum
+
+from scratchkit.trainers.base import StepRecord, Trainer
+
+
+class TrainerKind(str, Enum):
+    GPU_ONLY = "gpu-only"       # every table on the device: the upper bound
+    HYBRID = "hybrid"           # tables on the host: the baseline
+    STATIC = "static"           # hot rows pinned on the device, profiled from a prefix
+    LRU = "lru"                 # demand-filled cache, least recently used victim
+    LFU = "lfu"                 # demand-filled cache, least frequently used victim
+    SCRATCHPIPE = "scratchpipe" # look-forward scratchpad, pipelined
+
+    @classmethod
+    def parse(cls, name: str) -> "TrainerKind":
+        try:
+            return cls(name)
+        except ValueError:
+            raise ValueError(f"unknown trainer {name!r}; choose from {', '.join(k.value for k in cls)}") from None
+
+
+# module, class: imported on demand so a trainer still being built never breaks the others
+_IMPLEMENTATIONS = {
+    TrainerKind.GPU_ONLY: ("scratchkit.trainers.device_only", "DeviceOnlyTrainer"),
+    TrainerKind.HYBRID: ("scratchkit.trainers.hybrid", "HybridTrainer"),
+    TrainerKind.STATIC: ("scratchkit.trainers.cached", "StaticCacheTrainer"),
+    TrainerKind.LRU: ("scratchkit.trainers.cached", "LRUCacheTrainer"),
+    TrainerKind.LFU: ("scratchkit.trainers.cached", "LFUCacheTrainer"),
+    TrainerKind.SCRATCHPIPE: ("scratchkit.trainers.scratchpipe", "ScratchPipeTrainer"),
+}
+
+
+def available_trainers() -> list[str]:
+    names = []
+    for kind, (module, _) in _IMPLEMENTATIONS.items():
+        if importlib.util.find_spec(module) is not None:
+            names.append(kind.value)
+    return names
+
+
+def make_trainer(name: str, config, source=None, device: str | None = None) -> Trainer:
+    kind = TrainerKind.parse(name)
+    module, cls = _IMPLEMENTATIONS[kind]
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(f"trainer {name!r} is not built yet; available: {', '.join(available_trainers())}")
+    return getattr(importlib.import_module(module), cls)(config, source=source, device=device)
+
+
+def parse_trainer_list(text: str) -> list[str]:
+    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
+    for n in names:
+        TrainerKind.parse(n)
+    return names
+
+
+__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "available_trainers", "parse_trainer_list"]

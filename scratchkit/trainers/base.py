@@ -1,0 +1,129 @@
+"""What every trainer shares: construction from a config, the dense step, per-step records.
+
+A trainer consumes batches 0, 1, 2, ... of its source. `train(steps)` yields one `StepRecord` per
+step. All trainers compute the same math; they differ only in where embedding rows live and how
+they get to the computation, which is what the stage timers make visible.
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from scratchkit.backend import detect
+from scratchkit.config import TrainConfig
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.model import init_dense_model
+from scratchkit.optim import make_dense_optimizer
+from scratchkit.timing import StageTimer
+
+
+@dataclass
+class StepRecord:
+    """One training step: the loss, the speed, and where the time went."""
+
+    step: int
+    loss: float
+    samples: int
+    seconds: float
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    lookups: int = 0            # embedding lookups in the step
+    hits: int | None = None     # lookups served by the device-side cache (None: trainer has none)
+    fetched_rows: int = 0       # rows copied host -> device for the step
+    written_back_rows: int = 0  # rows copied device -> host for the step
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"samples_per_s": self.samples_per_s}
+
+
+class Trainer(ABC):
+    """Construct from a `TrainConfig` (and optionally a batch source); call `train(steps)`."""
+
+    name: str = "?"
+
+    def __init__(self, config: TrainConfig, source=None, device: str | None = None):
+        self.config = config
+        self.source = source if source is not None else SyntheticSource(config.data)
+        if tuple(self.source.table_sizes) != tuple(config.data.table_sizes):
+            raise ValueError(f"the source's table sizes {self.source.table_sizes} differ from the "
+                             f"config's {config.data.table_sizes}")
+        self.device = torch.device(device or detect().device)
+        if config.cpu_threads is not None:
+            torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
+        if config.deterministic:
+            # Process-wide torch switch: refuse nondeterministic kernels, so CPU runs are bit-exact.
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        num_tables = len(config.data.table_sizes)
+        self.model = init_dense_model(config.model, self.source.num_dense, num_tables,
+                                      config.seed).to(self.device)
+        self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else None
+        self.timer = StageTimer(synchronize=sync)
+        self.next_batch = 0   # index of the batch the next step trains on
+
+    # --- the interface -------------------------------------------------------------------------
+    def train(self, steps: int) -> Iterator[StepRecord]:
+        """Train `steps` more steps, yielding a record after each."""
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
+        end = self.next_batch + steps
+        if end > len(self.source):
+            raise ValueError(f"the source has {len(self.source)} batches; cannot train up to batch {end}")
+        for _ in range(steps):
+            yield self.train_step()
+
+    @abstractmethod
+    def train_step(self) -> StepRecord:
+        """Train on batch `self.next_batch` and advance."""
+
+    @abstractmethod
+    def embedding_weights(self) -> list[torch.Tensor]:
+        """Complete, current rows of every table, on the host (caches flushed first)."""
+
+    def embedding_state(self) -> list[torch.Tensor | None]:
+        """Optimizer state of every table's rows, on the host (None for SGD)."""
+        return [None] * len(self.config.data.table_sizes)
+
+    def close(self) -> None:
+        """Flush and stop anything running. Safe to call twice."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- shared pieces ---------------------------------------------------------------------------
+    def dense_step(self, batch, pooled: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """Forward and backward of the MLPs on the device, and their optimizer step.
+
+        pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]).
+        """
+        dense = torch.from_numpy(batch.dense).to(self.device)
+        labels = torch.from_numpy(batch.labels).to(self.device)
+        pooled = pooled.detach().requires_grad_(True)
+        loss = F.binary_cross_entropy_with_logits(self.model(dense, pooled), labels)
+        self.dense_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.dense_optimizer.step()
+        return float(loss.detach()), pooled.grad
+
+    def make_record(self, loss: float, batch, started: float, **counters) -> StepRecord:
+        record = StepRecord(step=self.next_batch, loss=loss, samples=batch.batch_size,
+                            seconds=time.perf_counter() - started,
+                            stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
+        self.next_batch += 1
+        return record
+
+
+def pooled_lookup(weight: torch.Tensor, index: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Sum-pooled embedding bags: rows `weight[index]` summed per bag. -> [B, dim]"""
+    return F.embedding_bag(index, weight, offsets, mode="sum")

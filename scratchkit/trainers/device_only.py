@@ -1,0 +1,50 @@
+"""`gpu-only`: every table lives in device memory. The upper bound when the tables fit."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from scratchkit.optim import sparse_update
+from scratchkit.tables import HostTables
+from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+
+
+class DeviceOnlyTrainer(Trainer):
+    """Tables, lookups and sparse updates all on the device (on a CPU-only machine: the CPU)."""
+
+    name = "gpu-only"
+
+    def __init__(self, config, source=None, device=None):
+        super().__init__(config, source, device)
+        host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer, config.seed)
+        self.tables = host
+        self.weights = [w.to(self.device) for w in host.weights]
+        self.state = [s.to(self.device) if s is not None else None for s in host.state]
+
+    def train_step(self) -> StepRecord:
+        started = time.perf_counter()
+        stage = self.timer.stage
+        with stage("data"):
+            batch = self.source.batch(self.next_batch)
+        with stage("transfer"):   # only the ids cross: tens of KB
+            ids = [torch.from_numpy(i).to(self.device) for i in batch.ids]
+            offsets = [torch.from_numpy(o).to(self.device) for o in batch.offsets]
+        with stage("embedding_forward"):
+            for t, table_ids in enumerate(ids):
+                self.tables.check_ids(t, table_ids)
+            pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
+                                  zip(self.weights, ids, offsets)], dim=1)      # [B, T, dim]
+        with stage("mlp"):
+            loss, grad = self.dense_step(batch, pooled)
+        with stage("update"):
+            for t in range(len(self.weights)):
+                sparse_update(self.weights[t], self.state[t], ids[t], offsets[t],
+                              grad[:, t], self.config.optimizer)
+        return self.make_record(loss, batch, started, hits=batch.lookups())
+
+    def embedding_weights(self):
+        return [w.cpu() for w in self.weights]
+
+    def embedding_state(self):
+        return [s.cpu() if s is not None else None for s in self.state]

@@ -1,0 +1,54 @@
+"""`hybrid`: tables in host memory, MLPs on the device (the baseline of the paper).
+
+The host gathers and pools the rows, the pooled vectors cross to the device, the MLPs train there,
+the pooled gradients cross back, and the host coalesces them and updates the rows. Every embedding
+byte moves at host-memory speed.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from scratchkit.optim import sparse_update
+from scratchkit.tables import HostTables
+from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+
+
+class HybridTrainer(Trainer):
+    name = "hybrid"
+
+    def __init__(self, config, source=None, device=None):
+        super().__init__(config, source, device)
+        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
+                                 config.seed, pin=self.device.type == "cuda")
+
+    def train_step(self) -> StepRecord:
+        started = time.perf_counter()
+        stage = self.timer.stage
+        with stage("data"):
+            batch = self.source.batch(self.next_batch)
+            ids = [torch.from_numpy(i) for i in batch.ids]
+            offsets = [torch.from_numpy(o) for o in batch.offsets]
+        with stage("embedding_forward"):   # on the host
+            for t, table_ids in enumerate(ids):
+                self.tables.check_ids(t, table_ids)
+            pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
+                                  zip(self.tables.weights, ids, offsets)], dim=1)  # [B, T, dim]
+        with stage("transfer"):
+            pooled = pooled.to(self.device, non_blocking=True)
+        with stage("mlp"):
+            loss, grad = self.dense_step(batch, pooled)
+        with stage("transfer"):
+            grad = grad.cpu()
+        with stage("update"):              # coalesce + optimizer on the host
+            for t in range(self.tables.num_tables):
+                sparse_update(self.tables.weights[t], self.tables.state[t], ids[t], offsets[t],
+                              grad[:, t], self.config.optimizer)
+        return self.make_record(loss, batch, started, hits=0)
+
+    def embedding_weights(self):
+        return list(self.tables.weights)
+
+    def embedding_state(self):
+        return list(self.tables.state)
