@@ -246,3 +246,32 @@ def test_real_kaggle_sample():
     np.testing.assert_array_equal(data.ids[:, :200], ids.T)
     batch = data.batch(55)
     assert batch.lookups() == 128 * 26
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_make_samples():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_samples", REPO / "datasets" / "make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_samples_match_their_generator():
+    make_samples = load_make_samples()
+    for name, text in make_samples.render().items():
+        assert (REPO / "datasets" / "samples" / name).read_text() == text, f"{name}: rerun make_samples.py"
+
+
+def test_synthetic_criteo_sample_loads_as_the_reference_reads_it():
+    path = REPO / "datasets" / "samples" / "criteo-synthetic.tsv"
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    data = load_criteo(path, SIZES, batch_size=16)
+    labels, dense, ids = reference(rows, SIZES)
+    assert data.num_batches == 3 and data.report.rows_skipped == 0
+    assert data.report.dense_defaulted > 0 and data.report.dense_clipped > 0  # it shows both
+    np.testing.assert_array_equal(data.labels, labels)
+    np.testing.assert_allclose(data.dense, dense, rtol=1e-6)
+    np.testing.assert_array_equal(data.ids, ids.T)

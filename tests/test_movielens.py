@@ -1,6 +1,8 @@
 """The MovieLens loader: u.data and ratings.csv written here, checked against a plain reading."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,16 @@ def test_time_feature_spans_zero_to_one(tmp_path):
     rows = [(1, 1, 5, 10), (2, 2, 1, 40), (3, 3, 4, 20), (4, 4, 2, 30)]
     data = load_movielens(write_u_data(tmp_path / "u.data", rows), batch_size=4)
     np.testing.assert_allclose(data.batch(0).dense[:, 0], [0, 1, 1 / 3, 2 / 3], rtol=1e-7)
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "samples"
+
+
+@pytest.mark.parametrize("name, separator, header", [("movielens-synthetic-u.data", "\t", 0),
+                                                     ("movielens-synthetic-ratings.csv", ",", 1)])
+def test_synthetic_samples_load_as_written(name, separator, header):
+    lines = (SAMPLES / name).read_text().splitlines()[header:]
+    rows = [(int(u), int(m), float(r), int(t)) for u, m, r, t in (line.split(separator) for line in lines)]
+    data = load_movielens(SAMPLES / name, batch_size=8)
+    assert data.report.rows_loaded == len(rows) and data.report.rows_skipped == 0
+    check_against_reference(data, rows)
