@@ -198,13 +198,13 @@ def test_bad_arguments_are_refused(tmp_path, rows):
         load_criteo(path, SIZES, errors="ignore")
     with pytest.raises(ValueError, match="need 26 table sizes"):
         load_criteo(path, SIZES[:25])
-    with pytest.raises(ValueError, match="table 3: size must be positive, got 0"):
+    with pytest.raises(ValueError, match="table 3: size must be a positive integer, got 0"):
         load_criteo(path, SIZES[:3] + [0] + SIZES[4:])
-    with pytest.raises(ValueError, match="size must be positive, got -5"):
+    with pytest.raises(ValueError, match="table 0: size must be a positive integer, got -5"):
         load_criteo(path, -5)
-    with pytest.raises(ValueError, match="must be integers"):
+    with pytest.raises(ValueError, match=r"table 0: size must be a positive integer, got 10\.5"):
         load_criteo(path, 10.5)
-    with pytest.raises(ValueError, match="batch_size must be positive"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
         load_criteo(path, SIZES, batch_size=0)
     with pytest.raises(ValueError, match=r"train\.tsv: 30 rows loaded, fewer than one batch of 64"):
         load_criteo(path, SIZES, batch_size=64)

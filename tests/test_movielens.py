@@ -141,13 +141,13 @@ def test_bad_arguments_are_refused(tmp_path):
     path = write_u_data(tmp_path / "u.data", RATINGS)
     with pytest.raises(ValueError, match="need 2 table sizes"):
         load_movielens(path, table_sizes=(400, 2000, 5))
-    with pytest.raises(ValueError, match="table 1: size must be positive, got 0"):
+    with pytest.raises(ValueError, match="table 1: size must be a positive integer, got 0"):
         load_movielens(path, table_sizes=(400, 0))
     with pytest.raises(ValueError, match="like_threshold must be a finite number"):
         load_movielens(path, like_threshold=float("nan"))
     with pytest.raises(ValueError, match=r"u\.data: 12 rows loaded, fewer than one batch of 128"):
         load_movielens(path)
-    with pytest.raises(ValueError, match="batch_size must be positive"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got -1"):
         load_movielens(path, batch_size=-1)
 
 

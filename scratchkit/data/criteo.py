@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from scratchkit.data.in_memory import InMemoryDataset, table_sizes_from
-from scratchkit.data.lines import MalformedLineError, OnBadLine, open_text, parse_lines, show_value
+from scratchkit.data.lines import (MalformedLineError, OnBadLine, open_text, parse_lines,
+                                   positive_int, show_value)
 from scratchkit.data.report import LoadReport
 
 NUM_DENSE = 13
@@ -87,8 +88,10 @@ def load_criteo(path: str | Path, table_sizes: int | Sequence[int],
     the incomplete last batch, which no batch contains.
     """
     sizes = table_sizes_from(table_sizes, NUM_CATEGORICAL)
-    if int(batch_size) <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    batch_size = positive_int("batch_size", batch_size)
+    errors = OnBadLine.parse(errors)
+    if max_rows is not None:
+        positive_int("max_rows", max_rows)
     source = str(path)
     report = LoadReport(source=source, num_dense=NUM_DENSE, num_tables=NUM_CATEGORICAL,
                         batch_size=int(batch_size))

@@ -6,28 +6,22 @@ the incomplete last batch is left out (the loader counts those rows in its `Load
 """
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from scratchkit.data.batch import Batch
+from scratchkit.data.lines import positive_int
 from scratchkit.data.report import LoadReport
 
 
 def table_sizes_from(sizes: int | Sequence[int], num_tables: int) -> tuple[int, ...]:
     """One size for every table, or one per table; each a positive integer, else ValueError."""
-    try:
-        sizes = [operator.index(sizes)] * num_tables if not isinstance(sizes, Sequence) \
-            else [operator.index(n) for n in sizes]
-    except TypeError:
-        raise ValueError(f"table sizes must be integers, got {sizes!r}") from None
+    if not isinstance(sizes, Sequence):
+        sizes = [sizes] * num_tables
     if len(sizes) != num_tables:
         raise ValueError(f"need {num_tables} table sizes (or one int for all), got {len(sizes)}")
-    for t, n in enumerate(sizes):
-        if n <= 0:
-            raise ValueError(f"table {t}: size must be positive, got {n}")
-    return tuple(sizes)
+    return tuple(positive_int(f"table {t}: size", n) for t, n in enumerate(sizes))
 
 
 class InMemoryDataset:
@@ -42,23 +36,20 @@ class InMemoryDataset:
         dense = np.asarray(dense, dtype=np.float32)        # [N, num_dense]
         ids = np.asarray(ids, dtype=np.int64)              # [num_tables, N]: table-major, so a batch's
         labels = np.asarray(labels, dtype=np.float32)      # [N]           ids of one table are contiguous
-        table_sizes = tuple(int(n) for n in table_sizes)
+        table_sizes = table_sizes_from(table_sizes, len(table_sizes))
         n = labels.shape[0]
         if labels.ndim != 1 or dense.ndim != 2 or dense.shape[0] != n:
             raise ValueError(f"dense must be [N, num_dense] and labels [N]; got dense {dense.shape}, "
                              f"labels {labels.shape}")
         if ids.shape != (len(table_sizes), n):
             raise ValueError(f"ids must be [num_tables={len(table_sizes)}, N={n}], got {ids.shape}")
-        if any(size <= 0 for size in table_sizes):
-            raise ValueError(f"table sizes must be positive, got {table_sizes}")
         for t, size in enumerate(table_sizes):
             if n and (ids[t].min() < 0 or ids[t].max() >= size):
                 raise ValueError(f"table {t}: ids must lie in [0, {size}), found "
                                  f"[{ids[t].min()}, {ids[t].max()}]")
         if not np.isin(labels, (0.0, 1.0)).all():
             raise ValueError("labels must be 0 or 1")
-        if int(batch_size) <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        batch_size = positive_int("batch_size", batch_size)
         if n < batch_size:
             raise ValueError(f"{n} rows is fewer than one batch of {batch_size}; "
                              f"load more rows or choose a smaller batch_size")

@@ -7,6 +7,7 @@ or skip it and count it (`errors="skip"`). Counting lives in `LoadReport`.
 from __future__ import annotations
 
 import gzip
+import operator
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
@@ -65,6 +66,17 @@ def open_text(path: str | Path) -> TextIO:
     return open(path, encoding="utf-8", errors="replace")
 
 
+def positive_int(name: str, value) -> int:
+    """`value` as an int if it is a positive integer (not a bool, not 2.0), else ValueError."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = 0
+    if number <= 0 or isinstance(value, bool):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return number
+
+
 def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report: "LoadReport",
                 errors: OnBadLine | str = OnBadLine.RAISE, max_rows: int | None = None,
                 first_line_number: int = 1) -> list[Row]:
@@ -74,8 +86,8 @@ def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report: 
     in `report` and left out under `errors="skip"`. Reading stops once `max_rows` rows are parsed.
     """
     errors = OnBadLine.parse(errors)
-    if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) != max_rows or max_rows <= 0):
-        raise ValueError(f"max_rows must be a positive integer or None, got {max_rows!r}")
+    if max_rows is not None:
+        positive_int("max_rows", max_rows)
     rows: list[Row] = []
     for line_number, line in enumerate(lines, start=first_line_number):
         if max_rows is not None and len(rows) >= max_rows:

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from scratchkit.data.in_memory import InMemoryDataset, table_sizes_from
-from scratchkit.data.lines import MalformedLineError, OnBadLine, open_text, parse_lines, show_value
+from scratchkit.data.lines import (MalformedLineError, OnBadLine, open_text, parse_lines,
+                                   positive_int, show_value)
 from scratchkit.data.report import LoadReport
 
 LIKE_THRESHOLD = 4.0  # 4 and 5 stars read as a click: the usual cut from ratings to implicit
@@ -134,8 +135,10 @@ def load_movielens(path: str | Path, batch_size: int = DEFAULT_BATCH_SIZE, *,
     sizes = None if table_sizes is None else table_sizes_from(table_sizes, 2)
     if not math.isfinite(like_threshold):
         raise ValueError(f"like_threshold must be a finite number, got {like_threshold}")
-    if int(batch_size) <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    batch_size = positive_int("batch_size", batch_size)
+    errors = OnBadLine.parse(errors)
+    if max_rows is not None:
+        positive_int("max_rows", max_rows)
     source = str(path)
     report = LoadReport(source=source, num_dense=1, num_tables=2, batch_size=int(batch_size))
 
