@@ -94,7 +94,7 @@ def load_criteo(path: str | Path, table_sizes: int | Sequence[int],
         positive_int("max_rows", max_rows)
     source = str(path)
     report = LoadReport(source=source, num_dense=NUM_DENSE, num_tables=NUM_CATEGORICAL,
-                        batch_size=int(batch_size))
+                        batch_size=batch_size)
     with open_text(path) as lines:
         rows = parse_lines(lines, lambda line, number: parse_line(line, source, number),
                            report, errors=errors, max_rows=max_rows)

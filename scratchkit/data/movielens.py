@@ -140,7 +140,7 @@ def load_movielens(path: str | Path, batch_size: int = DEFAULT_BATCH_SIZE, *,
     if max_rows is not None:
         positive_int("max_rows", max_rows)
     source = str(path)
-    report = LoadReport(source=source, num_dense=1, num_tables=2, batch_size=int(batch_size))
+    report = LoadReport(source=source, num_dense=1, num_tables=2, batch_size=batch_size)
 
     def parse(line: str, number: int):
         return parse_rating(line, source, number, fmt, sizes)

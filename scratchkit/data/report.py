@@ -29,7 +29,7 @@ class LoadReport:
     first_errors: list[str] = field(default_factory=list)  # the first FIRST_ERRORS_KEPT messages
     dense_defaulted: int = 0    # missing dense values replaced by 0
     dense_clipped: int = 0      # negative dense values clipped to 0 before the log transform
-    categorical_missing: int = 0  # missing categorical values, sent to the documented default row
+    categorical_missing: int = 0  # missing categorical values, sent to row 0 of their table
     missing_by_column: dict[str, int] = field(default_factory=dict)  # column name -> missing values
     batch_size: int = 0
     rows_dropped: int = 0       # rows of the incomplete last batch, left out of every batch
@@ -58,9 +58,9 @@ class LoadReport:
         lines += [f"    {message}" for message in self.first_errors]
         dense_total = self.rows_loaded * self.num_dense
         cat_total = self.rows_loaded * self.num_tables
-        changed = [(f"dense values missing, set to 0", self.dense_defaulted, dense_total),
-                   (f"dense values negative, clipped to 0", self.dense_clipped, dense_total),
-                   (f"categorical values missing, sent to row 0", self.categorical_missing, cat_total)]
+        changed = [("dense values missing, set to 0", self.dense_defaulted, dense_total),
+                   ("dense values negative, clipped to 0", self.dense_clipped, dense_total),
+                   ("categorical values missing, sent to row 0", self.categorical_missing, cat_total)]
         for what, n, total in changed:
             if n:
                 lines.append(f"  {what}: {_share(n, total)}")
