@@ -71,7 +71,8 @@ def test_report_counts_what_was_filled_in_and_dropped(tmp_path, rows):
     assert report.missing_by_column.get("C26", 0) == sum(row[39] == "" for row in rows)
     assert report.rows_dropped == 6
     text = str(report)
-    assert "30 rows loaded" in text and "rows dropped in the incomplete last batch: 6" in text
+    assert text.startswith(f"{report.source}: 30 of 30 lines loaded as rows, 0 skipped\n")
+    assert "rows dropped in the incomplete last batch: 6" in text
     assert f"dense values missing, set to 0: {report.dense_defaulted} of 390" in text
 
 
@@ -180,7 +181,8 @@ def test_skip_leaves_bad_lines_out_and_counts_them(tmp_path, rows):
     assert dict(report.skip_reasons) == {"non-hex category": 1, "bad label": 1,
                                          "non-integer dense value": 1, "wrong column count": 1}
     assert [m.split(": ")[0] for m in report.first_errors] == [f"{path}:{n}" for n in broken]
-    assert "4 lines skipped" in str(report) and f"{path}:7: column 1 (label)" in str(report)
+    assert "26 of 30 lines loaded as rows, 4 skipped" in str(report)
+    assert f"{path}:7: column 1 (label)" in str(report)
     with pytest.raises(ValueError, match=r"mixed\.tsv:3: column 20 \(C6\)"):
         load_criteo(path, SIZES, batch_size=2)  # the default is to raise
 

@@ -5,7 +5,7 @@ defaulted silently: every loader counts what it skipped, filled in or clipped, a
 as a `LoadReport`, printable in one glance:
 
     >>> print(load_criteo("train.tsv", table_sizes=100_000).report)
-    train.tsv: 7,200 rows loaded from 7,200 lines; 0 lines skipped
+    train.tsv: 7,200 of 7,200 lines loaded as rows, 0 skipped
       dense values missing, set to 0: ...
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ class LoadReport:
 
     def __str__(self) -> str:
         stop = " (stopped at max_rows)" if self.stopped_at_max_rows else ""
-        lines = [f"{self.source}: {self.rows_loaded:,} rows loaded from {self.lines_read:,} lines"
-                 f"{stop}; {self.rows_skipped:,} lines skipped"]
+        lines = [f"{self.source}: {self.rows_loaded:,} of {self.lines_read:,} lines loaded as rows, "
+                 f"{self.rows_skipped:,} skipped{stop}"]
         for kind, n in sorted(self.skip_reasons.items()):
             lines.append(f"  skipped, {kind}: {n:,}")
         lines += [f"    {message}" for message in self.first_errors]
