@@ -3,15 +3,18 @@
 Exactness is a matter of doing the same float operations in the same order everywhere, so there is
 exactly one place that does them:
 
-1. `coalesce(index, grads)`: sum the per-lookup gradients of duplicate rows. We use
-   `torch.sparse_coo_tensor(...).coalesce()`, which is what `nn.EmbeddingBag(sparse=True)` +
-   `torch.optim` do after `grad.coalesce()`: duplicates are summed in lookup order. (Accumulating
-   with `index_add_` instead drifts by ~1e-6 from the reference.)
-2. `apply_update(rows, state, index, grad_sum)`: gather the touched rows, update them with the same
-   primitive torch.optim uses (`add_(values, alpha=-lr)`), write them back.
-
-The `index` may be table row ids (host or device tables) or scratchpad slots: the arithmetic per row
-is identical, which is why ScratchPipe reproduces the baseline bit for bit.
+1. `coalesce(ids, grads)`: sum the per-lookup gradients of duplicate ids with
+   `torch.sparse_coo_tensor(...).coalesce()`, exactly what the reference gets from
+   `nn.EmbeddingBag(sparse=True)` + `grad.coalesce()`. Careful: coalesce sums duplicates in the
+   order of an *unstable* sort of the index array, not in lookup order. The order is deterministic
+   for the same array, but another array with the same grouping (say, the scratchpad slots of the
+   same ids) can sum in another order and differ in the last bits. So we always coalesce on the
+   **table ids**, the very array the reference coalesces, and address rows by slot only afterwards.
+   (Accumulating with `index_add_` instead also differs, by ~1e-6; a test shows both.)
+2. `apply_update(weight, state, index, grad_sum)`: gather the touched rows, update them with the
+   same primitive torch.optim uses (`add_(values, alpha=-lr)`), write them back. Here `index` may
+   be table ids (host or device tables) or slots (caches, scratchpads): the arithmetic per row is
+   identical, which is why the caches and ScratchPipe reproduce the baseline bit for bit.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ def lookup_gradients(grad_pooled: torch.Tensor, offsets: torch.Tensor, num_looku
 
 
 def coalesce(index: torch.Tensor, grads: torch.Tensor, num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unique rows [u] (sorted) and their summed gradients [u, dim], duplicates summed in lookup order."""
+    """Unique rows [u] (sorted) and their summed gradients [u, dim] (see the module note on order)."""
     # check_invariants=False: the indices come from checked ids or slots, and the check costs time.
     sparse = torch.sparse_coo_tensor(index.unsqueeze(0), grads, (num_rows, grads.shape[1]),
                                      check_invariants=False).coalesce()
@@ -56,17 +59,20 @@ def apply_update(weight: torch.Tensor, state: torch.Tensor | None, index: torch.
     weight.index_copy_(0, index, rows)
 
 
-def sparse_update(weight: torch.Tensor, state: torch.Tensor | None, index: torch.Tensor,
-                  offsets: torch.Tensor, grad_pooled: torch.Tensor, config: OptimizerConfig) -> int:
-    """Embedding backward + update of one table: pooled grads [B, dim] -> rows `weight[index]`.
+def embedding_backward(ids: torch.Tensor, offsets: torch.Tensor, grad_pooled: torch.Tensor,
+                       num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pooled grads [B, dim] of one table -> its distinct ids [u] and their summed grads [u, dim].
 
-    `index` [n] addresses rows of `weight` (table ids, cache slots or scratchpad slots).
-    Returns the number of distinct rows updated.
+    `ids` [n] are the table's row ids (never slots: see the module note), `num_rows` its size.
     """
-    grads = lookup_gradients(grad_pooled, offsets, len(index))      # [n, dim]
-    unique, grad_sum = coalesce(index, grads, weight.shape[0])      # [u], [u, dim]
-    apply_update(weight, state, unique, grad_sum, config)
-    return len(unique)
+    grads = lookup_gradients(grad_pooled, offsets, len(ids))        # [n, dim]
+    return coalesce(ids, grads, num_rows)
+
+
+def slots_of_unique(unique_ids: torch.Tensor, ids: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """The slot of each of `unique_ids` [u] (sorted), given the slot of every lookup [n]."""
+    position = torch.searchsorted(unique_ids, ids)                   # [n] in [0, u)
+    return torch.empty_like(unique_ids).index_put_((position,), slots)  # duplicates agree
 
 
 def make_dense_optimizer(params, config: OptimizerConfig) -> torch.optim.Optimizer:

@@ -24,6 +24,28 @@ def zipf_cdf(num_rows: int, exponent: float) -> np.ndarray:
     return cdf / cdf[-1]
 
 
+class ZipfSampler:
+    """Inverse-CDF sampling of Zipf ranks with a guide table (Chen & Asau, 1974).
+
+    Gives exactly `np.searchsorted(cdf, u, side="right")`, but instead of a binary search over the
+    whole CDF per draw (cache-unfriendly: ~60 ns a draw for 20k rows), `guide[j]` jumps to the first
+    rank whose CDF exceeds j/G, and a few vectorised steps finish the search.
+    """
+
+    def __init__(self, num_rows: int, exponent: float):
+        self.cdf = zipf_cdf(num_rows, exponent)
+        self.guide = np.searchsorted(self.cdf, np.arange(num_rows) / num_rows, side="right")
+
+    def ranks(self, u: np.ndarray) -> np.ndarray:
+        """Ranks [n] for uniforms u [n] in [0, 1)."""
+        rank = self.guide[(u * len(self.guide)).astype(np.int64)]
+        pending = np.flatnonzero(self.cdf[rank] <= u)
+        while pending.size:                      # a step or two: buckets hold ~1 rank each
+            rank[pending] += 1
+            pending = pending[self.cdf[rank[pending]] <= u[pending]]
+        return rank
+
+
 def _coprime_multiplier(num_rows: int, seed: int) -> int:
     """A multiplier a with gcd(a, num_rows) = 1, so rank -> (a*rank + c) % num_rows is a bijection."""
     a = (0x9E3779B1 + 2 * seed) % num_rows or 1
@@ -41,7 +63,7 @@ class SyntheticSource:
         self.num_dense = config.num_dense
         self.batch_size = config.batch_size
         self.num_batches = config.num_batches
-        self._cdfs = [zipf_cdf(n, config.zipf) if config.zipf > 0 else None for n in self.table_sizes]
+        self._samplers = [ZipfSampler(n, config.zipf) if config.zipf > 0 else None for n in self.table_sizes]
         self._scatter = [(_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
                          for t, n in enumerate(self.table_sizes)]
         label_rng = np.random.default_rng([config.seed, 2**31 - 1])
@@ -63,8 +85,8 @@ class SyntheticSource:
         ids, offsets = [], []
         for t, n in enumerate(self.table_sizes):
             u = rng.random(B * L)
-            ranks = (np.searchsorted(self._cdfs[t], u, side="right").clip(max=n - 1)
-                     if self._cdfs[t] is not None else (u * n).astype(np.int64))
+            sampler = self._samplers[t]
+            ranks = sampler.ranks(u) if sampler is not None else (u * n).astype(np.int64)
             a, c = self._scatter[t]
             ids.append((ranks.astype(np.int64) * a + c) % n)     # [B*L], bag b = ids[b*L:(b+1)*L]
             offsets.append(np.arange(0, B * L, L, dtype=np.int64))  # [B]

@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from scratchkit.optim import sparse_update
+from scratchkit.optim import apply_update, embedding_backward
 from scratchkit.tables import HostTables
 from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
 
@@ -37,10 +37,12 @@ class DeviceOnlyTrainer(Trainer):
                                   zip(self.weights, ids, offsets)], dim=1)      # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled)
+        with stage("embedding_backward"):
+            coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.weights[t].shape[0])
+                         for t in range(len(self.weights))]
         with stage("update"):
-            for t in range(len(self.weights)):
-                sparse_update(self.weights[t], self.state[t], ids[t], offsets[t],
-                              grad[:, t], self.config.optimizer)
+            for t, (rows, grad_sum) in enumerate(coalesced):
+                apply_update(self.weights[t], self.state[t], rows, grad_sum, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_weights(self):

@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from scratchkit.optim import sparse_update
+from scratchkit.optim import apply_update, embedding_backward
 from scratchkit.tables import HostTables
 from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
 
@@ -41,10 +41,12 @@ class HybridTrainer(Trainer):
             loss, grad = self.dense_step(batch, pooled)
         with stage("transfer"):
             grad = grad.cpu()
-        with stage("update"):              # coalesce + optimizer on the host
-            for t in range(self.tables.num_tables):
-                sparse_update(self.tables.weights[t], self.tables.state[t], ids[t], offsets[t],
-                              grad[:, t], self.config.optimizer)
+        with stage("embedding_backward"):   # on the host
+            coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.tables.weights[t].shape[0])
+                         for t in range(self.tables.num_tables)]
+        with stage("update"):
+            for t, (rows, grad_sum) in enumerate(coalesced):
+                apply_update(self.tables.weights[t], self.tables.state[t], rows, grad_sum, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=0)
 
     def embedding_weights(self):

@@ -1,0 +1,77 @@
+"""The command line: output shapes, exit codes, and clear errors for bad input."""
+import json
+
+import numpy as np
+import pytest
+
+from scratchkit.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_info_prints_one_line(capsys):
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and out.count("\n") == 1 and "torch" in out and "CuPy" in out
+    code, out, _ = run(capsys, "info", "--json")
+    assert json.loads(out)["device"] in ("cpu", "cuda")
+
+
+def test_verify_json_reports_exact_zero(capsys):
+    code, out, _ = run(capsys, "verify", "--profile", "tiny", "--trainers", "gpu-only,hybrid", "--json")
+    results = json.loads(out)
+    assert code == 0
+    assert [r["trainer"] for r in results] == ["gpu-only", "hybrid"]
+    assert all(r["max_abs_diff"] == 0.0 for r in results)
+
+
+def test_verify_exits_nonzero_when_over_tolerance(capsys, monkeypatch):
+    import scratchkit.optim as optim
+    import torch
+
+    def coalesce_by_index_add(index, grads, num_rows):
+        rows = torch.unique(index)
+        return rows, torch.zeros(num_rows, grads.shape[1]).index_add_(0, index, grads)[rows]
+
+    monkeypatch.setattr(optim, "coalesce", coalesce_by_index_add)
+    code, out, _ = run(capsys, "verify", "--profile", "tiny", "--trainers", "hybrid", "--zipf", "1.5")
+    assert code == 1 and "FAIL" in out
+
+
+def test_bench_json_has_the_documented_keys(capsys):
+    code, out, _ = run(capsys, "bench", "--profile", "tiny", "--trainers", "gpu-only,hybrid", "--quick", "--json")
+    results = json.loads(out)
+    assert code == 0 and len(results) == 2
+    for r in results:
+        assert {"trainer", "samples_per_s", "steps", "stage_seconds"} <= set(r)
+        assert r["steps"] == 10 and r["samples_per_s"] > 0
+        assert {"embedding_forward", "mlp", "embedding_backward", "update", "transfer"} <= set(r["stage_seconds"])
+    assert results[0]["ratio"] == 1.0
+
+
+def test_bench_table_lists_stages(capsys):
+    code, out, _ = run(capsys, "bench", "--profile", "tiny", "--trainers", "hybrid", "--quick")
+    assert code == 0 and "samples/s" in out and "embedding_forward ms" in out
+
+
+def test_trace_writes_npy(capsys, tmp_path):
+    code, out, _ = run(capsys, "trace", "--profile", "tiny", "--steps", "3", "--out", str(tmp_path / "ids.npy"))
+    trace = np.load(tmp_path / "ids.npy")
+    assert code == 0 and trace.dtype == np.int64 and len(trace) == 3 * 32 * 3 * 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--profile", "enormous"], "unknown profile 'enormous'"),
+    (["bench", "--trainers", "gpu-only,warp"], "unknown trainer 'warp'"),
+    (["bench", "--profile", "tiny", "--steps", "0"], "steps must be positive"),
+    (["verify", "--capacity", "-3"], "capacity must be positive"),
+    (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
+    (["verify", "--batch-size", "0"], "batch_size must be positive"),
+    (["bench", "--scale", "0.1"], "--scale applies to --profile criteo-like only"),
+])
+def test_bad_input_gets_a_clear_error_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and "Traceback" not in err
