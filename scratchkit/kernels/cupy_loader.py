@@ -13,6 +13,8 @@ NumPy twins use a fused multiply-add, so both round the same way (see embedding_
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..backend import get_cupy
@@ -24,10 +26,14 @@ _SCALAR = {Arg.I64: np.int64, Arg.F32: np.float32}
 _PATHS = {k.source: k.path for k in KERNELS.values()}
 
 
-def cupy_source(source: str) -> str:
-    """The text CuPy compiles for one `.cu` file: a #line directive, then the file."""
-    path = _PATHS[source]
+def with_line_directive(path: Path) -> str:
+    """A `.cu` file's text behind `#line 1 "<path>"`: compiler messages then name that file."""
     return f'#line 1 "{path}"\n' + path.read_text()
+
+
+def cupy_source(source: str) -> str:
+    """The text CuPy compiles for one `.cu` file of this folder."""
+    return with_line_directive(_PATHS[source])
 
 
 class CupyLauncher:
