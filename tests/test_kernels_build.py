@@ -100,9 +100,9 @@ def test_an_edited_source_gets_a_new_library(tmp_path):
 
 def test_host_compile_errors_name_the_cu_file_and_line(tmp_path):
     kernels = copy_kernels(tmp_path)
-    text = (kernels / "rows.cu").read_text().replace("out[t] = table", "out[t] = tabel", 1)
+    text = (kernels / "rows.cu").read_text().replace("dst[c] = src[c]", "dst[c] = sorce[c]", 1)
     (kernels / "rows.cu").write_text(text)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if "tabel" in l)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "sorce" in l)
     with pytest.raises(HostBuildError) as err:
         build(("rows.cu",), cache_dir=tmp_path / "cache", kernel_dir=kernels)
     assert f"{kernels / 'rows.cu'}:{line}:" in str(err.value)
@@ -110,7 +110,7 @@ def test_host_compile_errors_name_the_cu_file_and_line(tmp_path):
 
 def test_host_build_refuses_barriers_with_a_message(tmp_path):
     kernels = copy_kernels(tmp_path)
-    text = (kernels / "rows.cu").read_text().replace("out[t] = table", "__syncthreads();\n    out[t] = table", 1)
+    text = (kernels / "rows.cu").read_text().replace("float* dst", "__syncthreads();\n    float* dst", 1)
     (kernels / "rows.cu").write_text(text)
     with pytest.raises(HostBuildError, match="__syncthreads cannot run in the serial host build"):
         build(("rows.cu",), cache_dir=tmp_path / "cache", kernel_dir=kernels)

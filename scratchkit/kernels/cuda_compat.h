@@ -29,7 +29,8 @@
 
 #include <math.h>
 
-#define __global__
+// A kernel is an ordinary function here; always_inline lets the launcher's loop absorb its body.
+#define __global__ __attribute__((always_inline)) inline
 #define __device__
 #define __host__
 #define __forceinline__ inline
@@ -45,10 +46,11 @@ struct dim3 {
 };
 
 // One copy per host thread, so two Python threads may launch (different) kernels at once.
-inline thread_local uint3 threadIdx = {0, 0, 0};
-inline thread_local uint3 blockIdx = {0, 0, 0};
-inline thread_local dim3 blockDim = {1, 1, 1};
-inline thread_local dim3 gridDim = {1, 1, 1};
+// `static` (one translation unit per .cu) lets g++ find the thread's copies once per launch.
+static thread_local uint3 threadIdx = {0, 0, 0};
+static thread_local uint3 blockIdx = {0, 0, 0};
+static thread_local dim3 blockDim = {1, 1, 1};
+static thread_local dim3 gridDim = {1, 1, 1};
 
 // ---- atomics: each returns the old value, as CUDA's do --------------------------------------
 inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
@@ -111,6 +113,6 @@ struct launcher<Kernel> {
 // launcher<&k>::run. Python (ctypes) calls it once and wraps the address in a CFUNCTYPE whose
 // argument types are (unsigned grid, unsigned block, <the kernel's own arguments>).
 #define SK_HOST_EXPORT(name)                                                        \
-    extern "C" void* sk_launcher_##name(void) {                                    \
+    extern "C" __attribute__((visibility("default"))) void* sk_launcher_##name(void) { \
         return reinterpret_cast<void*>(&sk::launcher<&name>::run);                 \
     }

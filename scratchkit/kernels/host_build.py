@@ -31,7 +31,7 @@ import numpy as np
 
 from .signatures import COMPAT_HEADER, KERNEL_DIR, SOURCES, Arg, kernels_in
 
-CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-ffp-contract=off")
+CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off")
 
 _CTYPES = {Arg.PTR: ctypes.c_void_p, Arg.I64: ctypes.c_longlong, Arg.F32: ctypes.c_float}
 

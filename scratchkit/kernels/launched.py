@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+ROW_LANES = 32   # threads per row in rows.cu (SK_ROW_LANES)
+
 
 @dataclass(frozen=True)
 class CoalescingPlan:
@@ -75,12 +77,12 @@ class LaunchedEngine:
     def gather_rows(self, table, slots):
         width = table.shape[1]
         out = self.xp.empty((slots.size, width), dtype=self.xp.float32)   # [n, width]
-        self._launch("gather_rows", slots.size * width, table, width, slots, slots.size, out)
+        self._launch("gather_rows", slots.size * ROW_LANES, table, width, slots, slots.size, out)
         return out
 
     def scatter_rows(self, table, slots, src) -> None:
         width = table.shape[1]
-        self._launch("scatter_rows", slots.size * width, table, width, slots, slots.size, src)
+        self._launch("scatter_rows", slots.size * ROW_LANES, table, width, slots, slots.size, src)
 
     # ---- embedding bag
     def embedding_bag_forward(self, rows, slots, offsets):
