@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from scratchkit.config import DataConfig, ModelConfig, TrainConfig
+from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
 
 # Cardinalities of the 26 categorical features of Criteo Kaggle (Display Advertising Challenge),
 # as the DLRM reference implementation counts them.
@@ -25,7 +25,9 @@ def _small() -> TrainConfig:
     # that embedding work dominates the step as it does in production.
     return TrainConfig(
         data=DataConfig(table_sizes=(20_000,) * 8, pooling=8, batch_size=256, num_dense=13, zipf=1.05),
-        model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)))
+        model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)),
+        # 41% of each table: (D+1)*B*L = 6144 rows at D=2, so ScratchPipe fits at any locality
+        cache=CacheParams(capacity=8192))
 
 
 def criteo_like(scale: float = 0.01) -> TrainConfig:
@@ -35,7 +37,9 @@ def criteo_like(scale: float = 0.01) -> TrainConfig:
     sizes = tuple(max(4, math.ceil(c * scale)) for c in CRITEO_KAGGLE_CARDINALITIES)
     return TrainConfig(
         data=DataConfig(table_sizes=sizes, pooling=1, batch_size=512, num_dense=13, zipf=1.1),
-        model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)))
+        model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)),
+        # (D+1)*B*L = 4096 rows covers D <= 7 at any locality; small tables are held whole
+        cache=CacheParams(capacity=4096))
 
 
 PROFILES = {"tiny": _tiny, "small": _small, "criteo-like": criteo_like}

@@ -28,7 +28,11 @@ def config_from_args(args):
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))
-    cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth)
+    if args.capacity is None and args.load_factor is None:   # the profile's own cache size
+        cache = replace(config.cache, depth=args.depth)
+    else:
+        cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth,
+                            victim_policy=config.cache.victim_policy)
     return config.replace(data=replace(config.data, seed=args.seed, **data), optimizer=optimizer,
                           cache=cache, seed=args.seed)
 

@@ -1,0 +1,144 @@
+"""ScratchPipe's Plan stage for one table: decide which ids live in which slots, ahead of Train.
+
+For batch b the planner takes the working set U_b (unique ids), finds the hits in the scratchpad's
+map, gives each miss a free slot or evicts a *victim*, holds every slot of U_b until Train(b) has
+finished, and remaps the batch's ids to slots. Two rules keep it correct (DESIGN.md section 3):
+
+- a victim is never a held slot (invariant 4): a batch in flight still needs it;
+- a missed id that an earlier batch evicted must be read from the host only after that eviction's
+  write-back has landed (invariant 3). We *order*, rather than forward: each plan names the batch
+  whose write-back its Collect must wait for (`wait_for_write_back`).
+
+Victims: ScratchPipe can see the future, so it evicts the slots whose ids are needed furthest in
+the future within the batches it can see (`horizon`), falling back to least recently trained.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from scratchkit.events import PlanDecision
+from scratchkit.scratchpad import Scratchpad
+
+NEVER = np.iinfo(np.int64).max
+
+
+class VictimPolicy(str, Enum):
+    FURTHEST = "furthest"   # furthest next use within the horizon (Belady over what is visible), then LRU
+    LRU = "lru"             # least recently trained slot first, ignoring the future
+
+    @classmethod
+    def parse(cls, name: str) -> "VictimPolicy":
+        try:
+            return cls(name)
+        except ValueError:
+            raise ValueError(f"unknown victim policy {name!r}; choose from "
+                             f"{', '.join(p.value for p in cls)}") from None
+
+
+@dataclass
+class TablePlan:
+    """Plan(b) for one table: what the later stages of batch b need."""
+
+    decision: PlanDecision
+    lookup_slots: np.ndarray       # [n] slot of every lookup of the batch, in lookup order
+    miss_ids: np.ndarray           # [m] ids to collect from the host table
+    miss_slots: np.ndarray         # [m] where Insert writes them
+    victim_ids: np.ndarray         # [v] dirty victims whose rows Write-back returns to the host
+    victim_slots: np.ndarray       # [v]
+    wait_for_write_back: int       # Collect waits until this batch's write-back landed (-1: none)
+
+
+class TablePlanner:
+    """Plans one table's batches against its scratchpad. Not thread-safe: the caller locks."""
+
+    def __init__(self, table: int, scratchpad: Scratchpad, policy: VictimPolicy, holds: bool = True):
+        self.table, self.scratchpad, self.policy, self.holds = table, scratchpad, policy, holds
+        self.last_trained = np.full(scratchpad.capacity, -1, dtype=np.int64)  # LRU clock per slot
+        # per id: the batch whose write-back returns its evicted row, -1 when none is pending
+        self._evicted_by = np.full(scratchpad.num_rows, -1, dtype=np.int64)
+
+    def next_uses(self, future: list[np.ndarray]) -> np.ndarray:
+        """[num_rows] distance to each id's next use among `future` working sets (NEVER if unseen)."""
+        next_use = np.full(self.scratchpad.num_rows, NEVER, dtype=np.int64)
+        for distance in range(len(future), 0, -1):      # nearest last, so it wins
+            next_use[future[distance - 1]] = distance
+        return next_use
+
+    def plan(self, batch_index: int, ids: np.ndarray, unique: np.ndarray, inverse: np.ndarray,
+             next_use: np.ndarray | None) -> TablePlan:
+        """Plan batch b: `ids` [n], its working set `unique` [u] with `unique[inverse] == ids`, and
+        `next_use` from `next_uses` (None for the LRU policy). The caller holds the lock."""
+        pad = self.scratchpad
+        slots = np.asarray(pad.query(unique)).copy()
+        hit = slots >= 0
+        held_before = np.flatnonzero(pad.held_mask())
+        if self.holds:
+            pad.hold(slots[hit])
+        miss_ids = unique[~hit]
+        free = pad.free_slots()
+        shortfall = len(miss_ids) - len(free)
+        victim_ids = victim_slots = np.empty(0, dtype=np.int64)
+        dirty_victims = np.empty(0, dtype=bool)
+        if shortfall > 0:
+            victim_slots = self._choose_victims(shortfall, exclude=slots[hit], next_use=next_use)
+            victim_ids = pad.slot_ids[victim_slots].copy()
+            erased = pad.erase(victim_ids)
+            victim_slots, dirty_victims = erased.slots, erased.was_dirty
+        miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
+        pad.insert(miss_ids, miss_slots)
+        slots[~hit] = miss_slots
+        if self.holds:
+            pad.hold(miss_slots)
+        # invariant 3: a miss that an earlier batch evicted waits for that batch's write-back
+        wait = int(self._evicted_by[miss_ids].max(initial=-1))
+        self._evicted_by[miss_ids] = -1
+        self._evicted_by[victim_ids[dirty_victims]] = batch_index
+        decision = PlanDecision(batch_index, self.table, unique, slots.copy(), hit, victim_ids,
+                                victim_slots, held_before)
+        return TablePlan(decision, slots[inverse], miss_ids, miss_slots,
+                         victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
+
+    def _choose_victims(self, count: int, exclude: np.ndarray, next_use: np.ndarray | None) -> np.ndarray:
+        pad = self.scratchpad
+        candidate = pad.slot_ids >= 0
+        candidate[exclude] = False               # never evict this batch's own hits
+        if self.holds:
+            candidate &= ~pad.held_mask()        # invariant 4
+        slots = np.flatnonzero(candidate)
+        if len(slots) < count:
+            raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
+                               "slots are unheld (the capacity check should have refused this)")
+        use = (next_use[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and next_use is not None
+               else np.zeros(len(slots), dtype=np.int64))
+        # furthest next use first; among equals, least recently trained first; then lowest slot
+        order = np.lexsort((slots, self.last_trained[slots], -use))
+        return np.sort(slots[order[:count]])
+
+    def trained(self, batch_index: int, slots: np.ndarray) -> None:
+        self.last_trained[slots] = batch_index
+
+
+def minimum_capacity(working_sets, depth: int, num_rows: int) -> int:
+    """Largest union of D+1 consecutive working sets: the slots a scratchpad must have.
+
+    Plan(b) runs once Train(b-D-1) has finished, so the batches b-D .. b hold slots together.
+    `working_sets` is any iterable of arrays of unique ids in [0, num_rows); only the last D+1
+    are kept, so a long run is checked in constant memory.
+    """
+    in_window = np.zeros(num_rows, dtype=np.int32)   # how many window batches use each id
+    window: deque[np.ndarray] = deque()
+    best = size = 0
+    for ws in working_sets:
+        in_window[ws] += 1
+        size += int(np.count_nonzero(in_window[ws] == 1))
+        window.append(ws)
+        if len(window) > depth + 1:
+            leaving = window.popleft()
+            in_window[leaving] -= 1
+            size -= int(np.count_nonzero(in_window[leaving] == 0))
+        best = max(best, size)
+    return best

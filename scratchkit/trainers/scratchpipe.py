@@ -1,0 +1,546 @@
+"""`scratchpipe`: a look-forward scratchpad filled by a pipeline, so Train always hits.
+
+Per batch b the stages run in order; stages of different batches overlap (DESIGN.md section 3):
+
+    Plan(b)      planner thread   working set, hits/misses, victims, holds, ids -> slots
+    Collect(b)   collector thread gather missed rows (+ optimizer state) from the host tables
+    Transfer(b)  inserter thread  staging buffer -> device (a side CUDA stream when there is one)
+    Insert(b)    inserter thread  copy victims' rows out, write fetched rows into their slots
+    Write-back(b) writer thread   victims' rows -> host tables
+    Train(b)     caller's thread  forward/backward/update through slots only; release holds
+
+Plan(b) runs once Train(b-D-1) has finished (D = look-ahead depth), so at most D+1 batches hold
+slots. Queues between stages are bounded, so memory stays bounded. An exception in any stage, a
+KeyboardInterrupt, or leaving the `train()` loop early stops the threads, finishes the write-backs
+of every planned batch, flushes the dirty rows, and leaves the host tables complete: equal to the
+baseline trained on the batches whose Train finished.
+
+The hazard lab (`Hazards`) can switch off the holds or the write-back ordering, to watch the result
+diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1; stale reads).
+"""
+from __future__ import annotations
+
+import queue
+from contextlib import nullcontext
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+
+from scratchkit.events import EventLog, Stage
+from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
+from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacity
+from scratchkit.scratchpad import Scratchpad
+from scratchkit.tables import HostTables
+from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+
+POLL = 0.05   # seconds a waiting thread sleeps between looks at the stop flag
+
+
+@dataclass(frozen=True)
+class Hazards:
+    """The hazard lab: each switch, when False, removes one safety rule. Both True = correct."""
+
+    holds: bool = True             # invariant 4: never evict a slot a batch in flight still needs
+    write_back_order: bool = True  # invariant 3: collect an evicted id only after its write-back
+
+
+class PipelineError(RuntimeError):
+    """A stage failed; the message names the stage and the batch."""
+
+    def __init__(self, stage: Stage, batch: int, error: BaseException):
+        super().__init__(f"ScratchPipe stage {stage.value} failed on batch {batch}: "
+                         f"{type(error).__name__}: {error}")
+        self.stage, self.batch = stage, batch
+
+
+@dataclass
+class _InFlight:
+    """One planned batch moving through the stages."""
+
+    index: int
+    batch: object
+    tables: list                                     # TablePlan per table
+    staged: list = field(default_factory=list)       # (rows, state) fetched per table
+    victim_rows: list | None = None                  # (rows, state) copied out per table
+    inserted: threading.Event = field(default_factory=threading.Event)
+    written_back: threading.Event = field(default_factory=threading.Event)
+    insert_done: object = None                       # CUDA event: Insert's copies finished
+    stale_reads: int = 0                             # misses collected before their write-back
+
+
+class ScratchPipeTrainer(Trainer):
+    name = "scratchpipe"
+
+    def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
+                 horizon: int | None = None, engine: str = "auto", record_events: bool = True,
+                 stage_hook: Callable[[Stage, int], None] | None = None):
+        super().__init__(config, source, device)
+        cache = config.cache
+        self.depth = cache.depth
+        self.policy = VictimPolicy.parse(cache.victim_policy)
+        self.hazards = hazards
+        # how far Plan looks for victims' next use: beyond D, since the dataset is all there
+        self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
+        self.engine = engine
+        self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
+        self.events = EventLog(enabled=record_events)
+        self.host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
+                               config.seed, pin=self.device.type == "cuda")
+        self.capacities = [cache.capacity_for(n) for n in config.data.table_sizes]
+        self._lock = threading.Lock()           # the scratchpads' bookkeeping (map, holds, dirty)
+        self._stage_seconds: dict[str, float] = {}
+        self._reset_scratchpads()
+
+    # --- setup ----------------------------------------------------------------------------------
+    def _reset_scratchpads(self) -> None:
+        width = self.config.optimizer.state_width(self.config.model.dim)
+        self.scratchpads = [Scratchpad(n, c, self.config.model.dim, state_width=width,
+                                       engine=self.engine, device=str(self.device))
+                            for n, c in zip(self.config.data.table_sizes, self.capacities)]
+        self.planners = [TablePlanner(t, pad, self.policy, holds=self.hazards.holds)
+                         for t, pad in enumerate(self.scratchpads)]
+        self._seen: dict[int, tuple] = {}   # batch index -> (batch, [(unique, inverse)] per table)
+
+    def look(self, index: int) -> tuple:
+        """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
+        if index not in self._seen:
+            batch = self.source.batch(index)
+            self._seen[index] = (batch, [np.unique(ids, return_inverse=True) for ids in batch.ids])
+        return self._seen[index]
+
+    def minimum_capacities(self, start: int, stop: int) -> list[int]:
+        """Per table, the fewest slots that batches start..stop-1 need at this depth."""
+        sets = [[np.unique(ids) for ids in self.source.batch(b).ids] for b in range(start, stop)]
+        return [minimum_capacity((s[t] for s in sets), self.depth, n)
+                for t, n in enumerate(self.config.data.table_sizes)]
+
+    def check_capacity(self, start: int, stop: int) -> list[int]:
+        """Refuse a scratchpad too small for batches start..stop-1 at this depth (invariant 5)."""
+        minimums = self.minimum_capacities(start, stop)
+        for t, (need, have) in enumerate(zip(minimums, self.capacities)):
+            if have < need:
+                worst = (self.depth + 1) * self.config.data.batch_size * self.config.data.pooling
+                raise ValueError(
+                    f"table {t}: a scratchpad of {have} rows is too small for depth {self.depth}: "
+                    f"the {self.depth + 1} batches in flight touch up to {need} distinct rows "
+                    f"(the minimum for this data; (D+1)*B*L = {worst} is the worst case with no "
+                    f"reuse). Use --capacity {need} or more, or a smaller depth.")
+        return minimums
+
+    # --- the pipeline ---------------------------------------------------------------------------
+    def train(self, steps: int) -> Iterator[StepRecord]:
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
+        start, stop = self.next_batch, self.next_batch + steps
+        if stop > len(self.source):
+            raise ValueError(f"the source has {len(self.source)} batches; cannot train up to batch {stop}")
+        if steps == 0:
+            return
+        self.check_capacity(start, stop)
+        run = _PipelineRun(self, start, stop)
+        interrupted = _InterruptFlag()
+        finished = False
+        try:
+            for b in range(start, stop):
+                with interrupted:            # Ctrl-C lands between steps, never inside one
+                    record = self._train_one(run, b)
+                if interrupted.raised:
+                    raise KeyboardInterrupt
+                yield record
+            finished = True
+        finally:
+            run.stop(finished)
+
+    def _train_one(self, run: "_PipelineRun", b: int) -> StepRecord:
+        started = run.last_step_end
+        item = run.wait_inserted(b)
+        t0 = time.perf_counter()
+        self._hook(Stage.TRAIN, b)
+        if item.insert_done is not None:
+            torch.cuda.current_stream().wait_event(item.insert_done)
+        batch = item.batch
+        # invariant 1, checked: every lookup's slot still holds that lookup's id
+        hits = sum(int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
+                   for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
+        slots = [torch.from_numpy(p.lookup_slots).to(self.device) for p in item.tables]
+        ids = [torch.from_numpy(i).to(self.device) for i in batch.ids]
+        offsets = [torch.from_numpy(o).to(self.device) for o in batch.offsets]
+        pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
+                              zip(self.scratchpads, slots, offsets)], dim=1)     # [B, T, dim]
+        loss, grad = self.dense_step(batch, pooled)
+        for t, pad in enumerate(self.scratchpads):
+            # coalesce on table ids, exactly as the reference does; then update by slot
+            unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], self.host.table_sizes[t])
+            apply_update(pad.rows, pad.state, slots_of_unique(unique, ids[t], slots[t]), grad_sum,
+                         self.config.optimizer)
+        if self.device.type == "cuda":
+            torch.cuda.current_stream().synchronize()
+        with self._lock:
+            for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
+                trained = plan.decision.slots
+                pad.mark_dirty(trained)
+                self.planners[t].trained(b, trained)
+                if self.hazards.holds:
+                    pad.release(trained)
+        run.trained(b)
+        self._add_stage(Stage.TRAIN, b, t0, time.perf_counter())
+        with self._lock:
+            stage_seconds, self._stage_seconds = self._stage_seconds, {}
+        run.last_step_end = time.perf_counter()
+        fetched = sum(len(p.miss_ids) for p in item.tables)
+        written = sum(len(p.victim_ids) for p in item.tables)
+        self.next_batch = b + 1
+        return StepRecord(step=b, loss=loss, samples=batch.batch_size,
+                          seconds=run.last_step_end - started, stage_seconds=stage_seconds,
+                          lookups=batch.lookups(), hits=hits, fetched_rows=fetched,
+                          written_back_rows=written, stale_reads=item.stale_reads)
+
+    def train_step(self) -> StepRecord:
+        return next(iter(self.train(1)))
+
+    # --- the stages (called from the pipeline's threads) ----------------------------------------
+    def _hook(self, stage: Stage, b: int) -> None:
+        if self.stage_hook is not None:
+            self.stage_hook(stage, b)
+
+    def _add_stage(self, stage: Stage, b: int, start: float, end: float) -> None:
+        self.events.stage(b, stage, start, end)
+        with self._lock:
+            self._stage_seconds[stage.value] = self._stage_seconds.get(stage.value, 0.0) + end - start
+
+    def plan(self, b: int) -> _InFlight:
+        self._hook(Stage.PLAN, b)
+        batch, sets = self.look(b)
+        future = [self.look(k)[1] for k in range(b + 1, min(b + 1 + self.horizon, len(self.source)))]
+        for k in [k for k in self._seen if k <= b]:
+            del self._seen[k]
+        tables = []
+        for t, planner in enumerate(self.planners):
+            next_use = (planner.next_uses([ws[t][0] for ws in future])   # outside the lock
+                        if self.policy is VictimPolicy.FURTHEST else None)
+            unique, inverse = sets[t]
+            with self._lock:
+                tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_use))
+        for p in tables:
+            self.events.plan(p.decision)
+        return _InFlight(b, batch, tables)
+
+    def collect(self, item: _InFlight, written_back_upto: Callable[[], int]) -> None:
+        self._hook(Stage.COLLECT, item.index)
+        pin = self.device.type == "cuda"
+        for t, plan in enumerate(item.tables):
+            if plan.wait_for_write_back >= 0 and written_back_upto() < plan.wait_for_write_back:
+                item.stale_reads += len(plan.miss_ids)   # only reachable with the hazard on
+            index = torch.from_numpy(plan.miss_ids)
+            rows = self.host.weights[t].index_select(0, index)
+            state = self.host.state[t].index_select(0, index) if self.host.state[t] is not None else None
+            if pin:
+                rows = rows.pin_memory()
+                state = state.pin_memory() if state is not None else None
+            item.staged.append((rows, state))
+
+    def transfer_and_insert(self, item: _InFlight, stream) -> None:
+        self._hook(Stage.TRANSFER, item.index)
+        t0 = time.perf_counter()
+        with torch.cuda.stream(stream) if stream is not None else nullcontext():
+            staged = [(r.to(self.device, non_blocking=True),
+                       s.to(self.device, non_blocking=True) if s is not None else None)
+                      for r, s in item.staged]
+            t1 = time.perf_counter()
+            self._add_stage(Stage.TRANSFER, item.index, t0, t1)
+            self._hook(Stage.INSERT, item.index)
+            victims = []
+            for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
+                # copy the victims' rows out before their slots are overwritten
+                out_rows = pad.rows.index_select(0, torch.from_numpy(plan.victim_slots).to(self.device))
+                out_state = (pad.state.index_select(0, torch.from_numpy(plan.victim_slots).to(self.device))
+                             if pad.state is not None else None)
+                victims.append((out_rows.to("cpu", non_blocking=stream is not None),
+                                out_state.to("cpu", non_blocking=stream is not None)
+                                if out_state is not None else None))
+                with self._lock:   # the fetched rows arrive clean: copies of the host rows
+                    pad.scatter(plan.miss_slots, rows, state, dirty=False)
+            if stream is not None:
+                item.insert_done = torch.cuda.Event()
+                item.insert_done.record(stream)
+                item.insert_done.synchronize()   # the victims' rows must be on the host now
+            item.victim_rows = victims
+            self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
+
+    def write_back(self, item: _InFlight) -> None:
+        self._hook(Stage.WRITE_BACK, item.index)
+        for t, (plan, (rows, state)) in enumerate(zip(item.tables, item.victim_rows)):
+            index = torch.from_numpy(plan.victim_ids)
+            self.host.weights[t].index_copy_(0, index, rows)
+            if state is not None:
+                self.host.state[t].index_copy_(0, index, state)
+
+    def write_back_from_slots(self, item: _InFlight) -> None:
+        """Abort path: Insert(b) never ran, so the victims' rows still sit in their slots."""
+        for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
+            slots = torch.from_numpy(plan.victim_slots).to(self.device)
+            index = torch.from_numpy(plan.victim_ids)
+            self.host.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
+            if pad.state is not None:
+                self.host.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
+
+    # --- flush, checkpoint ----------------------------------------------------------------------
+    def flush(self) -> int:
+        """Write every dirty scratchpad row back to the host tables (invariant 6). Returns rows."""
+        written = 0
+        with self._lock:
+            for t, pad in enumerate(self.scratchpads):
+                dirty = pad.dirty_slots()
+                if not len(dirty):
+                    continue
+                slots = torch.from_numpy(dirty).to(self.device)
+                index = torch.from_numpy(pad.slot_ids[dirty].copy())
+                self.host.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
+                if pad.state is not None:
+                    self.host.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
+                pad.clear_dirty(dirty)
+                written += len(dirty)
+        return written
+
+    def checkpoint(self) -> dict:
+        """Flush, then everything needed to resume: host tables, dense model and optimizer, position."""
+        self.flush()
+        return {"next_batch": self.next_batch,
+                "weights": [w.clone() for w in self.host.weights],
+                "state": [s.clone() if s is not None else None for s in self.host.state],
+                "model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                "dense_optimizer": self.dense_optimizer.state_dict()}
+
+    def load_checkpoint(self, checkpoint: dict) -> None:
+        """Resume from `checkpoint()`: the scratchpads start empty and refill from the host."""
+        for w, saved in zip(self.host.weights, checkpoint["weights"]):
+            w.copy_(saved)
+        for s, saved in zip(self.host.state, checkpoint["state"]):
+            if s is not None:
+                s.copy_(saved)
+        self.model.load_state_dict(checkpoint["model"])
+        self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
+        self.next_batch = checkpoint["next_batch"]
+        self._reset_scratchpads()
+
+    def embedding_weights(self):
+        self.flush()
+        return list(self.host.weights)
+
+    def embedding_state(self):
+        self.flush()
+        return list(self.host.state)
+
+    def close(self) -> None:
+        self.flush()
+
+
+class _InterruptFlag:
+    """Turn Ctrl-C into a flag checked between steps, so a step is never cut in half.
+
+    Only in the main thread (the only one Python delivers signals to); elsewhere a no-op.
+    """
+
+    def __init__(self):
+        self.raised = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.raised:              # a second Ctrl-C: stop waiting at once
+            raise KeyboardInterrupt
+        self.raised = True
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
+class _PipelineRun:
+    """The worker threads and queues for batches start..stop-1 of one `train()` call."""
+
+    def __init__(self, trainer: ScratchPipeTrainer, start: int, stop: int):
+        self.trainer, self.start_index, self.stop_index = trainer, start, stop
+        depth = trainer.depth
+        self.items: dict[int, _InFlight] = {}
+        self.error: tuple[Stage, int, BaseException] | None = None
+        self.halt = threading.Event()
+        self._cond = threading.Condition()
+        self._trained_upto = start - 1        # last batch whose Train finished
+        self._written_upto = start - 1        # last batch whose write-back landed (in order)
+        self.last_step_end = time.perf_counter()
+        self.to_collect: queue.Queue = queue.Queue(maxsize=depth + 1)
+        self.to_insert: queue.Queue = queue.Queue(maxsize=depth + 1)
+        self.to_write: queue.Queue = queue.Queue(maxsize=depth + 1)
+        cuda = trainer.device.type == "cuda"
+        self.stream = torch.cuda.Stream() if cuda else None
+        self.threads = [threading.Thread(target=self._guard, args=(f, s), daemon=True,
+                                         name=f"scratchpipe-{s.value}")
+                        for f, s in ((self._plan_loop, Stage.PLAN), (self._collect_loop, Stage.COLLECT),
+                                     (self._insert_loop, Stage.INSERT), (self._write_loop, Stage.WRITE_BACK))]
+        for thread in self.threads:
+            thread.start()
+
+    # waiting helpers: every wait wakes up regularly to look at the halt flag
+    def _wait_until(self, predicate) -> bool:
+        with self._cond:
+            while not predicate():
+                if self.halt.is_set():
+                    return False
+                self._cond.wait(POLL)
+            return True
+
+    def _put(self, q: queue.Queue, item) -> bool:
+        while not self.halt.is_set():
+            try:
+                q.put(item, timeout=POLL)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def _get(self, q: queue.Queue):
+        while not self.halt.is_set():
+            try:
+                return q.get(timeout=POLL)
+            except queue.Empty:
+                pass
+        return None
+
+    def _guard(self, loop, stage: Stage) -> None:
+        try:
+            loop()
+        except _StageFailure as failure:
+            self._fail(failure.stage, failure.batch, failure.error)
+        except BaseException as error:  # noqa: BLE001 - surfaced in the caller's thread
+            self._fail(stage, -1, error)
+
+    def _fail(self, stage: Stage, batch: int, error: BaseException) -> None:
+        with self._cond:
+            if self.error is None:
+                self.error = (stage, batch, error)
+            self.halt.set()
+            self._cond.notify_all()
+
+    def _run_stage(self, stage: Stage, b: int, fn, *args):
+        try:
+            return fn(*args)
+        except BaseException as error:  # noqa: BLE001
+            raise _StageFailure(stage, b, error) from error
+
+    def _plan_loop(self) -> None:
+        trainer = self.trainer
+        for b in range(self.start_index, self.stop_index):
+            # look-ahead depth D: Plan(b) once Train(b-D-1) has finished
+            if not self._wait_until(lambda: self._trained_upto >= b - trainer.depth - 1):
+                return
+            t0 = time.perf_counter()
+            item = self._run_stage(Stage.PLAN, b, trainer.plan, b)
+            trainer._add_stage(Stage.PLAN, b, t0, time.perf_counter())
+            with self._cond:
+                self.items[b] = item
+            if not self._put(self.to_collect, item):
+                return
+
+    def _collect_loop(self) -> None:
+        trainer = self.trainer
+        for _ in range(self.start_index, self.stop_index):
+            item = self._get(self.to_collect)
+            if item is None:
+                return
+            if trainer.hazards.write_back_order:   # invariant 3: wait for the evictions' write-back
+                wait = max((p.wait_for_write_back for p in item.tables), default=-1)
+                if not self._wait_until(lambda: self._written_upto >= wait):
+                    return
+            t0 = time.perf_counter()
+            self._run_stage(Stage.COLLECT, item.index, trainer.collect, item, lambda: self._written_upto)
+            trainer._add_stage(Stage.COLLECT, item.index, t0, time.perf_counter())
+            if not self._put(self.to_insert, item):
+                return
+
+    def _insert_loop(self) -> None:
+        for _ in range(self.start_index, self.stop_index):
+            item = self._get(self.to_insert)
+            if item is None:
+                return
+            self._run_stage(Stage.INSERT, item.index, self.trainer.transfer_and_insert, item, self.stream)
+            item.inserted.set()
+            with self._cond:
+                self._cond.notify_all()
+            if not self._put(self.to_write, item):
+                return
+
+    def _write_loop(self) -> None:
+        for _ in range(self.start_index, self.stop_index):
+            item = self._get(self.to_write)
+            if item is None:
+                return
+            t0 = time.perf_counter()
+            self._run_stage(Stage.WRITE_BACK, item.index, self.trainer.write_back, item)
+            self.trainer._add_stage(Stage.WRITE_BACK, item.index, t0, time.perf_counter())
+            item.written_back.set()
+            with self._cond:
+                self._written_upto = item.index
+                self._cond.notify_all()
+
+    # the caller's side
+    def wait_inserted(self, b: int) -> _InFlight:
+        def ready():
+            item = self.items.get(b)
+            return item is not None and item.inserted.is_set()
+        if not self._wait_until(ready):
+            self.raise_error()
+        return self.items[b]
+
+    def trained(self, b: int) -> None:
+        with self._cond:
+            self._trained_upto = b
+            for done in [k for k, item in self.items.items() if k < b and item.written_back.is_set()]:
+                del self.items[done]
+            self._cond.notify_all()
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            stage, batch, error = self.error
+            raise PipelineError(stage, batch, error) from error
+        raise RuntimeError("ScratchPipe pipeline halted")
+
+    def stop(self, finished: bool) -> None:
+        """Join the threads; on an abort, finish every planned batch's write-back, then flush."""
+        if finished:
+            for thread in self.threads:   # every batch went through every stage
+                thread.join()
+            if self.error is not None:
+                self.raise_error()
+            return
+        self.halt.set()
+        for thread in self.threads:
+            thread.join()
+        trainer = self.trainer
+        # complete the host tables: victims of batches planned but not yet written back
+        for b in sorted(self.items):
+            item = self.items[b]
+            if item.written_back.is_set():
+                continue
+            if item.victim_rows is not None:
+                trainer.write_back(item)            # copied out by Insert, not yet written
+            else:
+                trainer.write_back_from_slots(item)  # still in their slots
+        trainer.flush()
+        trainer._reset_scratchpads()   # planned-but-untrained state is dropped; refill on resume
+
+
+class _StageFailure(Exception):
+    def __init__(self, stage: Stage, batch: int, error: BaseException):
+        super().__init__(str(error))
+        self.stage, self.batch, self.error = stage, batch, error
