@@ -1,0 +1,252 @@
+"""Caches that look backwards: `static`, `lru`, `lfu` (DESIGN.md section 4).
+
+The tables live on the host (`HostTables`); each table has a device-side cache of
+`config.cache.capacity_for(num_rows)` rows and their optimizer state (`DeviceCache`). A step:
+
+    data        make the batch, check its ids
+    fetch       per table: the working set U (distinct ids), the id -> slot map, hits and misses;
+                the misses are fetched from the host into slots *before* the batch trains: the
+                step stalls on them (a demand fill)
+    write_back  a victim's row (and state) goes back to the host before its slot is reused
+    transfer    ids, offsets and slots to the device
+    embedding_forward   F.embedding_bag(slots, cache rows, offsets, mode="sum")
+    mlp         the dense model
+    embedding_backward  coalesce the per-lookup gradients on the table *ids*, then find each
+                distinct id's slot (`slots_of_unique`): see `scratchkit.optim` on why ids
+    update      `apply_update` on the cache rows, addressed by slot; those slots become dirty
+
+Why this is exact. The reference pools `weight[ids]` bag by bag with the same `embedding_bag` op;
+here every looked-up row sits, with the same bits, at `rows[slot]`, and bag `b` sums
+`rows[slots[i]]` over the same lookups `i` in the same order, so each pooled vector is identical.
+The backward coalesces the very `ids` array the reference coalesces, so the summed gradients are
+identical, and `apply_update` does the same per-row arithmetic whether it addresses rows by id or
+by slot. Rows leave the cache only with their optimizer state, so nothing is ever stale.
+
+The policies (`cache_policies.py` states the exact rules, and the tests replay them):
+
+- `lru`, `lfu`: demand-filled caches. A miss takes a free slot, else a victim chosen among the
+  cached rows the current batch does *not* use. So the cache must hold one batch's working set;
+  a smaller capacity is refused with a ValueError naming the minimum.
+- `static`: the `capacity` rows most looked up in the first `profile_batches` batches are pinned
+  for the whole run (profiled on a prefix of the very data it trains on, as deployed hot-row
+  caches profile a sample of their logs). A lookup of any other row misses, and that row is
+  handled *hybrid-style*: it lives on the host; for one step it is fetched into a transient slot
+  after the cache (with its state), trained there by the same single embedding_bag / apply_update
+  as the cached rows, and written back to the host after the update. One working buffer per step
+  keeps the math identical; splitting each bag into a device part and a host part and adding the
+  two partial sums would not (float addition is not associative).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
+from scratchkit.tables import HostTables
+from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+from scratchkit.trainers.cache_policies import LFUPolicy, LRUPolicy, VictimPolicy, profile_hot_ids
+from scratchkit.trainers.device_cache import DeviceCache
+
+
+def working_set_sizes(source, batches) -> np.ndarray:
+    """[len(batches), num_tables] distinct ids of each table in each batch (the working sets)."""
+    return np.array([[len(np.unique(ids)) for ids in source.batch(b).ids] for b in batches],
+                    dtype=np.int64).reshape(-1, len(source.table_sizes))
+
+
+def minimum_capacity(source, steps: int) -> int:
+    """Smallest `CacheParams.capacity` (rows per table) that `lru`/`lfu` accept for `steps` steps:
+    the largest working set of any table in batches 0 .. steps-1."""
+    return int(working_set_sizes(source, range(steps)).max(initial=1))
+
+
+class CachedTrainer(Trainer):
+    """Host tables behind one device cache per table; subclasses say how misses are served."""
+
+    def __init__(self, config, source=None, device=None):
+        super().__init__(config, source, device)
+        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
+                                 config.seed, pin=self.device.type == "cuda")
+        width = config.optimizer.state_width(config.model.dim)
+        self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.device)
+                       for n in self.tables.table_sizes]
+
+    # --- what subclasses decide -------------------------------------------------------------------
+    def check_working_set(self, t: int, size: int) -> None:
+        """Refuse a batch whose `size` distinct ids of table `t` this cache cannot serve."""
+
+    def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray) -> tuple[int, int]:
+        """Give every id of `unique` [u] a slot: fill `slot_u` [u] (-1 = miss) in place, moving rows
+        as needed. Times its own `fetch` / `write_back` stages. -> (rows fetched, rows written back)."""
+        raise NotImplementedError
+
+    def after_update(self) -> int:
+        """Anything to do after the update (the static cache returns transient rows). -> rows written."""
+        return 0
+
+    # --- one step ------------------------------------------------------------------------------------
+    def train_step(self) -> StepRecord:
+        started = time.perf_counter()
+        stage = self.timer.stage
+        with stage("data"):
+            batch = self.source.batch(self.next_batch)
+            ids = [torch.from_numpy(i) for i in batch.ids]
+            offsets = [torch.from_numpy(o) for o in batch.offsets]
+            for t, table_ids in enumerate(ids):
+                self.tables.check_ids(t, table_ids)
+        hits = fetched = written = 0
+        working_sets = []
+        with stage("fetch"):   # the map lookup is part of serving the batch from the cache
+            for t, table_ids in enumerate(batch.ids):
+                unique, inverse, counts = np.unique(table_ids, return_inverse=True, return_counts=True)
+                self.check_working_set(t, len(unique))                # before anything moves
+                slot_u = self.caches[t].slot_of_id[unique]            # [u], -1 = miss
+                hits += int(counts[slot_u >= 0].sum())                # per lookup, before the fill
+                working_sets.append((unique, inverse, counts, slot_u))
+        slots, unique_slots = [], []
+        for t, (unique, inverse, counts, slot_u) in enumerate(working_sets):
+            f, w = self.admit(t, unique, counts, slot_u)
+            fetched, written = fetched + f, written + w
+            slots.append(slot_u[inverse])                             # [n] slot of every lookup
+            unique_slots.append(slot_u)
+        with stage("transfer"):
+            ids = [i.to(self.device) for i in ids]
+            offsets = [o.to(self.device) for o in offsets]
+            slots = [torch.from_numpy(s).to(self.device) for s in slots]
+        with stage("embedding_forward"):
+            pooled = torch.stack([pooled_lookup(c.rows, s, o) for c, s, o in
+                                  zip(self.caches, slots, offsets)], dim=1)       # [B, T, dim]
+        with stage("mlp"):
+            loss, grad = self.dense_step(batch, pooled)
+        with stage("embedding_backward"):
+            coalesced = []
+            for t, cache in enumerate(self.caches):
+                rows, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], cache.num_rows)
+                coalesced.append((slots_of_unique(rows, ids[t], slots[t]), grad_sum))
+        with stage("update"):
+            for t, (cache, (where, grad_sum)) in enumerate(zip(self.caches, coalesced)):
+                apply_update(cache.rows, cache.state, where, grad_sum, self.config.optimizer)
+                touched = unique_slots[t]
+                cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
+        written += self.after_update()
+        return self.make_record(loss, batch, started, hits=hits, fetched_rows=fetched,
+                                written_back_rows=written)
+
+    # --- flushing ------------------------------------------------------------------------------------
+    def flush(self) -> int:
+        """Write every dirty cached row back so the host tables are complete. Idempotent. -> rows."""
+        return sum(c.flush(w, s) for c, w, s in zip(self.caches, self.tables.weights, self.tables.state))
+
+    def embedding_weights(self):
+        self.flush()
+        return list(self.tables.weights)
+
+    def embedding_state(self):
+        self.flush()
+        return list(self.tables.state)
+
+    def close(self) -> None:
+        self.flush()
+
+
+class DemandFilledTrainer(CachedTrainer):
+    """A miss takes a free slot, else evicts a row the batch does not use (chosen by the policy)."""
+
+    policy_class: type[VictimPolicy]
+
+    def __init__(self, config, source=None, device=None):
+        super().__init__(config, source, device)
+        self.policies = [self.policy_class(c.capacity, c.num_rows) for c in self.caches]
+
+    def check_working_set(self, t, size):
+        capacity = self.caches[t].capacity
+        if size > capacity:
+            raise ValueError(
+                f"{self.name} cache too small: table {t}, batch {self.next_batch} touches {size} "
+                f"distinct rows but the cache holds {capacity}. A batch never evicts its own rows, so "
+                f"the capacity must be at least {size} rows (this batch's working set; "
+                f"scratchkit.trainers.cached.minimum_capacity(source, steps) gives it for a whole run)")
+
+    def admit(self, t, unique, counts, slot_u):
+        cache, policy, stage = self.caches[t], self.policies[t], self.timer.stage
+        weight, state = self.tables.weights[t], self.tables.state[t]
+        miss = slot_u < 0
+        misses = unique[miss]
+        victims = np.empty(0, dtype=np.int64)
+        with stage("fetch"):
+            free = cache.free_slots()[:len(misses)]
+            if len(misses) > len(free):
+                in_use = np.zeros(cache.capacity, dtype=bool)
+                in_use[slot_u[~miss]] = True
+                candidates = np.flatnonzero((cache.id_of_slot >= 0) & ~in_use)
+                victims = policy.choose(candidates, len(misses) - len(free))
+        written = 0
+        if len(victims):
+            with stage("write_back"):
+                written = cache.evict(victims, weight, state)
+                policy.forget(victims)
+        with stage("fetch"):
+            targets = np.concatenate([free, victims])
+            cache.fill(misses, targets, weight, state)
+            slot_u[miss] = targets
+            policy.touch(slot_u, unique, counts, self.next_batch)
+        return len(misses), written
+
+
+class LRUCacheTrainer(DemandFilledTrainer):
+    """Demand-filled cache; the victim is the least recently used row."""
+
+    name = "lru"
+    policy_class = LRUPolicy
+
+
+class LFUCacheTrainer(DemandFilledTrainer):
+    """Demand-filled cache; the victim is the least frequently used row (ties: least recent)."""
+
+    name = "lfu"
+    policy_class = LFUPolicy
+
+
+class StaticCacheTrainer(CachedTrainer):
+    """The hottest rows of a profiled prefix, pinned; other rows trained hybrid-style (see above)."""
+
+    name = "static"
+    # 100 batches of `small` are ~200k lookups per table (~10 per row), enough to rank the hot head
+    # of a Zipf law, and take ~0.1 s to generate. A longer prefix ranks the tail better but costs
+    # start-up time; a shorter one pins noise.
+    profile_batches: int = 100
+
+    def __init__(self, config, source=None, device=None, profile_batches: int | None = None):
+        super().__init__(config, source, device)
+        if profile_batches is not None:
+            self.profile_batches = profile_batches
+        self.hot_ids = profile_hot_ids(self.source, self.profile_batches, [c.capacity for c in self.caches])
+        for cache, hot, weight, state in zip(self.caches, self.hot_ids, self.tables.weights, self.tables.state):
+            cache.fill(hot, np.arange(len(hot), dtype=np.int64), weight, state)   # pinned for good
+        self._transient: list[np.ndarray] = [np.empty(0, dtype=np.int64) for _ in self.caches]
+
+    def admit(self, t, unique, counts, slot_u):
+        miss = slot_u < 0
+        misses = unique[miss]
+        with self.timer.stage("fetch"):
+            slot_u[miss] = self.caches[t].load_transient(misses, self.tables.weights[t], self.tables.state[t])
+            self._transient[t] = misses
+        return len(misses), 0
+
+    def after_update(self) -> int:
+        with self.timer.stage("write_back"):
+            return self._return_transient()
+
+    def _return_transient(self) -> int:
+        written = 0
+        for t, misses in enumerate(self._transient):
+            self.caches[t].return_transient(misses, self.tables.weights[t], self.tables.state[t])
+            written += len(misses)
+            self._transient[t] = misses[:0]
+        return written
+
+    def flush(self) -> int:
+        # rows of a step cut short (an exception, KeyboardInterrupt) are returned too
+        return self._return_transient() + super().flush()
