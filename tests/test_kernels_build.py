@@ -22,11 +22,25 @@ def parse_kernels(text):
     for name, params in re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', text):
         kinds = []
         for param in params.split(","):
-            param = " ".join(param.split())
-            kinds.append(Arg.PTR if "*" in param else Arg.I64 if "long long" in param
-                         else Arg.F32 if "float" in param else param)
+            words = param.replace("*", " * ").replace("const", " ").split()[:-1]   # drop the name
+            c_type = " ".join(words).replace(" *", "*")
+            kinds.append(next((a for a in Arg if a.value == c_type), c_type))
         found[name] = tuple(kinds)
     return found
+
+
+def test_host_launcher_refuses_wrong_arrays():
+    import numpy as np
+
+    from scratchkit.kernels import make_engine
+
+    engine = make_engine("host")
+    table = np.zeros((4, 3), dtype=np.float32)
+    with pytest.raises(TypeError, match="gather_rows argument 2 must be a C-contiguous int64 array, got int32"):
+        engine.gather_rows(table, np.array([1, 2], dtype=np.int32))
+    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous float32 array, got float32 "
+                                        r"\(C-contiguous: False\)"):
+        engine.gather_rows(np.zeros((3, 4), np.float32).T, np.array([1]))
 
 
 def test_signature_table_matches_the_cu_files():

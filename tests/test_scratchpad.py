@@ -266,3 +266,9 @@ def test_bad_construction(kwargs, message):
     num_rows, capacity, dim = kwargs.pop("num_rows"), kwargs.pop("capacity"), kwargs.pop("dim")
     with pytest.raises(ValueError, match=message):
         Scratchpad(num_rows, capacity, dim, **kwargs)
+
+
+@pytest.mark.skipif(detect().cupy_gpu, reason="checks the message given when there is no GPU")
+def test_cupy_engine_without_gpu_explains_why():
+    with pytest.raises(RuntimeError, match="CuPy"):
+        Scratchpad(10, 4, 2, engine="cupy", device="cuda")

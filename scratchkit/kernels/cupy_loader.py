@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import get_cupy
-from .signatures import KERNELS, Arg
+from .signatures import KERNELS, Arg, check_arrays
 
 NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
 
@@ -54,6 +54,7 @@ class CupyLauncher:
         return self._functions[name]
 
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
-        kinds = KERNELS[name].args
-        converted = tuple(a if kind is Arg.PTR else _SCALAR[kind](a) for a, kind in zip(args, kinds))
+        kernel = KERNELS[name]
+        check_arrays(kernel, args)
+        converted = tuple(a if kind.is_array else _SCALAR[kind](a) for a, kind in zip(args, kernel.args))
         self._function(name)((grid,), (block,), converted)

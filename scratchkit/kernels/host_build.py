@@ -29,11 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .signatures import COMPAT_HEADER, KERNEL_DIR, SOURCES, Arg, kernels_in
+from .signatures import COMPAT_HEADER, KERNEL_DIR, KERNELS, SOURCES, Arg, check_arrays, kernels_in
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off")
 
-_CTYPES = {Arg.PTR: ctypes.c_void_p, Arg.I64: ctypes.c_longlong, Arg.F32: ctypes.c_float}
+_CTYPES = {Arg.I64_ARRAY: ctypes.c_void_p, Arg.U64_ARRAY: ctypes.c_void_p,
+           Arg.F32_ARRAY: ctypes.c_void_p, Arg.I64: ctypes.c_longlong, Arg.F32: ctypes.c_float}
 
 
 class HostBuildError(RuntimeError):
@@ -110,7 +111,7 @@ def build(sources: tuple[str, ...] = SOURCES, cache_dir: Path | None = None,
 class HostLauncher:
     """Launches kernels of the host build: `launch(name, grid, block, args)`, like `k<<<grid, block>>>`.
 
-    Arrays are passed as raw pointers (the caller guarantees dtype and C-contiguity); the call
+    Arrays are passed as raw pointers, after a check of their dtype and C-contiguity; the call
     runs every thread of the grid serially, in increasing global thread index.
     """
 
@@ -129,5 +130,6 @@ class HostLauncher:
                 self._functions[kernel.name] = prototype(getter())
 
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
+        check_arrays(KERNELS[name], args)
         self._functions[name](grid, block, *(a.ctypes.data if isinstance(a, np.ndarray) else a
                                              for a in args))

@@ -11,15 +11,29 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+import numpy as np
+
 KERNEL_DIR = Path(__file__).resolve().parent
 
 
 class Arg(Enum):
-    """The C type of one kernel argument."""
+    """The C type of one kernel argument: an array (pointer) of some element type, or a scalar."""
 
-    PTR = "pointer"      # a device array (a NumPy array on the host build)
+    I64_ARRAY = "long long*"
+    U64_ARRAY = "unsigned long long*"
+    F32_ARRAY = "float*"
     I64 = "long long"
     F32 = "float"
+
+    @property
+    def is_array(self) -> bool:
+        return self.value.endswith("*")
+
+    @property
+    def dtype(self) -> np.dtype:
+        """NumPy dtype of the array's elements, or of the scalar."""
+        return np.dtype({"long long": np.int64, "unsigned long long": np.uint64,
+                         "float": np.float32}[self.value.rstrip("*")])
 
 
 @dataclass(frozen=True)
@@ -33,23 +47,33 @@ class Kernel:
         return KERNEL_DIR / self.source
 
 
-P, I, F = Arg.PTR, Arg.I64, Arg.F32
+# Short names for the table: L = long long*, U = unsigned long long*, R = float* (rows),
+# I = long long, F = float.
+L, U, R, I, F = Arg.I64_ARRAY, Arg.U64_ARRAY, Arg.F32_ARRAY, Arg.I64, Arg.F32
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
-    Kernel("hashmap_query", "hashmap.cu", (P, P, I, P, I, P)),
-    Kernel("hashmap_insert", "hashmap.cu", (P, P, I, P, P, I, P)),
-    Kernel("hashmap_erase", "hashmap.cu", (P, P, I, P, I, P)),
-    Kernel("gather_rows", "rows.cu", (P, I, P, I, P)),
-    Kernel("scatter_rows", "rows.cu", (P, I, P, I, P)),
-    Kernel("embedding_bag_forward", "embedding_bag.cu", (P, I, P, I, P, I, P)),
-    Kernel("embedding_bag_backward_sgd", "embedding_bag.cu", (P, I, P, P, P, P, I, F)),
+    Kernel("hashmap_query", "hashmap.cu", (L, L, I, L, I, L)),
+    Kernel("hashmap_insert", "hashmap.cu", (L, L, I, L, L, I, U)),
+    Kernel("hashmap_erase", "hashmap.cu", (L, L, I, L, I, L)),
+    Kernel("gather_rows", "rows.cu", (R, I, L, I, R)),
+    Kernel("scatter_rows", "rows.cu", (R, I, L, I, R)),
+    Kernel("embedding_bag_forward", "embedding_bag.cu", (R, I, L, I, L, I, R)),
+    Kernel("embedding_bag_backward_sgd", "embedding_bag.cu", (R, I, R, L, L, L, I, F)),
     Kernel("embedding_bag_backward_rowwise_adagrad", "embedding_bag.cu",
-           (P, P, I, P, P, P, P, I, F, F)),
-    Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (P, P, I, P, P, P, P, I, F, F)),
+           (R, R, I, R, L, L, L, I, F, F)),
+    Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
 )}
 
 SOURCES: tuple[str, ...] = tuple(dict.fromkeys(k.source for k in KERNELS.values()))
 COMPAT_HEADER = KERNEL_DIR / "cuda_compat.h"
+
+
+def check_arrays(kernel: Kernel, args: tuple) -> None:
+    """Refuse array arguments of the wrong dtype or layout: a kernel would read them as raw memory."""
+    for position, (arg, kind) in enumerate(zip(args, kernel.args)):
+        if kind.is_array and (arg.dtype != kind.dtype or not arg.flags.c_contiguous):
+            raise TypeError(f"{kernel.name} argument {position} must be a C-contiguous {kind.dtype} "
+                            f"array, got {arg.dtype} (C-contiguous: {arg.flags.c_contiguous})")
 
 
 def kernels_in(source: str) -> list[Kernel]:
