@@ -16,8 +16,10 @@ NumPy twins, the `.cu` source built for the CPU with g++ (HOST), or CuPy on a GP
 with torch ops, and the kernels see the change, and vice versa.
 
 Every method checks its input before any kernel runs and raises ValueError naming the offending
-value and its position. Index results of `query` come back as engine arrays (NumPy on the CPU,
-CuPy on a GPU); bookkeeping results (`erase`, `free_slots`, masks) are NumPy.
+value and its position. Results live where the input came from: host input (a list, a NumPy
+array, a CPU tensor) gives NumPy results, which is what the host-side Plan stage wants even when
+the rows are on a GPU; device input (a CuPy array, a CUDA tensor) gives CuPy results. Bookkeeping
+results (`erase`, `free_slots`, the masks) are always NumPy.
 """
 from __future__ import annotations
 
@@ -119,6 +121,16 @@ class Scratchpad:
                 f"device={str(self.device)!r}, used={self._live})")
 
     # ------------------------------------------------------------------ input checking helpers
+    def _on_device(self, x) -> bool:
+        """Whether x lives on the GPU (a CuPy array or a CUDA tensor): results then stay there."""
+        if isinstance(x, torch.Tensor):
+            return x.device.type == "cuda"
+        return self.xp is not np and isinstance(x, self.xp.ndarray)
+
+    def _result(self, array, on_device: bool):
+        """An engine array handed back where the input came from (see the module docstring)."""
+        return array if self.xp is np or on_device else self.xp.asnumpy(array)
+
     def _host(self, x, name: str, dtype=np.int64) -> np.ndarray:
         """x (list, NumPy, CuPy or torch) as a 1-D C-contiguous host array of `dtype`."""
         if isinstance(x, torch.Tensor):
@@ -186,7 +198,8 @@ class Scratchpad:
 
     # ----------------------------------------------------------------------------- the map
     def query(self, ids, *, must_hit: bool = False):
-        """Slot of each id (int64 engine array), -1 for a miss; with must_hit, a miss raises."""
+        """Slot of each id (int64), -1 for a miss; with must_hit, a miss raises."""
+        on_device = self._on_device(ids)
         ids = self._host(ids, "ids")
         self._check_range("ids", ids, 0, self.num_rows)
         slots = self.engine.hashmap_query(self._keys, self._values, self._device(ids))
@@ -196,7 +209,7 @@ class Scratchpad:
                 pos = int(misses[0])
                 raise ValueError(f"ids[{pos}] = {ids[pos]} is not in the scratchpad "
                                  f"({misses.size} of {ids.size} ids miss)")
-        return slots
+        return self._result(slots, on_device)
 
     def _to_host(self, array) -> np.ndarray:
         return array if self.xp is np else self.xp.asnumpy(array)
@@ -275,13 +288,15 @@ class Scratchpad:
 
     # ----------------------------------------------------------------------------- rows
     def gather(self, slots) -> tuple:
-        """(rows [n, dim], state [n, state_width] or None) of the given slots, as engine arrays."""
+        """(rows [n, dim], state [n, state_width] or None) of the given slots (copies)."""
+        on_device = self._on_device(slots)
         slots = self._host(slots, "slots")
         self._check_slots("slots", slots)
         device_slots = self._device(slots)
         rows = self.engine.gather_rows(self._rows, device_slots)
         state = self.engine.gather_rows(self._state, device_slots) if self._state is not None else None
-        return rows, state
+        return (self._result(rows, on_device),
+                None if state is None else self._result(state, on_device))
 
     def scatter(self, slots, rows, state=None, *, dirty: bool = False) -> None:
         """Write rows (and state, required when state_width > 0) into distinct slots.
@@ -308,11 +323,13 @@ class Scratchpad:
 
     # ----------------------------------------------------------------------------- embedding bag
     def embedding_bag_forward(self, slots, offsets):
-        """Pooled sums [num_bags, dim] (engine array): bag b sums rows[slots[offsets[b]:offsets[b+1]]]."""
+        """Pooled sums [num_bags, dim]: bag b sums rows[slots[offsets[b]:offsets[b+1]]]."""
+        on_device = self._on_device(slots)
         slots, offsets = self._host(slots, "slots"), self._host(offsets, "offsets")
         self._check_slots("slots", slots)
         self._check_offsets(offsets, slots.size)
-        return self.engine.embedding_bag_forward(self._rows, self._device(slots), self._device(offsets))
+        pooled = self.engine.embedding_bag_forward(self._rows, self._device(slots), self._device(offsets))
+        return self._result(pooled, on_device)
 
     def backward_update(self, slots, offsets, grad_pooled, optimizer: SparseOptimizer | str,
                         lr: float, eps: float = 1e-8) -> None:

@@ -272,3 +272,20 @@ def test_bad_construction(kwargs, message):
 def test_cupy_engine_without_gpu_explains_why():
     with pytest.raises(RuntimeError, match="CuPy"):
         Scratchpad(10, 4, 2, engine="cupy", device="cuda")
+
+
+def test_results_live_where_the_input_came_from(engine):
+    pad = make(engine)
+    pad.insert([7, 8], [2, 3])
+    for host_input in ([7, 9], np.array([7, 9]), torch.tensor([7, 9])):
+        slots = pad.query(host_input)
+        assert isinstance(slots, np.ndarray) and slots.tolist() == [2, -1]
+    assert isinstance(pad.gather([2])[0], np.ndarray)
+    assert isinstance(pad.embedding_bag_forward([2, 3], [0]), np.ndarray)
+    if engine == "cupy":
+        cp = pad.xp
+        slots = pad.query(cp.asarray([7, 9]))
+        assert isinstance(slots, cp.ndarray) and slots.tolist() == [2, -1]
+        assert isinstance(pad.query(torch.tensor([7], device="cuda")), cp.ndarray)
+        assert isinstance(pad.gather(cp.asarray([2]))[0], cp.ndarray)
+        assert isinstance(pad.embedding_bag_forward(cp.asarray([2, 3]), [0]), cp.ndarray)
