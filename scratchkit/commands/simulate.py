@@ -99,7 +99,7 @@ def _run_curves(args, trace: np.ndarray) -> int:
     for c in sorted(shown):
         row = f"{c:>10}"
         if lru is not None:
-            h = int(lru.hits[min(c, unique) - 1]) if unique else 0
+            h = lru.hits_at(c)
             row += f"  {h:>12}  {_rate(h, trace.size):>8}"
         else:
             row += f"  {'':>12}  {'':>8}"

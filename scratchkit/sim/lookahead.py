@@ -91,7 +91,8 @@ def window_working_sets(batches: Batches, depth: int) -> np.ndarray:
     depth = as_count(depth, "depth", minimum=0)
     nb = batches.num_batches
     pair_batch = np.repeat(np.arange(nb), np.diff(batches.bounds))
-    first = np.maximum(pair_batch, batches.pair_prev + depth + 1)
+    seen_before = batches.pair_prev >= 0
+    first = np.where(seen_before, np.maximum(pair_batch, batches.pair_prev + depth + 1), pair_batch)
     last = np.minimum(pair_batch + depth, nb - 1)
     keep = first <= last
     change = np.zeros(nb + 1, dtype=np.int64)

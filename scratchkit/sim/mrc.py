@@ -26,8 +26,19 @@ class Curve:
 
     policy: str
     lookups: int
+    unique_ids: int              # from this capacity on, every reuse hits
     capacities: np.ndarray       # int64 [k]
     hits: np.ndarray             # int64 [k], hits at capacities[i]
+
+    def hits_at(self, capacity: int) -> int:
+        """Hits at `capacity`: one on the curve, or any >= unique ids (all reuses hit there)."""
+        capacity = as_capacity(capacity)
+        if capacity >= self.unique_ids:
+            return self.lookups - self.unique_ids
+        where = np.flatnonzero(self.capacities == capacity)
+        if where.size == 0:
+            raise ValueError(f"capacity {capacity} is not on this {self.policy} curve")
+        return int(self.hits[where[0]])
 
     @property
     def hit_rate(self) -> np.ndarray:
@@ -49,7 +60,8 @@ def lru_mrc(trace) -> Curve:
     trace = as_trace(trace)
     hist = stack_distance_histogram(trace)              # [unique ids]
     capacities = np.arange(1, hist.size + 1, dtype=np.int64)
-    return Curve("lru", int(trace.size), capacities, np.cumsum(hist, dtype=np.int64))
+    return Curve("lru", int(trace.size), int(hist.size), capacities,
+                 np.cumsum(hist, dtype=np.int64))
 
 
 def opt_mrc(trace, capacities) -> Curve:
@@ -62,7 +74,8 @@ def opt_mrc(trace, capacities) -> Curve:
     # Never-again rows get distinct keys past the end, so every key names one access.
     keys = np.where(nxt < n, nxt, n + np.arange(n)).tolist()
     hits = [n - unique if c >= unique else _opt_hits(keys, c) for c in capacities]
-    return Curve("opt", n, np.array(capacities, dtype=np.int64), np.array(hits, dtype=np.int64))
+    return Curve("opt", n, unique, np.array(capacities, dtype=np.int64),
+                 np.array(hits, dtype=np.int64))
 
 
 def _opt_hits(keys: list[int], capacity: int) -> int:
