@@ -161,3 +161,35 @@ def test_import_and_cpu_use_never_touch_cupy():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(KERNEL_DIR.parents[1])})
     assert proc.returncode == 0, proc.stderr
+
+
+def load_nvrtc():
+    """CuPy's NVRTC bindings when CuPy and libnvrtc are present (no GPU needed), else skip."""
+    try:
+        from cupy.cuda import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as exc:   # CuPy missing, or libnvrtc not found
+        pytest.skip(f"NVRTC not available here: {type(exc).__name__}")
+    return nvrtc
+
+
+@pytest.mark.parametrize("source", CU_FILES)
+def test_nvrtc_compiles_what_cupy_loads_with_only_the_written_fmas(source):
+    """CuPy's RawModule compiles with NVRTC and NVRTC_OPTIONS. Check the PTX: a fused multiply-add
+    exactly where the source writes fmaf (--fmad=false fuses nothing else), and IEEE division and
+    square root (no approximate variants): the arithmetic the bitwise twin comparison relies on."""
+    from scratchkit.kernels.cupy_loader import NVRTC_OPTIONS
+
+    nvrtc = load_nvrtc()
+    program = nvrtc.createProgram(cupy_source(source), source, [], [])
+    try:
+        nvrtc.compileProgram(program, [*NVRTC_OPTIONS, "-arch=compute_80"])
+    except Exception:
+        pytest.fail(nvrtc.getProgramLog(program))
+    ptx = nvrtc.getPTX(program)
+    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    text = (KERNEL_DIR / source).read_text()
+    assert ptx.count("fma.rn.f32") == text.count("fmaf(")
+    for approximate in ("div.approx", "div.full", "sqrt.approx", "rcp.approx"):
+        assert approximate not in ptx
