@@ -20,6 +20,7 @@ diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1;
 """
 from __future__ import annotations
 
+import copy
 import queue
 from contextlib import nullcontext
 import signal
@@ -274,6 +275,10 @@ class ScratchPipeTrainer(Trainer):
 
     def write_back(self, item: _InFlight) -> None:
         self._hook(Stage.WRITE_BACK, item.index)
+        self.write_back_copied(item)
+
+    def write_back_copied(self, item: _InFlight) -> None:
+        """Scatter the victims' rows that Insert copied out into the host tables."""
         for t, (plan, (rows, state)) in enumerate(zip(item.tables, item.victim_rows)):
             index = torch.from_numpy(plan.victim_ids)
             self.host.weights[t].index_copy_(0, index, rows)
@@ -314,7 +319,8 @@ class ScratchPipeTrainer(Trainer):
                 "weights": [w.clone() for w in self.host.weights],
                 "state": [s.clone() if s is not None else None for s in self.host.state],
                 "model": {k: v.clone() for k, v in self.model.state_dict().items()},
-                "dense_optimizer": self.dense_optimizer.state_dict()}
+                # deep copies: the live state_dict tensors keep changing as training goes on
+                "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict())}
 
     def load_checkpoint(self, checkpoint: dict) -> None:
         """Resume from `checkpoint()`: the scratchpads start empty and refill from the host."""
@@ -533,7 +539,7 @@ class _PipelineRun:
             if item.written_back.is_set():
                 continue
             if item.victim_rows is not None:
-                trainer.write_back(item)            # copied out by Insert, not yet written
+                trainer.write_back_copied(item)     # copied out by Insert, not yet written
             else:
                 trainer.write_back_from_slots(item)  # still in their slots
         trainer.flush()

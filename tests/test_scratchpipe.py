@@ -1,0 +1,294 @@
+"""ScratchPipe: each invariant of DESIGN.md section 3 has a test here that fails if it breaks.
+
+The reference is plain PyTorch (scratchkit.reference): nn.EmbeddingBag(sparse=True) + torch.optim,
+trained on the same batches from the same initial weights.
+"""
+import signal
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
+from scratchkit.data.in_memory import InMemoryDataset
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.events import Stage
+from scratchkit.reference import ReferenceRun
+from scratchkit.trainers import make_trainer
+from scratchkit.trainers.scratchpipe import Hazards, PipelineError, ScratchPipeTrainer
+from scratchkit.verify import verify
+
+
+def config_with(base, capacity, depth, policy="furthest", kind=OptimizerKind.SGD):
+    return base.replace(cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy),
+                        optimizer=OptimizerConfig(kind=kind, lr=0.1))
+
+
+def max_diff_to_reference(trainer, source, steps):
+    reference = ReferenceRun(trainer.config, source)
+    reference.train(steps)
+    pairs = list(zip(trainer.embedding_weights(), reference.embedding_weights()))
+    pairs += list(zip([p.detach() for p in trainer.model.parameters()], reference.dense_parameters()))
+    return max(float((a - b).abs().max()) for a, b in pairs)
+
+
+def smallest_capacity(config, depth, steps):
+    probe = ScratchPipeTrainer(config_with(config, max(config.data.table_sizes), depth))
+    return max(probe.minimum_capacities(0, steps))
+
+
+# --- invariants 1 and 2: 100% hits in Train, exactly the baseline's parameters -------------------
+@pytest.mark.parametrize("depth", [1, 2, 4])
+@pytest.mark.parametrize("kind", list(OptimizerKind))
+def test_exact_and_all_hits_from_minimum_to_whole_table(tiny_config, depth, kind):
+    steps = 12
+    minimum = smallest_capacity(tiny_config, depth, steps)
+    for capacity in (minimum, (minimum + 500) // 2, 500):
+        config = config_with(tiny_config, capacity, depth, kind=kind)
+        (result,) = verify(config, ["scratchpipe"], steps)
+        assert result.max_abs_diff == 0.0, (capacity, result)
+        assert result.extras["train_hit_rate"] == 1.0
+
+
+def test_minimum_capacity_run_really_evicts(tiny_config):
+    minimum = smallest_capacity(tiny_config, 2, 20)
+    with make_trainer("scratchpipe", config_with(tiny_config, minimum, 2)) as trainer:
+        records = list(trainer.train(20))
+    assert sum(r.written_back_rows for r in records) > 0
+    assert sum(r.fetched_rows for r in records) > minimum
+    assert all(r.hits == r.lookups for r in records)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(2, 80), min_size=1, max_size=3), pooling=st.integers(1, 4),
+       batch=st.integers(1, 10), zipf=st.floats(0, 2), depth=st.integers(1, 4),
+       policy=st.sampled_from(["furthest", "lru"]), kind=st.sampled_from(list(OptimizerKind)),
+       slack=st.floats(0, 1), seed=st.integers(0, 999))
+def test_property_random_traces_are_exact_with_all_hits(sizes, pooling, batch, zipf, depth, policy,
+                                                        kind, slack, seed):
+    base = TrainConfig(
+        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, num_dense=2,
+                        zipf=zipf, seed=seed),
+        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)), seed=seed)
+    steps = 8
+    minimum = smallest_capacity(base, depth, steps)
+    capacity = minimum + int(slack * (max(sizes) - minimum))
+    (result,) = verify(config_with(base, capacity, depth, policy, kind), ["scratchpipe"], steps)
+    assert result.max_abs_diff == 0.0 and result.extras["train_hit_rate"] == 1.0
+
+
+# --- invariant 5: the size check --------------------------------------------------------------------
+def test_too_small_a_scratchpad_is_refused_naming_the_minimum(tiny_config):
+    minimum_per_table = ScratchPipeTrainer(config_with(tiny_config, 500, 2)).minimum_capacities(0, 10)
+    too_small = min(minimum_per_table) - 1
+    trainer = make_trainer("scratchpipe", config_with(tiny_config, too_small, 2))
+    with pytest.raises(ValueError, match=rf"too small for depth 2: .* up to \d+ distinct rows") as err:
+        next(iter(trainer.train(10)))
+    assert f"--capacity {minimum_per_table[0]} or more" in str(err.value) or "or more" in str(err.value)
+    assert trainer.next_batch == 0
+
+
+def test_minimum_capacity_counts_the_window_union():
+    from scratchkit.planner import minimum_capacity
+
+    rng = np.random.default_rng(0)
+    sets = [np.unique(rng.integers(0, 60, 25)) for _ in range(40)]
+    for depth in (1, 2, 4):
+        brute = max(len(set().union(*(set(s.tolist()) for s in sets[max(0, b - depth):b + 1])))
+                    for b in range(len(sets)))
+        assert minimum_capacity(sets, depth, 60) == brute
+
+
+# --- invariants 3 and 4, and the hazard lab ----------------------------------------------------------
+def hand_made_source(batches: list[list[int]], num_rows: int = 32) -> InMemoryDataset:
+    """One table, one id per sample; batch i holds the ids given."""
+    ids = np.array([i for b in batches for i in b], dtype=np.int64)
+    n = len(ids)
+    rng = np.random.default_rng(0)
+    return InMemoryDataset(dense=rng.standard_normal((n, 2)), ids=ids[None, :],
+                           labels=(np.arange(n) % 2).astype(np.float32), table_sizes=[num_rows],
+                           batch_size=len(batches[0]))
+
+
+def hand_made_config(source, capacity, depth, policy):
+    return TrainConfig(data=DataConfig(table_sizes=source.table_sizes, pooling=1,
+                                       batch_size=source.batch_size, num_dense=2),
+                       model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)),
+                       optimizer=OptimizerConfig(lr=0.5),
+                       cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy))
+
+
+def slow(stage: Stage, batch: int, seconds: float = 0.3):
+    def hook(s, b):
+        if s is stage and b == batch:
+            time.sleep(seconds)
+    return hook
+
+
+# b3 re-uses A = {0..3}, still resident but least recently *trained*; b4 needs 4 victims.
+# With holds, A is held by b3 (in flight) and the victims are B; without, LRU evicts A under b3.
+HOLD_TRACE = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [0, 1, 2, 3], [12, 13, 14, 15], [4, 5, 6, 7]]
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_hazard_no_holds_evicts_a_batch_in_flight(holds):
+    source = hand_made_source(HOLD_TRACE)
+    config = hand_made_config(source, capacity=12, depth=1, policy="lru")
+    trainer = ScratchPipeTrainer(config, source, hazards=Hazards(holds=holds),
+                                 stage_hook=slow(Stage.TRAIN, 3))   # Plan/Insert(4) run first
+    records = list(trainer.train(len(HOLD_TRACE)))
+    diff = max_diff_to_reference(trainer, source, len(HOLD_TRACE))
+    if holds:
+        assert diff == 0.0 and all(r.hits == r.lookups for r in records)
+        victims = [p for p in trainer.events.plans if p.batch == 4][0]
+        assert set(victims.victim_ids.tolist()) == {4, 5, 6, 7}
+        assert not set(victims.victim_slots.tolist()) & set(victims.held_before.tolist())
+    else:   # invariant 4 broke, so invariant 1 broke: batch 3 trained on rows of other ids
+        assert records[3].hits < records[3].lookups
+        assert diff > 0
+
+
+# b2 evicts A = {0..3} (dirty, least recently trained); b3 needs A again, so its Collect must wait
+# for b2's write-back. (LRU makes the victim A whether or not Train(1) has finished.)
+ORDER_TRACE = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [0, 1, 2, 3], [8, 9, 10, 11]]
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_hazard_no_write_back_order_reads_stale_rows(ordered):
+    source = hand_made_source(ORDER_TRACE)
+    config = hand_made_config(source, capacity=8, depth=1, policy="lru")
+    trainer = ScratchPipeTrainer(config, source, hazards=Hazards(write_back_order=ordered),
+                                 stage_hook=slow(Stage.WRITE_BACK, 2))
+    records = list(trainer.train(len(ORDER_TRACE)))
+    diff = max_diff_to_reference(trainer, source, len(ORDER_TRACE))
+    evicted = [p for p in trainer.events.plans if p.batch == 2][0]
+    assert set(evicted.victim_ids.tolist()) == {0, 1, 2, 3}
+    if ordered:
+        assert diff == 0.0 and sum(r.stale_reads for r in records) == 0
+    else:   # invariant 3 broke: batch 3 read A's rows before batch 0's updates reached the host
+        assert records[3].stale_reads == 4
+        assert diff > 0
+
+
+def test_event_log_shows_stage_order_overlap_and_victims_never_held(tiny_config):
+    minimum = smallest_capacity(tiny_config, 2, 15)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), stage_hook=slow(Stage.TRAIN, 5, 0.05))
+    list(trainer.train(15))
+    order = [Stage.PLAN, Stage.COLLECT, Stage.TRANSFER, Stage.INSERT, Stage.TRAIN]
+    for b in range(15):
+        events = {e.stage: e for e in trainer.events.stages_of(b)}
+        assert set(order) <= set(events)
+        starts = [events[s].start for s in order]
+        assert starts == sorted(starts), b
+    # pipelining: Plan(6) began before Train(5) ended
+    plan6 = [e for e in trainer.events.stages_of(6) if e.stage is Stage.PLAN][0]
+    train5 = [e for e in trainer.events.stages_of(5) if e.stage is Stage.TRAIN][0]
+    assert plan6.start < train5.end
+    for decision in trainer.events.plans:   # invariant 4 on the record of every decision
+        assert not np.intersect1d(decision.victim_slots, decision.held_before).size
+        assert decision.hits + decision.misses == len(decision.unique_ids)
+
+
+def test_furthest_next_use_keeps_what_is_needed_soon():
+    # Plan(3) runs after Train(1), so it may evict {0,1} (trained at 0, needed by b4) or {2,3}
+    # (trained at 1, never needed again). LRU evicts {0,1} and fetches them again for b4;
+    # furthest-next-use evicts {2,3}: 8 rows fetched against 10.
+    trace = [[0, 1], [2, 3], [8, 9], [4, 5], [0, 1], [8, 9]]
+    fetched = {}
+    for policy in ("furthest", "lru"):
+        source = hand_made_source(trace)
+        trainer = ScratchPipeTrainer(hand_made_config(source, capacity=6, depth=1, policy=policy), source)
+        fetched[policy] = sum(r.fetched_rows for r in trainer.train(len(trace)))
+        assert max_diff_to_reference(trainer, source, len(trace)) == 0.0
+    assert fetched == {"furthest": 8, "lru": 10}
+
+
+# --- invariant 6: flush, interruption, checkpoint -----------------------------------------------------
+def failing(stage: Stage, batch: int):
+    def hook(s, b):
+        if s is stage and b == batch:
+            raise OSError(f"injected failure in {s.value}")
+    return hook
+
+
+@pytest.mark.parametrize("stage", [Stage.PLAN, Stage.COLLECT, Stage.INSERT, Stage.WRITE_BACK, Stage.TRAIN])
+def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage):
+    minimum = smallest_capacity(tiny_config, 2, 20)
+    source = SyntheticSource(tiny_config.data)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9))
+    with pytest.raises((PipelineError, OSError)) as err:
+        list(trainer.train(20))
+    if stage is not Stage.TRAIN:
+        assert f"stage {stage.value} failed on batch 9" in str(err.value)
+    # Write-back(9) comes after Insert(9), so Train may get a few batches further before it fails
+    last = 9 + 2 + 1 if stage is Stage.WRITE_BACK else 9
+    assert 1 <= trainer.next_batch <= last
+    assert max_diff_to_reference(trainer, source, trainer.next_batch) == 0.0
+    # and training goes on from where it stopped, still exact
+    trainer.stage_hook = None
+    list(trainer.train(20 - trainer.next_batch))
+    assert max_diff_to_reference(trainer, source, 20) == 0.0
+
+
+def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config):
+    minimum = smallest_capacity(tiny_config, 2, 30)
+    source = SyntheticSource(tiny_config.data)
+
+    def ctrl_c(stage, b):
+        if stage is Stage.PLAN and b == 8:
+            signal.raise_signal(signal.SIGINT)   # as if the user pressed Ctrl-C
+
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        list(trainer.train(30))
+    assert 1 <= trainer.next_batch < 30
+    assert max_diff_to_reference(trainer, source, trainer.next_batch) == 0.0
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_leaving_the_loop_early_flushes(tiny_config):
+    minimum = smallest_capacity(tiny_config, 3, 25)
+    source = SyntheticSource(tiny_config.data)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source)
+    for record in trainer.train(25):
+        if record.step == 10:
+            break
+    assert trainer.next_batch == 11
+    assert max_diff_to_reference(trainer, source, 11) == 0.0
+
+
+def test_checkpoint_and_resume_equal_an_uninterrupted_run(tiny_config):
+    config = config_with(tiny_config, smallest_capacity(tiny_config, 2, 24), 2,
+                         kind=OptimizerKind.ROWWISE_ADAGRAD)
+    source = SyntheticSource(config.data)
+    straight = ScratchPipeTrainer(config, source)
+    list(straight.train(24))
+    first = ScratchPipeTrainer(config, source)
+    list(first.train(10))
+    saved = first.checkpoint()
+    list(first.train(14))                          # go on in the same trainer...
+    resumed = ScratchPipeTrainer(config, source)   # ...and in a fresh one from the checkpoint
+    resumed.load_checkpoint(saved)
+    list(resumed.train(14))
+    for other in (first, resumed):
+        for a, b in zip(straight.embedding_weights(), other.embedding_weights()):
+            assert torch.equal(a, b)
+        for a, b in zip(straight.embedding_state(), other.embedding_state()):
+            assert torch.equal(a, b)
+        for a, b in zip(straight.model.parameters(), other.model.parameters()):
+            assert torch.equal(a, b)
+
+
+def test_flush_writes_each_dirty_row_once(tiny_config):
+    trainer = ScratchPipeTrainer(config_with(tiny_config, 200, 1))
+    list(trainer.train(5))
+    assert trainer.flush() > 0
+    assert trainer.flush() == 0
+
+
+def test_unknown_victim_policy_is_refused(tiny_config):
+    with pytest.raises(ValueError, match="unknown victim policy 'random'"):
+        ScratchPipeTrainer(config_with(tiny_config, 200, 1, policy="random"))
