@@ -1,0 +1,144 @@
+"""The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from scratchkit.config import CacheParams, DataConfig
+from scratchkit.hazard_lab import HazardLab
+from scratchkit.hit_curves import HitCurves
+from scratchkit.sim import simulate
+from scratchkit.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
+
+
+def trace_named(fig, name):
+    (trace,) = [t for t in fig.data if t.name == name]
+    return trace
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    curves = HitCurves(DataConfig(table_sizes=(800,), pooling=2, batch_size=16, num_batches=50),
+                       num_batches=10, points=8)
+    return CacheExplorer(curves, policies=("lru", "static", "lookahead"), load_factor=0.05, zipf=1.0, depth=2)
+
+
+def test_explorer_capacity_slider_moves_the_marker_and_the_readout(explorer):
+    before = trace_named(explorer.figure, "chosen size").x
+    explorer.load_factor.value = 0.25
+    assert trace_named(explorer.figure, "chosen size").x == (25.0, 25.0) != before
+    expected = simulate(explorer.curves.trace(1.0), "lru", 200).hit_rate
+    assert "<b>200 rows</b>" in explorer.readout.value
+    assert f"lru {100 * expected:.1f}%" in explorer.readout.value
+
+
+def test_explorer_locality_slider_redraws_the_curves(explorer):
+    before = np.array(trace_named(explorer.figure, "lru").y)
+    explorer.zipf.value = 0.3
+    after = np.array(trace_named(explorer.figure, "lru").y)
+    np.testing.assert_allclose(after, explorer.curves.curve(0.3, "lru"))
+    assert not np.allclose(before, after)
+    explorer.zipf.value = 1.0
+
+
+def test_explorer_depth_moves_the_window_line(explorer):
+    explorer.depth.value = 1
+    one = trace_named(explorer.figure, "look-ahead window fits").x[0]
+    explorer.depth.value = 4
+    four = trace_named(explorer.figure, "look-ahead window fits").x[0]
+    assert four > one and four == pytest.approx(100 * explorer.curves.needed(1.0, 4) / 800)
+    explorer.depth.value = 2
+
+
+def test_explorer_policy_picker_shows_and_hides(explorer):
+    assert trace_named(explorer.figure, "opt").visible is False
+    explorer.policies.value = ("lru", "opt")
+    assert trace_named(explorer.figure, "opt").visible is True
+    assert trace_named(explorer.figure, "static").visible is False
+    np.testing.assert_allclose(trace_named(explorer.figure, "opt").y, explorer.curves.curve(1.0, "opt"))
+    with pytest.raises(ValueError, match="unknown policies"):
+        CacheExplorer(explorer.curves, policies=("fifo",))
+
+
+@pytest.fixture(scope="module")
+def visualizer():
+    return PipelineVisualizer(HazardLab(visualizer_config(), steps=8, slow_write_back=0.005), columns=10)
+
+
+def test_visualizer_steps_forward_and_back(visualizer):
+    assert visualizer.moment.value == 0 and "Plan(0)" in visualizer.words.value
+    first = trace_named(visualizer.figure, "this moment").to_plotly_json()
+    visualizer.forward.click()
+    assert visualizer.moment.value == 1
+    assert trace_named(visualizer.figure, "this moment").to_plotly_json() != first
+    m = visualizer.current
+    assert m.words.split(":")[0].split(",")[0] in visualizer.words.value   # e.g. "Plan(1)"
+    visualizer.back.click()
+    visualizer.back.click()                                              # stays at 0
+    assert visualizer.moment.value == 0
+    assert trace_named(visualizer.figure, "this moment").to_plotly_json() == first
+
+
+def test_visualizer_map_is_the_replayed_moment(visualizer):
+    from scratchkit.viz.pipeline import map_grid
+    visualizer.moment.value = len(visualizer.moments) // 2
+    codes, _ = map_grid(visualizer.current, visualizer.columns)
+    shown = np.array(trace_named(visualizer.figure, "slots").z, dtype=float)
+    np.testing.assert_array_equal(np.nan_to_num(shown, nan=-1), np.nan_to_num(codes, nan=-1))
+    assert "batch" in visualizer.stages.value and "slots now" in visualizer.words.value
+    assert visualizer.moment.max == len(visualizer.moments) - 1 == visualizer.play.max
+
+
+def test_visualizer_hazard_switch_reruns(visualizer):
+    assert "Every invariant held" in visualizer.verdict.value
+    visualizer.holds.value = False
+    visualizer.rerun.click()
+    assert visualizer.result.hazards.holds is False
+    assert len(trace_named(visualizer.figure, "stage events").x) == len(visualizer.result.events.stages)
+    np.testing.assert_allclose(trace_named(visualizer.figure, "|loss - baseline loss|").y,
+                               visualizer.result.loss_gap)
+    assert visualizer.verdict.value.startswith("Invariant") or "Every invariant" in visualizer.verdict.value
+    visualizer.holds.value = True
+
+
+@pytest.fixture
+def dashboard(tiny_config):
+    config = tiny_config.replace(data=replace(tiny_config.data, num_batches=5000))
+    board = TrainingDashboard(config, steps=15, every=0.0, trainers=["hybrid", "lru", "scratchpipe"],
+                              load_factor=0.5, depth=2)
+    yield board
+    board.end()
+
+
+def test_dashboard_start_fills_the_pickeds_trainer_lines(dashboard):
+    dashboard.trainer.value = "lru"
+    before = [len(t.x) for t in dashboard.figure.data]
+    dashboard.start.click()
+    dashboard.run.join(60)
+    lines = [t for t in dashboard.figure.data if t.name == "lru"]
+    assert [len(t.x) for t in lines] == [15, 15, 15] and before == [0] * 9
+    loss = [r.loss for r in dashboard.run.records]
+    np.testing.assert_allclose(lines[1].y, loss)
+    assert all(len(t.x) == 0 for t in dashboard.figure.data if t.name != "lru")
+    assert "finished, trainer closed" in dashboard.status.value
+
+
+def test_dashboard_stop_and_restart_on_a_slider(dashboard):
+    dashboard.steps = 4000
+    dashboard.trainer.value = "lru"
+    dashboard.start.click()
+    first = dashboard.run
+    dashboard.depth.value = 3                   # while running: restart with the new depth
+    second = dashboard.run
+    assert second is not first and first.closed and not first.running
+    dashboard.stop.click()
+    assert second.closed and not second.running and second.error is None
+    assert "stopped, trainer closed" in dashboard.status.value
+
+
+def test_dashboard_shows_a_trainers_error(dashboard):
+    dashboard.load_factor.value = 0.02       # too small a scratchpad for depth 2
+    dashboard.trainer.value = "scratchpipe"
+    dashboard.start.click()
+    dashboard.run.join(60)
+    assert "stopped with an error" in dashboard.status.value and "too small" in dashboard.status.value
