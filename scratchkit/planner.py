@@ -76,8 +76,6 @@ class TablePlanner:
         slots = np.asarray(pad.query(unique)).copy()
         hit = slots >= 0
         held_before = np.flatnonzero(pad.held_mask())
-        if self.holds:
-            pad.hold(slots[hit])
         miss_ids = unique[~hit]
         free = pad.free_slots()
         shortfall = len(miss_ids) - len(free)
@@ -92,7 +90,7 @@ class TablePlanner:
         pad.insert(miss_ids, miss_slots)
         slots[~hit] = miss_slots
         if self.holds:
-            pad.hold(miss_slots)
+            pad.hold(slots)   # the whole working set, until Train(b) has finished
         # invariant 3: a miss that an earlier batch evicted waits for that batch's write-back
         wait = int(self._evicted_by[miss_ids].max(initial=-1))
         self._evicted_by[miss_ids] = -1
@@ -105,7 +103,7 @@ class TablePlanner:
     def _choose_victims(self, count: int, exclude: np.ndarray, next_use: np.ndarray | None) -> np.ndarray:
         pad = self.scratchpad
         candidate = pad.slot_ids >= 0
-        candidate[exclude] = False               # never evict this batch's own hits
+        candidate[exclude] = False               # never evict this batch's own hits (not held yet)
         if self.holds:
             candidate &= ~pad.held_mask()        # invariant 4
         slots = np.flatnonzero(candidate)

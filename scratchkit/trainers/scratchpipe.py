@@ -70,7 +70,6 @@ class _InFlight:
     victim_rows: list | None = None                  # (rows, state) copied out per table
     inserted: threading.Event = field(default_factory=threading.Event)
     written_back: threading.Event = field(default_factory=threading.Event)
-    insert_done: object = None                       # CUDA event: Insert's copies finished
     stale_reads: int = 0                             # misses collected before their write-back
 
 
@@ -162,8 +161,6 @@ class ScratchPipeTrainer(Trainer):
         item = run.wait_inserted(b)
         t0 = time.perf_counter()
         self._hook(Stage.TRAIN, b)
-        if item.insert_done is not None:
-            torch.cuda.current_stream().wait_event(item.insert_done)
         batch = item.batch
         # invariant 1, checked: every lookup's slot still holds that lookup's id
         hits = sum(int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
@@ -246,32 +243,37 @@ class ScratchPipeTrainer(Trainer):
             item.staged.append((rows, state))
 
     def transfer_and_insert(self, item: _InFlight, stream) -> None:
+        """Transfer: fetched rows host -> device, victims' rows device -> host (a side stream on
+        CUDA, so Train's kernels keep running). Insert: fetched rows into their slots.
+
+        The victims' rows are copied out before Insert overwrites their slots. Insert uses the
+        scratchpad's scatter kernel (CuPy's stream on a GPU), so both copies are finished first,
+        and Insert is finished before Train(b) may start.
+        """
         self._hook(Stage.TRANSFER, item.index)
         t0 = time.perf_counter()
-        with torch.cuda.stream(stream) if stream is not None else nullcontext():
-            staged = [(r.to(self.device, non_blocking=True),
-                       s.to(self.device, non_blocking=True) if s is not None else None)
+        cuda = stream is not None
+        with torch.cuda.stream(stream) if cuda else nullcontext():
+            staged = [(r.to(self.device, non_blocking=cuda),
+                       s.to(self.device, non_blocking=cuda) if s is not None else None)
                       for r, s in item.staged]
-            t1 = time.perf_counter()
-            self._add_stage(Stage.TRANSFER, item.index, t0, t1)
-            self._hook(Stage.INSERT, item.index)
             victims = []
+            for pad, plan in zip(self.scratchpads, item.tables):
+                slots = torch.from_numpy(plan.victim_slots).to(self.device)
+                victims.append(tuple(x.index_select(0, slots).to("cpu", non_blocking=cuda)
+                                     if x is not None else None for x in (pad.rows, pad.state)))
+        if cuda:
+            stream.synchronize()
+        t1 = time.perf_counter()
+        self._add_stage(Stage.TRANSFER, item.index, t0, t1)
+        self._hook(Stage.INSERT, item.index)
+        with self._lock:   # the fetched rows arrive clean: copies of the host rows
             for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
-                # copy the victims' rows out before their slots are overwritten
-                out_rows = pad.rows.index_select(0, torch.from_numpy(plan.victim_slots).to(self.device))
-                out_state = (pad.state.index_select(0, torch.from_numpy(plan.victim_slots).to(self.device))
-                             if pad.state is not None else None)
-                victims.append((out_rows.to("cpu", non_blocking=stream is not None),
-                                out_state.to("cpu", non_blocking=stream is not None)
-                                if out_state is not None else None))
-                with self._lock:   # the fetched rows arrive clean: copies of the host rows
-                    pad.scatter(plan.miss_slots, rows, state, dirty=False)
-            if stream is not None:
-                item.insert_done = torch.cuda.Event()
-                item.insert_done.record(stream)
-                item.insert_done.synchronize()   # the victims' rows must be on the host now
-            item.victim_rows = victims
-            self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
+                pad.scatter(plan.miss_slots, rows, state, dirty=False)
+        if cuda:
+            self.scratchpads[0].xp.cuda.get_current_stream().synchronize()
+        item.victim_rows = victims
+        self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
 
     def write_back(self, item: _InFlight) -> None:
         self._hook(Stage.WRITE_BACK, item.index)
