@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from scratchkit.kernels import EngineKind, engine as engine_module, resolve
-from scratchkit.kernels.cupy_loader import cupy_source, with_line_directive
+from scratchkit.kernels.cupy_loader import (KernelCompileError, cuda_binary, cupy_source,
+                                            nvrtc_compile, target_for, with_line_directive)
 from scratchkit.kernels.host_build import HostBuildError, build
 from scratchkit.kernels.signatures import KERNEL_DIR, KERNELS, SOURCES, Arg
 
@@ -175,21 +176,35 @@ def load_nvrtc():
 
 
 @pytest.mark.parametrize("source", CU_FILES)
-def test_nvrtc_compiles_what_cupy_loads_with_only_the_written_fmas(source):
-    """CuPy's RawModule compiles with NVRTC and NVRTC_OPTIONS. Check the PTX: a fused multiply-add
-    exactly where the source writes fmaf (--fmad=false fuses nothing else), and IEEE division and
-    square root (no approximate variants): the arithmetic the bitwise twin comparison relies on."""
-    from scratchkit.kernels.cupy_loader import NVRTC_OPTIONS
+def test_nvrtc_output_has_only_the_written_fmas_and_ieee_arithmetic(source):
+    """What the CuPy loader compiles, as PTX: a fused multiply-add exactly where the source writes
+    fmaf, no flush-to-zero, no approximate division or square root: the arithmetic the bitwise
+    twin comparison relies on. (cupy.RawModule(code=...) would add -ftz=true; we compile ourselves.)"""
+    load_nvrtc()
+    ptx = nvrtc_compile(source, "compute_80").decode()
+    assert ptx.count("fma.rn.f32") == (KERNEL_DIR / source).read_text().count("fmaf(")
+    for unwanted in (".ftz", "div.approx", "div.full", "sqrt.approx", "rcp.approx"):
+        assert unwanted not in ptx
 
-    nvrtc = load_nvrtc()
-    program = nvrtc.createProgram(cupy_source(source), source, [], [])
-    try:
-        nvrtc.compileProgram(program, [*NVRTC_OPTIONS, "-arch=compute_80"])
-    except Exception:
-        pytest.fail(nvrtc.getProgramLog(program))
-    ptx = nvrtc.getPTX(program)
-    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
-    text = (KERNEL_DIR / source).read_text()
-    assert ptx.count("fma.rn.f32") == text.count("fmaf(")
-    for approximate in ("div.approx", "div.full", "sqrt.approx", "rcp.approx"):
-        assert approximate not in ptx
+
+def test_cuda_binaries_are_cached_by_content(tmp_path):
+    load_nvrtc()
+    first = cuda_binary("rows.cu", "sm_90", cache_dir=tmp_path)
+    assert first.read_bytes()[:4] == b"\x7fELF" and first.parent == tmp_path
+    stamp = first.stat().st_mtime_ns
+    assert cuda_binary("rows.cu", "sm_90", cache_dir=tmp_path) == first
+    assert first.stat().st_mtime_ns == stamp
+    assert cuda_binary("rows.cu", "compute_80", cache_dir=tmp_path).suffix == ".ptx"
+    assert target_for(90) == "sm_90" and target_for(10_000).startswith("compute_")
+
+
+def test_nvrtc_errors_name_the_cu_file_and_line(tmp_path, monkeypatch):
+    load_nvrtc()
+    from scratchkit.kernels import cupy_loader
+
+    broken = tmp_path / "rows.cu"
+    broken.write_text((KERNEL_DIR / "rows.cu").read_text().replace("dst[c] = src[c]", "dst[c] = sorce[c]"))
+    line = next(i for i, l in enumerate(broken.read_text().splitlines(), 1) if "sorce" in l)
+    monkeypatch.setattr(cupy_loader, "KERNEL_DIR", tmp_path)
+    with pytest.raises(KernelCompileError, match=rf"{tmp_path / 'rows.cu'}\({line}\): error"):
+        nvrtc_compile("rows.cu", "compute_80")

@@ -1,29 +1,44 @@
 """Run the `.cu` kernels on a GPU through CuPy.
 
 Nothing here touches CuPy until the first launch: `CupyLauncher()` asks `scratchkit.backend` for
-the cupy module (which explains what is missing when there is no GPU), and each `.cu` file becomes
-a `cupy.RawModule` the first time one of its kernels is launched; CuPy compiles it with NVRTC then
-and caches the binary (in `$CUPY_CACHE_DIR`, default `~/.cupy`).
+the cupy module (which explains what is missing when there is no GPU), and each `.cu` file is
+compiled the first time one of its kernels is launched, then loaded as a `cupy.RawModule`.
+
+We call NVRTC ourselves (CuPy's thin `cupy.cuda.nvrtc` bindings) instead of handing the source
+to `RawModule(code=...)`, because RawModule appends `-ftz=true` to every compile: subnormal floats
+would flush to zero on the GPU and not in the twin. Our options spell out the IEEE behaviour the
+bitwise twin comparison relies on:
+  --fmad=false       no a*b+c fused behind our back: the kernels write `fmaf` where they mean it
+  -ftz=false         keep subnormals
+  -prec-div=true     correctly rounded division and square root (NVRTC's defaults, made explicit)
+  -prec-sqrt=true
+The result (a cubin for the device's architecture, or PTX when NVRTC is older than the device)
+goes to `<cache>/cuda/`, named by a hash of source, options, architecture and NVRTC version, next
+to the host build (see host_build.default_cache_dir).
 
 The source handed to NVRTC starts with `#line 1 "<path of the .cu>"`, so a compile error names
 the file on disk and its line, not "kernel.cu" or a line of a Python string.
-
-`--fmad=false` stops NVRTC from fusing a*b+c on its own: the kernels call `fmaf` exactly where the
-NumPy twins use a fused multiply-add, so both round the same way (see embedding_bag.cu).
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..backend import get_cupy
-from .signatures import KERNELS, Arg, check_arrays
+from .host_build import default_cache_dir
+from .signatures import KERNEL_DIR, KERNELS, Arg, check_arrays
 
-NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
+NVRTC_OPTIONS = ("--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
 
 _SCALAR = {Arg.I64: np.int64, Arg.F32: np.float32}
-_PATHS = {k.source: k.path for k in KERNELS.values()}
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a `.cu` file; the message is its log (file and line thanks to #line)."""
 
 
 def with_line_directive(path: Path) -> str:
@@ -32,8 +47,59 @@ def with_line_directive(path: Path) -> str:
 
 
 def cupy_source(source: str) -> str:
-    """The text CuPy compiles for one `.cu` file of this folder."""
-    return with_line_directive(_PATHS[source])
+    """The text NVRTC compiles for one `.cu` file of this folder."""
+    return with_line_directive(KERNEL_DIR / source)
+
+
+def nvrtc_compile(source: str, target: str) -> bytes:
+    """Compile one `.cu` file of this folder with NVRTC_OPTIONS for `target`.
+
+    target: "sm_90" gives a cubin (runs on exactly that architecture), "compute_90" gives PTX
+    (the driver compiles it for any architecture >= 9.0). Needs CuPy and NVRTC, not a GPU.
+    """
+    from cupy.cuda import nvrtc
+
+    program = nvrtc.createProgram(cupy_source(source), str(KERNEL_DIR / source), [], [])
+    try:
+        try:
+            nvrtc.compileProgram(program, [*NVRTC_OPTIONS, f"-arch={target}"])
+        except nvrtc.NVRTCError as err:
+            raise KernelCompileError(f"NVRTC could not compile {KERNEL_DIR / source} for {target}:\n"
+                                     f"{nvrtc.getProgramLog(program)}") from err
+        return nvrtc.getCUBIN(program) if target.startswith("sm_") else nvrtc.getPTX(program)
+    finally:
+        nvrtc.destroyProgram(program)
+
+
+def target_for(compute_capability: int) -> str:
+    """A cubin for the device when NVRTC knows its architecture, else PTX for the newest it knows."""
+    from cupy.cuda import nvrtc
+
+    known = [a for a in nvrtc.getSupportedArchs() if a <= compute_capability]
+    if compute_capability in known:
+        return f"sm_{compute_capability}"
+    if not known:
+        raise KernelCompileError(f"NVRTC {nvrtc.getVersion()} knows no architecture <= "
+                                 f"{compute_capability}")
+    return f"compute_{max(known)}"
+
+
+def cuda_binary(source: str, target: str, cache_dir: Path | None = None) -> Path:
+    """The compiled `source` for `target`, from the cache or compiled now (atomically written)."""
+    from cupy.cuda import nvrtc
+
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "cuda"
+    digest = hashlib.sha256("\0".join((cupy_source(source), *NVRTC_OPTIONS, target,
+                                       str(nvrtc.getVersion()))).encode()).hexdigest()[:16]
+    path = cache_dir / f"{Path(source).stem}-{digest}.{target}.{'cubin' if target.startswith('sm_') else 'ptx'}"
+    if not path.exists():
+        binary = nvrtc_compile(source, target)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(binary)
+        os.replace(tmp, path)
+    return path
 
 
 class CupyLauncher:
@@ -48,8 +114,8 @@ class CupyLauncher:
         if name not in self._functions:
             source = KERNELS[name].source
             if source not in self._modules:
-                self._modules[source] = self.cp.RawModule(code=cupy_source(source),
-                                                          options=NVRTC_OPTIONS)
+                target = target_for(int(self.cp.cuda.Device().compute_capability))
+                self._modules[source] = self.cp.RawModule(path=str(cuda_binary(source, target)))
             self._functions[name] = self._modules[source].get_function(name)
         return self._functions[name]
 
