@@ -16,6 +16,9 @@ class BenchResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)   # per step, mean
     hit_rate: float | None = None
     ratio: float = 1.0         # samples/s relative to the first trainer of the run
+    lookups_per_step: float = 0.0           # means over the timed steps: the cost model's inputs
+    fetched_rows_per_step: float = 0.0      # rows host -> device
+    written_back_rows_per_step: float = 0.0 # rows device -> host
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -44,20 +47,34 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
         lookups = sum(r.lookups for r in records)
         hits = None if records[0].hits is None else sum(r.hits for r in records) / max(lookups, 1)
         results.append(BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
-                                   stages, hits))
+                                   stages, hits, lookups_per_step=lookups / steps,
+                                   fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
+                                   written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps))
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results
 
 
-def format_table(results: list[BenchResult]) -> str:
-    """A plain-text table: one row per trainer, stage times in ms per step."""
+def format_table(results: list[BenchResult], projections: list[dict] | None = None) -> str:
+    """A plain-text table: one row per trainer, stage times in ms per step.
+
+    `projections` (from `scratchkit.costmodel.project_bench`), one {profile: Projection} per
+    result, add each profile's projected samples/s and ratio beside the measurement, and a line
+    per profile naming the stage that bounds each trainer.
+    """
     stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
-    head = ["trainer", "samples/s", "ratio", "hit rate"] + [f"{s} ms" for s in stages]
+    profiles = list(projections[0]) if projections else []
+    head = (["trainer", "samples/s", "ratio", "hit rate"]
+            + [f"{p} {what}" for p in profiles for what in ("samples/s", "ratio")]
+            + [f"{s} ms" for s in stages])
     rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
              "-" if r.hit_rate is None else f"{r.hit_rate:.3f}"]
-            + [f"{1000 * r.stage_seconds.get(s, 0.0):.2f}" for s in stages] for r in results]
+            + [cell for p in profiles for cell in (f"{projections[i][p].samples_per_s:,.0f}",
+                                                   f"{projections[i][p].ratio:.2f}")]
+            + [f"{1000 * r.stage_seconds.get(s, 0.0):.2f}" for s in stages] for i, r in enumerate(results)]
+    bounds = [f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}"
+                                            for i, r in enumerate(results)) for p in profiles]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
                                    for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows] + bounds)

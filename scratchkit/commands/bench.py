@@ -14,6 +14,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     p.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up: a smoke run")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    p.add_argument("--project", default=None, metavar="PROFILE",
+                   help="add the cost model's projection for a hardware profile: this-cpu, "
+                        "v100-pcie3, h100-pcie5, a comma-separated list, or all")
     p.set_defaults(run=run)
 
 
@@ -23,12 +26,29 @@ def run(args) -> int:
 
     trainers = parse_trainer_list(args.trainers)
     config = config_from_args(args)
+    profiles = None
+    if args.project is not None:
+        from scratchkit.hardware import parse_profiles
+        profiles = parse_profiles(args.project)      # bad names fail before anything trains
     steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
     results = run_bench(config, trainers, steps, warmup=warmup, device=args.device, wrap=progress)
+    projections = None
+    if profiles:
+        from scratchkit.costmodel import project_bench
+        projections = project_bench(config, results, profiles)
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        rows = [r.to_dict() for r in results]
+        for row, projected in zip(rows, projections or []):
+            row["projected"] = {p: {"samples_per_s": x.samples_per_s, "ratio": x.ratio,
+                                    "bound_stage": x.bound_stage, "stage_seconds": x.stage_seconds,
+                                    "step_seconds": x.step_seconds} for p, x in projected.items()}
+        print(json.dumps(rows, indent=2))
     else:
         print(f"profile {args.profile}: {len(config.data.table_sizes)} tables, batch "
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
-        print(format_table(results))
+        print(format_table(results, projections))
+        if projections:
+            print("Projected: the cost model (scratchkit.costmodel) applied to this run's work per step "
+                  "(working sets, rows fetched and written back); ratio = samples/s relative to the "
+                  "first trainer on the same profile; the data stage is not modelled.")
     return 0
