@@ -34,7 +34,7 @@ def host(engine, a):
 def make_batch(rng, capacity, num_bags, max_bag, empty_bags=True):
     """Random bags (some empty when asked) of slots with many duplicates."""
     lengths = rng.integers(0 if empty_bags else 1, max_bag + 1, num_bags)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])[:num_bags].astype(np.int64)
     slots = rng.integers(0, capacity, int(lengths.sum())).astype(np.int64)
     return slots, offsets
 
@@ -44,6 +44,7 @@ CASES = {   # name: (capacity, dim, num_bags, max_bag)
     "one_slot_everywhere": (1, 5, 6, 9),
     "wide_rows": (16, 67, 5, 4),
     "no_bags": (10, 4, 0, 0),
+    "one_empty_bag": (10, 4, 1, 0),
 }
 
 
@@ -51,6 +52,7 @@ def case(name, seed=0):
     capacity, dim, num_bags, max_bag = CASES[name]
     rng = np.random.default_rng(seed)
     slots, offsets = make_batch(rng, capacity, num_bags, max_bag)
+    assert len(offsets) == num_bags
     rows = rng.standard_normal((capacity, dim)).astype(np.float32)
     grad = rng.standard_normal((num_bags, dim)).astype(np.float32)
     return rows, slots, offsets, grad
