@@ -6,6 +6,7 @@ already produces, so a learner can check any of them by hand on a tiny example:
     skew           the hottest x% of ids serve y% of the lookups (`access_cdf`, `top_share`)
     reuse          how much of batch b's working set U_b batch b-1 already touched
     window         |U_b u U_b+1 u ... u U_b+D|: what a scratchpad must hold to run D batches ahead
+    time           the share of a step the embedding stages take
     Amdahl         a step whose hits run s times faster is at most 1 / (1 - hit rate) faster
 """
 from __future__ import annotations
@@ -113,6 +114,18 @@ def window_sizes(source, table: int, depths, num_batches: int) -> WindowSizes:
     lookups = source.batch(0).ids[table].size          # B * L for fixed pooling
     return WindowSizes(depths, np.array([s.mean() for s in sizes]),
                        np.array([s.max() for s in sizes]), (depths + 1) * lookups)
+
+
+# --- time ------------------------------------------------------------------------------------
+EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
+
+
+def embedding_share(stage_seconds) -> float:
+    """Share of a step's measured time spent in the embedding stages (forward, backward, update)."""
+    total = sum(stage_seconds.values())
+    if not total > 0:
+        raise ValueError(f"no time measured: stage times {dict(stage_seconds)}")
+    return sum(stage_seconds.get(s, 0.0) for s in EMBEDDING_STAGES) / total
 
 
 # --- Amdahl ------------------------------------------------------------------------------------

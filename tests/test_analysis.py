@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from scratchkit.analysis import (access_cdf, amdahl_speedup, consecutive_reuse, top_share,
+from scratchkit.analysis import (access_cdf, amdahl_speedup, consecutive_reuse, embedding_share, top_share,
                                  window_sizes, window_working_set, working_sets)
 from scratchkit.config import DataConfig
 from scratchkit.data.synthetic import SyntheticSource
@@ -87,3 +87,10 @@ def test_amdahl():
         amdahl_speedup(1.5, 2)
     with pytest.raises(ValueError, match="hit_speedup"):
         amdahl_speedup(0.5, 0.5)
+
+
+def test_embedding_share():
+    stages = {"data": 1.0, "embedding_forward": 2.0, "mlp": 1.0, "embedding_backward": 3.0, "update": 1.0}
+    assert embedding_share(stages) == pytest.approx(6 / 8)
+    with pytest.raises(ValueError, match="no time"):
+        embedding_share({"mlp": 0.0})

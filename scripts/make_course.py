@@ -1,0 +1,444 @@
+"""Write the course notebooks 01-05 from the cells below, then execute them and keep checked outputs.
+
+    .venv/bin/python scripts/make_course.py [01 02 ...]      # write the notebooks (all by default)
+    .venv/bin/python scripts/refresh_notebooks.py notebooks/0[1-5]_*.ipynb   # run; store checked outputs
+
+Cells are ("md", text) or ("code", source). Code cells stay thin (an import, a call, a figure); the
+logic lives in the package. `# NBVAL_CHECK_OUTPUT` marks the deterministic teaching cells whose
+printed numbers nbval compares on every `make test`; never mark a timing.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from new_notebook import write_notebook  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHECK = "# NBVAL_CHECK_OUTPUT\n"
+
+
+def nb01():
+    return [
+        ("md", """
+# 01 · The hybrid baseline: where a training step's time goes
+
+A recommendation model such as **DLRM** turns a user's context into the probability of a click.
+It reads two kinds of input: a few *dense* numbers (counts, prices, ages), and many *sparse*
+categorical features (user id, ad id, city, ...). Each categorical feature has an **embedding
+table**: one learned row of `dim` numbers per possible value. Those tables are where almost all the
+parameters are, and in production they are far larger than a GPU's memory.
+
+The usual answer is **hybrid CPU-GPU training**: keep the tables in host (CPU) memory and put only
+the small neural networks (MLPs) on the GPU. This notebook measures what that costs.
+
+**Learning goals**
+- read a DLRM: bottom MLP, one pooled embedding bag per table, pairwise dot products, top MLP;
+- see how lopsided it is: thousands of MLP weights, millions of embedding numbers;
+- read a mini-batch in the `ids` / `offsets` form the embedding bags take;
+- measure where the time of a hybrid training step goes, stage by stage.
+"""),
+        ("md", """
+## The model
+
+`get_profile("small")` is the course's default setup: 8 tables of 20,000 rows, rows of `dim = 16`
+numbers, 256 samples per batch, 8 ids per sample and table (the *pooling factor* `L`). The
+dense part of the model is a plain PyTorch module; the embeddings are *not* inside it, because
+each trainer keeps them somewhere else (host, device, a cache, a scratchpad) and hands the pooled
+vectors in.
+"""),
+        ("code", """
+from scratchkit.model import init_dense_model
+from scratchkit.profiles import criteo_like, get_profile
+
+config = get_profile("small")
+model = init_dense_model(config.model, config.data.num_dense, len(config.data.table_sizes), seed=0)
+model
+"""),
+        ("code", CHECK + """
+mlp_weights = sum(p.numel() for p in model.parameters())
+embedding_numbers = sum(config.data.table_sizes) * config.model.dim
+print(f"MLP weights:       {mlp_weights:>12,}")
+print(f"embedding numbers: {embedding_numbers:>12,}  ({embedding_numbers // mlp_weights}x the MLPs)")
+full = criteo_like(1.0)   # the 26 tables of the Criteo Kaggle dataset at their real sizes
+print(f"Criteo Kaggle tables at dim 16: {sum(full.data.table_sizes) * 16 * 4 / 2**30:.1f} GiB of float32")
+"""),
+        ("md", """
+The Criteo Kaggle dataset is small by industry standards; production tables with wider rows reach
+hundreds of GB to TBs. A GPU has tens of GB. That gap is the whole story of this course.
+
+## A mini-batch: `ids` and `offsets`
+
+For each table, a batch lists the row ids it looks up (`ids`, flattened) and where each sample's
+*bag* of ids starts (`offsets`). The embedding bag sums the rows of each bag into one vector: the
+*pooled* embedding. Batches are generated on demand and are always the same for the same seed.
+"""),
+        ("code", CHECK + """
+from scratchkit.data.synthetic import SyntheticSource
+
+source = SyntheticSource(config.data)
+batch = source.batch(0)
+print("table 0 ids[:16]:    ", batch.ids[0][:16])
+print("table 0 offsets[:4]: ", batch.offsets[0][:4], " (bag b is ids[offsets[b]:offsets[b+1]])")
+print("lookups in this batch:", batch.lookups(), "=", config.data.batch_size, "samples x",
+      len(config.data.table_sizes), "tables x", config.data.pooling, "ids")
+"""),
+        ("md", """
+## One hybrid step, stage by stage
+
+The `hybrid` trainer does what hybrid CPU-GPU training does:
+
+| stage | where | what |
+|---|---|---|
+| `embedding_forward` | host | gather the rows of every bag from the host tables and sum them |
+| `transfer` | host <-> device | pooled vectors to the device; their gradients back |
+| `mlp` | device | forward and backward of the MLPs, and their optimizer step |
+| `embedding_backward` | host | turn the pooled gradients into one gradient per touched row |
+| `update` | host | the sparse optimizer step on those rows |
+| `data` | host | make the batch (synthetic here) |
+
+Every stage is timed on every step, so the breakdown below is a measurement, not a guess.
+`gpu-only` (all tables on the device) is beside it for comparison. On this machine the "device" is
+the CPU too, so both run at host-memory speed; notebook 05 uses the cost model to project the
+same steps onto GPU servers.
+"""),
+        ("code", """
+from scratchkit.bench import format_table, run_bench
+from scratchkit.viz import stage_breakdown
+
+results = run_bench(config, ["hybrid", "gpu-only"], steps=30, warmup=5)
+print(format_table(results))
+stage_breakdown(results, share=True)
+"""),
+        ("md", """
+The embedding stages (forward, backward, update) take most of the step although the MLPs hold
+almost no parameters: each step touches thousands of scattered rows in a large table, which is
+memory-bound work. On a real hybrid system they run at host-memory speed on the CPU while the GPU
+waits, and the pooled vectors cross the PCIe link twice per step.
+
+How much data is that per step? It can be counted without a clock:
+"""),
+        ("code", CHECK + """
+B, T, L, dim = config.data.batch_size, len(config.data.table_sizes), config.data.pooling, config.model.dim
+unique_rows = sum(len(set(ids.tolist())) for ids in batch.ids)
+print(f"rows read per step:    {B * T * L:,} lookups of {unique_rows:,} distinct rows")
+print(f"row bytes gathered:    {B * T * L * dim * 4 / 2**20:.2f} MiB")
+print(f"pooled vectors across: {B * T * dim * 4 / 2**10:.0f} KiB each way")
+"""),
+        ("md", """
+## Speed over a run
+
+`training_curves` plots samples per second (over the last 10 steps), the loss and, for trainers
+with a cache, the hit rate, step by step.
+"""),
+        ("code", """
+from scratchkit.trainers import make_trainer
+from scratchkit.viz import training_curves
+
+with make_trainer("hybrid", config) as trainer:
+    records = list(trainer.train(60))
+training_curves({"hybrid": records})
+"""),
+        ("md", """
+## Try this
+
+1. **More ids per bag.** Make the bags four times longer with `get_profile("small", pooling=32)`
+   and rerun the benchmark. Does the embedding share of the step grow or shrink?
+   *Check:* the cell below prints the embedding share for the config you give it.
+2. **Table memory.** At what Criteo scale do the tables need more than 1 GiB at `dim = 16`?
+   *Check:* change `scale` in the second cell below until the printed size passes 1.0 GiB.
+"""),
+        ("code", """
+from scratchkit.analysis import embedding_share
+
+exercise = get_profile("small", pooling=32)    # try other values
+(result,) = run_bench(exercise, ["hybrid"], steps=15, warmup=3)
+print(f"embedding stages take {100 * embedding_share(result.stage_seconds):.0f}% of a hybrid step")
+"""),
+        ("code", """
+scale = 0.5                                    # try other values
+tables = criteo_like(scale)
+print(f"scale {scale}: {sum(tables.data.table_sizes) * 16 * 4 / 2**30:.2f} GiB")
+"""),
+    ]
+
+
+def nb02():
+    return [
+        ("md", """
+# 02 · Caches that look backwards
+
+Hybrid training reads every row from host memory. But the rows are not read equally often: in
+click logs a few ids (popular items, big cities) appear in a large share of the samples. So a
+natural fix is to **cache** the hot rows in the GPU's memory and read them there. This notebook
+measures how well caches that decide from the *past* do.
+
+**Learning goals**
+- measure *skew*: what share of the lookups the hottest rows serve;
+- compare three classic caches: **static** (pin the rows that were hot in a profiled sample),
+  **LRU** (evict the least recently used row) and **LFU** (evict the least frequently used);
+- read a hit-rate-vs-capacity curve, and explore it with sliders;
+- see why a cache's misses cap the speed-up it can give (Amdahl's law).
+
+Vocabulary: a cache of `capacity` rows for a table of `num_rows` rows has **load factor**
+`capacity / num_rows`. The **hit rate** is hits / lookups, counted per lookup.
+"""),
+        ("md", """
+## Skew
+
+The synthetic data draws ids from a *Zipf* law: the k-th most popular row is drawn with weight
+`1 / k^s`. The exponent `s` (the `zipf` knob) is the locality: `0` is uniform, around `1` looks like
+real click logs. A curve above the diagonal means a few ids serve most lookups. When the Criteo
+Kaggle sample is present beside the project (`../shared/data`), its curve is drawn too.
+"""),
+        ("code", """
+from pathlib import Path
+
+from scratchkit.data.criteo import load_criteo
+from scratchkit.data.trace import make_trace
+from scratchkit.hit_curves import HitCurves
+from scratchkit.profiles import get_profile
+from scratchkit.viz import skew_cdf
+
+config = get_profile("small")
+curves = HitCurves(config.data, table=0, num_batches=30)   # table 0: 20,000 rows, 30 batches
+traces = {f"synthetic, zipf {z}": curves.trace(z) for z in (0.0, 0.8, 1.05, 1.3)}
+criteo = Path("../../shared/data/criteo-kaggle-sample/train.tsv")
+if criteo.exists():
+    real = load_criteo(criteo, table_sizes=1 << 24, batch_size=256)
+    traces["Criteo Kaggle sample (26 tables)"] = make_trace(real, real.num_batches)
+skew_cdf(traces)
+"""),
+        ("code", CHECK + """
+from scratchkit.analysis import top_share
+
+for z in (0.0, 0.8, 1.05, 1.3):
+    print(f"zipf {z:4}: the hottest 1% of ids serve {100 * top_share(curves.trace(z), 0.01):5.1f}% of the lookups")
+"""),
+        ("md", """
+## Hit rate vs cache size
+
+Each policy is simulated on the same access trace (table 0 over 30 batches, 61,440 lookups):
+
+- **static** counts ids on the first 10% of the trace and pins the most frequent; it never changes;
+- **LRU** keeps the most recently used rows; a miss evicts the one unused for longest;
+- **LFU** keeps the most frequently used rows (ties: least recently used).
+
+LRU's whole curve comes from one pass over the trace (Mattson's stack distances); the others run
+one simulation per size. Every number is an exact count, checked against libCacheSim in the tests.
+"""),
+        ("code", """
+from scratchkit.viz import hit_rate_curves
+
+zipf = 1.05
+policies = ("static", "lru", "lfu")
+hit_rate_curves(100 * curves.load_factors, {p: curves.curve(zipf, p) for p in policies},
+                x_title="load factor (% of the table's rows)")
+"""),
+        ("code", CHECK + """
+capacity = 1000   # 5% of the table
+for policy in policies:
+    print(f"{policy:6s} at {capacity} rows: {100 * curves.hit_rate(zipf, policy, capacity):.1f}% hits")
+"""),
+        ("md", """
+## Explore
+
+Move the sliders: **load factor** (cache size), **locality** (the Zipf exponent; a new value takes
+a second the first time, while its trace and curves are computed), and **look-ahead depth** (used
+in notebook 03: the green dashed line is where a cache that looks *forward* would hit 100%). Pick
+policies in the list (ctrl/cmd-click for several). The text above the plot gives exact hit rates
+at the chosen size.
+"""),
+        ("code", """
+from scratchkit.widgets import CacheExplorer
+
+CacheExplorer(curves, policies=("static", "lru", "lfu", "lookahead"), load_factor=0.05, zipf=1.05, depth=2)
+"""),
+        ("md", """
+## Why misses cap the speed-up
+
+Say a hit is served `s` times faster than a miss (GPU memory vs host memory and PCIe). With hit
+rate `h` the embedding work takes `(1 - h) + h / s` of its hybrid time. However large `s`, the
+speed-up stays below `1 / (1 - h)`: with 80% hits, at most 5x. To go further, the misses
+themselves must go, which is what looking forward does (notebook 03).
+"""),
+        ("code", """
+from scratchkit.viz import amdahl_figure
+
+lru_rate = curves.hit_rate(zipf, "lru", capacity)
+amdahl_figure(hit_speedups=(2, 10, 100), marker=lru_rate)
+"""),
+        ("code", CHECK + """
+from scratchkit.analysis import amdahl_speedup
+
+for s in (10, 100, 1_000_000):
+    print(f"LRU's {100 * lru_rate:.1f}% hits, hits {s:>9,}x faster: embedding work {amdahl_speedup(lru_rate, s):.2f}x faster")
+"""),
+        ("md", """
+## Try this
+
+1. **Uniform ids.** With `zipf = 0` every row is equally likely. What hit rate does LRU get with a
+   10% cache (2,000 rows)? Guess first, then *check* with the cell below.
+2. **Enough for 80%?** At `zipf = 1.05`, find the smallest load factor at which LRU reaches 80%
+   hits, using the explorer's slider. *Check:* set `capacity` below to your answer x 20,000.
+3. **The cap.** If LRU hit 95%, what is the largest speed-up any hit speed could give?
+   *Check:* `amdahl_speedup(0.95, 1e12)`.
+"""),
+        ("code", """
+print(f"uniform ids, LRU with 2,000 rows: {100 * curves.hit_rate(0.0, 'lru', 2000):.1f}% hits")
+capacity = 4000                                 # your answer to 2, in rows
+print(f"zipf 1.05, LRU with {capacity} rows: {100 * curves.hit_rate(1.05, 'lru', capacity):.1f}% hits")
+print(f"95% hits cap the speed-up at {amdahl_speedup(0.95, 1e12):.1f}x")
+"""),
+    ]
+
+
+def nb03():
+    return [
+        ("md", """
+# 03 · Looking forward
+
+A cache that looks backwards guesses which rows will be needed. But in training there is nothing
+to guess: the mini-batches still to come are already in the dataset, and their ids can be read
+before they train. That observation is the heart of **ScratchPipe** (Kwon & Rhu, ISCA 2022).
+
+**Learning goals**
+- measure how much consecutive batches share (reuse between batches);
+- compute the *working set* of a look-ahead window: the distinct rows that the batch in training
+  and the `D` batches planned ahead of it touch together;
+- compare LRU with **OPT** (Belady's optimal policy, which knows the future);
+- see a look-forward cache hit **100%** once it can hold the window's working set.
+"""),
+        ("md", """
+## Reuse between consecutive batches
+
+The *working set* `U_b` of batch `b` is the set of distinct ids it touches (per table). How much of
+`U_b` did batch `b-1` already touch? Those rows would still be on the device if the previous
+batch's rows were kept.
+"""),
+        ("code", """
+from scratchkit.analysis import consecutive_reuse, window_sizes, working_sets
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.profiles import get_profile
+from scratchkit.viz import reuse_figure
+
+config = get_profile("small")
+source = SyntheticSource(config.data)
+sets = working_sets(source, table=0, num_batches=30)
+reuse = consecutive_reuse(sets)
+reuse_figure(reuse)
+"""),
+        ("code", CHECK + """
+print(f"batch 0 makes {source.batch(0).ids[0].size} lookups in table 0, of {sets[0].size} distinct rows")
+print(f"on average {100 * reuse.mean():.1f}% of a batch's rows were touched by the batch before")
+"""),
+        ("md", """
+## The working set of a look-ahead window
+
+Suppose batch `b` trains while batches `b+1 .. b+D` are already being prepared: `D` is the
+**look-ahead depth**. All their rows must be on the device at once, so the device needs room for
+`|U_b ∪ U_b+1 ∪ ... ∪ U_b+D|` rows. If no id ever repeated, that would be `(D+1)·B·L`; skew makes
+it much smaller.
+"""),
+        ("code", """
+from scratchkit.viz import window_figure
+
+sizes = window_sizes(source, table=0, depths=range(0, 9), num_batches=30)
+window_figure(sizes)
+"""),
+        ("code", CHECK + """
+for d, largest, bound in zip(sizes.depths, sizes.max, sizes.no_reuse):
+    print(f"depth {d}: the largest window touches {largest:6,} rows (no-reuse bound {bound:6,})")
+"""),
+        ("md", """
+## OPT: the best a cache can do when it knows the future
+
+Belady's OPT evicts the row whose next use is furthest away. No real cache that decides from the
+past can beat it. The gap between LRU and OPT is what knowing the future is worth to a cache that
+still fetches on demand.
+"""),
+        ("code", """
+from scratchkit.hit_curves import HitCurves
+from scratchkit.viz import hit_rate_curves
+
+curves = HitCurves(config.data, table=0, num_batches=30)
+zipf, depth = 1.05, 2
+needed = curves.needed(zipf, depth)
+hit_rate_curves(100 * curves.load_factors,
+                {p: curves.curve(zipf, p, depth) for p in ("lru", "opt", "lookahead")},
+                needed=100 * needed / curves.num_rows, x_title="load factor (% of the table's rows)")
+"""),
+        ("code", CHECK + """
+for capacity in (1000, 4000):
+    lru, opt = (curves.hit_rate(zipf, p, capacity) for p in ("lru", "opt"))
+    print(f"{capacity:5,} rows: LRU {100 * lru:.1f}%, OPT {100 * opt:.1f}% hits")
+print(f"a look-ahead window at depth {depth} needs {needed:,} rows")
+"""),
+        ("md", """
+## Look-forward caching: every lookup hits
+
+The `lookahead` simulator does what ScratchPipe does with the trace cut into batches: before batch
+`b` trains, it makes every row of batches `b .. b+D` resident, fetching the missing ones *ahead of
+time*, and never evicts a row that a batch in flight still needs. Victims are the rows whose next
+use is furthest away. At use time, every lookup hits: the fetches still happen, but no step waits
+for them, so they can be hidden behind the training of earlier batches (notebook 04 shows how).
+"""),
+        ("code", CHECK + """
+from scratchkit.sim import simulate
+
+trace = curves.trace(zipf)
+ahead = simulate(trace, "lookahead", needed, batch_size=curves.batch_lookups, depth=depth)
+lru = simulate(trace, "lru", needed)
+print(f"lookahead, {needed:,} rows: {100 * ahead.hit_rate:.1f}% hits at use, {ahead.fetched_rows:,} rows fetched ahead")
+print(f"LRU,       {needed:,} rows: {100 * lru.hit_rate:.1f}% hits, {lru.misses:,} misses that each stall a step")
+"""),
+        ("md", """
+A capacity below the window's working set cannot work: some row would have to be evicted while a
+batch in flight still needs it. The simulator (and the ScratchPipe trainer) refuses it and names
+the minimum:
+"""),
+        ("code", CHECK + """
+try:
+    simulate(trace, "lookahead", needed - 1, batch_size=curves.batch_lookups, depth=depth)
+except ValueError as error:
+    print("refused:", error)
+"""),
+        ("md", """
+## Try this
+
+1. **Deeper look-ahead.** How many rows does a window need at depth 8? Read it off the window
+   figure, then *check* with `curves.needed(1.05, 8)`.
+2. **No skew.** With `zipf = 0`, how much of a batch's working set did the previous batch touch?
+   Guess (think of how many of the 20,000 rows one batch touches), then *check* with the cell below.
+3. **OPT vs look-forward.** At the capacity `needed`, OPT also sees the future. Does it reach 100%?
+   *Check:* `curves.hit_rate(1.05, "opt", needed)`. Why not? (Hint: OPT fetches on demand.)
+"""),
+        ("code", """
+print("depth 8 needs", curves.needed(1.05, 8), "rows")
+uniform = SyntheticSource(get_profile("small", zipf=0.0).data)
+print(f"zipf 0: reuse {100 * consecutive_reuse(working_sets(uniform, 0, 10)).mean():.1f}%")
+print(f"OPT at {needed} rows: {100 * curves.hit_rate(1.05, 'opt', needed):.1f}%")
+"""),
+    ]
+
+
+BUILDERS = {"01": ("01_hybrid_baseline", nb01), "02": ("02_looking_backwards", nb02),
+            "03": ("03_looking_forward", nb03)}
+
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(BUILDERS)
+    for key in chosen:
+        if key not in BUILDERS:
+            print(f"unknown notebook {key!r}; choose from {', '.join(BUILDERS)}", file=sys.stderr)
+            return 2
+        name, build = BUILDERS[key]
+        path = NOTEBOOKS / f"{name}.ipynb"
+        write_notebook(str(path), build())
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
