@@ -124,7 +124,8 @@ def mlp_flops(config: TrainConfig, num_dense: int, num_tables: int) -> tuple[flo
     """(forward + backward FLOPs per step, number of Linear layers) of the dense model.
 
     A Linear of `i -> o` on B samples costs 2*B*i*o FLOPs forward and twice that backward (input
-    and weight gradients); the interaction's batched dot products cost 2*B*(T+1)^2*dim.
+    and weight gradients), except the first layer, whose input (the dense features) needs no
+    gradient; the interaction's batched dot products cost 2*B*(T+1)^2*dim, and twice that backward.
     """
     m, B = config.model, config.data.batch_size
     vectors = num_tables + 1
@@ -133,7 +134,8 @@ def mlp_flops(config: TrainConfig, num_dense: int, num_tables: int) -> tuple[flo
     forward = sum(2 * B * i * o for w in widths for i, o in zip(w[:-1], w[1:]))
     forward += 2 * B * vectors * vectors * m.dim
     layers = sum(len(w) - 1 for w in widths)
-    return 3.0 * forward, layers
+    first = widths[0]
+    return 3.0 * forward - 2 * B * first[0] * first[1], layers
 
 
 @dataclass(frozen=True)
