@@ -1,0 +1,139 @@
+"""Trainers side by side, in one run: samples/s measured here and projected to GPU servers.
+
+For the `small` and `criteo-like` profiles, each at low (Zipf 0.5) and high (Zipf 1.2) locality,
+train gpu-only, hybrid, lru and scratchpipe on the same batches (scratchkit.bench.run_bench),
+and print per case:
+
+- measured samples/s and the ratio to gpu-only (on a CPU-only machine "device" is the CPU, so
+  gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
+- the cost model's projection (scratchkit.costmodel) of the same work per step, rows fetched and
+  written back as measured, on the GPU profiles: samples/s, the ratio to gpu-only and the stage
+  that bounds each trainer.
+
+Cache size: `(D+1)*B*L` rows per table unless --capacity/--load-factor say otherwise. That is
+ScratchPipe's worst-case minimum at depth D (no reuse between the batches in flight), and more
+than one batch's working set, which lru needs: every trainer runs at the same capacity.
+
+Machines here are noisy: compare ratios within one run, never absolute numbers across runs.
+
+    python benchmarks/bench_trainers.py --quick          # a smoke run, ~1 min on 2 cores
+    python benchmarks/bench_trainers.py --steps 100      # steadier numbers
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import replace
+
+from scratchkit.bench import run_bench
+from scratchkit.config import CacheParams
+from scratchkit.costmodel import project_bench
+from scratchkit.profiles import get_profile
+from scratchkit.trainers import available_trainers
+
+CASES = [("small", 0.5), ("small", 1.2), ("criteo-like", 0.5), ("criteo-like", 1.2)]
+TRAINERS = ["gpu-only", "hybrid", "lru", "scratchpipe"]
+GPU_PROFILES = ["v100-pcie3", "h100-pcie5"]
+
+
+def case_config(profile: str, zipf: float, args):
+    config = get_profile(profile, zipf=zipf)
+    d = config.data
+    if args.capacity is None and args.load_factor is None:
+        cache = CacheParams(capacity=(args.depth + 1) * d.batch_size * d.pooling, depth=args.depth)
+    else:
+        cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth)
+    return config.replace(cache=cache)
+
+
+def run_case(profile: str, zipf: float, trainers: list[str], args) -> dict:
+    config = case_config(profile, zipf, args)
+    rounds = [run_bench(config, trainers, args.steps, warmup=args.warmup, device=args.device)
+              for _ in range(args.rounds)]
+    # the median round of each trainer: robust to one noisy round
+    results = [sorted((rnd[i] for rnd in rounds), key=lambda r: r.samples_per_s)[len(rounds) // 2]
+               for i in range(len(trainers))]
+    projections = project_bench(config, results, ["this-cpu", *GPU_PROFILES])
+    rows = []
+    for r, projected in zip(results, projections):
+        rows.append({"trainer": r.trainer, "samples_per_s": r.samples_per_s,
+                     "ratio_to_gpu_only": r.samples_per_s / results[0].samples_per_s,
+                     "hit_rate": r.hit_rate,
+                     "projected": {p: {"samples_per_s": x.samples_per_s, "ratio_to_gpu_only": x.ratio,
+                                       "bound_stage": x.bound_stage} for p, x in projected.items()}})
+    return {"profile": profile, "zipf": zipf, "capacity": config.cache.capacity,
+            "depth": config.cache.depth, "steps": args.steps, "rounds": args.rounds, "trainers": rows}
+
+
+def print_case(case: dict) -> None:
+    print(f"\n== {case['profile']}, zipf {case['zipf']}: capacity {case['capacity']} rows/table, "
+          f"depth {case['depth']}, {case['steps']} timed steps x {case['rounds']} round(s)")
+    head = f"{'trainer':12s} {'samples/s':>10s} {'/gpu-only':>9s} {'hit rate':>8s}"
+    for p in GPU_PROFILES:
+        head += f" | {p + ' proj':>16s} {'/gpu-only':>9s} {'bound':>18s}"
+    print(head)
+    for row in case["trainers"]:
+        hit = "-" if row["hit_rate"] is None else f"{row['hit_rate']:.3f}"
+        line = f"{row['trainer']:12s} {row['samples_per_s']:10,.0f} {row['ratio_to_gpu_only']:9.2f} {hit:>8s}"
+        for p in GPU_PROFILES:
+            x = row["projected"][p]
+            line += f" | {x['samples_per_s']:16,.0f} {x['ratio_to_gpu_only']:9.2f} {x['bound_stage']:>18s}"
+        print(line)
+
+
+def summary(cases: list[dict], trainers: list[str]) -> None:
+    target = "scratchpipe" if "scratchpipe" in trainers else trainers[-1]
+    print(f"\n== {target}/gpu-only: measured here, and projected for GPU servers")
+    print(f"{'case':24s} {'measured':>9s} " + " ".join(f"{p:>11s}" for p in GPU_PROFILES)
+          + f" {'vs hybrid':>10s}")
+    for case in cases:
+        rows = {r["trainer"]: r for r in case["trainers"]}
+        t = rows[target]
+        vs_hybrid = t["samples_per_s"] / rows["hybrid"]["samples_per_s"] if "hybrid" in rows else float("nan")
+        print(f"{case['profile'] + ' zipf ' + str(case['zipf']):24s} {t['ratio_to_gpu_only']:9.2f} "
+              + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_PROFILES)
+              + f" {vs_hybrid:10.2f}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up, one round")
+    parser.add_argument("--steps", type=int, default=50, help="timed steps per trainer (default 50)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat each case; report the median round")
+    parser.add_argument("--capacity", type=int, default=None, help="cache/scratchpad rows per table")
+    parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
+    parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
+    parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.warmup, args.rounds = 10, 2, 1
+    for name in ("steps", "rounds"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+
+    trainers = [t for t in TRAINERS if t in available_trainers()]
+    if "scratchpipe" not in trainers:
+        print("note: scratchkit.trainers.scratchpipe is not built yet: skipping scratchpipe", file=sys.stderr)
+    cases = []
+    for profile, zipf in CASES:
+        try:
+            case = run_case(profile, zipf, trainers, args)
+        except ValueError as error:   # e.g. a capacity too small for this case's working sets
+            print(f"\n== {profile}, zipf {zipf}: skipped: {error}")
+            continue
+        print_case(case)
+        cases.append(case)
+    if cases:
+        summary(cases, trainers)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(cases, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
