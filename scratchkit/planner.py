@@ -140,3 +140,9 @@ def minimum_capacity(working_sets, depth: int, num_rows: int) -> int:
             size -= int(np.count_nonzero(in_window[leaving] == 0))
         best = max(best, size)
     return best
+
+
+def minimum_capacities(source, depth: int, start: int, stop: int) -> list[int]:
+    """Per table, the fewest slots ScratchPipe needs for batches start..stop-1 of `source`."""
+    sets = [[np.unique(ids) for ids in source.batch(b).ids] for b in range(start, stop)]
+    return [minimum_capacity((s[t] for s in sets), depth, n) for t, n in enumerate(source.table_sizes)]

@@ -75,3 +75,20 @@ def test_trace_writes_npy(capsys, tmp_path):
 def test_bad_input_gets_a_clear_error_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_capacity_min_is_the_smallest_scratchpipe_accepts(capsys):
+    code, out, err = run(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
+                         "--capacity", "min", "--depth", "2", "--steps", "8", "--json")
+    (result,) = json.loads(out)
+    assert code == 0 and result["max_abs_diff"] == 0.0 and result["train_hit_rate"] == 1.0
+    minimum = int(err.split("capacity min = ")[1].split()[0])
+    code, out, err = run(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
+                         "--capacity", str(minimum - 1), "--depth", "2", "--steps", "8")
+    assert code == 2 and "too small for depth 2" in err and f"--capacity {minimum}" in err
+
+
+def test_capacity_must_be_a_number_or_min(capsys):
+    with pytest.raises(SystemExit):
+        main(["verify", "--capacity", "lots"])
+    assert "expected a number of rows or 'min'" in capsys.readouterr().err

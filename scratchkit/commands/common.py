@@ -1,9 +1,13 @@
 """Arguments every training subcommand shares, and the TrainConfig they describe."""
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import replace
 
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.planner import minimum_capacities
 from scratchkit.profiles import PROFILES, criteo_like, get_profile
 
 
@@ -15,10 +19,21 @@ def add_config_args(parser) -> None:
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
     parser.add_argument("--seed", type=int, default=0, help="initial weights and data seed")
-    parser.add_argument("--capacity", type=int, default=None, help="cache/scratchpad rows per table")
+    parser.add_argument("--capacity", type=_capacity, default=None,
+                        help="cache/scratchpad rows per table, or 'min': the fewest ScratchPipe "
+                             "accepts for this data and depth")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
+
+
+def _capacity(text: str):
+    if text == "min":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of rows or 'min', got {text!r}") from None
 
 
 def config_from_args(args):
@@ -28,6 +43,13 @@ def config_from_args(args):
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))
+    if args.capacity == "min":
+        steps = getattr(args, "steps", 100) + getattr(args, "warmup", 0)
+        per_table = minimum_capacities(SyntheticSource(config.replace(
+            data=replace(config.data, seed=args.seed, **data)).data), args.depth, 0, steps)
+        args.capacity = max(per_table)
+        print(f"capacity min = {args.capacity} rows (per table: {per_table}) for depth {args.depth} "
+              f"over {steps} batches", file=sys.stderr)
     if args.capacity is None and args.load_factor is None:   # the profile's own cache size
         cache = replace(config.cache, depth=args.depth)
     else:

@@ -34,7 +34,7 @@ import torch
 
 from scratchkit.events import EventLog, Stage
 from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
-from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacity
+from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.tables import HostTables
 from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
@@ -115,9 +115,7 @@ class ScratchPipeTrainer(Trainer):
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
-        sets = [[np.unique(ids) for ids in self.source.batch(b).ids] for b in range(start, stop)]
-        return [minimum_capacity((s[t] for s in sets), self.depth, n)
-                for t, n in enumerate(self.config.data.table_sizes)]
+        return minimum_capacities(self.source, self.depth, start, stop)
 
     def check_capacity(self, start: int, stop: int) -> list[int]:
         """Refuse a scratchpad too small for batches start..stop-1 at this depth (invariant 5)."""
