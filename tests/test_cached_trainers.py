@@ -1,7 +1,6 @@
 """The backward-looking caches (static, lru, lfu): exact training, and hit counts that an
 independent cache simulation reproduces lookup for lookup."""
 from collections import Counter, OrderedDict
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerCon
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
-from scratchkit.trainers.cached import StaticCacheTrainer
+from scratchkit.trainers.cached import StaticCacheTrainer, minimum_capacity
 from scratchkit.verify import verify
 
 POLICIES = ["static", "lru", "lfu"]
@@ -194,6 +193,10 @@ def test_a_cache_smaller_than_a_working_set_is_refused_naming_the_minimum(tiny_c
     with pytest.raises(ValueError, match=rf"capacity must be at least {first} rows"):
         trainer.train_step()
     assert trainer.next_batch == 0
+    assert minimum_capacity(source, STEPS) == largest_working_set(tiny_config, STEPS)
+    with make_trainer(policy, with_cache(tiny_config, largest_working_set(tiny_config, STEPS)),
+                      device="cpu") as enough:
+        assert len(list(enough.train(STEPS))) == STEPS
 
 
 def test_flush_is_idempotent_and_close_leaves_complete_host_tables(tiny_config):
