@@ -12,6 +12,7 @@
 #   report.md            one section per check: status, time, the lines that matter
 #   <section>.log        full output of each check
 #   bench_kernels.json   kernel benchmark figures
+#   bench_trainers.json  gpu-only, hybrid and scratchpipe samples/s on the GPU (small profile)
 # GPU_CHECK_BENCH_ARGS overrides the kernel benchmark's size arguments (default: --quick).
 # GPU_CHECK_DRY_RUN=1 skips the GPU probe and runs every section anyway: that tests this script
 # on a CPU machine (the GPU tests then skip, the benchmark measures twin and host only).
@@ -37,9 +38,11 @@ REPORT="$OUT/report.md"
 STATUS=0
 
 # ---- SECTION BUDGETS (seconds; sum must stay under 300 with ~20 s to spare) ----
-BUDGET_ENV=30
-BUDGET_KERNEL_TESTS=150
-BUDGET_KERNEL_BENCH=90
+BUDGET_ENV=20
+BUDGET_KERNEL_TESTS=90
+BUDGET_KERNEL_BENCH=60
+BUDGET_TRAINER_TESTS=60
+BUDGET_TRAINER_BENCH=50
 
 say() { echo "$*" | tee -a "$REPORT"; }
 
@@ -102,6 +105,26 @@ section_kernel_bench() {
     "$PY" benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick} --json "$OUT/bench_kernels.json"
 }
 
+section_trainer_tests() {
+    # every trainer against plain PyTorch on the GPU, within scratchkit.verify.GPU_TOLERANCE
+    "$PY" -m pytest -q -s -m gpu -p no:cacheprovider tests/test_trainers_gpu.py
+}
+
+section_trainer_bench() {
+    # measured side by side in one run: ScratchPipe against gpu-only and hybrid on the GPU
+    "$PY" -m scratchkit.cli bench --profile small --trainers gpu-only,hybrid,scratchpipe \
+        --steps 50 --json >"$OUT/bench_trainers.json" || return 1
+    "$PY" - "$OUT/bench_trainers.json" <<'PYEOF'
+import json, sys
+rows = {r["trainer"]: r for r in json.load(open(sys.argv[1]))}
+for name, r in rows.items():
+    print(f"{name:12s} {r['samples_per_s']:>12,.0f} samples/s")
+sp = rows["scratchpipe"]["samples_per_s"]
+print(f"scratchpipe/gpu-only = {sp / rows['gpu-only']['samples_per_s']:.3f}")
+print(f"scratchpipe/hybrid   = {sp / rows['hybrid']['samples_per_s']:.3f}")
+PYEOF
+}
+
 main() {
     mkdir -p "$OUT"
     : >"$REPORT"
@@ -114,14 +137,14 @@ main() {
     run_section env "$BUDGET_ENV"
     run_section kernel_tests "$BUDGET_KERNEL_TESTS"
     run_section kernel_bench "$BUDGET_KERNEL_BENCH"
-    # trainer checks go here: define section_trainer_x above, export it, then
-    # run_section trainer_x "$BUDGET_TRAINER_X"
+    run_section trainer_tests "$BUDGET_TRAINER_TESTS"
+    run_section trainer_bench "$BUDGET_TRAINER_BENCH"
     echo
     echo "report: $REPORT"
     exit $STATUS
 }
 
 # `timeout` runs a program, not a shell function: export the sections for its child bash.
-export -f section_env section_kernel_tests section_kernel_bench
+export -f section_env section_kernel_tests section_kernel_bench section_trainer_tests section_trainer_bench
 export PY OUT GPU_CHECK_BENCH_ARGS
 main "$@"

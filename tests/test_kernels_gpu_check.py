@@ -53,6 +53,6 @@ def test_dry_run_writes_every_section(tmp_path):
                GPU_CHECK_BENCH_ARGS="--quick --capacity 1024 --batch 256 --rounds 1")
     report = (tmp_path / "report" / "report.md").read_text()
     assert proc.returncode == 0, report
-    for section in ("env", "kernel_tests", "kernel_bench"):
+    for section in ("env", "kernel_tests", "kernel_bench", "trainer_tests", "trainer_bench"):
         assert f"## {section}\nstatus: passed" in report
     assert (tmp_path / "report" / "bench_kernels.json").exists()
