@@ -84,13 +84,13 @@ class TablePlanner:
         if shortfall > 0:
             victim_slots = self._choose_victims(shortfall, exclude=slots[hit], next_use=next_use)
             victim_ids = pad.slot_ids[victim_slots].copy()
-            erased = pad.erase(victim_ids)
+            erased = pad.erase(victim_ids, assume_unique=True)
             victim_slots, dirty_victims = erased.slots, erased.was_dirty
         miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
-        pad.insert(miss_ids, miss_slots)
+        pad.insert(miss_ids, miss_slots, assume_unique=True)   # a working set: distinct
         slots[~hit] = miss_slots
         if self.holds:
-            pad.hold(slots)   # the whole working set, until Train(b) has finished
+            pad.hold(slots, assume_unique=True)   # the whole working set, until Train(b) finishes
         # invariant 3: a miss that an earlier batch evicted waits for that batch's write-back
         wait = int(self._evicted_by[miss_ids].max(initial=-1))
         self._evicted_by[miss_ids] = -1

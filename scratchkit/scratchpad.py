@@ -214,19 +214,21 @@ class Scratchpad:
     def _to_host(self, array) -> np.ndarray:
         return array if self.xp is np else self.xp.asnumpy(array)
 
-    def insert(self, ids, slots) -> None:
+    def insert(self, ids, slots, *, assume_unique: bool = False) -> None:
         """Map each ids[i] to the free slot slots[i]. Ids must be new and unique, slots free and unique."""
         ids, slots = self._host(ids, "ids"), self._host(slots, "slots")
         if ids.size != slots.size:
             raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
         self._check_range("ids", ids, 0, self.num_rows)
-        self._check_unique("ids", ids)
+        if not assume_unique:   # the caller's promise saves two sorts per call (the planner's case)
+            self._check_unique("ids", ids)
         free = self.capacity - self._live
         if ids.size > free:
             raise ValueError(f"cannot insert {ids.size} ids: only {free} of {self.capacity} slots are "
                              "free (erase some first)")
         self._check_slots("slots", slots)
-        self._check_unique("slots", slots)
+        if not assume_unique:
+            self._check_unique("slots", slots)
         used = np.flatnonzero(self._slot_ids[slots] >= 0)
         if used.size:
             pos = int(used[0])
@@ -246,7 +248,7 @@ class Scratchpad:
         self._live += ids.size
         self._tombstones -= reused
 
-    def erase(self, ids) -> Erased:
+    def erase(self, ids, *, assume_unique: bool = False) -> Erased:
         """Remove ids from the map and free their slots (which must not be held).
 
         Returns the freed slots and whether each was dirty: write those rows back first (gather)
@@ -254,7 +256,8 @@ class Scratchpad:
         """
         ids = self._host(ids, "ids")
         self._check_range("ids", ids, 0, self.num_rows)
-        self._check_unique("ids", ids)
+        if not assume_unique:
+            self._check_unique("ids", ids)
         device_ids = self._device(ids)
         slots = self._to_host(self.engine.hashmap_query(self._keys, self._values, device_ids))
         absent = np.flatnonzero(slots < 0)
@@ -389,18 +392,23 @@ class Scratchpad:
         """Slots holding no id, ascending."""
         return np.flatnonzero(self._slot_ids < 0).astype(np.int64)
 
-    def hold(self, slots) -> None:
-        """One more batch in flight uses each distinct slot given (a slot listed twice counts once)."""
-        slots = np.unique(self._host(slots, "slots"))
+    def hold(self, slots, *, assume_unique: bool = False) -> None:
+        """One more batch in flight uses each distinct slot given (a slot listed twice counts once).
+
+        assume_unique=True: the caller promises distinct slots, saving a sort.
+        """
+        slots = self._host(slots, "slots")
+        slots = slots if assume_unique else np.unique(slots)
         self._check_slots("slots", slots)
         free = np.flatnonzero(self._slot_ids[slots] < 0)
         if free.size:
             raise ValueError(f"slot {slots[free[0]]} is free: only slots holding an id can be held")
         self._holds[slots] += 1
 
-    def release(self, slots) -> None:
-        """Undo one `hold` of each distinct slot given."""
-        slots = np.unique(self._host(slots, "slots"))
+    def release(self, slots, *, assume_unique: bool = False) -> None:
+        """Undo one `hold` of each distinct slot given (assume_unique as in `hold`)."""
+        slots = self._host(slots, "slots")
+        slots = slots if assume_unique else np.unique(slots)
         self._check_slots("slots", slots)
         unheld = np.flatnonzero(self._holds[slots] <= 0)
         if unheld.size:

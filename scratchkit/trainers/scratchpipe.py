@@ -182,7 +182,7 @@ class ScratchPipeTrainer(Trainer):
                 pad.mark_dirty(trained)
                 self.planners[t].trained(b, trained)
                 if self.hazards.holds:
-                    pad.release(trained)
+                    pad.release(trained, assume_unique=True)
         run.trained(b)
         self._add_stage(Stage.TRAIN, b, t0, time.perf_counter())
         with self._lock:
