@@ -17,7 +17,9 @@ def _tiny() -> TrainConfig:
     # Trains in well under a second: small enough for property tests over many random cases.
     return TrainConfig(
         data=DataConfig(table_sizes=(500, 300, 200), pooling=2, batch_size=32, num_dense=4, zipf=1.0),
-        model=ModelConfig(dim=8, bottom_mlp=(16, 8), top_mlp=(16, 1)))
+        model=ModelConfig(dim=8, bottom_mlp=(16, 8), top_mlp=(16, 1)),
+        # (D+1)*B*L = 192 rows at D=2: every trainer fits at any locality; the last table is whole
+        cache=CacheParams(capacity=200))
 
 
 def _small() -> TrainConfig:
