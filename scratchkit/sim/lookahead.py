@@ -33,6 +33,7 @@ import numpy as np
 
 from scratchkit.sim.checks import as_capacity, as_count, as_trace
 from scratchkit.sim.record import SimResult
+from scratchkit.sim.reuse import group_by_id, sort_by_id
 
 NEVER = np.iinfo(np.int64).max      # next use of an id that is not used again
 
@@ -61,23 +62,37 @@ class Batches:
 
 
 def cut_into_batches(trace, batch_size: int) -> Batches:
+    """Renumber ids densely and list each batch's unique ids with their previous and next batch.
+
+    One stable radix sort by id (see `reuse.py`) lines up every id's positions in time order, so
+    its batches come out in order too: the distinct (id, batch) pairs and, for each, the id's
+    previous and next batch are neighbours there. A second stable sort, by batch, lists them batch
+    by batch (ids ascending inside a batch).
+    """
     trace = as_trace(trace)
     batch_size = as_count(batch_size, "batch_size")
-    num_batches = math.ceil(trace.size / batch_size)
-    ids, dense = np.unique(trace, return_inverse=True)
-    rows = int(ids.size)
-    batch = np.arange(trace.size, dtype=np.int64) // batch_size
-    pairs = np.unique(batch * max(rows, 1) + dense)       # unique (batch, id), batch-major
-    pair_batch, pair_id = pairs // max(rows, 1), pairs % max(rows, 1)
-    bounds = np.searchsorted(pair_batch, np.arange(num_batches + 1))
-    by_id = np.lexsort((pair_batch, pair_id))             # pairs of one id together, by batch
-    same = pair_id[by_id[1:]] == pair_id[by_id[:-1]]
-    pair_next = np.full(pairs.size, NEVER, dtype=np.int64)
-    pair_prev = np.full(pairs.size, -1, dtype=np.int64)
-    pair_next[by_id[:-1]] = np.where(same, pair_batch[by_id[1:]], NEVER)
-    pair_prev[by_id[1:]] = np.where(same, pair_batch[by_id[:-1]], -1)
-    return Batches(dense=dense.astype(np.int64), rows=rows, bounds=bounds, pair_id=pair_id,
-                   pair_next=pair_next, pair_prev=pair_prev, batch_size=batch_size)
+    n = trace.size
+    num_batches = math.ceil(n / batch_size)
+    order, ids = sort_by_id(trace)                        # positions grouped by id
+    new_row = np.ones(n, dtype=bool)
+    new_row[1:] = ids[1:] != ids[:-1]
+    dense_sorted = np.cumsum(new_row) - 1                 # dense id, in id-major order
+    dense = np.empty(n, dtype=np.int64)
+    dense[order] = dense_sorted
+    batch = order // batch_size                           # nondecreasing inside each id
+    new_pair = new_row.copy()
+    new_pair[1:] |= batch[1:] != batch[:-1]
+    pid, pbatch = dense_sorted[new_pair], batch[new_pair]  # distinct (id, batch), id-major
+    same = pid[1:] == pid[:-1]
+    nxt = np.full(pid.size, NEVER, dtype=np.int64)
+    prv = np.full(pid.size, -1, dtype=np.int64)
+    nxt[:-1] = np.where(same, pbatch[1:], NEVER)
+    prv[1:] = np.where(same, pbatch[:-1], -1)
+    by_batch = group_by_id(pbatch)                        # batch-major, ids ascending inside
+    bounds = np.searchsorted(pbatch[by_batch], np.arange(num_batches + 1))
+    return Batches(dense=dense, rows=int(dense_sorted[-1]) + 1 if n else 0, bounds=bounds,
+                   pair_id=pid[by_batch], pair_next=nxt[by_batch], pair_prev=prv[by_batch],
+                   batch_size=batch_size)
 
 
 def window_working_sets(batches: Batches, depth: int) -> np.ndarray:

@@ -18,13 +18,20 @@ from scratchkit.sim.checks import as_trace
 
 def group_by_id(trace: np.ndarray) -> np.ndarray:
     """Positions of `trace` ordered by id, ties in position order (a stable argsort). [n] intp"""
+    return sort_by_id(trace)[0]
+
+
+def sort_by_id(trace: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions ordered by id, ties in position order; the ids in that order). [n], [n]"""
     trace = as_trace(trace)
-    order = np.arange(trace.size)
+    order, keys = None, trace
     top = int(trace.max()).bit_length() if trace.size else 0
     for shift in range(0, max(top, 1), 16):
-        digit = (trace[order] >> shift).astype(np.uint16)     # this pass's 16-bit digit
-        order = order[np.argsort(digit, kind="stable")]
-    return order
+        digit = (keys >> shift).astype(np.uint16)         # this pass's 16-bit digit
+        step = np.argsort(digit, kind="stable")           # radix sort: linear, keeps ties in order
+        order = step if order is None else order[step]
+        keys = keys[step]
+    return order, keys
 
 
 def next_use(trace: np.ndarray) -> np.ndarray:
@@ -34,8 +41,7 @@ def next_use(trace: np.ndarray) -> np.ndarray:
     nxt = np.full(n, n, dtype=np.int64)
     if n < 2:
         return nxt
-    order = group_by_id(trace)                                 # positions, grouped by id
-    grouped = trace[order]
+    order, grouped = sort_by_id(trace)                         # positions grouped by id; their ids
     same_id = grouped[1:] == grouped[:-1]                      # [n-1] successor has the same id
     nxt[order[:-1]] = np.where(same_id, order[1:], n)
     return nxt
