@@ -22,9 +22,11 @@ and pairs that differ higher up were counted at a higher bit. A running sum of t
 at each group start, counts those. Then the entries are split stably, zeros before ones, which
 groups them by one more bit for the next level (the ordering of a wavelet matrix).
 
-That is O(n log n) work in ~12 NumPy array passes per bit and no Python loop over accesses: about
-3 s for 10M accesses on one slow core (see benchmarks/bench_sim.py). A Fenwick tree over last-use
-positions does the same in one loop, but a Python loop over 10M accesses takes a minute.
+That is O(n log n) work in ~12 NumPy array passes per bit and no Python loop over accesses. On
+this project's 2-core VM a 10M-access trace gives its whole curve in about 3 s, under 2x the time
+libCacheSim's C loop needs for one capacity (benchmarks/bench_sim.py); the design hoped for about
+a second. A Fenwick tree over last-use positions does the same in one Python loop at ~3 us per
+access: half a minute for 10M.
 """
 from __future__ import annotations
 
@@ -86,8 +88,14 @@ def _distances(starts, ends, n: int, track: bool):
         ones -= bit                                       # ones strictly before, whole array
         np.right_shift(shifted, 1, out=shifted)          # group key: the bits above b
         np.not_equal(shifted[1:], shifted[:-1], out=start[1:], casting="unsafe")
-        np.multiply(ones, start, out=base)
-        np.maximum.accumulate(base, out=base)            # ones before my group began
+        if (m >> (bits - 1 - b)) >= 64:                  # few groups (< m/64): fill per group
+            first = np.flatnonzero(start)
+            base.fill(0)
+            base[first] = np.diff(ones[first], prepend=0)
+            np.cumsum(base, out=base)                    # ones before my group began
+        else:                                             # many groups: a running max is cheaper
+            np.multiply(ones, start, out=base)
+            np.maximum.accumulate(base, out=base)        # ones before my group began
         np.subtract(ones, base, out=base)                # earlier ones in my group ...
         np.multiply(base, bit, out=shifted)
         base -= shifted                                   # ... counted only where my bit is 0
