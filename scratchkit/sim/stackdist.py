@@ -23,9 +23,9 @@ at each group start, counts those. Then the entries are split stably, zeros befo
 groups them by one more bit for the next level (the ordering of a wavelet matrix).
 
 That is O(n log n) work in ~12 NumPy array passes per bit and no Python loop over accesses. On
-this project's 2-core VM a 10M-access trace gives its whole curve in about 3 s, under 2x the time
-libCacheSim's C loop needs for one capacity (benchmarks/bench_sim.py); the design hoped for about
-a second. A Fenwick tree over last-use positions does the same in one Python loop at ~3 us per
+this project's 2-core VM a 10M-access trace gives its whole curve (~1M capacities) in about 3 s,
+2-3x the time libCacheSim's C loop needs for one capacity (benchmarks/bench_sim.py); the design
+hoped for about a second. A Fenwick tree over last-use positions does the same in one Python loop at ~3 us per
 access: half a minute for 10M.
 """
 from __future__ import annotations
