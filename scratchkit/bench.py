@@ -36,6 +36,8 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
     results = []
     for name in trainers:
         with make_trainer(name, config, source=source, device=device) as trainer:
+            if hasattr(trainer, "events"):
+                trainer.events.enabled = False   # the visualizer's trace is not what we measure
             list(trainer.train(warmup))
             records = trainer.train(steps)
             records = list(wrap(records, steps, name) if wrap else records)

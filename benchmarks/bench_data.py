@@ -1,0 +1,48 @@
+"""Is the synthetic generator ever the bottleneck? Its batches/s beside the trainers' steps/s.
+
+    .venv/bin/python benchmarks/bench_data.py [--quick]
+
+For each profile: batches/s of `SyntheticSource.batch(i)` alone, and steps/s of the gpu-only
+trainer (which makes its batches inside its step), measured side by side in one run. The ratio
+generator/trainer says how many times faster than training the data comes.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.profiles import get_profile
+from scratchkit.trainers import make_trainer
+
+
+def batches_per_second(source, count: int) -> float:
+    start = time.perf_counter()
+    for i in range(count):
+        source.batch(i)
+    return count / (time.perf_counter() - start)
+
+
+def steps_per_second(config, count: int) -> float:
+    with make_trainer("gpu-only", config) as trainer:
+        list(trainer.train(3))                    # warm-up
+        start = time.perf_counter()
+        list(trainer.train(count))
+        return count / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer batches: a smoke run")
+    args = parser.parse_args()
+    count = 20 if args.quick else 200
+    print(f"{'profile':12s} {'generator batches/s':>20s} {'gpu-only steps/s':>17s} {'ratio':>6s}")
+    for name in ("tiny", "small", "criteo-like"):
+        config = get_profile(name)
+        generator = batches_per_second(SyntheticSource(config.data), count)
+        trainer = steps_per_second(config, count)
+        print(f"{name:12s} {generator:20,.0f} {trainer:17,.0f} {generator / trainer:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
