@@ -282,6 +282,17 @@ def test_checkpoint_and_resume_equal_an_uninterrupted_run(tiny_config):
             assert torch.equal(a, b)
 
 
+def test_train_step_keeps_the_scratchpad_warm(tiny_config):
+    trainer = ScratchPipeTrainer(config_with(tiny_config, 200, 1))
+    first = trainer.train_step()
+    second = trainer.train_step()
+    assert first.fetched_rows > 0
+    # batch 1 re-uses rows batch 0 brought in: fewer fetches than a cold scratchpad would need
+    cold = ScratchPipeTrainer(config_with(tiny_config, 200, 1))
+    cold.next_batch = 1
+    assert second.fetched_rows < cold.train_step().fetched_rows
+
+
 def test_flush_writes_each_dirty_row_once(tiny_config):
     trainer = ScratchPipeTrainer(config_with(tiny_config, 200, 1))
     list(trainer.train(5))

@@ -197,7 +197,8 @@ class ScratchPipeTrainer(Trainer):
                           written_back_rows=written, stale_reads=item.stale_reads)
 
     def train_step(self) -> StepRecord:
-        return next(iter(self.train(1)))
+        (record,) = self.train(1)   # run the generator to its end: an abandoned one aborts
+        return record
 
     # --- the stages (called from the pipeline's threads) ----------------------------------------
     def _hook(self, stage: Stage, b: int) -> None:
