@@ -107,7 +107,7 @@ def scratchpad_map(moment: Moment, columns: int = 32, title: str | None = None) 
     fig = go.Figure(_map_traces(moment, columns))
     _style_map(fig, row=None)
     fig.update_layout(title=title or f"Scratchpad slots at {moment.event.stage.value}({moment.event.batch})",
-                      height=200 + 18 * math.ceil(moment.states.size / columns))
+                      height=max(340, 140 + 28 * math.ceil(moment.states.size / columns)))
     return fig
 
 
@@ -156,7 +156,7 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
         fig.add_trace(gap, row=3, col=1, secondary_y=True)
         fig.add_trace(now, row=3, col=1)
         fig.update_yaxes(title_text="hit rate", range=[0, 1.05], row=3, col=1, secondary_y=False)
-        fig.update_yaxes(title_text="|loss gap|", row=3, col=1, secondary_y=True)
+        fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=3, col=1, secondary_y=True)
         fig.update_xaxes(title_text="training step (batch)", row=3, col=1)
     fig.update_layout(height=(560 if divergence is None else 760) + 14 * rows, margin=dict(t=60, b=30),
                       title=f"{moment.event.stage.value}({moment.event.batch})")

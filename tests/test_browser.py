@@ -1,0 +1,290 @@
+"""The course in a real browser: JupyterLab in headless chromium, notebooks run, widgets driven.
+
+Starts JupyterLab on 127.0.0.1 (free port, random token, its own process group, HOME and Jupyter
+dirs in a temp folder), opens notebooks 02 and 04 in Debian's chromium through Python playwright
+(never a browser download), runs all cells from the Run menu, then moves the cache explorer's
+slider (02) and presses the pipeline visualizer's step button (04), and checks that the plot data
+in the page changed. Screenshots go to test-output/. The server and its kernels are stopped by
+process group at the end, also on failure.
+
+Screenshots of any notebooks, e.g. for the README:  .venv/bin/python tests/test_browser.py 02 04 05
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+OUT = REPO / "test-output"
+NOTEBOOKS = {"02": "02_looking_backwards.ipynb", "04": "04_pipeline_step_by_step.ipynb",
+             "05": "05_scratchpipe_training.ipynb"}
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+# every plot's data, as JSON, read from plotly's graph divs in the page
+PLOT_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                     .map(g => JSON.stringify((g.data || []).map(t => [t.x, t.y, t.z, t.base])))"""
+
+pytestmark = pytest.mark.browser
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` (Linux /proc), e.g. the server's kernels."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def stop_group(pgid: int, timeout: float = 15) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after `timeout`."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def course_copy(home: Path) -> Path:
+    """The notebooks copied under `home`, so the browser never saves into the repository; the
+    shared data beside the project stays at the same relative path (../../shared)."""
+    notebooks = home / "course" / "notebooks"
+    notebooks.mkdir(parents=True)
+    for path in (REPO / "notebooks").glob("*.ipynb"):
+        shutil.copy(path, notebooks / path.name)
+    if (REPO.parent / "shared").exists():
+        (home / "shared").symlink_to(REPO.parent / "shared")
+    # no autosave, no news prompt
+    settings = home / "lab-settings" / "@jupyterlab"
+    (settings / "docmanager-extension").mkdir(parents=True)
+    (settings / "docmanager-extension" / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
+    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    return notebooks
+
+
+@contextmanager
+def jupyter_lab(home: Path):
+    """A JupyterLab server on a copy of notebooks/: yields its base URL with the token."""
+    port, token = free_port(), secrets.token_hex(16)
+    root = course_copy(home)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_DATA_HOME=str(home / "data"), XDG_CACHE_HOME=str(home / "cache"),
+               XDG_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
+               JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"), IPYTHONDIR=str(home / "ipython"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"))
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--ServerApp.token={token}",
+               f"--ServerApp.root_dir={root}", "--LabApp.news_url=None"]
+    if os.getuid() == 0:
+        command.append("--allow-root")
+    log = open(home / "jupyter.log", "wb")
+    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    kernels: set[int] = set()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5):
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start:\n{(home / 'jupyter.log').read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield base, token, lambda: kernels.update(children(server.pid))
+    finally:
+        kernels.update(children(server.pid))
+        stop_group(server.pid)
+        for pid in kernels:          # each kernel runs in a session (process group) of its own
+            stop_group(pid, timeout=5)
+        log.close()
+
+
+@contextmanager
+def browser(home: Path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(home / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1800}, env={"HOME": str(home)})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def open_and_run(context, base: str, token: str, notebook: str, plots: int):
+    """Open a notebook, wait for its cells and an idle kernel, Run All, wait for `plots` plots."""
+    page = context.new_page()
+    # a workspace of its own, reset: only this notebook open, nothing restored from an earlier page
+    workspace = notebook.split("_")[0]
+    page.goto(f"{base}/lab/workspaces/nb{workspace}/tree/{notebook}?token={token}&reset")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    wait_idle(page)
+    started = ("Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt'))"
+               ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))")
+    for attempt in range(3):   # a Run All sent before the kernel is really ready is lost: retry
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(started, timeout=15_000)
+            break
+        except Exception:
+            if attempt == 2:
+                print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
+                raise
+            page.keyboard.press("Escape")
+    try:
+        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {plots}", timeout=120_000)
+        wait_idle(page, settle=2.0)
+    except Exception:
+        print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
+        raise
+    decline = page.get_by_role("button", name="No", exact=True)   # JupyterLab's news prompt
+    if decline.count():
+        decline.first.click()
+    return page
+
+
+def wait_idle(page, timeout: float = 120, settle: float = 1.0) -> None:
+    """Until the kernel status says Idle for `settle` seconds in a row."""
+    deadline, since = time.time() + timeout, None
+    status = page.locator(".jp-Notebook-ExecutionIndicator, .jp-StatusBar-TextItem", has_text="Idle")
+    while time.time() < deadline:
+        idle = status.count() > 0 and page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count() == 0
+        if idle:
+            since = since or time.time()
+            if time.time() - since >= settle:
+                return
+        else:
+            since = None
+        page.wait_for_timeout(250)
+    raise AssertionError("the kernel never became idle")
+
+
+def wait_for_change(page, before: list[str], timeout: float = 30) -> list[str]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        now = page.evaluate(PLOT_DATA)
+        if now != before:
+            return now
+        page.wait_for_timeout(200)
+    raise AssertionError("no plot's data changed in the page")
+
+
+def screenshot(page, name: str) -> Path:
+    OUT.mkdir(exist_ok=True)
+    path = OUT / name
+    page.screenshot(path=str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab_session():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium: apt-get install -y chromium")
+    pytest.importorskip("playwright.sync_api")
+    with tempfile.TemporaryDirectory(prefix="scratchkit-browser-") as tmp:
+        home = Path(tmp)
+        with jupyter_lab(home) as (base, token, note_kernels), browser(home) as context:
+            yield base, token, context, note_kernels
+
+
+def test_notebook_02_explorer_slider_changes_the_plot(lab_session):
+    base, token, context, note_kernels = lab_session
+    page = open_and_run(context, base, token, NOTEBOOKS["02"], plots=4)
+    note_kernels()
+    handle = page.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    page.locator(".jp-OutputArea-output:has(.widget-slider) .js-plotly-plot").wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    before = page.evaluate(PLOT_DATA)
+    handle.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    after = wait_for_change(page, before)
+    assert sum(a != b for a, b in zip(before, after)) == 1, "only the explorer's plot should change"
+    page.wait_for_timeout(500)
+    print("screenshot:", screenshot(page, "course-02.png"))
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert "Traceback" not in " ".join(errors.all_inner_texts())
+    page.close()
+
+
+def test_notebook_04_visualizer_step_button_changes_the_plot(lab_session):
+    base, token, context, note_kernels = lab_session
+    page = open_and_run(context, base, token, NOTEBOOKS["04"], plots=3)
+    note_kernels()
+    step = page.locator("button[title='step forward']").first
+    step.scroll_into_view_if_needed()
+    page.locator(".jp-OutputArea-output:has(button[title='step forward']) .js-plotly-plot").wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    before = page.evaluate(PLOT_DATA)
+    words = page.locator(".widget-html-content", has_text="Plan(0)").count()
+    step.click()
+    after = wait_for_change(page, before)
+    assert sum(a != b for a, b in zip(before, after)) == 1, "only the visualizer's plot should change"
+    assert words > 0
+    page.wait_for_timeout(500)
+    print("screenshot:", screenshot(page, "course-04.png"))
+    page.close()
+
+
+def take_screenshots(keys: list[str]) -> None:
+    """Run the given notebooks in JupyterLab and save a screenshot of each (no checks)."""
+    with tempfile.TemporaryDirectory(prefix="scratchkit-browser-") as tmp:
+        home = Path(tmp)
+        with jupyter_lab(home) as (base, token, note_kernels), browser(home) as context:
+            for key in keys:
+                page = open_and_run(context, base, token, NOTEBOOKS[key], plots=1)
+                note_kernels()
+                widget = page.locator(".widget-slider, .widget-button").first
+                if widget.count():
+                    widget.scroll_into_view_if_needed()
+                page.wait_for_timeout(3000)
+                print(screenshot(page, f"course-{key}.png"))
+                page.close()
+
+
+if __name__ == "__main__":
+    take_screenshots(sys.argv[1:] or ["02", "04"])
