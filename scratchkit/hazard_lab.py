@@ -10,8 +10,9 @@ compares: per-step loss, the Train stage's hit rate, stale reads, and the final 
                                     write-back landed: an old value (invariants 3, then 2)
 
 The scratchpad is sized at the minimum for the data and depth, so Plan must evict often. A race
-needs bad timing to show up; `slow_write_back` (seconds of sleep in every Write-back, in every run,
-so the comparison stays fair) plays a busy host and makes the write-back race show in a few steps.
+needs bad timing to show up: with the write-back ordering off, `slow_write_back` seconds of sleep in
+every Write-back play a busy host and make the race show in a few steps. (With the ordering on,
+Collect waits for the write-back however slow it is, so the sleep would change only the timeline.)
 """
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ class HazardLab:
 
     def run(self, hazards: Hazards = Hazards()) -> LabResult:
         losses, rows = self.baseline()
-        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=self._slow)
+        hook = None if hazards.write_back_order else self._slow
+        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook)
         try:
             records = list(trainer.train(self.steps))
             weights = trainer.embedding_weights()

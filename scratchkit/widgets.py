@@ -95,8 +95,14 @@ class CacheExplorer(widgets.VBox):
                 shown = policy in self.policies.value
                 trace.visible = shown
                 if shown:
-                    trace.y = self.curves.curve(zipf, policy, depth)
+                    self._draw_curve(policy, zipf, depth)
         self._on_size()
+
+    def _draw_curve(self, policy: str, zipf: float, depth: int) -> None:
+        rates = self.curves.curve(zipf, policy, depth)
+        runs = ~np.isnan(rates)            # NaN: cannot run at that size; leave the point out
+        trace = _trace(self.figure, policy)
+        trace.x, trace.y = 100 * self.curves.load_factors[runs], rates[runs]
 
     def _on_size(self, change=None) -> None:
         zipf, depth, capacity = self.zipf.value, self.depth.value, self.capacity
@@ -106,7 +112,7 @@ class CacheExplorer(widgets.VBox):
             _trace(self.figure, "chosen size").x = [100 * capacity / self.curves.num_rows] * 2
             _trace(self.figure, "look-ahead window fits").x = [x_needed] * 2
             if "lookahead" in self.policies.value:
-                _trace(self.figure, "lookahead").y = self.curves.curve(zipf, "lookahead", depth)
+                self._draw_curve("lookahead", zipf, depth)
         rates = []
         for policy in self.policies.value:
             rate = self.curves.hit_rate(zipf, policy, capacity, depth)
@@ -195,7 +201,7 @@ class PipelineVisualizer(widgets.VBox):
         label = m.event.stage.value.replace("_", "-")
         with self.figure.batch_update():
             now = _trace(self.figure, "this moment")
-            now.y, now.base, now.x = [label], [ms(m.event.start)], [max(ms(m.event.end) - ms(m.event.start), 1e-3)]
+            now.x, now.y = [(ms(m.event.start) + ms(m.event.end)) / 2], [label]
             _trace(self.figure, "now").x = [ms(m.time)] * 2
             slots = _trace(self.figure, "slots")
             slots.z, slots.customdata = codes, text

@@ -538,9 +538,9 @@ except ValueError as error:
 Now switch a rule off and compare with the baseline. Without **holds**, Plan may evict a slot
 that a batch in flight still needs: that batch then trains on another id's row. Without
 **write-back ordering**, Collect may read a row from the host before the newer value written back
-by an eviction has landed. (The lab slows Write-back down a little in every run, as a busy host
-would, so this race shows up in a few steps.) Whether and when a race bites depends on timing, so
-your numbers will differ from run to run; the broken invariants will not.
+by an eviction has landed. (With the ordering off, the lab slows Write-back down a little, as a
+busy host would, so this race shows up in a few steps.) Whether and when a race bites depends on
+timing, so your numbers will differ from run to run; the broken invariants will not.
 """),
         ("code", """
 from scratchkit.trainers.scratchpipe import Hazards

@@ -271,17 +271,30 @@ def test_notebook_04_visualizer_step_button_changes_the_plot(lab_session):
 
 
 def take_screenshots(keys: list[str]) -> None:
-    """Run the given notebooks in JupyterLab and save a screenshot of each (no checks)."""
+    """Run the given notebooks in JupyterLab and save a screenshot of each with its widget in use."""
     with tempfile.TemporaryDirectory(prefix="scratchkit-browser-") as tmp:
         home = Path(tmp)
         with jupyter_lab(home) as (base, token, note_kernels), browser(home) as context:
             for key in keys:
                 page = open_and_run(context, base, token, NOTEBOOKS[key], plots=1)
                 note_kernels()
-                widget = page.locator(".widget-slider, .widget-button").first
-                if widget.count():
-                    widget.scroll_into_view_if_needed()
-                page.wait_for_timeout(3000)
+                if key == "05":      # the dashboard: start a run and let it draw for a while
+                    start = page.locator("button.widget-button", has_text="start").first
+                    start.scroll_into_view_if_needed()
+                    start.click()
+                    page.wait_for_timeout(8000)
+                    page.locator("button.widget-button", has_text="stop").first.click()
+                elif key == "04":    # the visualizer: a few steps in
+                    step = page.locator("button[title='step forward']").first
+                    step.scroll_into_view_if_needed()
+                    for _ in range(9):
+                        step.click()
+                        page.wait_for_timeout(300)
+                else:
+                    widget = page.locator(".widget-slider").first
+                    if widget.count():
+                        widget.scroll_into_view_if_needed()
+                page.wait_for_timeout(2000)
                 print(screenshot(page, f"course-{key}.png"))
                 page.close()
 

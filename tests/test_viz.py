@@ -74,6 +74,8 @@ def test_cache_figures():
     np.testing.assert_allclose(fig.data[0].y, [75, 100])
     fig = hit_rate_curves([10, 20], {"lru": [0.5, 0.7]}, marker=15, needed=20)
     assert by_name(fig, "chosen size").x == (15, 15) and by_name(fig, "look-ahead window fits").x == (20, 20)
+    gaps = hit_rate_curves([10, 20, 30], {"lookahead": [np.nan, 1.0, 1.0]})
+    assert list(gaps.data[0].x) == [20, 30] and list(gaps.data[0].y) == [1.0, 1.0]   # not at 10: left out
     with pytest.raises(ValueError, match="2 hit rates for 3 capacities"):
         hit_rate_curves([1, 2, 3], {"lru": [0.1, 0.2]})
     fig = reuse_figure(np.array([0.5, 0.25]))
@@ -103,7 +105,9 @@ def test_timeline_bars_are_the_events():
     colours = {}
     for e, c in zip(events, bars.marker.color):
         assert colours.setdefault(e.batch, c) == c
-    assert by_name(fig, "this moment").base == (1000 * moments[3].event.start,)
+    e = moments[3].event
+    assert by_name(fig, "this moment").x == (1000 * (e.start + e.end) / 2,)
+    assert by_name(fig, "this moment").y == (e.stage.value.replace("_", "-"),)
     with pytest.raises(ValueError, match="no stage events"):
         timeline(EventLog())
 

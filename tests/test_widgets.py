@@ -50,6 +50,14 @@ def test_explorer_depth_moves_the_window_line(explorer):
     explorer.depth.value = 2
 
 
+def test_explorer_lookahead_line_starts_where_the_window_fits(explorer):
+    line = trace_named(explorer.figure, "lookahead")
+    needed = explorer.curves.needed(1.0, 2)
+    fits = explorer.curves.capacities >= needed
+    np.testing.assert_allclose(line.x, 100 * explorer.curves.load_factors[fits])
+    assert set(line.y) == {1.0}
+
+
 def test_explorer_policy_picker_shows_and_hides(explorer):
     assert trace_named(explorer.figure, "opt").visible is False
     explorer.policies.value = ("lru", "opt")

@@ -27,8 +27,9 @@ def skew_cdf(traces: Mapping[str, np.ndarray], points: int = 200) -> go.Figure:
 def hit_rate_curves(capacities, curves: Mapping[str, np.ndarray], marker: float | None = None,
                     needed: float | None = None, x_title: str = "cache capacity (rows)",
                     title: str = "Hit rate vs cache size") -> go.Figure:
-    """One line per policy: hit rate at each capacity. `marker`: a vertical line at the chosen size;
-    `needed`: a dashed line where a look-ahead window's working set fits (100% hits from there)."""
+    """One line per policy: hit rate at each capacity (NaN: cannot run there, left out). `marker`: a
+    vertical line at the chosen size; `needed`: a dashed line where a look-ahead window's working
+    set fits (100% hits from there)."""
     x = np.asarray(capacities, dtype=np.float64)
     if not curves:
         raise ValueError("give at least one policy's hit rates")
@@ -37,7 +38,8 @@ def hit_rate_curves(capacities, curves: Mapping[str, np.ndarray], marker: float 
         rates = np.asarray(rates, dtype=np.float64)
         if rates.shape != x.shape:
             raise ValueError(f"policy {policy!r}: {rates.size} hit rates for {x.size} capacities")
-        fig.add_scatter(x=x, y=rates, name=policy, mode="lines", line_color=BATCH_COLOURS[i % len(BATCH_COLOURS)])
+        runs = ~np.isnan(rates)      # NaN: the policy cannot run at that size; leave the point out
+        fig.add_scatter(x=x[runs], y=rates[runs], name=policy, mode="lines", line_color=BATCH_COLOURS[i % len(BATCH_COLOURS)])
     fig.add_scatter(x=[marker] * 2 if marker is not None else [], y=[0, 1] if marker is not None else [],
                     name="chosen size", mode="lines", line=dict(color=VICTIM, width=2))
     fig.add_scatter(x=[needed] * 2 if needed is not None else [], y=[0, 1] if needed is not None else [],

@@ -75,10 +75,10 @@ def _timeline_traces(log: EventLog, moment: Moment | None) -> list:
                   customdata=[[e.batch, ms(e.start), ms(e.end)] for e in events],
                   hovertemplate="%{y}(%{customdata[0]}): %{customdata[1]:.2f} - %{customdata[2]:.2f} ms<extra></extra>")
     current = [moment.event] if moment is not None else []
-    now = go.Bar(orientation="h", y=[e.stage.value.replace("_", "-") for e in current],
-                 base=[ms(e.start) for e in current], x=[max(ms(e.end) - ms(e.start), 1e-3) for e in current],
-                 marker=dict(color="rgba(0,0,0,0)", line=dict(color=CONFLICT, width=3)),
-                 name="this moment", showlegend=False, hoverinfo="skip")
+    now = go.Scatter(x=[(ms(e.start) + ms(e.end)) / 2 for e in current],
+                     y=[e.stage.value.replace("_", "-") for e in current], mode="markers",
+                     marker=dict(symbol="diamond", size=15, color=CONFLICT, line=dict(color="white", width=2)),
+                     name="this moment", showlegend=False, hoverinfo="skip")
     t = [ms(moment.time)] * 2 if moment is not None else []
     line = go.Scatter(x=t, y=[STAGE_LABELS[0], STAGE_LABELS[-1]] if t else [], mode="lines",
                       line=dict(color=CONFLICT, dash="dot"), name="now", showlegend=False, hoverinfo="skip")
@@ -141,7 +141,7 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     if divergence is not None:
         titles.append("against the exact baseline, per training step")
         heights = [0.36, 0.4, 0.24]
-    fig = make_subplots(rows=len(titles), cols=1, row_heights=heights, vertical_spacing=0.08,
+    fig = make_subplots(rows=len(titles), cols=1, row_heights=heights, vertical_spacing=0.11,
                         subplot_titles=titles,
                         specs=[[{}], [{}]] + ([[{"secondary_y": True}]] if divergence is not None else []))
     for trace in _timeline_traces(log, moment):
