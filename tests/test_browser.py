@@ -7,7 +7,8 @@ slider (02) and presses the pipeline visualizer's step button (04), and checks t
 in the page changed. Screenshots go to test-output/. The server and its kernels are stopped by
 process group at the end, also on failure.
 
-Screenshots of any notebooks, e.g. for the README:  .venv/bin/python tests/test_browser.py 02 04 05
+Screenshots of any notebooks:  .venv/bin/python tests/test_browser.py 02 04 05 [--docs]
+(--docs also writes the README's picture, docs/course.png, from notebook 04)
 """
 from __future__ import annotations
 
@@ -270,8 +271,9 @@ def test_notebook_04_visualizer_step_button_changes_the_plot(lab_session):
     page.close()
 
 
-def take_screenshots(keys: list[str]) -> None:
-    """Run the given notebooks in JupyterLab and save a screenshot of each with its widget in use."""
+def take_screenshots(keys: list[str], docs: bool = False) -> None:
+    """Run the given notebooks in JupyterLab and save a screenshot of each with its widget in use;
+    with `docs`, also the README's picture (notebook 04's visualizer) as docs/course.png."""
     with tempfile.TemporaryDirectory(prefix="scratchkit-browser-") as tmp:
         home = Path(tmp)
         with jupyter_lab(home) as (base, token, note_kernels), browser(home) as context:
@@ -296,8 +298,17 @@ def take_screenshots(keys: list[str]) -> None:
                         widget.scroll_into_view_if_needed()
                 page.wait_for_timeout(2000)
                 print(screenshot(page, f"course-{key}.png"))
+                if docs and key == "04":
+                    page.set_viewport_size({"width": 1200, "height": 1000})
+                    page.locator("button[title='step forward']").first.scroll_into_view_if_needed()
+                    page.mouse.wheel(0, 560)
+                    page.wait_for_timeout(1500)
+                    (REPO / "docs").mkdir(exist_ok=True)
+                    page.screenshot(path=str(REPO / "docs" / "course.png"))
+                    print(REPO / "docs" / "course.png")
                 page.close()
 
 
 if __name__ == "__main__":
-    take_screenshots(sys.argv[1:] or ["02", "04"])
+    args = [a for a in sys.argv[1:] if a != "--docs"]
+    take_screenshots(args or ["02", "04"], docs="--docs" in sys.argv)
