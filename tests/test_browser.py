@@ -64,22 +64,43 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def stop_group(pgid: int, timeout: float = 15) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after `timeout`."""
+def stop_group(pgid: int, timeout: float = 15, process: subprocess.Popen | None = None) -> None:
+    """SIGTERM the process group, wait up to `timeout`, then SIGKILL whatever is left in it.
+
+    `process`: the group leader when it is our child; it is reaped with wait() (a zombie would
+    still count as a member of the group)."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.time() + timeout
-    while time.time() < deadline:
+    if process is not None:
         try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    else:
+        while time.time() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
+        pass
+
+
+def shutdown_kernels(base: str, token: str) -> None:
+    """Ask the server to shut its kernels down (DELETE /api/kernels/<id>); errors are ignored."""
+    try:
+        with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=5) as r:
+            ids = [k["id"] for k in json.load(r)]
+        for kernel in ids:
+            request = urllib.request.Request(f"{base}/api/kernels/{kernel}?token={token}", method="DELETE")
+            urllib.request.urlopen(request, timeout=15).close()
+    except (OSError, ValueError):
         pass
 
 
@@ -121,8 +142,8 @@ def jupyter_lab(home: Path):
     server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
     kernels: set[int] = set()
+    base = f"http://127.0.0.1:{port}"
     try:
-        base = f"http://127.0.0.1:{port}"
         deadline = time.time() + 60
         while True:
             try:
@@ -135,7 +156,8 @@ def jupyter_lab(home: Path):
         yield base, token, lambda: kernels.update(children(server.pid))
     finally:
         kernels.update(children(server.pid))
-        stop_group(server.pid)
+        shutdown_kernels(base, token)               # politely first: a killed kernel is restarted
+        stop_group(server.pid, timeout=10, process=server)
         for pid in kernels:          # each kernel runs in a session (process group) of its own
             stop_group(pid, timeout=5)
         log.close()
