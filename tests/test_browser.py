@@ -32,7 +32,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 OUT = REPO / "test-output"
-NOTEBOOKS = {"02": "02_looking_backwards.ipynb", "04": "04_pipeline_step_by_step.ipynb",
+NOTEBOOKS = {"01": "01_hybrid_baseline.ipynb", "02": "02_looking_backwards.ipynb",
+             "03": "03_looking_forward.ipynb", "04": "04_pipeline_step_by_step.ipynb",
              "05": "05_scratchpipe_training.ipynb"}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
