@@ -122,7 +122,7 @@ class TrainConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     cache: CacheParams = field(default_factory=CacheParams)
     seed: int = 0               # initial weights; the data has its own seed
-    deterministic: bool = True  # torch deterministic algorithms: bit-exact comparisons on CPU
+    deterministic: bool = True  # on CUDA, torch's deterministic algorithms (CPU ops are already)
     # torch intra-op threads on the CPU. The kit's ops are small (a 2k-lookup embedding bag takes
     # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and
     # ScratchPipe gets its parallelism across stages, so one thread is fastest. None: torch's default.

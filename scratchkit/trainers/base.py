@@ -6,6 +6,7 @@ they get to the computation, which is what the stage timers make visible.
 """
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -59,8 +60,11 @@ class Trainer(ABC):
         self.device = torch.device(device or detect().device)
         if config.cpu_threads is not None:
             torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
-        if config.deterministic:
-            # Process-wide torch switch: refuse nondeterministic kernels, so CPU runs are bit-exact.
+        if config.deterministic and self.device.type == "cuda":
+            # Process-wide torch switch for CUDA, where some kernels use atomics. The CPU ops the kit
+            # uses are deterministic already (the bit-exact tests check it), and the switch costs
+            # ~1 s on first use (it imports torch._dynamo), so the CPU goes without it.
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # cuBLAS needs it
             torch.use_deterministic_algorithms(True, warn_only=True)
         num_tables = len(config.data.table_sizes)
         self.model = init_dense_model(config.model, self.source.num_dense, num_tables,
