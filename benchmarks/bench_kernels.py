@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from scratchkit.backend import detect
-from scratchkit.kernels import make_engine
 from scratchkit.scratchpad import Scratchpad
 
 

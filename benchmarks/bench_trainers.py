@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-from dataclasses import replace
 
 from scratchkit.bench import run_bench
 from scratchkit.config import CacheParams

@@ -43,13 +43,14 @@ class HostTables:
     def num_tables(self) -> int:
         return len(self.table_sizes)
 
-    def check_ids(self, table: int, ids: torch.Tensor) -> None:
-        """Refuse ids outside the table before they reach any kernel or index op."""
-        if ids.numel() == 0:
-            return
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= self.table_sizes[table]:
-            bad = low if low < 0 else high
-            position = int((ids == bad).nonzero()[0, 0])
-            raise ValueError(f"table {table}: id {bad} at position {position} is out of range "
-                             f"[0, {self.table_sizes[table]})")
+
+def check_ids(table_sizes, table: int, ids: torch.Tensor) -> None:
+    """Refuse ids outside table `table` before they reach any kernel or index op."""
+    if ids.numel() == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= table_sizes[table]:
+        bad = low if low < 0 else high
+        position = int((ids == bad).nonzero()[0, 0])
+        raise ValueError(f"table {table}: id {bad} at position {position} is out of range "
+                         f"[0, {table_sizes[table]})")

@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
-import torch
 
 from scratchkit.backend import detect
 from scratchkit.config import TrainConfig

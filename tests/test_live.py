@@ -2,7 +2,6 @@
 import threading
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import torch
 
@@ -48,7 +47,7 @@ def test_stop_closes_the_trainer_and_flushes_the_scratchpad(config):
     with make_trainer("gpu-only", config) as baseline:
         list(baseline.train(steps))
         expected = baseline.embedding_weights()
-    for host, ref in zip(run.trainer.host.weights, expected):   # no extra flush: close() did it
+    for host, ref in zip(run.trainer.tables.weights, expected):   # no extra flush: close() did it
         assert torch.equal(host, ref)
 
 

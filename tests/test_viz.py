@@ -5,7 +5,7 @@ import pytest
 
 from scratchkit.analysis import WindowSizes
 from scratchkit.bench import BenchResult
-from scratchkit.events import EventLog, Stage
+from scratchkit.events import EventLog
 from scratchkit.pipeline_replay import SlotState, replay
 from scratchkit.trainers.base import StepRecord
 from scratchkit.viz import (amdahl_figure, hit_rate_curves, pipeline_view, reuse_figure,

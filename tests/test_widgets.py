@@ -4,7 +4,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scratchkit.config import CacheParams, DataConfig
+from scratchkit.config import DataConfig
 from scratchkit.hazard_lab import HazardLab
 from scratchkit.hit_curves import HitCurves
 from scratchkit.sim import simulate

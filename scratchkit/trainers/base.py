@@ -20,6 +20,7 @@ from scratchkit.config import TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.model import init_dense_model
 from scratchkit.optim import make_dense_optimizer
+from scratchkit.tables import HostTables, check_ids
 from scratchkit.timing import StageTimer
 
 
@@ -77,13 +78,17 @@ class Trainer(ABC):
     # --- the interface -------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
         """Train `steps` more steps, yielding a record after each."""
+        for _ in self._steps(steps):
+            yield self.train_step()
+
+    def _steps(self, steps: int) -> range:
+        """The batch indices the next `steps` steps train on, checked against the source."""
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
         end = self.next_batch + steps
         if end > len(self.source):
             raise ValueError(f"the source has {len(self.source)} batches; cannot train up to batch {end}")
-        for _ in range(steps):
-            yield self.train_step()
+        return range(self.next_batch, end)
 
     @abstractmethod
     def train_step(self) -> StepRecord:
@@ -107,6 +112,15 @@ class Trainer(ABC):
         self.close()
 
     # --- shared pieces ---------------------------------------------------------------------------
+    def load_batch(self):
+        """Batch `next_batch` with its ids and offsets as host tensors; ids checked against the tables."""
+        batch = self.source.batch(self.next_batch)
+        ids = [torch.from_numpy(i) for i in batch.ids]
+        offsets = [torch.from_numpy(o) for o in batch.offsets]
+        for t, table_ids in enumerate(ids):
+            check_ids(self.config.data.table_sizes, t, table_ids)
+        return batch, ids, offsets
+
     def dense_step(self, batch, pooled: torch.Tensor) -> tuple[float, torch.Tensor]:
         """Forward and backward of the MLPs on the device, and their optimizer step.
 
@@ -127,6 +141,34 @@ class Trainer(ABC):
                             stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
         self.next_batch += 1
         return record
+
+
+class HostTablesTrainer(Trainer):
+    """A trainer whose tables live in host memory, `self.tables`, perhaps cached on the device.
+
+    `flush()` writes changed cached rows back; after it the host tables are complete, which is
+    what `embedding_weights()`, `embedding_state()` and `close()` rely on.
+    """
+
+    def __init__(self, config: TrainConfig, source=None, device: str | None = None):
+        super().__init__(config, source, device)
+        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
+                                 config.seed, pin=self.device.type == "cuda")
+
+    def flush(self) -> int:
+        """Write cached changes back to the host tables; returns the rows written."""
+        return 0
+
+    def embedding_weights(self):
+        self.flush()
+        return list(self.tables.weights)
+
+    def embedding_state(self):
+        self.flush()
+        return list(self.tables.state)
+
+    def close(self) -> None:
+        self.flush()
 
 
 def pooled_lookup(weight: torch.Tensor, index: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:

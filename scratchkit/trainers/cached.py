@@ -44,8 +44,7 @@ import numpy as np
 import torch
 
 from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
-from scratchkit.tables import HostTables
-from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 from scratchkit.trainers.cache_policies import LFUPolicy, LRUPolicy, VictimPolicy, profile_hot_ids
 from scratchkit.trainers.device_cache import DeviceCache
 
@@ -62,13 +61,11 @@ def minimum_capacity(source, steps: int) -> int:
     return int(working_set_sizes(source, range(steps)).max(initial=1))
 
 
-class CachedTrainer(Trainer):
+class CachedTrainer(HostTablesTrainer):
     """Host tables behind one device cache per table; subclasses say how misses are served."""
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
-        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
-                                 config.seed, pin=self.device.type == "cuda")
         width = config.optimizer.state_width(config.model.dim)
         self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.device)
                        for n in self.tables.table_sizes]
@@ -91,11 +88,7 @@ class CachedTrainer(Trainer):
         started = time.perf_counter()
         stage = self.timer.stage
         with stage("data"):
-            batch = self.source.batch(self.next_batch)
-            ids = [torch.from_numpy(i) for i in batch.ids]
-            offsets = [torch.from_numpy(o) for o in batch.offsets]
-            for t, table_ids in enumerate(ids):
-                self.tables.check_ids(t, table_ids)
+            batch, ids, offsets = self.load_batch()
         hits = fetched = written = 0
         working_sets = []
         with stage("fetch"):   # the map lookup is part of serving the batch from the cache
@@ -138,17 +131,6 @@ class CachedTrainer(Trainer):
     def flush(self) -> int:
         """Write every dirty cached row back so the host tables are complete. Idempotent. -> rows."""
         return sum(c.flush(w, s) for c, w, s in zip(self.caches, self.tables.weights, self.tables.state))
-
-    def embedding_weights(self):
-        self.flush()
-        return list(self.tables.weights)
-
-    def embedding_state(self):
-        self.flush()
-        return list(self.tables.state)
-
-    def close(self) -> None:
-        self.flush()
 
 
 class DemandFilledTrainer(CachedTrainer):

@@ -11,28 +11,18 @@ import time
 import torch
 
 from scratchkit.optim import apply_update, embedding_backward
-from scratchkit.tables import HostTables
-from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 
 
-class HybridTrainer(Trainer):
+class HybridTrainer(HostTablesTrainer):
     name = "hybrid"
-
-    def __init__(self, config, source=None, device=None):
-        super().__init__(config, source, device)
-        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
-                                 config.seed, pin=self.device.type == "cuda")
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         stage = self.timer.stage
         with stage("data"):
-            batch = self.source.batch(self.next_batch)
-            ids = [torch.from_numpy(i) for i in batch.ids]
-            offsets = [torch.from_numpy(o) for o in batch.offsets]
+            batch, ids, offsets = self.load_batch()
         with stage("embedding_forward"):   # on the host
-            for t, table_ids in enumerate(ids):
-                self.tables.check_ids(t, table_ids)
             pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
                                   zip(self.tables.weights, ids, offsets)], dim=1)  # [B, T, dim]
         with stage("transfer"):
@@ -48,9 +38,3 @@ class HybridTrainer(Trainer):
             for t, (rows, grad_sum) in enumerate(coalesced):
                 apply_update(self.tables.weights[t], self.tables.state[t], rows, grad_sum, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=0)
-
-    def embedding_weights(self):
-        return list(self.tables.weights)
-
-    def embedding_state(self):
-        return list(self.tables.state)

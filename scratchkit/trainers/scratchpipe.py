@@ -36,8 +36,7 @@ from scratchkit.events import EventLog, Stage
 from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
 from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
-from scratchkit.tables import HostTables
-from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 
 POLL = 0.05   # seconds a waiting thread sleeps between looks at the stop flag
 
@@ -73,7 +72,7 @@ class _InFlight:
     stale_reads: int = 0                             # misses collected before their write-back
 
 
-class ScratchPipeTrainer(Trainer):
+class ScratchPipeTrainer(HostTablesTrainer):
     name = "scratchpipe"
 
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
@@ -89,8 +88,6 @@ class ScratchPipeTrainer(Trainer):
         self.engine = engine
         self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
         self.events = EventLog(enabled=record_events)
-        self.host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
-                               config.seed, pin=self.device.type == "cuda")
         self.capacities = [cache.capacity_for(n) for n in config.data.table_sizes]
         self._lock = threading.Lock()           # the scratchpads' bookkeeping (map, holds, dirty)
         self._stage_seconds: dict[str, float] = {}
@@ -132,11 +129,8 @@ class ScratchPipeTrainer(Trainer):
 
     # --- the pipeline ---------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
-        if steps < 0:
-            raise ValueError(f"steps must be >= 0, got {steps}")
-        start, stop = self.next_batch, self.next_batch + steps
-        if stop > len(self.source):
-            raise ValueError(f"the source has {len(self.source)} batches; cannot train up to batch {stop}")
+        batches = self._steps(steps)
+        start, stop = batches.start, batches.stop
         if steps == 0:
             return
         self.check_capacity(start, stop)
@@ -171,7 +165,7 @@ class ScratchPipeTrainer(Trainer):
         loss, grad = self.dense_step(batch, pooled)
         for t, pad in enumerate(self.scratchpads):
             # coalesce on table ids, exactly as the reference does; then update by slot
-            unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], self.host.table_sizes[t])
+            unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], self.tables.table_sizes[t])
             apply_update(pad.rows, pad.state, slots_of_unique(unique, ids[t], slots[t]), grad_sum,
                          self.config.optimizer)
         if self.device.type == "cuda":
@@ -234,8 +228,8 @@ class ScratchPipeTrainer(Trainer):
             if plan.wait_for_write_back >= 0 and written_back_upto() < plan.wait_for_write_back:
                 item.stale_reads += len(plan.miss_ids)   # only reachable with the hazard on
             index = torch.from_numpy(plan.miss_ids)
-            rows = self.host.weights[t].index_select(0, index)
-            state = self.host.state[t].index_select(0, index) if self.host.state[t] is not None else None
+            rows = self.tables.weights[t].index_select(0, index)
+            state = self.tables.state[t].index_select(0, index) if self.tables.state[t] is not None else None
             if pin:
                 rows = rows.pin_memory()
                 state = state.pin_memory() if state is not None else None
@@ -282,18 +276,18 @@ class ScratchPipeTrainer(Trainer):
         """Scatter the victims' rows that Insert copied out into the host tables."""
         for t, (plan, (rows, state)) in enumerate(zip(item.tables, item.victim_rows)):
             index = torch.from_numpy(plan.victim_ids)
-            self.host.weights[t].index_copy_(0, index, rows)
+            self.tables.weights[t].index_copy_(0, index, rows)
             if state is not None:
-                self.host.state[t].index_copy_(0, index, state)
+                self.tables.state[t].index_copy_(0, index, state)
 
     def write_back_from_slots(self, item: _InFlight) -> None:
         """Abort path: Insert(b) never ran, so the victims' rows still sit in their slots."""
         for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
             slots = torch.from_numpy(plan.victim_slots).to(self.device)
             index = torch.from_numpy(plan.victim_ids)
-            self.host.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
+            self.tables.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
             if pad.state is not None:
-                self.host.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
+                self.tables.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
 
     # --- flush, checkpoint ----------------------------------------------------------------------
     def flush(self) -> int:
@@ -306,9 +300,9 @@ class ScratchPipeTrainer(Trainer):
                     continue
                 slots = torch.from_numpy(dirty).to(self.device)
                 index = torch.from_numpy(pad.slot_ids[dirty].copy())
-                self.host.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
+                self.tables.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
                 if pad.state is not None:
-                    self.host.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
+                    self.tables.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
                 pad.clear_dirty(dirty)
                 written += len(dirty)
         return written
@@ -317,34 +311,23 @@ class ScratchPipeTrainer(Trainer):
         """Flush, then everything needed to resume: host tables, dense model and optimizer, position."""
         self.flush()
         return {"next_batch": self.next_batch,
-                "weights": [w.clone() for w in self.host.weights],
-                "state": [s.clone() if s is not None else None for s in self.host.state],
+                "weights": [w.clone() for w in self.tables.weights],
+                "state": [s.clone() if s is not None else None for s in self.tables.state],
                 "model": {k: v.clone() for k, v in self.model.state_dict().items()},
                 # deep copies: the live state_dict tensors keep changing as training goes on
                 "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict())}
 
     def load_checkpoint(self, checkpoint: dict) -> None:
         """Resume from `checkpoint()`: the scratchpads start empty and refill from the host."""
-        for w, saved in zip(self.host.weights, checkpoint["weights"]):
+        for w, saved in zip(self.tables.weights, checkpoint["weights"]):
             w.copy_(saved)
-        for s, saved in zip(self.host.state, checkpoint["state"]):
+        for s, saved in zip(self.tables.state, checkpoint["state"]):
             if s is not None:
                 s.copy_(saved)
         self.model.load_state_dict(checkpoint["model"])
         self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
         self.next_batch = checkpoint["next_batch"]
         self._reset_scratchpads()
-
-    def embedding_weights(self):
-        self.flush()
-        return list(self.host.weights)
-
-    def embedding_state(self):
-        self.flush()
-        return list(self.host.state)
-
-    def close(self) -> None:
-        self.flush()
 
 
 class _InterruptFlag:
