@@ -21,12 +21,10 @@ diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1;
 from __future__ import annotations
 
 import copy
-import queue
-from contextlib import nullcontext
-import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
@@ -37,9 +35,9 @@ from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
 from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
+from scratchkit.trainers.pipeline import InFlight, InterruptFlag, PipelineError, PipelineRun
 
-POLL = 0.05   # seconds a waiting thread sleeps between looks at the stop flag
-
+__all__ = ["Hazards", "PipelineError", "ScratchPipeTrainer"]
 
 @dataclass(frozen=True)
 class Hazards:
@@ -47,29 +45,6 @@ class Hazards:
 
     holds: bool = True             # invariant 4: never evict a slot a batch in flight still needs
     write_back_order: bool = True  # invariant 3: collect an evicted id only after its write-back
-
-
-class PipelineError(RuntimeError):
-    """A stage failed; the message names the stage and the batch."""
-
-    def __init__(self, stage: Stage, batch: int, error: BaseException):
-        super().__init__(f"ScratchPipe stage {stage.value} failed on batch {batch}: "
-                         f"{type(error).__name__}: {error}")
-        self.stage, self.batch = stage, batch
-
-
-@dataclass
-class _InFlight:
-    """One planned batch moving through the stages."""
-
-    index: int
-    batch: object
-    tables: list                                     # TablePlan per table
-    staged: list = field(default_factory=list)       # (rows, state) fetched per table
-    victim_rows: list | None = None                  # (rows, state) copied out per table
-    inserted: threading.Event = field(default_factory=threading.Event)
-    written_back: threading.Event = field(default_factory=threading.Event)
-    stale_reads: int = 0                             # misses collected before their write-back
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
@@ -134,8 +109,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         if steps == 0:
             return
         self.check_capacity(start, stop)
-        run = _PipelineRun(self, start, stop)
-        interrupted = _InterruptFlag()
+        run = PipelineRun(self, start, stop)
+        interrupted = InterruptFlag()
         finished = False
         try:
             for b in range(start, stop):
@@ -148,7 +123,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         finally:
             run.stop(finished)
 
-    def _train_one(self, run: "_PipelineRun", b: int) -> StepRecord:
+    def _train_one(self, run: "PipelineRun", b: int) -> StepRecord:
         started = run.last_step_end
         item = run.wait_inserted(b)
         t0 = time.perf_counter()
@@ -204,7 +179,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         with self._lock:
             self._stage_seconds[stage.value] = self._stage_seconds.get(stage.value, 0.0) + end - start
 
-    def plan(self, b: int) -> _InFlight:
+    def plan(self, b: int) -> InFlight:
         self._hook(Stage.PLAN, b)
         batch, sets = self.look(b)
         future = [self.look(k)[1] for k in range(b + 1, min(b + 1 + self.horizon, len(self.source)))]
@@ -219,9 +194,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_use))
         for p in tables:
             self.events.plan(p.decision)
-        return _InFlight(b, batch, tables)
+        return InFlight(b, batch, tables)
 
-    def collect(self, item: _InFlight, written_back_upto: Callable[[], int]) -> None:
+    def collect(self, item: InFlight, written_back_upto: Callable[[], int]) -> None:
         self._hook(Stage.COLLECT, item.index)
         pin = self.device.type == "cuda"
         for t, plan in enumerate(item.tables):
@@ -235,7 +210,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 state = state.pin_memory() if state is not None else None
             item.staged.append((rows, state))
 
-    def transfer_and_insert(self, item: _InFlight, stream) -> None:
+    def transfer_and_insert(self, item: InFlight, stream) -> None:
         """Transfer: fetched rows host -> device, victims' rows device -> host (a side stream on
         CUDA, so Train's kernels keep running). Insert: fetched rows into their slots.
 
@@ -268,11 +243,11 @@ class ScratchPipeTrainer(HostTablesTrainer):
         item.victim_rows = victims
         self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
 
-    def write_back(self, item: _InFlight) -> None:
+    def write_back(self, item: InFlight) -> None:
         self._hook(Stage.WRITE_BACK, item.index)
         self.write_back_copied(item)
 
-    def write_back_copied(self, item: _InFlight) -> None:
+    def write_back_copied(self, item: InFlight) -> None:
         """Scatter the victims' rows that Insert copied out into the host tables."""
         for t, (plan, (rows, state)) in enumerate(zip(item.tables, item.victim_rows)):
             index = torch.from_numpy(plan.victim_ids)
@@ -280,7 +255,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
             if state is not None:
                 self.tables.state[t].index_copy_(0, index, state)
 
-    def write_back_from_slots(self, item: _InFlight) -> None:
+    def write_back_from_slots(self, item: InFlight) -> None:
         """Abort path: Insert(b) never ran, so the victims' rows still sit in their slots."""
         for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
             slots = torch.from_numpy(plan.victim_slots).to(self.device)
@@ -328,209 +303,3 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
         self.next_batch = checkpoint["next_batch"]
         self._reset_scratchpads()
-
-
-class _InterruptFlag:
-    """Turn Ctrl-C into a flag checked between steps, so a step is never cut in half.
-
-    Only in the main thread (the only one Python delivers signals to); elsewhere a no-op.
-    """
-
-    def __init__(self):
-        self.raised = False
-        self._previous = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.raised:              # a second Ctrl-C: stop waiting at once
-            raise KeyboardInterrupt
-        self.raised = True
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-        return False
-
-
-class _PipelineRun:
-    """The worker threads and queues for batches start..stop-1 of one `train()` call."""
-
-    def __init__(self, trainer: ScratchPipeTrainer, start: int, stop: int):
-        self.trainer, self.start_index, self.stop_index = trainer, start, stop
-        depth = trainer.depth
-        self.items: dict[int, _InFlight] = {}
-        self.error: tuple[Stage, int, BaseException] | None = None
-        self.halt = threading.Event()
-        self._cond = threading.Condition()
-        self._trained_upto = start - 1        # last batch whose Train finished
-        self._written_upto = start - 1        # last batch whose write-back landed (in order)
-        self.last_step_end = time.perf_counter()
-        self.to_collect: queue.Queue = queue.Queue(maxsize=depth + 1)
-        self.to_insert: queue.Queue = queue.Queue(maxsize=depth + 1)
-        self.to_write: queue.Queue = queue.Queue(maxsize=depth + 1)
-        cuda = trainer.device.type == "cuda"
-        self.stream = torch.cuda.Stream() if cuda else None
-        self.threads = [threading.Thread(target=self._guard, args=(f, s), daemon=True,
-                                         name=f"scratchpipe-{s.value}")
-                        for f, s in ((self._plan_loop, Stage.PLAN), (self._collect_loop, Stage.COLLECT),
-                                     (self._insert_loop, Stage.INSERT), (self._write_loop, Stage.WRITE_BACK))]
-        for thread in self.threads:
-            thread.start()
-
-    # waiting helpers: every wait wakes up regularly to look at the halt flag
-    def _wait_until(self, predicate) -> bool:
-        with self._cond:
-            while not predicate():
-                if self.halt.is_set():
-                    return False
-                self._cond.wait(POLL)
-            return True
-
-    def _put(self, q: queue.Queue, item) -> bool:
-        while not self.halt.is_set():
-            try:
-                q.put(item, timeout=POLL)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def _get(self, q: queue.Queue):
-        while not self.halt.is_set():
-            try:
-                return q.get(timeout=POLL)
-            except queue.Empty:
-                pass
-        return None
-
-    def _guard(self, loop, stage: Stage) -> None:
-        try:
-            loop()
-        except _StageFailure as failure:
-            self._fail(failure.stage, failure.batch, failure.error)
-        except BaseException as error:  # noqa: BLE001 - surfaced in the caller's thread
-            self._fail(stage, -1, error)
-
-    def _fail(self, stage: Stage, batch: int, error: BaseException) -> None:
-        with self._cond:
-            if self.error is None:
-                self.error = (stage, batch, error)
-            self.halt.set()
-            self._cond.notify_all()
-
-    def _run_stage(self, stage: Stage, b: int, fn, *args):
-        try:
-            return fn(*args)
-        except BaseException as error:  # noqa: BLE001
-            raise _StageFailure(stage, b, error) from error
-
-    def _plan_loop(self) -> None:
-        trainer = self.trainer
-        for b in range(self.start_index, self.stop_index):
-            # look-ahead depth D: Plan(b) once Train(b-D-1) has finished
-            if not self._wait_until(lambda: self._trained_upto >= b - trainer.depth - 1):
-                return
-            t0 = time.perf_counter()
-            item = self._run_stage(Stage.PLAN, b, trainer.plan, b)
-            trainer._add_stage(Stage.PLAN, b, t0, time.perf_counter())
-            with self._cond:
-                self.items[b] = item
-            if not self._put(self.to_collect, item):
-                return
-
-    def _collect_loop(self) -> None:
-        trainer = self.trainer
-        for _ in range(self.start_index, self.stop_index):
-            item = self._get(self.to_collect)
-            if item is None:
-                return
-            if trainer.hazards.write_back_order:   # invariant 3: wait for the evictions' write-back
-                wait = max((p.wait_for_write_back for p in item.tables), default=-1)
-                if not self._wait_until(lambda: self._written_upto >= wait):
-                    return
-            t0 = time.perf_counter()
-            self._run_stage(Stage.COLLECT, item.index, trainer.collect, item, lambda: self._written_upto)
-            trainer._add_stage(Stage.COLLECT, item.index, t0, time.perf_counter())
-            if not self._put(self.to_insert, item):
-                return
-
-    def _insert_loop(self) -> None:
-        for _ in range(self.start_index, self.stop_index):
-            item = self._get(self.to_insert)
-            if item is None:
-                return
-            self._run_stage(Stage.INSERT, item.index, self.trainer.transfer_and_insert, item, self.stream)
-            item.inserted.set()
-            with self._cond:
-                self._cond.notify_all()
-            if not self._put(self.to_write, item):
-                return
-
-    def _write_loop(self) -> None:
-        for _ in range(self.start_index, self.stop_index):
-            item = self._get(self.to_write)
-            if item is None:
-                return
-            t0 = time.perf_counter()
-            self._run_stage(Stage.WRITE_BACK, item.index, self.trainer.write_back, item)
-            self.trainer._add_stage(Stage.WRITE_BACK, item.index, t0, time.perf_counter())
-            item.written_back.set()
-            with self._cond:
-                self._written_upto = item.index
-                self._cond.notify_all()
-
-    # the caller's side
-    def wait_inserted(self, b: int) -> _InFlight:
-        def ready():
-            item = self.items.get(b)
-            return item is not None and item.inserted.is_set()
-        if not self._wait_until(ready):
-            self.raise_error()
-        return self.items[b]
-
-    def trained(self, b: int) -> None:
-        with self._cond:
-            self._trained_upto = b
-            for done in [k for k, item in self.items.items() if k < b and item.written_back.is_set()]:
-                del self.items[done]
-            self._cond.notify_all()
-
-    def raise_error(self) -> None:
-        if self.error is not None:
-            stage, batch, error = self.error
-            raise PipelineError(stage, batch, error) from error
-        raise RuntimeError("ScratchPipe pipeline halted")
-
-    def stop(self, finished: bool) -> None:
-        """Join the threads; on an abort, finish every planned batch's write-back, then flush."""
-        if finished:
-            for thread in self.threads:   # every batch went through every stage
-                thread.join()
-            if self.error is not None:
-                self.raise_error()
-            return
-        self.halt.set()
-        for thread in self.threads:
-            thread.join()
-        trainer = self.trainer
-        # complete the host tables: victims of batches planned but not yet written back
-        for b in sorted(self.items):
-            item = self.items[b]
-            if item.written_back.is_set():
-                continue
-            if item.victim_rows is not None:
-                trainer.write_back_copied(item)     # copied out by Insert, not yet written
-            else:
-                trainer.write_back_from_slots(item)  # still in their slots
-        trainer.flush()
-        trainer._reset_scratchpads()   # planned-but-untrained state is dropped; refill on resume
-
-
-class _StageFailure(Exception):
-    def __init__(self, stage: Stage, batch: int, error: BaseException):
-        super().__init__(str(error))
-        self.stage, self.batch, self.error = stage, batch, error
