@@ -4,8 +4,9 @@ Per batch b the stages run in order; stages of different batches overlap (DESIGN
 
     Plan(b)      planner thread   working set, hits/misses, victims, holds, ids -> slots
     Collect(b)   collector thread gather missed rows (+ optimizer state) from the host tables
-    Transfer(b)  inserter thread  staging buffer -> device (a side CUDA stream when there is one)
-    Insert(b)    inserter thread  copy victims' rows out, write fetched rows into their slots
+    Transfer(b)  inserter thread  staging buffer -> device, victims' rows -> host (a side CUDA
+                                  stream when there is one)
+    Insert(b)    inserter thread  fetched rows into their slots (the victims' rows are out by now)
     Write-back(b) writer thread   victims' rows -> host tables
     Train(b)     caller's thread  forward/backward/update through slots only; release holds
 
