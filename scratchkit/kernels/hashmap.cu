@@ -31,25 +31,27 @@ __device__ __forceinline__ unsigned long long sk_hash(unsigned long long x) {
     return x;
 }
 
+// The bucket holding `id`, or -1 when it is absent: walk the probe sequence from the home bucket
+// past other ids and tombstones until the id or an EMPTY bucket (the end of the chain).
+__device__ __forceinline__ long long sk_find(const long long* keys, long long mask, long long id) {
+    unsigned long long bucket = sk_hash((unsigned long long)id) & (unsigned long long)mask;
+    for (long long probe = 0; probe <= mask; ++probe) {
+        const long long key = keys[bucket];
+        if (key == id) return (long long)bucket;
+        if (key == SK_EMPTY) return -1;
+        bucket = (bucket + 1) & (unsigned long long)mask;
+    }
+    return -1;
+}
+
 // out_slots[i] = slot of ids[i], or -1 when ids[i] is not in the map.
 extern "C" __global__ void hashmap_query(const long long* keys, const long long* values,
                                          long long mask, const long long* ids, long long n,
                                          long long* out_slots) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const long long id = ids[i];
-    unsigned long long bucket = sk_hash((unsigned long long)id) & (unsigned long long)mask;
-    long long slot = -1;
-    for (long long probe = 0; probe <= mask; ++probe) {
-        const long long key = keys[bucket];
-        if (key == id) {
-            slot = values[bucket];
-            break;
-        }
-        if (key == SK_EMPTY) break;  // end of the chain: a miss
-        bucket = (bucket + 1) & (unsigned long long)mask;  // another id or a tombstone: walk on
-    }
-    out_slots[i] = slot;
+    const long long bucket = sk_find(keys, mask, ids[i]);
+    out_slots[i] = bucket < 0 ? -1 : values[bucket];
 }
 
 // Store ids[i] -> slots[i] in the first EMPTY or TOMBSTONE bucket of the id's probe sequence.
@@ -86,19 +88,10 @@ extern "C" __global__ void hashmap_erase(long long* keys, long long* values, lon
                                          long long* out_slots) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const long long id = ids[i];
-    unsigned long long bucket = sk_hash((unsigned long long)id) & (unsigned long long)mask;
-    long long slot = -1;
-    for (long long probe = 0; probe <= mask; ++probe) {
-        const long long key = keys[bucket];
-        if (key == id) {
-            slot = values[bucket];
-            values[bucket] = -1;
-            atomicExch((unsigned long long*)&keys[bucket], (unsigned long long)SK_TOMBSTONE);
-            break;
-        }
-        if (key == SK_EMPTY) break;
-        bucket = (bucket + 1) & (unsigned long long)mask;
+    const long long bucket = sk_find(keys, mask, ids[i]);
+    out_slots[i] = bucket < 0 ? -1 : values[bucket];
+    if (bucket >= 0) {
+        values[bucket] = -1;
+        atomicExch((unsigned long long*)&keys[bucket], (unsigned long long)SK_TOMBSTONE);
     }
-    out_slots[i] = slot;
 }

@@ -40,19 +40,23 @@ def home_buckets(ids: np.ndarray, mask: int) -> np.ndarray:
     return (hash_ids(ids) & np.uint64(mask)).astype(np.int64)
 
 
+def find_bucket(keys: np.ndarray, id_: int, home: int) -> int:
+    """The bucket holding id_, or -1: walk from `home` past other ids and tombstones to an EMPTY."""
+    mask, bucket = len(keys) - 1, home
+    for _ in range(len(keys)):
+        if keys[bucket] == id_:
+            return bucket
+        if keys[bucket] == EMPTY:
+            return -1
+        bucket = (bucket + 1) & mask
+    return -1
+
+
 def hashmap_query(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The slot of each id, -1 when absent: walk from the home bucket until the id or an EMPTY."""
-    mask = len(keys) - 1
-    out = np.full(len(ids), -1, dtype=np.int64)
-    for i, (id_, bucket) in enumerate(zip(ids.tolist(), home_buckets(ids, mask).tolist())):
-        for _ in range(len(keys)):
-            if keys[bucket] == id_:
-                out[i] = values[bucket]
-                break
-            if keys[bucket] == EMPTY:
-                break
-            bucket = (bucket + 1) & mask
-    return out
+    """The slot of each id, -1 when absent."""
+    homes = home_buckets(ids, len(keys) - 1).tolist()
+    found = [find_bucket(keys, id_, home) for id_, home in zip(ids.tolist(), homes)]
+    return np.array([values[b] if b >= 0 else -1 for b in found], dtype=np.int64)
 
 
 def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray,
@@ -77,17 +81,12 @@ def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray,
 
 def hashmap_erase(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Turn each id's bucket into a TOMBSTONE; return the slot it had (-1 when absent)."""
-    mask = len(keys) - 1
     out = np.full(len(ids), -1, dtype=np.int64)
-    for i, (id_, bucket) in enumerate(zip(ids.tolist(), home_buckets(ids, mask).tolist())):
-        for _ in range(len(keys)):
-            if keys[bucket] == id_:
-                out[i] = values[bucket]
-                keys[bucket], values[bucket] = TOMBSTONE, -1
-                break
-            if keys[bucket] == EMPTY:
-                break
-            bucket = (bucket + 1) & mask
+    for i, (id_, home) in enumerate(zip(ids.tolist(), home_buckets(ids, len(keys) - 1).tolist())):
+        bucket = find_bucket(keys, id_, home)
+        if bucket >= 0:
+            out[i] = values[bucket]
+            keys[bucket], values[bucket] = TOMBSTONE, -1
     return out
 
 
