@@ -4,6 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # CuPy only where an NVIDIA driver answers; CPU machines get torch's CPU build.
 EXTRAS := notebooks,dev$(shell nvidia-smi >/dev/null 2>&1 && echo ,gpu)
+# torch's CPU build. Here `torch==2.13.0` resolves to the CPU wheel; on another Linux machine PyPI's
+# wheel is a multi-GB CUDA build, so point pip at PyTorch's CPU wheel index there:
+#   make test PIP_TORCH_ARGS="--index-url <PyTorch's CPU wheel index>"
+TORCH_SPEC ?= torch==2.13.0
+PIP_TORCH_ARGS ?=
 PORT ?= 8888
 TOKEN ?= $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(16))")
 
@@ -12,7 +17,7 @@ TOKEN ?= $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(16))")
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q $(PIP_TORCH_ARGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
