@@ -26,8 +26,7 @@ from scratchkit.config import OptimizerConfig, OptimizerKind
 def lookup_gradients(grad_pooled: torch.Tensor, offsets: torch.Tensor, num_lookups: int) -> torch.Tensor:
     """Sum pooling's backward: each lookup of bag b gets grad_pooled[b]. [B, dim] -> [n, dim]."""
     bag_sizes = torch.diff(offsets, append=torch.tensor([num_lookups], device=offsets.device))
-    bag_of_lookup = torch.repeat_interleave(torch.arange(len(offsets), device=offsets.device), bag_sizes)
-    return grad_pooled.index_select(0, bag_of_lookup)
+    return torch.repeat_interleave(grad_pooled, bag_sizes, dim=0, output_size=num_lookups)
 
 
 def coalesce(index: torch.Tensor, grads: torch.Tensor, num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:

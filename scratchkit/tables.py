@@ -48,7 +48,7 @@ def check_ids(table_sizes, table: int, ids: torch.Tensor) -> None:
     """Refuse ids outside table `table` before they reach any kernel or index op."""
     if ids.numel() == 0:
         return
-    low, high = int(ids.min()), int(ids.max())
+    low, high = (int(v) for v in torch.aminmax(ids))
     if low < 0 or high >= table_sizes[table]:
         bad = low if low < 0 else high
         position = int((ids == bad).nonzero()[0, 0])
