@@ -449,8 +449,8 @@ measured by the kit, on this machine.
 |---|---|---|
 | **Plan**(b) | host | find the distinct ids `U_b`; look them up in the scratchpad's id -> slot map; split **hits** and **misses**; give each miss a free slot or evict a **victim** (a slot no batch in flight needs); **hold** every slot of `U_b`; rewrite the batch's ids as slots |
 | **Collect**(b) | host | gather the missed rows (and their optimizer state) from the host tables into a staging buffer |
-| **Transfer**(b) | host -> device | copy the staging buffer to the device |
-| **Insert**(b) | device | copy the victims' rows out, write the fetched rows into their slots |
+| **Transfer**(b) | host <-> device | copy the staging buffer to the device, and the victims' rows back to the host |
+| **Insert**(b) | device | write the fetched rows into their slots (the victims' rows are already out) |
 | **Write-back**(b) | host | store the victims' rows into the host tables |
 | **Train**(b) | device | forward, backward and update, reading and writing rows only in the scratchpad, through slots; then release batch b's holds |
 
