@@ -24,7 +24,7 @@ import numpy as np
 from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.events import EventLog, Stage
-from scratchkit.planner import minimum_capacity
+from scratchkit.planner import minimum_capacities
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
@@ -87,10 +87,7 @@ class HazardLab:
         if slow_write_back < 0:
             raise ValueError(f"slow_write_back must be >= 0 seconds, got {slow_write_back}")
         self.steps, self.slow_write_back = steps, slow_write_back
-        source = SyntheticSource(config.data)
-        sets = [[np.unique(ids) for ids in source.batch(b).ids] for b in range(steps)]
-        minimum = max(minimum_capacity((s[t] for s in sets), config.cache.depth, n)
-                      for t, n in enumerate(source.table_sizes))
+        minimum = max(minimum_capacities(SyntheticSource(config.data), config.cache.depth, 0, steps))
         # the smallest scratchpad the data allows: Plan must evict on most batches
         self.config = config.replace(cache=CacheParams(capacity=minimum, depth=config.cache.depth,
                                                        victim_policy=config.cache.victim_policy))

@@ -22,3 +22,18 @@ def criteo_sample() -> Path:
     if not path.exists():
         pytest.skip(f"the Criteo sample is not at {path} (it lives in ../shared beside the project)")
     return path
+
+
+@pytest.fixture(params=["twin", "host", pytest.param("cupy", marks=pytest.mark.gpu)])
+def engine(request):
+    """A kernel engine: the NumPy twins, the .cu files built for the CPU, or CuPy on a GPU.
+
+    32 threads per block, so small batches still span several blocks and a partial last block.
+    (test_scratchpad.py overrides this fixture with the engine's name, which Scratchpad takes.)
+    """
+    from scratchkit.backend import detect
+    from scratchkit.kernels import make_engine
+
+    if request.param == "cupy" and not detect().cupy_gpu:
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    return make_engine(request.param, threads_per_block=32)

@@ -6,20 +6,10 @@ of every bucket) must also equal the twin's exactly. A GPU inserts concurrently,
 the answers are compared.
 """
 import numpy as np
-import pytest
 
-from scratchkit.backend import detect
-from scratchkit.kernels import make_engine, twin
+from scratchkit.kernels import twin
 
 EMPTY, TOMBSTONE = twin.EMPTY, twin.TOMBSTONE
-
-
-@pytest.fixture(params=["twin", "host", pytest.param("cupy", marks=pytest.mark.gpu)])
-def engine(request):
-    if request.param == "cupy" and not detect().cupy_gpu:
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    # 32 threads per block: small batches still span several blocks and a partial last block.
-    return make_engine(request.param, threads_per_block=32)
 
 
 class Pair:

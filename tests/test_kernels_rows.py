@@ -2,15 +2,7 @@
 import numpy as np
 import pytest
 
-from scratchkit.backend import detect
 from scratchkit.kernels import make_engine
-
-
-@pytest.fixture(params=["twin", "host", pytest.param("cupy", marks=pytest.mark.gpu)])
-def engine(request):
-    if request.param == "cupy" and not detect().cupy_gpu:
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    return make_engine(request.param, threads_per_block=32)
 
 
 def host(engine, a):

@@ -44,21 +44,17 @@ import numpy as np
 import torch
 
 from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
+from scratchkit.planner import minimum_capacities
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 from scratchkit.trainers.cache_policies import LFUPolicy, LRUPolicy, VictimPolicy, profile_hot_ids
 from scratchkit.trainers.device_cache import DeviceCache
 
 
-def working_set_sizes(source, batches) -> np.ndarray:
-    """[len(batches), num_tables] distinct ids of each table in each batch (the working sets)."""
-    return np.array([[len(np.unique(ids)) for ids in source.batch(b).ids] for b in batches],
-                    dtype=np.int64).reshape(-1, len(source.table_sizes))
-
-
 def minimum_capacity(source, steps: int) -> int:
     """Smallest `CacheParams.capacity` (rows per table) that `lru`/`lfu` accept for `steps` steps:
-    the largest working set of any table in batches 0 .. steps-1."""
-    return int(working_set_sizes(source, range(steps)).max(initial=1))
+    the largest working set of any table in batches 0 .. steps-1 (the planner's window minimum
+    at depth 0: a window of one batch)."""
+    return max(1, *minimum_capacities(source, 0, 0, steps))
 
 
 class CachedTrainer(HostTablesTrainer):
