@@ -27,7 +27,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
 from .signatures import COMPAT_HEADER, KERNEL_DIR, KERNELS, SOURCES, Arg, check_arrays, kernels_in
 
@@ -118,7 +117,7 @@ class HostLauncher:
     def __init__(self, cache_dir: Path | None = None):
         self.libraries = build(cache_dir=cache_dir)
         self._handles = []            # keep the CDLLs alive as long as their functions
-        self._functions = {}
+        self._functions = {}   # name -> (ctypes function, ((position, dtype) of each array arg))
         for source, path in self.libraries.items():
             lib = ctypes.CDLL(str(path))
             self._handles.append(lib)
@@ -127,9 +126,16 @@ class HostLauncher:
                 getter.restype, getter.argtypes = ctypes.c_void_p, []
                 prototype = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint,
                                              *(_CTYPES[a] for a in kernel.args))
-                self._functions[kernel.name] = prototype(getter())
+                arrays = tuple((i, a.dtype) for i, a in enumerate(kernel.args) if a.is_array)
+                self._functions[kernel.name] = (prototype(getter()), arrays)
 
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
-        check_arrays(KERNELS[name], args)
-        self._functions[name](grid, block, *(a.ctypes.data if isinstance(a, np.ndarray) else a
-                                             for a in args))
+        # Called tens of times per batch by ScratchPipe's planner: checks and pointers in one pass.
+        function, arrays = self._functions[name]
+        values = list(args)
+        for position, dtype in arrays:
+            array = args[position]
+            if array.dtype != dtype or not array.flags.c_contiguous:
+                check_arrays(KERNELS[name], args)   # raises, naming the argument
+            values[position] = array.ctypes.data
+        function(grid, block, *values)
