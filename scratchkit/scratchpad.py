@@ -72,11 +72,14 @@ class Scratchpad:
         device: torch device of `rows`/`state`: "cpu" or "cuda"; None = "cuda" when CuPy can run
             kernels on a GPU here, else "cpu".
         threads_per_block: CUDA block size the kernels launch with (also used by the host build).
+        keeps_map: False leaves the id -> slot map to a planner elsewhere (ScratchPipe's planner
+            keeps its own copy on the host): no hash map is allocated, `query`/`insert`/`erase`
+            refuse, and the planner's decisions arrive through `place`.
     """
 
     def __init__(self, num_rows: int, capacity: int, dim: int, *, state_width: int = 0,
                  engine: EngineKind | str = EngineKind.AUTO, device: str | None = None,
-                 threads_per_block: int = 256):
+                 threads_per_block: int = 256, keeps_map: bool = True):
         for name, value, low in (("num_rows", num_rows, 1), ("capacity", capacity, 1),
                                  ("dim", dim, 1), ("state_width", state_width, 0),
                                  ("threads_per_block", threads_per_block, 1)):
@@ -94,7 +97,8 @@ class Scratchpad:
             raise ValueError(f"device {device!r} is not CuPy's current device "
                              f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()")
 
-        self.table_size = _next_power_of_two(BUCKETS_PER_SLOT * self.capacity)
+        self.keeps_map = bool(keeps_map)
+        self.table_size = _next_power_of_two(BUCKETS_PER_SLOT * self.capacity) if keeps_map else 0
         self._keys = xp.full(self.table_size, -1, dtype=xp.int64)
         self._values = xp.full(self.table_size, -1, dtype=xp.int64)
         self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)
@@ -197,8 +201,14 @@ class Scratchpad:
             raise ValueError(f"{nnz} lookups into {self.capacity} slots overflow the coalescing key")
 
     # ----------------------------------------------------------------------------- the map
+    def _need_map(self, method: str) -> None:
+        if not self.keeps_map:
+            raise RuntimeError(f"{method}: this scratchpad keeps no id -> slot map (keeps_map=False): "
+                               "its planner keeps the map and records its decisions with place()")
+
     def query(self, ids, *, must_hit: bool = False):
         """Slot of each id (int64), -1 for a miss; with must_hit, a miss raises."""
+        self._need_map("query")
         on_device = self._on_device(ids)
         ids = self._host(ids, "ids")
         self._check_range("ids", ids, 0, self.num_rows)
@@ -216,6 +226,7 @@ class Scratchpad:
 
     def insert(self, ids, slots, *, assume_unique: bool = False) -> None:
         """Map each ids[i] to the free slot slots[i]. Ids must be new and unique, slots free and unique."""
+        self._need_map("insert")
         ids, slots = self._host(ids, "ids"), self._host(slots, "slots")
         if ids.size != slots.size:
             raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
@@ -254,6 +265,7 @@ class Scratchpad:
         Returns the freed slots and whether each was dirty: write those rows back first (gather)
         if the host table needs them; erase clears the dirty bits.
         """
+        self._need_map("erase")
         ids = self._host(ids, "ids")
         self._check_range("ids", ids, 0, self.num_rows)
         if not assume_unique:
@@ -281,6 +293,7 @@ class Scratchpad:
 
     def rebuild(self) -> None:
         """Clear the hash map and re-insert every live id (in slot order): drops all tombstones."""
+        self._need_map("rebuild")
         self._keys.fill(-1)
         self._values.fill(-1)
         slots = np.flatnonzero(self._slot_ids >= 0).astype(np.int64)
@@ -288,6 +301,24 @@ class Scratchpad:
                                    self._device(slots))
         self._tombstones = 0
         self.rebuilds += 1
+
+    def place(self, slots, ids, *, assume_unique: bool = False) -> None:
+        """Record that slots[i] now holds ids[i] (-1: free), as a planner that keeps the map decided.
+
+        Only without a map of its own (keeps_map=False): the rows themselves arrive by `scatter`.
+        Whatever a slot held before is gone, so write dirty rows back before placing over them.
+        """
+        if self.keeps_map:
+            raise RuntimeError("place: this scratchpad keeps its own map; use insert and erase")
+        slots, ids = self._host(slots, "slots"), self._host(ids, "ids")
+        if ids.size != slots.size:
+            raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
+        self._check_slots("slots", slots)
+        if not assume_unique:
+            self._check_unique("slots", slots)
+        self._check_range("ids", ids, -1, self.num_rows)
+        self._live += int(np.count_nonzero(ids >= 0)) - int(np.count_nonzero(self._slot_ids[slots] >= 0))
+        self._slot_ids[slots] = ids
 
     # ----------------------------------------------------------------------------- rows
     def gather(self, slots) -> tuple:
@@ -301,15 +332,17 @@ class Scratchpad:
         return (self._result(rows, on_device),
                 None if state is None else self._result(state, on_device))
 
-    def scatter(self, slots, rows, state=None, *, dirty: bool = False) -> None:
+    def scatter(self, slots, rows, state=None, *, dirty: bool = False, assume_unique: bool = False) -> None:
         """Write rows (and state, required when state_width > 0) into distinct slots.
 
         dirty=False (the default) marks the slots clean: the rows are fresh copies of the host
         table, as in ScratchPipe's Insert stage. dirty=True marks them changed.
+        assume_unique=True: the caller promises distinct slots, saving a sort.
         """
         slots = self._host(slots, "slots")
         self._check_slots("slots", slots)
-        self._check_unique("slots", slots)
+        if not assume_unique:
+            self._check_unique("slots", slots)
         rows = self._floats(rows, "rows", (slots.size, self.dim))
         if self._state is not None:
             if state is None:
