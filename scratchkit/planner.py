@@ -55,8 +55,10 @@ class TablePlan:
 class TablePlanner:
     """Plans one table's batches against its scratchpad. Not thread-safe: the caller locks."""
 
-    def __init__(self, table: int, scratchpad: Scratchpad, policy: VictimPolicy, holds: bool = True):
+    def __init__(self, table: int, scratchpad: Scratchpad, policy: VictimPolicy, holds: bool = True,
+                 record_held: bool = True):
         self.table, self.scratchpad, self.policy, self.holds = table, scratchpad, policy, holds
+        self.record_held = record_held   # PlanDecision.held_before: for the event trace only
         self.last_trained = np.full(scratchpad.capacity, -1, dtype=np.int64)  # LRU clock per slot
         # per id: the batch whose write-back returns its evicted row, -1 when none is pending
         self._evicted_by = np.full(scratchpad.num_rows, -1, dtype=np.int64)
@@ -75,7 +77,7 @@ class TablePlanner:
         pad = self.scratchpad
         slots = np.asarray(pad.query(unique)).copy()
         hit = slots >= 0
-        held_before = np.flatnonzero(pad.held_mask())
+        held_before = np.flatnonzero(pad.held_mask()) if self.record_held else np.empty(0, np.int64)
         miss_ids = unique[~hit]
         free = pad.free_slots()
         shortfall = len(miss_ids) - len(free)
@@ -111,19 +113,46 @@ class TablePlanner:
             raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
                                "slots are unheld (the capacity check should have refused this)")
         use = (next_use[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and next_use is not None
-               else np.zeros(len(slots), dtype=np.int64))
+               else None)
         # furthest next use first; among equals, least recently trained first; then lowest slot
-        order = np.lexsort((slots, self.last_trained[slots], -use))
-        return np.sort(slots[order[:count]])
+        return np.sort(slots[_smallest(count, slots, self.last_trained[slots], use)])
 
     def trained(self, batch_index: int, slots: np.ndarray) -> None:
         self.last_trained[slots] = batch_index
 
 
+def _smallest(count: int, slots: np.ndarray, last_trained: np.ndarray,
+              use: np.ndarray | None) -> np.ndarray:
+    """Positions of the `count` candidates first in the order (-use, last_trained, slot).
+
+    A partial sort (O(n)) on one int64 key, least recently trained then lowest slot, instead of a
+    full three-key lexsort: the key is unique (slots are), so the chosen set is exactly the
+    lexsort's first `count`. Ids never used within the horizon come first; only when there are
+    too few of them are the visible ones sorted, furthest next use first.
+    """
+    width = int(slots.max()) + 1                                 # slot in [0, width)
+    key = (last_trained + 1) * width + slots                     # [n] LRU order, then slot
+    if use is None:
+        return _first(count, key)
+    never = np.flatnonzero(use == NEVER)
+    if len(never) >= count:
+        return never[_first(count, key[never])]
+    seen = np.flatnonzero(use != NEVER)
+    order = np.lexsort((key[seen], -use[seen]))[:count - len(never)]
+    return np.concatenate([never, seen[order]])
+
+
+def _first(count: int, key: np.ndarray) -> np.ndarray:
+    """Positions of the `count` smallest keys (any order)."""
+    if count >= len(key):
+        return np.arange(len(key))
+    return np.argpartition(key, count - 1)[:count]
+
+
 def minimum_capacity(working_sets, depth: int, num_rows: int) -> int:
     """Largest union of D+1 consecutive working sets: the slots a scratchpad must have.
 
-    Plan(b) runs once Train(b-D-1) has finished, so the batches b-D .. b hold slots together.
+    Plan(b) counts batches b-D .. b-1 as in flight, so the batches b-D .. b hold slots together.
     `working_sets` is any iterable of arrays of unique ids in [0, num_rows); only the last D+1
     are kept, so a long run is checked in constant memory.
     """
