@@ -558,9 +558,10 @@ loss leaving the baseline.
 
 ## Try this
 
-1. **How far ahead?** At depth 2, while Train works on batch 3, what is the furthest batch Plan can
-   have reached? Think about the rule "Plan(b) waits for Train(b-D-1)". *Check:* the first cell
-   below prints the Plan batches seen while Train(3) ran.
+1. **How far ahead?** At depth 2, while Train works on batch 3, what is the furthest batch whose
+   Insert can have run? Think about the rule "Insert(b) waits for Train(b-D-1)" (Plan itself may
+   run further ahead: it only decides). *Check:* the first cell below prints the Insert batches
+   seen while Train(3) ran.
 2. **Find the hazard.** Switch off the holds and rerun. At which event does the first black slot
    appear, and which invariant does it break? *Check:* the second cell below.
 3. **Deeper pipeline, bigger scratchpad.** How many slots does the same data need at depth 4?
@@ -570,8 +571,8 @@ loss leaving the baseline.
 from scratchkit.events import Stage
 
 train3 = next(m.event for m in moments if m.event.stage is Stage.TRAIN and m.event.batch == 3)
-planned = [e.batch for e in result.events.stages if e.stage is Stage.PLAN and e.start < train3.end]
-print("Plan had reached batch", max(planned), "by the end of Train(3); the rule allows at most", 3 + 2)
+inserted = [e.batch for e in result.events.stages if e.stage is Stage.INSERT and e.start < train3.end]
+print("Insert had reached batch", max(inserted), "by the end of Train(3); the rule allows at most", 3 + 2)
 """),
         ("code", """
 unsafe = lab.run(Hazards(holds=False))

@@ -140,7 +140,7 @@ def test_hazard_no_holds_evicts_a_batch_in_flight(holds):
     source = hand_made_source(HOLD_TRACE)
     config = hand_made_config(source, capacity=12, depth=1, policy="lru")
     trainer = ScratchPipeTrainer(config, source, hazards=Hazards(holds=holds),
-                                 stage_hook=slow(Stage.TRAIN, 3))   # Plan/Insert(4) run first
+                                 stage_hook=slow(Stage.TRAIN, 3))   # Insert(4) runs first
     records = list(trainer.train(len(HOLD_TRACE)))
     diff = max_diff_to_reference(trainer, source, len(HOLD_TRACE))
     if holds:
@@ -195,7 +195,7 @@ def test_event_log_shows_stage_order_overlap_and_victims_never_held(tiny_config)
 
 
 def test_furthest_next_use_keeps_what_is_needed_soon():
-    # Plan(3) runs after Train(1), so it may evict {0,1} (trained at 0, needed by b4) or {2,3}
+    # Plan(3) counts Train(1) as done, so it may evict {0,1} (trained at 0, needed by b4) or {2,3}
     # (trained at 1, never needed again). LRU evicts {0,1} and fetches them again for b4;
     # furthest-next-use evicts {2,3}: 8 rows fetched against 10.
     trace = [[0, 1], [2, 3], [8, 9], [4, 5], [0, 1], [8, 9]]

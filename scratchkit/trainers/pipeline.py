@@ -1,7 +1,8 @@
 """The threads and queues that run ScratchPipe's stages for one `train()` call.
 
-Plan, Collect, Insert (with Transfer) and Write-back each run on a worker thread; Train runs in the
-caller's thread. Bounded queues connect them, so memory stays bounded. Every wait wakes up every
+Plan is made by a planner process (or in a thread; scratchkit/trainers/plan_ahead.py) and received
+by a worker thread; Collect, Insert (with Transfer) and Write-back each run on a worker thread;
+Train runs in the caller's thread. Bounded queues connect them, so memory stays bounded. Every wait wakes up every
 `POLL` seconds to look at the halt flag, so nothing hangs: a failing stage halts the run, and the
 caller's thread re-raises it as a `PipelineError` naming the stage and the batch.
 
@@ -94,6 +95,8 @@ class PipelineRun:
         self.to_write: queue.Queue = queue.Queue(maxsize=depth + 1)
         cuda = trainer.device.type == "cuda"
         self.stream = torch.cuda.Stream() if cuda else None
+        # the planner process is forked before any of this run's threads exist
+        self.feed = trainer.plan_feed(start, stop, self.halt)
         self.threads = [threading.Thread(target=self._guard, args=(f, s), daemon=True,
                                          name=f"scratchpipe-{s.value}")
                         for f, s in ((self._plan_loop, Stage.PLAN), (self._collect_loop, Stage.COLLECT),
@@ -149,14 +152,10 @@ class PipelineRun:
             raise _StageFailure(stage, b, error) from error
 
     def _plan_loop(self) -> None:
-        trainer = self.trainer
         for b in range(self.start_index, self.stop_index):
-            # look-ahead depth D: Plan(b) once Train(b-D-1) has finished
-            if not self._wait_until(lambda: self._trained_upto >= b - trainer.depth - 1):
+            item = self._run_stage(Stage.PLAN, b, self.trainer.receive_plan, self.feed, b)
+            if item is None:
                 return
-            t0 = time.perf_counter()
-            item = self._run_stage(Stage.PLAN, b, trainer.plan, b)
-            trainer._add_stage(Stage.PLAN, b, t0, time.perf_counter())
             with self._cond:
                 self.items[b] = item
             if not self._put(self.to_collect, item):
@@ -179,9 +178,13 @@ class PipelineRun:
                 return
 
     def _insert_loop(self) -> None:
+        depth = self.trainer.depth
         for _ in range(self.start_index, self.stop_index):
             item = self._get(self.to_insert)
             if item is None:
+                return
+            # Plan(b) counted batch b-D-1 as trained: its slots may be Insert(b)'s victims
+            if not self._wait_until(lambda: self._trained_upto >= item.index - depth - 1):
                 return
             self._run_stage(Stage.INSERT, item.index, self.trainer.transfer_and_insert, item, self.stream)
             item.inserted.set()
@@ -226,26 +229,25 @@ class PipelineRun:
         raise RuntimeError("ScratchPipe pipeline halted")
 
     def stop(self, finished: bool) -> None:
-        """Join the threads; on an abort, finish every planned batch's write-back, then flush."""
+        """Join the threads and stop the planner; on an abort, finish the write-backs, then flush."""
         if finished:
             for thread in self.threads:   # every batch went through every stage
                 thread.join()
+            self.feed.close()
             if self.error is not None:
                 self.raise_error()
             return
         self.halt.set()
         for thread in self.threads:
             thread.join()
+        self.feed.close()
         trainer = self.trainer
-        # complete the host tables: victims of batches planned but not yet written back
+        # complete the host tables: victims copied out by Transfer but not yet written back.
+        # (A batch whose Transfer never ran left its victims in their slots: the flush has them.)
         for b in sorted(self.items):
             item = self.items[b]
-            if item.written_back.is_set():
-                continue
-            if item.victim_rows is not None:
-                trainer.write_back_copied(item)     # copied out by Insert, not yet written
-            else:
-                trainer.write_back_from_slots(item)  # still in their slots
+            if item.victim_rows is not None and not item.written_back.is_set():
+                trainer.write_back_copied(item)
         trainer.flush()
         trainer._reset_scratchpads()   # planned-but-untrained state is dropped; refill on resume
 

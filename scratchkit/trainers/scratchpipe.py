@@ -2,7 +2,8 @@
 
 Per batch b the stages run in order; stages of different batches overlap (DESIGN.md section 3):
 
-    Plan(b)      planner thread   working set, hits/misses, victims, holds, ids -> slots
+    Plan(b)      planner process  working set, hits/misses, victims, holds, ids -> slots
+                 (or thread)      (scratchkit/trainers/plan_ahead.py), received by a thread
     Collect(b)   collector thread gather missed rows (+ optimizer state) from the host tables
     Transfer(b)  inserter thread  staging buffer -> device, victims' rows -> host (a side CUDA
                                   stream when there is one)
@@ -10,8 +11,11 @@ Per batch b the stages run in order; stages of different batches overlap (DESIGN
     Write-back(b) writer thread   victims' rows -> host tables
     Train(b)     caller's thread  forward/backward/update through slots only; release holds
 
-Plan(b) runs once Train(b-D-1) has finished (D = look-ahead depth), so at most D+1 batches hold
-slots. Queues between stages are bounded, so memory stays bounded. An exception in any stage, a
+Plan(b) counts batches b-D..b-1 as in flight (D = look-ahead depth) and never waits for Train, so
+it runs ahead on its own core; Insert(b), the first stage to touch the slots Plan(b) took, waits
+for Train(b-D-1), so at most D+1 batches hold slots. The planner keeps the id -> slot map; the
+trainer's scratchpads keep the rows, which id each slot holds, and the dirty bits. Queues between
+stages are bounded, so memory stays bounded. An exception in any stage, a
 KeyboardInterrupt, or leaving the `train()` loop early stops the threads, finishes the write-backs
 of every planned batch, flushes the dirty rows, and leaves the host tables complete: equal to the
 baseline trained on the batches whose Train finished.
@@ -32,11 +36,13 @@ import numpy as np
 import torch
 
 from scratchkit.events import EventLog, Stage
-from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
-from scratchkit.planner import TablePlanner, VictimPolicy, minimum_capacities
+from scratchkit.optim import apply_update, embedding_backward
+from scratchkit.kernels.engine import EngineKind
+from scratchkit.planner import VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 from scratchkit.trainers.pipeline import InFlight, InterruptFlag, PipelineError, PipelineRun
+from scratchkit.trainers.plan_ahead import PlanAhead, PlanFeed, PlanIn, PlanSetup
 
 __all__ = ["Hazards", "PipelineError", "ScratchPipeTrainer"]
 
@@ -53,7 +59,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
                  horizon: int | None = None, engine: str = "auto", record_events: bool = True,
-                 stage_hook: Callable[[Stage, int], None] | None = None):
+                 stage_hook: Callable[[Stage, int], None] | None = None,
+                 planner: PlanIn | str = PlanIn.AUTO):
         super().__init__(config, source, device)
         cache = config.cache
         self.depth = cache.depth
@@ -62,29 +69,41 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
         self.engine = engine
+        self.plan_in = PlanIn.parse(planner)      # where Plan runs: a process, a thread, or auto
         self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
         self.events = EventLog(enabled=record_events)
         self.capacities = [cache.capacity_for(n) for n in config.data.table_sizes]
-        self._lock = threading.Lock()           # the scratchpads' bookkeeping (map, holds, dirty)
+        self._lock = threading.Lock()           # the scratchpads' bookkeeping (slot ids, dirty)
         self._stage_seconds: dict[str, float] = {}
         self._reset_scratchpads()
 
     # --- setup ----------------------------------------------------------------------------------
     def _reset_scratchpads(self) -> None:
         width = self.config.optimizer.state_width(self.config.model.dim)
+        # the rows; the id -> slot map is the planner's (keeps_map=False)
         self.scratchpads = [Scratchpad(n, c, self.config.model.dim, state_width=width,
-                                       engine=self.engine, device=str(self.device))
+                                       engine=self.engine, device=str(self.device), keeps_map=False)
                             for n, c in zip(self.config.data.table_sizes, self.capacities)]
-        self.planners = [TablePlanner(t, pad, self.policy, holds=self.hazards.holds)
-                         for t, pad in enumerate(self.scratchpads)]
-        self._seen: dict[int, tuple] = {}   # batch index -> (batch, [(unique, inverse)] per table)
+        # per table [capacity]: the batch that last trained each slot (the planner's LRU clock)
+        self.last_trained = [np.full(c, -1, dtype=np.int64) for c in self.capacities]
 
-    def look(self, index: int) -> tuple:
-        """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
-        if index not in self._seen:
-            batch = self.source.batch(index)
-            self._seen[index] = (batch, [np.unique(ids, return_inverse=True) for ids in batch.ids])
-        return self._seen[index]
+    def plan_setup(self) -> PlanSetup:
+        """What the planner starts from: the scratchpads as they are between `train()` calls."""
+        kind = EngineKind(self.scratchpads[0].engine_kind)
+        return PlanSetup(
+            table_sizes=tuple(self.config.data.table_sizes), capacities=tuple(self.capacities),
+            depth=self.depth, policy=self.policy, holds=self.hazards.holds, horizon=self.horizon,
+            # the planner's map is host bookkeeping: on a GPU run it uses the CPU's kernels
+            engine=kind.value if kind is not EngineKind.CUPY else EngineKind.AUTO.value,
+            record_events=self.events.enabled,
+            slot_ids=tuple(pad.slot_ids.copy() for pad in self.scratchpads),
+            dirty=tuple(pad.dirty_mask() for pad in self.scratchpads),
+            last_trained=tuple(c.copy() for c in self.last_trained))
+
+    def plan_feed(self, start: int, stop: int, halt: threading.Event) -> PlanFeed:
+        """Plans for batches start..stop-1, made ahead by a planner process (or in a thread)."""
+        plan_ahead = PlanAhead(self.plan_setup(), self.source)
+        return PlanFeed(plan_ahead, start, stop, self.plan_in.resolve(stop - start), halt)
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
@@ -130,29 +149,29 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t0 = time.perf_counter()
         self._hook(Stage.TRAIN, b)
         batch = item.batch
-        # invariant 1, checked: every lookup's slot still holds that lookup's id
-        hits = sum(int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
-                   for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
+        hits = sum(self._hits(pad, plan, ids) for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
         slots = [torch.from_numpy(p.lookup_slots).to(self.device) for p in item.tables]
         ids = [torch.from_numpy(i).to(self.device) for i in batch.ids]
         offsets = [torch.from_numpy(o).to(self.device) for o in batch.offsets]
         pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
                               zip(self.scratchpads, slots, offsets)], dim=1)     # [B, T, dim]
         loss, grad = self.dense_step(batch, pooled)
-        for t, pad in enumerate(self.scratchpads):
-            # coalesce on table ids, exactly as the reference does; then update by slot
+        for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
+            # coalesce on table ids, exactly as the reference does; then update by slot. The
+            # coalesced ids are the sorted working set Plan(b) already mapped to slots.
             unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], self.tables.table_sizes[t])
-            apply_update(pad.rows, pad.state, slots_of_unique(unique, ids[t], slots[t]), grad_sum,
-                         self.config.optimizer)
+            if len(unique) != len(plan.decision.unique_ids):
+                raise RuntimeError(f"table {t}: {len(unique)} distinct ids coalesced, but Plan({b}) "
+                                   f"mapped {len(plan.decision.unique_ids)}")
+            apply_update(pad.rows, pad.state, torch.from_numpy(plan.decision.slots).to(self.device),
+                         grad_sum, self.config.optimizer)
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
-        with self._lock:
-            for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
+        with self._lock:   # the holds are the planner's: it counts Train(b) done by Plan(b+D+1)
+            for pad, plan, clock in zip(self.scratchpads, item.tables, self.last_trained):
                 trained = plan.decision.slots
                 pad.mark_dirty(trained)
-                self.planners[t].trained(b, trained)
-                if self.hazards.holds:
-                    pad.release(trained, assume_unique=True)
+                clock[trained] = b
         run.trained(b)
         self._add_stage(Stage.TRAIN, b, t0, time.perf_counter())
         with self._lock:
@@ -165,6 +184,15 @@ class ScratchPipeTrainer(HostTablesTrainer):
                           seconds=run.last_step_end - started, stage_seconds=stage_seconds,
                           lookups=batch.lookups(), hits=hits, fetched_rows=fetched,
                           written_back_rows=written, stale_reads=item.stale_reads)
+
+    @staticmethod
+    def _hits(pad: Scratchpad, plan, ids: np.ndarray) -> int:
+        """Invariant 1, checked: how many lookups find their own id in their slot. The working set
+        is checked first (every lookup is one of its ids); each lookup only when some id failed."""
+        decision = plan.decision
+        if np.array_equal(pad.slot_ids[decision.slots], decision.unique_ids):
+            return len(ids)
+        return int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
 
     def train_step(self) -> StepRecord:
         (record,) = self.train(1)   # run the generator to its end: an abandoned one aborts
@@ -180,22 +208,16 @@ class ScratchPipeTrainer(HostTablesTrainer):
         with self._lock:
             self._stage_seconds[stage.value] = self._stage_seconds.get(stage.value, 0.0) + end - start
 
-    def plan(self, b: int) -> InFlight:
+    def receive_plan(self, feed: PlanFeed, b: int) -> InFlight | None:
+        """Plan(b), made by the planner (None once the run halts); its time is the planner's."""
         self._hook(Stage.PLAN, b)
-        batch, sets = self.look(b)
-        future = [self.look(k)[1] for k in range(b + 1, min(b + 1 + self.horizon, len(self.source)))]
-        for k in [k for k in self._seen if k <= b]:
-            del self._seen[k]
-        tables = []
-        for t, planner in enumerate(self.planners):
-            next_use = (planner.next_uses([ws[t][0] for ws in future])   # outside the lock
-                        if self.policy is VictimPolicy.FURTHEST else None)
-            unique, inverse = sets[t]
-            with self._lock:
-                tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_use))
-        for p in tables:
+        planned = feed.next(b)
+        if planned is None:
+            return None
+        self._add_stage(Stage.PLAN, b, planned.start, planned.end)
+        for p in planned.tables:
             self.events.plan(p.decision)
-        return InFlight(b, batch, tables)
+        return InFlight(b, planned.batch, planned.tables)
 
     def collect(self, item: InFlight, written_back_upto: Callable[[], int]) -> None:
         self._hook(Stage.COLLECT, item.index)
@@ -233,15 +255,16 @@ class ScratchPipeTrainer(HostTablesTrainer):
                                      if x is not None else None for x in (pad.rows, pad.state)))
         if cuda:
             stream.synchronize()
+        item.victim_rows = victims   # from here on, Write-back (or an abort) returns them to the host
         t1 = time.perf_counter()
         self._add_stage(Stage.TRANSFER, item.index, t0, t1)
         self._hook(Stage.INSERT, item.index)
         with self._lock:   # the fetched rows arrive clean: copies of the host rows
             for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
-                pad.scatter(plan.miss_slots, rows, state, dirty=False)
+                pad.place(plan.miss_slots, plan.miss_ids, assume_unique=True)
+                pad.scatter(plan.miss_slots, rows, state, dirty=False, assume_unique=True)
         if cuda:
             self.scratchpads[0].xp.cuda.get_current_stream().synchronize()
-        item.victim_rows = victims
         self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
 
     def write_back(self, item: InFlight) -> None:
@@ -255,15 +278,6 @@ class ScratchPipeTrainer(HostTablesTrainer):
             self.tables.weights[t].index_copy_(0, index, rows)
             if state is not None:
                 self.tables.state[t].index_copy_(0, index, state)
-
-    def write_back_from_slots(self, item: InFlight) -> None:
-        """Abort path: Insert(b) never ran, so the victims' rows still sit in their slots."""
-        for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
-            slots = torch.from_numpy(plan.victim_slots).to(self.device)
-            index = torch.from_numpy(plan.victim_ids)
-            self.tables.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
-            if pad.state is not None:
-                self.tables.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
 
     # --- flush, checkpoint ----------------------------------------------------------------------
     def flush(self) -> int:

@@ -1,0 +1,228 @@
+"""ScratchPipe's Plan stage, run ahead of training: in a process of its own, or in a thread.
+
+Plan(b) depends only on the data and on the plans before it, never on how far Train has got:
+it counts batches b-D..b-1 as in flight (their slots held) and b-D-1 and earlier as trained
+(their slots dirty, and free to evict). The pipeline keeps that promise: Insert(b), the first
+stage that touches a slot Plan(b) took, waits for Train(b-D-1). So the planner needs no message
+from the trainer, and may run ahead in another process, on its own core and out of the trainer's
+GIL, making exactly the plans it would make in a thread.
+
+    trainer (rows, slot_ids, dirty)           planner (a host copy of the id -> slot map, the
+                                              holds, the LRU clock, the batches ahead)
+       ---- PlanSetup at the start of train() ---->
+       <--- Planned(b), b = start .. stop-1, in order ----
+
+The process is forked (Linux), so it starts in milliseconds and shares the data source without
+copying it; it ignores Ctrl-C (the trainer handles that) and is stopped when `train()` returns.
+Where fork is missing (Windows, macOS's default), or for a call too short to be worth a process,
+the same `PlanAhead` runs in the trainer's planner thread.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from scratchkit.planner import TablePlan, TablePlanner, VictimPolicy
+from scratchkit.scratchpad import Scratchpad
+
+PIPE_BYTES = 4 << 20   # room for a few plans in the pipe; Linux caps it at fs/pipe-max-size
+F_SETPIPE_SZ = 1031    # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
+
+# A call of fewer steps than this plans in a thread: forking costs a few milliseconds, more than
+# planning a handful of batches, and `train_step()` (one step per call) would pay it every step.
+MIN_STEPS_FOR_PROCESS = 8
+
+
+class PlanIn(str, Enum):
+    """Where Plan runs. AUTO: a process where fork exists and the call is long enough."""
+
+    AUTO = "auto"
+    PROCESS = "process"
+    THREAD = "thread"
+
+    @classmethod
+    def parse(cls, name: "PlanIn | str") -> "PlanIn":
+        try:
+            return cls(name)
+        except ValueError:
+            raise ValueError(f"unknown planner place {name!r}; choose from "
+                             f"{', '.join(p.value for p in cls)}") from None
+
+    def resolve(self, steps: int) -> "PlanIn":
+        if self is not PlanIn.AUTO:
+            return self
+        forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+        return PlanIn.PROCESS if forks and steps >= MIN_STEPS_FOR_PROCESS else PlanIn.THREAD
+
+
+@dataclass(frozen=True)
+class PlanSetup:
+    """Everything the planner needs, taken from the trainer when `train()` starts."""
+
+    table_sizes: tuple[int, ...]
+    capacities: tuple[int, ...]
+    depth: int
+    policy: VictimPolicy
+    holds: bool                        # the hazard lab's switch (invariant 4)
+    horizon: int                       # how many batches ahead next uses are looked for
+    engine: str                        # the map's kernels: "twin" or "host" (the CPU's)
+    record_events: bool                # False: leave out what only the event trace reads
+    slot_ids: tuple[np.ndarray, ...]   # per table [capacity] id in each slot now, -1 free
+    dirty: tuple[np.ndarray, ...]      # per table [capacity] bool, changed since filled
+    last_trained: tuple[np.ndarray, ...]  # per table [capacity] batch that last trained it
+
+
+@dataclass
+class Planned:
+    """Plan(b): the batch, one TablePlan per table, and when the planning ran (perf_counter)."""
+
+    index: int
+    batch: object
+    tables: list[TablePlan]
+    start: float
+    end: float
+
+
+class PlanAhead:
+    """Plans batches one after another on a host copy of the map (see the module docstring)."""
+
+    def __init__(self, setup: PlanSetup, source):
+        self.setup, self.source = setup, source
+        self.planners = []
+        for t, (n, capacity) in enumerate(zip(setup.table_sizes, setup.capacities)):
+            # the map and its bookkeeping only: one float per slot stands in for the rows
+            pad = Scratchpad(n, capacity, 1, engine=setup.engine, device="cpu")
+            resident = np.flatnonzero(setup.slot_ids[t] >= 0)
+            pad.insert(setup.slot_ids[t][resident], resident, assume_unique=True)
+            pad.mark_dirty(np.flatnonzero(setup.dirty[t]))
+            planner = TablePlanner(t, pad, setup.policy, holds=setup.holds,
+                                   record_held=setup.record_events)
+            planner.last_trained[:] = setup.last_trained[t]
+            self.planners.append(planner)
+        self._in_flight: deque[tuple[int, list[np.ndarray]]] = deque()   # (b, slots per table)
+        self._seen: dict[int, tuple] = {}   # batch index -> (batch, [(unique, inverse)] per table)
+
+    def _look(self, index: int) -> tuple:
+        """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
+        if index not in self._seen:
+            batch = self.source.batch(index)
+            self._seen[index] = (batch, [np.unique(ids, return_inverse=True) for ids in batch.ids])
+        return self._seen[index]
+
+    def _retire(self, b: int, slots: list[np.ndarray]) -> None:
+        """Train(b) has finished by the time the plan being made is used: its slots are dirty."""
+        for planner, trained in zip(self.planners, slots):
+            planner.scratchpad.mark_dirty(trained)
+            planner.trained(b, trained)
+            if self.setup.holds:
+                planner.scratchpad.release(trained, assume_unique=True)
+
+    def plan(self, b: int) -> Planned:
+        start = time.perf_counter()
+        while self._in_flight and self._in_flight[0][0] < b - self.setup.depth:
+            self._retire(*self._in_flight.popleft())          # b-D-1 and older: trained
+        batch, sets = self._look(b)
+        stop = min(b + 1 + self.setup.horizon, len(self.source))
+        future = [self._look(k)[1] for k in range(b + 1, stop)]
+        for k in [k for k in self._seen if k <= b]:
+            del self._seen[k]
+        tables = []
+        for t, planner in enumerate(self.planners):
+            next_use = (planner.next_uses([ws[t][0] for ws in future])
+                        if self.setup.policy is VictimPolicy.FURTHEST else None)
+            unique, inverse = sets[t]
+            tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_use))
+        self._in_flight.append((b, [p.decision.slots for p in tables]))
+        return Planned(b, batch, tables, start, time.perf_counter())
+
+
+class PlanFeed:
+    """The trainer's end: `next(b)` gives Planned(b), from a forked process or made right here.
+
+    `next` returns None once `halt` is set; an error in the planner process comes back as the
+    exception it raised. `close()` stops the process (safe to call more than once).
+    """
+
+    POLL = 0.05   # seconds between looks at the halt flag while waiting for a plan
+
+    def __init__(self, plan_ahead: PlanAhead, start: int, stop: int, where: PlanIn,
+                 halt: threading.Event):
+        self.plan_ahead, self.where, self.halt = plan_ahead, where, halt
+        self.process = self._conn = None
+        if where is PlanIn.PROCESS:
+            context = multiprocessing.get_context("fork")
+            self._conn, child_end = context.Pipe(duplex=False)
+            _widen(child_end)
+            self.process = context.Process(target=_serve, args=(plan_ahead, start, stop, child_end),
+                                           name="scratchpipe-planner", daemon=True)
+            self.process.start()
+            child_end.close()
+
+    def next(self, b: int) -> Planned | None:
+        if self.process is None:
+            return None if self.halt.is_set() else self.plan_ahead.plan(b)
+        while not self._conn.poll(self.POLL):
+            if self.halt.is_set():
+                return None
+        try:
+            kind, index, payload = self._conn.recv()
+        except EOFError:   # the pipe closed: the process is gone
+            self.process.join(timeout=1.0)
+            raise RuntimeError(f"the planner process exited (code {self.process.exitcode}) "
+                               f"before sending batch {b}") from None
+        if kind == "error":
+            raise payload
+        if index != b:
+            raise RuntimeError(f"the planner sent batch {index} where batch {b} was due")
+        return payload
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.terminate()
+            self.process.join()
+            self._conn.close()
+            self.process = None
+
+
+def _widen(conn) -> None:
+    """Let a whole plan (hundreds of KB) sit in the pipe, so it crosses in one write and one read
+    rather than in 64 KB turns of the two processes (Linux: F_SETPIPE_SZ; elsewhere nothing)."""
+    try:
+        import fcntl   # POSIX only; only a forked planner (Linux) gets here
+        with open("/proc/sys/fs/pipe-max-size") as limit:
+            size = min(int(limit.read()), PIPE_BYTES)
+        fcntl.fcntl(conn.fileno(), F_SETPIPE_SZ, size)
+    except (OSError, ValueError):
+        pass
+
+
+def _serve(plan_ahead: PlanAhead, start: int, stop: int, conn) -> None:
+    """The planner process: plan every batch in order and send it; the pipe's buffer and the
+    trainer's reading pace it. An error is sent back as the exception (or its text)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
+    for b in range(start, stop):
+        try:
+            message = ("plan", b, plan_ahead.plan(b))
+        except BaseException as error:  # noqa: BLE001 - reported to the trainer, which raises it
+            message = ("error", b, error)
+        try:
+            conn.send(message)
+        except (BrokenPipeError, OSError):
+            return                                  # the trainer stopped listening
+        except Exception as error:  # noqa: BLE001 - e.g. an exception that does not pickle
+            failure = RuntimeError(f"{type(message[2]).__name__}: {message[2]} "
+                                   f"(and it could not be sent: {error})")
+            conn.send(("error", b, failure))
+        if message[0] == "error":
+            return
+    conn.close()
+
