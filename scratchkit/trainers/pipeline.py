@@ -2,9 +2,10 @@
 
 Plan is made by a planner process (or in a thread; scratchkit/trainers/plan_ahead.py) and received
 by a worker thread; Collect, Insert (with Transfer) and Write-back each run on a worker thread;
-Train runs in the caller's thread. Bounded queues connect them, so memory stays bounded. Every wait wakes up every
-`POLL` seconds to look at the halt flag, so nothing hangs: a failing stage halts the run, and the
-caller's thread re-raises it as a `PipelineError` naming the stage and the batch.
+Train runs in the caller's thread. Bounded queues connect them, so memory stays bounded. Every
+wait wakes up every `POLL` seconds to look at the halt flag, so nothing hangs: a failing stage
+halts the run, and the caller's thread re-raises it as a `PipelineError` naming the stage and the
+batch.
 
 The stages themselves are the trainer's methods (scratchkit/trainers/scratchpipe.py); this module
 only orders them.

@@ -149,7 +149,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t0 = time.perf_counter()
         self._hook(Stage.TRAIN, b)
         batch = item.batch
-        hits = sum(self._hits(pad, plan, ids) for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
+        hits = sum(self._hits(pad, plan, ids)
+                   for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
         slots = [torch.from_numpy(p.lookup_slots).to(self.device) for p in item.tables]
         ids = [torch.from_numpy(i).to(self.device) for i in batch.ids]
         offsets = [torch.from_numpy(o).to(self.device) for o in batch.offsets]
