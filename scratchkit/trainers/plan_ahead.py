@@ -32,6 +32,7 @@ import numpy as np
 
 from scratchkit.planner import TablePlan, TablePlanner, VictimPolicy
 from scratchkit.scratchpad import Scratchpad
+from scratchkit.trainers.pipeline import POLL
 
 PIPE_BYTES = 4 << 20   # room for a few plans in the pipe; Linux caps it at fs/pipe-max-size
 F_SETPIPE_SZ = 1031    # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
@@ -151,8 +152,6 @@ class PlanFeed:
     exception it raised. `close()` stops the process (safe to call more than once).
     """
 
-    POLL = 0.05   # seconds between looks at the halt flag while waiting for a plan
-
     def __init__(self, plan_ahead: PlanAhead, start: int, stop: int, where: PlanIn,
                  halt: threading.Event):
         self.plan_ahead, self.where, self.halt = plan_ahead, where, halt
@@ -169,7 +168,7 @@ class PlanFeed:
     def next(self, b: int) -> Planned | None:
         if self.process is None:
             return None if self.halt.is_set() else self.plan_ahead.plan(b)
-        while not self._conn.poll(self.POLL):
+        while not self._conn.poll(POLL):   # the pipeline's halt-flag period
             if self.halt.is_set():
                 return None
         try:
