@@ -21,7 +21,7 @@ from enum import Enum
 import numpy as np
 
 from scratchkit.events import PlanDecision
-from scratchkit.scratchpad import Scratchpad
+from scratchkit.slot_map import SlotMap
 
 NEVER = np.iinfo(np.int64).max
 
@@ -52,20 +52,53 @@ class TablePlan:
     wait_for_write_back: int       # Collect waits until this batch's write-back landed (-1: none)
 
 
-class TablePlanner:
-    """Plans one table's batches against its scratchpad. Not thread-safe: the caller locks."""
+class WorkingSets:
+    """`np.unique(ids, return_inverse=True)` for one table's batches, made faster where it can.
 
-    def __init__(self, table: int, scratchpad: Scratchpad, policy: VictimPolicy, holds: bool = True,
+    When the table is small next to a batch (at most BITMAP_ROWS_PER_LOOKUP rows per lookup), ids
+    are marked in a [num_rows] bitmap and read back in order, ~4x faster than sorting 2k ids; the
+    result is the same arrays. Larger tables sort, as np.unique does.
+    """
+
+    BITMAP_ROWS_PER_LOOKUP = 64   # measured: the bitmap wins up to ~200 rows per lookup
+
+    def __init__(self, num_rows: int):
+        self.num_rows = num_rows
+        self._mark = self._position = None   # [num_rows] scratch, made on first use
+
+    def __call__(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(unique [u] sorted, inverse [n]) with unique[inverse] == ids."""
+        if self.num_rows > self.BITMAP_ROWS_PER_LOOKUP * len(ids):
+            return np.unique(ids, return_inverse=True)
+        if self._mark is None:
+            self._mark = np.zeros(self.num_rows, dtype=bool)
+            self._position = np.empty(self.num_rows, dtype=np.int64)
+        self._mark[ids] = True
+        unique = np.flatnonzero(self._mark)
+        self._mark[unique] = False                               # clean for the next batch
+        self._position[unique] = np.arange(len(unique))
+        return unique, self._position[ids]
+
+
+class TablePlanner:
+    """Plans one table's batches against its scratchpad's map. Not thread-safe: one caller."""
+
+    def __init__(self, table: int, slot_map: SlotMap, policy: VictimPolicy, holds: bool = True,
                  record_held: bool = True):
-        self.table, self.scratchpad, self.policy, self.holds = table, scratchpad, policy, holds
+        self.table, self.slot_map, self.policy, self.holds = table, slot_map, policy, holds
         self.record_held = record_held   # PlanDecision.held_before: for the event trace only
-        self.last_trained = np.full(scratchpad.capacity, -1, dtype=np.int64)  # LRU clock per slot
+        self.last_trained = np.full(slot_map.capacity, -1, dtype=np.int64)  # LRU clock per slot
         # per id: the batch whose write-back returns its evicted row, -1 when none is pending
-        self._evicted_by = np.full(scratchpad.num_rows, -1, dtype=np.int64)
+        self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)
+        self._next_use = np.empty(slot_map.num_rows, dtype=np.int64)   # reused: see next_uses
 
     def next_uses(self, future: list[np.ndarray]) -> np.ndarray:
-        """[num_rows] distance to each id's next use among `future` working sets (NEVER if unseen)."""
-        next_use = np.full(self.scratchpad.num_rows, NEVER, dtype=np.int64)
+        """[num_rows] distance to each id's next use among `future` working sets (NEVER if unseen).
+
+        The array is reused by the next call (a fresh one per batch cost more in page faults
+        than the filling), so read it before planning again."""
+        next_use = self._next_use
+        next_use.fill(NEVER)
         for distance in range(len(future), 0, -1):      # nearest last, so it wins
             next_use[future[distance - 1]] = distance
         return next_use
@@ -73,9 +106,9 @@ class TablePlanner:
     def plan(self, batch_index: int, ids: np.ndarray, unique: np.ndarray, inverse: np.ndarray,
              next_use: np.ndarray | None) -> TablePlan:
         """Plan batch b: `ids` [n], its working set `unique` [u] with `unique[inverse] == ids`, and
-        `next_use` from `next_uses` (None for the LRU policy). The caller holds the lock."""
-        pad = self.scratchpad
-        slots = np.asarray(pad.query(unique)).copy()
+        `next_use` from `next_uses` (None for the LRU policy)."""
+        pad = self.slot_map
+        slots = pad.query(unique)
         hit = slots >= 0
         held_before = np.flatnonzero(pad.held_mask()) if self.record_held else np.empty(0, np.int64)
         miss_ids = unique[~hit]
@@ -86,13 +119,13 @@ class TablePlanner:
         if shortfall > 0:
             victim_slots = self._choose_victims(shortfall, exclude=slots[hit], next_use=next_use)
             victim_ids = pad.slot_ids[victim_slots].copy()
-            erased = pad.erase(victim_ids, assume_unique=True)
+            erased = pad.erase(victim_ids)
             victim_slots, dirty_victims = erased.slots, erased.was_dirty
         miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
-        pad.insert(miss_ids, miss_slots, assume_unique=True)   # a working set: distinct
+        pad.insert(miss_ids, miss_slots)   # a working set: distinct
         slots[~hit] = miss_slots
         if self.holds:
-            pad.hold(slots, assume_unique=True)   # the whole working set, until Train(b) finishes
+            pad.hold(slots)   # the whole working set, until Train(b) finishes
         # invariant 3: a miss that an earlier batch evicted waits for that batch's write-back
         wait = int(self._evicted_by[miss_ids].max(initial=-1))
         self._evicted_by[miss_ids] = -1
@@ -103,7 +136,7 @@ class TablePlanner:
                          victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
 
     def _choose_victims(self, count: int, exclude: np.ndarray, next_use: np.ndarray | None) -> np.ndarray:
-        pad = self.scratchpad
+        pad = self.slot_map
         candidate = pad.slot_ids >= 0
         candidate[exclude] = False               # never evict this batch's own hits (not held yet)
         if self.holds:
@@ -125,21 +158,21 @@ def _smallest(count: int, slots: np.ndarray, last_trained: np.ndarray,
               use: np.ndarray | None) -> np.ndarray:
     """Positions of the `count` candidates first in the order (-use, last_trained, slot).
 
-    A partial sort (O(n)) on one int64 key, least recently trained then lowest slot, instead of a
-    full three-key lexsort: the key is unique (slots are), so the chosen set is exactly the
-    lexsort's first `count`. Ids never used within the horizon come first; only when there are
-    too few of them are the visible ones sorted, furthest next use first.
+    A partial sort (O(n)) on one int64 key instead of a full three-key lexsort: the key packs
+    the three, so it is unique (slots are), and the chosen set is exactly the lexsort's first
+    `count`. Ids never used within the horizon count as furthest; where the packed key could
+    overflow int64 (a run of billions of batches), the lexsort does it.
     """
     width = int(slots.max()) + 1                                 # slot in [0, width)
     key = (last_trained + 1) * width + slots                     # [n] LRU order, then slot
     if use is None:
         return _first(count, key)
-    never = np.flatnonzero(use == NEVER)
-    if len(never) >= count:
-        return never[_first(count, key[never])]
-    seen = np.flatnonzero(use != NEVER)
-    order = np.lexsort((key[seen], -use[seen]))[:count - len(never)]
-    return np.concatenate([never, seen[order]])
+    seen = use != NEVER
+    far = int(use[seen].max(initial=0)) + 1                      # NEVER sorts as `far`
+    span = (int(last_trained.max()) + 2) * width                 # key in [0, span)
+    if (far + 1) * span >= np.iinfo(np.int64).max:
+        return np.lexsort((key, -np.where(seen, use, far)))[:count]
+    return _first(count, np.where(seen, far - use, 0) * span + key)
 
 
 def _first(count: int, key: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ import torch
 
 from .backend import detect
 from .kernels.engine import EngineKind, make_engine, resolve
+from .shared_memory import shared_array
 
 # Linear probing's expected probes per miss are about (1 + 1/(1-a)^2) / 2 at load a: 2.5 at
 # a = 0.5, 8.5 at 0.75, 50 at 0.9. A table of at least 2 * capacity buckets keeps a <= 0.5 even
@@ -75,11 +76,14 @@ class Scratchpad:
         keeps_map: False leaves the id -> slot map to a planner elsewhere (ScratchPipe's planner
             keeps its own copy on the host): no hash map is allocated, `query`/`insert`/`erase`
             refuse, and the planner's decisions arrive through `place`.
+        shared: True puts the rows, the optimizer state, the slot ids and the dirty bits in shared
+            memory, so that a process forked later reads and writes the very same scratchpad
+            (ScratchPipe's host process). CPU only.
     """
 
     def __init__(self, num_rows: int, capacity: int, dim: int, *, state_width: int = 0,
                  engine: EngineKind | str = EngineKind.AUTO, device: str | None = None,
-                 threads_per_block: int = 256, keeps_map: bool = True):
+                 threads_per_block: int = 256, keeps_map: bool = True, shared: bool = False):
         for name, value, low in (("num_rows", num_rows, 1), ("capacity", capacity, 1),
                                  ("dim", dim, 1), ("state_width", state_width, 0),
                                  ("threads_per_block", threads_per_block, 1)):
@@ -98,18 +102,27 @@ class Scratchpad:
                              f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()")
 
         self.keeps_map = bool(keeps_map)
+        self.shared = bool(shared)
+        if self.shared and xp is not np:
+            raise ValueError("shared=True needs the scratchpad in host memory (device 'cpu')")
+        zeros = shared_array if self.shared else np.zeros
         self.table_size = _next_power_of_two(BUCKETS_PER_SLOT * self.capacity) if keeps_map else 0
         self._keys = xp.full(self.table_size, -1, dtype=xp.int64)
         self._values = xp.full(self.table_size, -1, dtype=xp.int64)
-        self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)
-        self._state = (xp.zeros((self.capacity, self.state_width), dtype=xp.float32)
-                       if self.state_width else None)
+        if xp is np:
+            self._rows = zeros((self.capacity, self.dim), dtype=np.float32)
+            self._state = zeros((self.capacity, self.state_width), np.float32) if self.state_width else None
+        else:
+            self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)
+            self._state = (xp.zeros((self.capacity, self.state_width), dtype=xp.float32)
+                           if self.state_width else None)
         self.rows = self._as_torch(self._rows)                                # [capacity, dim]
         self.state = self._as_torch(self._state) if self._state is not None else None
 
-        self._slot_ids = np.full(self.capacity, -1, dtype=np.int64)
+        self._slot_ids = zeros(self.capacity, dtype=np.int64)
+        self._slot_ids.fill(-1)
         self._holds = np.zeros(self.capacity, dtype=np.int32)
-        self._dirty = np.zeros(self.capacity, dtype=bool)
+        self._dirty = zeros(self.capacity, dtype=bool)
         self._live = 0
         self._tombstones = 0
         self.rebuilds = 0
@@ -122,7 +135,7 @@ class Scratchpad:
     def __repr__(self) -> str:
         return (f"Scratchpad(num_rows={self.num_rows}, capacity={self.capacity}, dim={self.dim}, "
                 f"state_width={self.state_width}, engine={self.engine_kind.value!r}, "
-                f"device={str(self.device)!r}, used={self._live})")
+                f"device={str(self.device)!r}, used={len(self)})")
 
     # ------------------------------------------------------------------ input checking helpers
     def _on_device(self, x) -> bool:
@@ -414,6 +427,8 @@ class Scratchpad:
 
     def __len__(self) -> int:
         """Number of used slots (ids in the map)."""
+        if self.shared:   # another process may have placed ids: count them
+            return int(np.count_nonzero(self._slot_ids >= 0))
         return self._live
 
     @property

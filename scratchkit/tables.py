@@ -6,6 +6,7 @@ import math
 import torch
 
 from scratchkit.config import OptimizerConfig
+from scratchkit.shared_memory import shared_copy
 
 
 def init_embedding_weights(table_sizes, dim: int, seed: int) -> list[torch.Tensor]:
@@ -42,6 +43,11 @@ class HostTables:
     @property
     def num_tables(self) -> int:
         return len(self.table_sizes)
+
+    def share(self) -> None:
+        """Move the tables into shared memory, so a process forked later writes the same rows."""
+        self.weights = [shared_copy(w) for w in self.weights]
+        self.state = [shared_copy(s) if s is not None else None for s in self.state]
 
 
 def check_ids(table_sizes, table: int, ids: torch.Tensor) -> None:

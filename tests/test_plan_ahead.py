@@ -1,5 +1,7 @@
-"""ScratchPipe's planner runs ahead, in a process or a thread: the same plans either way, whatever
-Train's timing, errors that name their batch, and a fast victim choice equal to its slow twin."""
+"""ScratchPipe's planner runs ahead, in a process or a thread, or with every host stage in a process:
+the same plans and results each way, whatever Train's timing, errors that name their batch, and
+fast paths (victim choice, working sets, the plan ring) equal to their slow twins."""
+import multiprocessing
 import os
 import signal
 import threading
@@ -12,10 +14,12 @@ from hypothesis import given, settings, strategies as st
 from scratchkit.config import CacheParams, OptimizerConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.events import Stage
-from scratchkit.planner import NEVER, _smallest
+from scratchkit.planner import NEVER, WorkingSets, _smallest
 from scratchkit.reference import ReferenceRun
 from scratchkit.scratchpad import Scratchpad
+from scratchkit.shared_memory import shared_array
 from scratchkit.trainers.plan_ahead import MIN_STEPS_FOR_PROCESS, PlanAhead, PlanFeed, PlanIn
+from scratchkit.trainers.plan_ring import PlanRing
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
 
 
@@ -74,7 +78,7 @@ def test_a_planner_process_makes_the_plans_a_thread_makes(tiny_config):
     assert evicted > 0   # the scratchpad is at its minimum: the plans really evict
 
 
-@pytest.mark.parametrize("planner", ["process", "thread"])
+@pytest.mark.parametrize("planner", ["host-process", "process", "thread"])
 def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
     config = small_scratchpad_config(tiny_config)
     source = SyntheticSource(config.data)
@@ -88,12 +92,33 @@ def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
     assert counts[0] == counts[1]
 
 
-def test_where_plan_runs_is_chosen_and_checked():
-    assert PlanIn.AUTO.resolve(MIN_STEPS_FOR_PROCESS - 1) is PlanIn.THREAD
-    assert PlanIn.THREAD.resolve(10_000) is PlanIn.THREAD
-    assert PlanIn.PROCESS.resolve(1) is PlanIn.PROCESS
-    with pytest.raises(ValueError, match="unknown planner place 'gpu'; choose from auto, process, thread"):
+def test_where_the_host_stages_run_is_chosen_and_checked():
+    many = MIN_STEPS_FOR_PROCESS
+    resolve = PlanIn.AUTO.resolve
+    assert resolve(many - 1, host_rows=True, ordered=True) is PlanIn.THREAD   # forking costs more
+    assert resolve(many, host_rows=True, ordered=True) is PlanIn.HOST_PROCESS
+    assert resolve(many, host_rows=False, ordered=True) is PlanIn.PROCESS     # rows on a GPU
+    assert resolve(many, host_rows=True, ordered=False) is PlanIn.PROCESS     # the hazard lab
+    assert PlanIn.THREAD.resolve(10_000, host_rows=True, ordered=True) is PlanIn.THREAD
+    assert PlanIn.PROCESS.resolve(1, host_rows=True, ordered=True) is PlanIn.PROCESS
+    with pytest.raises(ValueError, match="needs the scratchpad in host memory"):
+        PlanIn.HOST_PROCESS.resolve(many, host_rows=False, ordered=True)
+    with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
+        PlanIn.HOST_PROCESS.resolve(many, host_rows=True, ordered=False)
+    with pytest.raises(ValueError, match="unknown planner place 'gpu'; choose from auto, "
+                                         "host-process, process, thread"):
         PlanIn.parse("gpu")
+
+
+def test_with_the_host_stages_in_a_process_the_trainer_runs_no_threads(tiny_config):
+    config = small_scratchpad_config(tiny_config)
+    trainer = ScratchPipeTrainer(config)
+    assert trainer.where_host_stages_run(20) is PlanIn.HOST_PROCESS
+    before = threading.active_count()
+    during = [threading.active_count() for _ in trainer.train(20)]
+    assert set(during) == {before}
+    threaded = ScratchPipeTrainer(config, planner="process")
+    assert max(threading.active_count() for _ in threaded.train(20)) > before
 
 
 # --- errors in the planner process come back, naming the batch --------------------------------------
@@ -113,10 +138,11 @@ class BrokenSource(SyntheticSource):
         return super().batch(index)
 
 
-def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config):
+@pytest.mark.parametrize("planner", ["process", "host-process"])
+def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config, planner):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=14, how="raise")
-    trainer = ScratchPipeTrainer(config, source, planner="process")
+    trainer = ScratchPipeTrainer(config, source, planner=planner)
     # Plan(b) reads batches b+1 .. b+horizon to find next uses, so an earlier Plan meets batch 14
     with pytest.raises(PipelineError, match=r"stage plan failed on batch (\d+): ValueError: corrupt "
                                             r"record in batch 14") as failure:
@@ -126,11 +152,12 @@ def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config):
     assert max_diff_to_reference(trainer, SyntheticSource(config.data), trainer.next_batch) == 0.0
 
 
-def test_a_planner_process_that_dies_is_reported(tiny_config):
+@pytest.mark.parametrize("planner,name", [("process", "planner"), ("host-process", "host")])
+def test_a_planner_process_that_dies_is_reported(tiny_config, planner, name):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=9, how="exit")
-    trainer = ScratchPipeTrainer(config, source, planner="process")
-    with pytest.raises(PipelineError, match=r"planner process exited \(code 3\) before sending batch \d+"):
+    trainer = ScratchPipeTrainer(config, source, planner=planner)
+    with pytest.raises(PipelineError, match=name + r" process exited \(code 3\) before sending batch \d+"):
         list(trainer.train(20))
     assert trainer.next_batch <= 9
     assert max_diff_to_reference(trainer, SyntheticSource(config.data), trainer.next_batch) == 0.0
@@ -170,3 +197,59 @@ def test_a_scratchpad_without_a_map_records_placements():
         pad.place([2, 2], [1, 2])
     with pytest.raises(RuntimeError, match="keeps its own map"):
         Scratchpad(100, 8, 4, engine="twin", device="cpu").place([0], [1])
+
+
+def test_the_host_process_leaves_ctrl_c_to_the_trainer(tiny_config):
+    config = small_scratchpad_config(tiny_config)
+    source = SyntheticSource(config.data)
+    trainer = ScratchPipeTrainer(config, source, planner="host-process")
+    records = trainer.train(40)
+    next(records)
+    (host,) = multiprocessing.active_children()
+    os.kill(host.pid, signal.SIGINT)   # a terminal's Ctrl-C reaches the whole process group
+    time.sleep(0.1)
+    assert host.is_alive()
+    assert [r.step for r in records] == list(range(1, 40))
+    assert max_diff_to_reference(trainer, source, 40) == 0.0
+
+
+# --- the host process's fast paths against their slow twins ---------------------------------------
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 3000), st.integers(0, 300), st.integers(0, 2**32 - 1))
+def test_working_sets_equal_np_unique(num_rows, n, seed):
+    ids = np.random.default_rng(seed).integers(0, num_rows, n)
+    working_sets = WorkingSets(num_rows)
+    for _ in range(2):   # the bitmap is reused: the second call must not see the first's ids
+        unique, inverse = working_sets(ids)
+        expected_unique, expected_inverse = np.unique(ids, return_inverse=True)
+        assert np.array_equal(unique, expected_unique) and unique.dtype == np.int64
+        assert np.array_equal(inverse, expected_inverse)
+        ids = ids[::-1] // 2
+
+
+def test_the_plan_ring_returns_what_it_was_given_in_private_memory():
+    ring = PlanRing(multiprocessing.get_context("fork"), slot_bytes=4096, slots=2)
+    small = {"ids": np.arange(7), "mask": np.array([True, False, True]), "n": 3,
+             "rows": np.ones((4, 3), dtype=np.float32)}
+    big = {"ids": np.arange(4096)}                        # 32 KB: too big for a slot
+    for message, obj in [(ring.pack(small), small), (ring.pack(big), big), (ring.pack(small), small)]:
+        out = ring.unpack(message)
+        assert out.keys() == obj.keys() and out["ids"].flags.writeable
+        for key, value in obj.items():
+            assert np.array_equal(out[key], value) and np.asarray(out[key]).dtype == np.asarray(value).dtype
+    assert ring.pack(big)[0] == "inline"
+    # every slot in use and nobody reading: a stopped trainer ends the wait
+    ring.pack(small), ring.pack(small)
+    assert ring.pack(small, halted=lambda: True) is None
+
+
+def test_shared_arrays_are_shared_with_a_forked_child():
+    array = shared_array((3, 2), np.float32)
+    private = np.zeros((3, 2), np.float32)
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=lambda: (array.__setitem__(1, 7.0), private.__setitem__(1, 7.0)))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    assert array[1].tolist() == [7.0, 7.0] and array[0].tolist() == [0.0, 0.0]
+    assert private[1].tolist() == [0.0, 0.0]   # ordinary memory is the child's own copy

@@ -216,11 +216,17 @@ def failing(stage: Stage, batch: int):
     return hook
 
 
+# both pipelines: every host stage in one forked process (a CPU run's default), and worker threads
+PIPELINES = ["host-process", "process"]
+
+
+@pytest.mark.parametrize("planner", PIPELINES)
 @pytest.mark.parametrize("stage", [Stage.PLAN, Stage.COLLECT, Stage.INSERT, Stage.WRITE_BACK, Stage.TRAIN])
-def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage):
+def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage, planner):
     minimum = smallest_capacity(tiny_config, 2, 20)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9))
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9),
+                                 planner=planner)
     with pytest.raises((PipelineError, OSError)) as err:
         list(trainer.train(20))
     if stage is not Stage.TRAIN:
@@ -235,7 +241,8 @@ def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage):
     assert max_diff_to_reference(trainer, source, 20) == 0.0
 
 
-def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config):
+@pytest.mark.parametrize("planner", PIPELINES)
+def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, planner):
     minimum = smallest_capacity(tiny_config, 2, 30)
     source = SyntheticSource(tiny_config.data)
 
@@ -243,7 +250,8 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config):
         if stage is Stage.PLAN and b == 8:
             signal.raise_signal(signal.SIGINT)   # as if the user pressed Ctrl-C
 
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c,
+                                 planner=planner)
     with pytest.raises(KeyboardInterrupt):
         list(trainer.train(30))
     assert 1 <= trainer.next_batch < 30
@@ -251,10 +259,11 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_leaving_the_loop_early_flushes(tiny_config):
+@pytest.mark.parametrize("planner", PIPELINES)
+def test_leaving_the_loop_early_flushes(tiny_config, planner):
     minimum = smallest_capacity(tiny_config, 3, 25)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source, planner=planner)
     for record in trainer.train(25):
         if record.step == 10:
             break

@@ -81,7 +81,7 @@ class InterruptFlag:
 class PipelineRun:
     """The worker threads and queues for batches start..stop-1 of one `train()` call."""
 
-    def __init__(self, trainer: ScratchPipeTrainer, start: int, stop: int):
+    def __init__(self, trainer: ScratchPipeTrainer, start: int, stop: int, where):
         self.trainer, self.start_index, self.stop_index = trainer, start, stop
         depth = trainer.depth
         self.items: dict[int, InFlight] = {}
@@ -97,7 +97,7 @@ class PipelineRun:
         cuda = trainer.device.type == "cuda"
         self.stream = torch.cuda.Stream() if cuda else None
         # the planner process is forked before any of this run's threads exist
-        self.feed = trainer.plan_feed(start, stop, self.halt)
+        self.feed = trainer.plan_feed(start, stop, self.halt, where)   # where: PlanIn
         self.threads = [threading.Thread(target=self._guard, args=(f, s), daemon=True,
                                          name=f"scratchpipe-{s.value}")
                         for f, s in ((self._plan_loop, Stage.PLAN), (self._collect_loop, Stage.COLLECT),

@@ -30,9 +30,10 @@ from enum import Enum
 
 import numpy as np
 
-from scratchkit.planner import TablePlan, TablePlanner, VictimPolicy
-from scratchkit.scratchpad import Scratchpad
+from scratchkit.planner import TablePlan, TablePlanner, VictimPolicy, WorkingSets
+from scratchkit.slot_map import SlotMap
 from scratchkit.trainers.pipeline import POLL
+from scratchkit.trainers.plan_ring import PlanRing
 
 PIPE_BYTES = 4 << 20   # room for a few plans in the pipe; Linux caps it at fs/pipe-max-size
 F_SETPIPE_SZ = 1031    # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
@@ -43,11 +44,12 @@ MIN_STEPS_FOR_PROCESS = 8
 
 
 class PlanIn(str, Enum):
-    """Where Plan runs. AUTO: a process where fork exists and the call is long enough."""
+    """Where Plan runs, and with it the other host stages. AUTO: the fastest that fits (`resolve`)."""
 
     AUTO = "auto"
-    PROCESS = "process"
-    THREAD = "thread"
+    HOST_PROCESS = "host-process"  # Plan, Collect, Transfer, Insert, Write-back: one forked process
+    PROCESS = "process"            # Plan in a forked process; the rest on the trainer's threads
+    THREAD = "thread"              # every host stage on the trainer's threads
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
@@ -57,11 +59,22 @@ class PlanIn(str, Enum):
             raise ValueError(f"unknown planner place {name!r}; choose from "
                              f"{', '.join(p.value for p in cls)}") from None
 
-    def resolve(self, steps: int) -> "PlanIn":
+    def resolve(self, steps: int, *, host_rows: bool, ordered: bool) -> "PlanIn":
+        """The place for a call of `steps` steps. `host_rows`: the scratchpads and host tables are
+        in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off."""
+        if self is PlanIn.HOST_PROCESS:
+            if not host_rows:
+                raise ValueError("planner='host-process' needs the scratchpad in host memory, made "
+                                 "for it (a CPU device); on a GPU use 'process'")
+            if not ordered:
+                raise ValueError("planner='host-process' runs each batch's host stages in order, so "
+                                 "the write-back-order hazard cannot happen there: use 'thread'")
         if self is not PlanIn.AUTO:
             return self
         forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-        return PlanIn.PROCESS if forks and steps >= MIN_STEPS_FOR_PROCESS else PlanIn.THREAD
+        if not forks or steps < MIN_STEPS_FOR_PROCESS:
+            return PlanIn.THREAD
+        return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,6 @@ class PlanSetup:
     policy: VictimPolicy
     holds: bool                        # the hazard lab's switch (invariant 4)
     horizon: int                       # how many batches ahead next uses are looked for
-    engine: str                        # the map's kernels: "twin" or "host" (the CPU's)
     record_events: bool                # False: leave out what only the event trace reads
     slot_ids: tuple[np.ndarray, ...]   # per table [capacity] id in each slot now, -1 free
     dirty: tuple[np.ndarray, ...]      # per table [capacity] bool, changed since filled
@@ -99,32 +111,40 @@ class PlanAhead:
         self.setup, self.source = setup, source
         self.planners = []
         for t, (n, capacity) in enumerate(zip(setup.table_sizes, setup.capacities)):
-            # the map and its bookkeeping only: one float per slot stands in for the rows
-            pad = Scratchpad(n, capacity, 1, engine=setup.engine, device="cpu")
+            slot_map = SlotMap(n, capacity)   # the map and its bookkeeping; the rows stay put
             resident = np.flatnonzero(setup.slot_ids[t] >= 0)
-            pad.insert(setup.slot_ids[t][resident], resident, assume_unique=True)
-            pad.mark_dirty(np.flatnonzero(setup.dirty[t]))
-            planner = TablePlanner(t, pad, setup.policy, holds=setup.holds,
+            slot_map.insert(setup.slot_ids[t][resident], resident)
+            slot_map.mark_dirty(np.flatnonzero(setup.dirty[t]))
+            planner = TablePlanner(t, slot_map, setup.policy, holds=setup.holds,
                                    record_held=setup.record_events)
             planner.last_trained[:] = setup.last_trained[t]
             self.planners.append(planner)
         self._in_flight: deque[tuple[int, list[np.ndarray]]] = deque()   # (b, slots per table)
         self._seen: dict[int, tuple] = {}   # batch index -> (batch, [(unique, inverse)] per table)
+        self._working_sets = [WorkingSets(n) for n in setup.table_sizes]
 
     def _look(self, index: int) -> tuple:
         """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
         if index not in self._seen:
             batch = self.source.batch(index)
-            self._seen[index] = (batch, [np.unique(ids, return_inverse=True) for ids in batch.ids])
+            self._seen[index] = (batch, [working_set(ids) for working_set, ids in
+                                         zip(self._working_sets, batch.ids)])
         return self._seen[index]
 
     def _retire(self, b: int, slots: list[np.ndarray]) -> None:
         """Train(b) has finished by the time the plan being made is used: its slots are dirty."""
         for planner, trained in zip(self.planners, slots):
-            planner.scratchpad.mark_dirty(trained)
+            planner.slot_map.mark_dirty(trained)
             planner.trained(b, trained)
             if self.setup.holds:
-                planner.scratchpad.release(trained, assume_unique=True)
+                planner.slot_map.release(trained)
+
+    def plan_bytes(self, b: int) -> int:
+        """A generous bound on the bytes of arrays in Planned(b): the plan ring's slot size."""
+        batch, _ = self._look(b)
+        per_table = sum(12 * len(ids) + capacity + len(offsets) + 1 for ids, offsets, capacity in
+                        zip(batch.ids, batch.offsets, self.setup.capacities))   # int64 elements
+        return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
 
     def plan(self, b: int) -> Planned:
         start = time.perf_counter()
@@ -155,12 +175,14 @@ class PlanFeed:
     def __init__(self, plan_ahead: PlanAhead, start: int, stop: int, where: PlanIn,
                  halt: threading.Event):
         self.plan_ahead, self.where, self.halt = plan_ahead, where, halt
-        self.process = self._conn = None
+        self.process = self._conn = self._ring = None
         if where is PlanIn.PROCESS:
             context = multiprocessing.get_context("fork")
             self._conn, child_end = context.Pipe(duplex=False)
             _widen(child_end)
-            self.process = context.Process(target=_serve, args=(plan_ahead, start, stop, child_end),
+            self._ring = PlanRing(context, plan_ahead.plan_bytes(start))
+            self.process = context.Process(target=_serve, args=(plan_ahead, start, stop, child_end,
+                                                                self._ring),
                                            name="scratchpipe-planner", daemon=True)
             self.process.start()
             child_end.close()
@@ -181,7 +203,7 @@ class PlanFeed:
             raise payload
         if index != b:
             raise RuntimeError(f"the planner sent batch {index} where batch {b} was due")
-        return payload
+        return self._ring.unpack(payload)
 
     def close(self) -> None:
         if self.process is not None:
@@ -189,6 +211,7 @@ class PlanFeed:
                 self.process.terminate()
             self.process.join()
             self._conn.close()
+            self._ring.close()
             self.process = None
 
 
@@ -204,13 +227,13 @@ def _widen(conn) -> None:
         pass
 
 
-def _serve(plan_ahead: PlanAhead, start: int, stop: int, conn) -> None:
-    """The planner process: plan every batch in order and send it; the pipe's buffer and the
+def _serve(plan_ahead: PlanAhead, start: int, stop: int, conn, ring: PlanRing) -> None:
+    """The planner process: plan every batch in order and send it; the ring's free slots and the
     trainer's reading pace it. An error is sent back as the exception (or its text)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
     for b in range(start, stop):
         try:
-            message = ("plan", b, plan_ahead.plan(b))
+            message = ("plan", b, ring.pack(plan_ahead.plan(b)))
         except BaseException as error:  # noqa: BLE001 - reported to the trainer, which raises it
             message = ("error", b, error)
         try:

@@ -37,10 +37,10 @@ import torch
 
 from scratchkit.events import EventLog, Stage
 from scratchkit.optim import apply_update, embedding_backward
-from scratchkit.kernels.engine import EngineKind
 from scratchkit.planner import VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
+from scratchkit.trainers.host_process import HostProcessRun
 from scratchkit.trainers.pipeline import InFlight, InterruptFlag, PipelineError, PipelineRun
 from scratchkit.trainers.plan_ahead import PlanAhead, PlanFeed, PlanIn, PlanSetup
 
@@ -69,7 +69,11 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
         self.engine = engine
-        self.plan_in = PlanIn.parse(planner)      # where Plan runs: a process, a thread, or auto
+        self.plan_in = PlanIn.parse(planner)      # where the host stages run (plan_ahead.PlanIn)
+        # a CPU run may give its host stages a process: rows and tables in shared memory for it
+        self.host_rows = self.device.type == "cpu" and self.plan_in in (PlanIn.AUTO, PlanIn.HOST_PROCESS)
+        if self.host_rows:
+            self.tables.share()
         self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
         self.events = EventLog(enabled=record_events)
         self.capacities = [cache.capacity_for(n) for n in config.data.table_sizes]
@@ -82,28 +86,31 @@ class ScratchPipeTrainer(HostTablesTrainer):
         width = self.config.optimizer.state_width(self.config.model.dim)
         # the rows; the id -> slot map is the planner's (keeps_map=False)
         self.scratchpads = [Scratchpad(n, c, self.config.model.dim, state_width=width,
-                                       engine=self.engine, device=str(self.device), keeps_map=False)
+                                       engine=self.engine, device=str(self.device), keeps_map=False,
+                                       shared=self.host_rows)
                             for n, c in zip(self.config.data.table_sizes, self.capacities)]
         # per table [capacity]: the batch that last trained each slot (the planner's LRU clock)
         self.last_trained = [np.full(c, -1, dtype=np.int64) for c in self.capacities]
 
     def plan_setup(self) -> PlanSetup:
         """What the planner starts from: the scratchpads as they are between `train()` calls."""
-        kind = EngineKind(self.scratchpads[0].engine_kind)
         return PlanSetup(
             table_sizes=tuple(self.config.data.table_sizes), capacities=tuple(self.capacities),
             depth=self.depth, policy=self.policy, holds=self.hazards.holds, horizon=self.horizon,
-            # the planner's map is host bookkeeping: on a GPU run it uses the CPU's kernels
-            engine=kind.value if kind is not EngineKind.CUPY else EngineKind.AUTO.value,
             record_events=self.events.enabled,
             slot_ids=tuple(pad.slot_ids.copy() for pad in self.scratchpads),
             dirty=tuple(pad.dirty_mask() for pad in self.scratchpads),
             last_trained=tuple(c.copy() for c in self.last_trained))
 
-    def plan_feed(self, start: int, stop: int, halt: threading.Event) -> PlanFeed:
+    def plan_feed(self, start: int, stop: int, halt: threading.Event, where: PlanIn) -> PlanFeed:
         """Plans for batches start..stop-1, made ahead by a planner process (or in a thread)."""
         plan_ahead = PlanAhead(self.plan_setup(), self.source)
-        return PlanFeed(plan_ahead, start, stop, self.plan_in.resolve(stop - start), halt)
+        return PlanFeed(plan_ahead, start, stop, where, halt)
+
+    def where_host_stages_run(self, steps: int) -> PlanIn:
+        """THREAD, PROCESS or HOST_PROCESS for a call of `steps` steps (see PlanIn.resolve)."""
+        return self.plan_in.resolve(steps, host_rows=self.host_rows,
+                                    ordered=self.hazards.write_back_order)
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
@@ -129,7 +136,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         if steps == 0:
             return
         self.check_capacity(start, stop)
-        run = PipelineRun(self, start, stop)
+        where = self.where_host_stages_run(stop - start)
+        run = (HostProcessRun(self, start, stop) if where is PlanIn.HOST_PROCESS
+               else PipelineRun(self, start, stop, where))
         interrupted = InterruptFlag()
         finished = False
         try:
@@ -143,7 +152,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         finally:
             run.stop(finished)
 
-    def _train_one(self, run: "PipelineRun", b: int) -> StepRecord:
+    def _train_one(self, run: PipelineRun | HostProcessRun, b: int) -> StepRecord:
         started = run.last_step_end
         item = run.wait_inserted(b)
         t0 = time.perf_counter()
