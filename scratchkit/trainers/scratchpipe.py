@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from scratchkit.events import EventLog, Stage
+from scratchkit.kernels.engine import EngineKind
 from scratchkit.optim import apply_update, embedding_backward
 from scratchkit.planner import VictimPolicy, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
@@ -84,9 +85,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
     # --- setup ----------------------------------------------------------------------------------
     def _reset_scratchpads(self) -> None:
         width = self.config.optimizer.state_width(self.config.model.dim)
+        # All the trainer asks of its scratchpads' kernels is Insert's scatter (Train uses torch
+        # ops through the slots). On a CPU the NumPy twin does that fastest: 38 us for 1,700 rows
+        # of 16 floats against the host build's 160 us (each kernel launch checks its arguments).
+        engine = EngineKind.TWIN.value if self.engine == "auto" and self.device.type == "cpu" else self.engine
         # the rows; the id -> slot map is the planner's (keeps_map=False)
         self.scratchpads = [Scratchpad(n, c, self.config.model.dim, state_width=width,
-                                       engine=self.engine, device=str(self.device), keeps_map=False,
+                                       engine=engine, device=str(self.device), keeps_map=False,
                                        shared=self.host_rows)
                             for n, c in zip(self.config.data.table_sizes, self.capacities)]
         # per table [capacity]: the batch that last trained each slot (the planner's LRU clock)
