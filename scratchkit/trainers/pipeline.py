@@ -1,4 +1,6 @@
-"""The threads and queues that run ScratchPipe's stages for one `train()` call.
+"""The threads and queues that run ScratchPipe's stages for one `train()` call: on a GPU, and
+for the hazard lab's write-back-order switch (a CPU run's host stages get a process instead:
+host_process.py).
 
 Plan is made by a planner process (or in a thread; scratchkit/trainers/plan_ahead.py) and received
 by a worker thread; Collect, Insert (with Transfer) and Write-back each run on a worker thread;

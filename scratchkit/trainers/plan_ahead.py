@@ -1,4 +1,5 @@
 """ScratchPipe's Plan stage, run ahead of training: in a process of its own, or in a thread.
+(On a CPU run that process does every host stage: scratchkit/trainers/host_process.py.)
 
 Plan(b) depends only on the data and on the plans before it, never on how far Train has got:
 it counts batches b-D..b-1 as in flight (their slots held) and b-D-1 and earlier as trained

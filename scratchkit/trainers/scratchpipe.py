@@ -2,23 +2,30 @@
 
 Per batch b the stages run in order; stages of different batches overlap (DESIGN.md section 3):
 
-    Plan(b)      planner process  working set, hits/misses, victims, holds, ids -> slots
-                 (or thread)      (scratchkit/trainers/plan_ahead.py), received by a thread
-    Collect(b)   collector thread gather missed rows (+ optimizer state) from the host tables
-    Transfer(b)  inserter thread  staging buffer -> device, victims' rows -> host (a side CUDA
-                                  stream when there is one)
-    Insert(b)    inserter thread  fetched rows into their slots (the victims' rows are out by now)
-    Write-back(b) writer thread   victims' rows -> host tables
-    Train(b)     caller's thread  forward/backward/update through slots only; release holds
+    Plan(b)       working set, hits/misses, victims, holds, ids -> slots (scratchkit/planner.py)
+    Collect(b)    gather missed rows (+ optimizer state) from the host tables
+    Transfer(b)   staging buffer -> device, victims' rows -> host (a side CUDA stream on a GPU)
+    Insert(b)     fetched rows into their slots (the victims' rows are out by now)
+    Write-back(b) victims' rows -> host tables
+    Train(b)      forward/backward/update through slots only, in the caller's thread
 
 Plan(b) counts batches b-D..b-1 as in flight (D = look-ahead depth) and never waits for Train, so
-it runs ahead on its own core; Insert(b), the first stage to touch the slots Plan(b) took, waits
-for Train(b-D-1), so at most D+1 batches hold slots. The planner keeps the id -> slot map; the
-trainer's scratchpads keep the rows, which id each slot holds, and the dirty bits. Queues between
-stages are bounded, so memory stays bounded. An exception in any stage, a
-KeyboardInterrupt, or leaving the `train()` loop early stops the threads, finishes the write-backs
-of every planned batch, flushes the dirty rows, and leaves the host tables complete: equal to the
-baseline trained on the batches whose Train finished.
+it runs ahead (scratchkit/trainers/plan_ahead.py); Insert(b), the first stage to touch the slots
+Plan(b) took, waits for Train(b-D-1), so at most D+1 batches hold slots. Where the host stages run
+(`planner=`, a `PlanIn`):
+
+- "host-process", a CPU run's default: all five in one forked process, the host tables and the
+  scratchpads in shared memory, so the trainer's process (and its GIL) only trains
+  (scratchkit/trainers/host_process.py);
+- "process", a GPU run's default: Plan in a forked process; Collect, Transfer+Insert and
+  Write-back on worker threads with bounded queues between them (scratchkit/trainers/pipeline.py);
+- "thread": as "process", with Plan on a thread too (no fork; calls under 8 steps).
+
+The planner keeps the id -> slot map; the trainer's scratchpads keep the rows, which id each slot
+holds, and the dirty bits. An exception in any stage, a KeyboardInterrupt, or leaving the `train()`
+loop early stops the stages, finishes the write-backs of the victims already copied out, flushes
+the dirty rows, and leaves the host tables complete: equal to the baseline trained on the batches
+whose Train finished.
 
 The hazard lab (`Hazards`) can switch off the holds or the write-back ordering, to watch the result
 diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1; stale reads).
