@@ -31,7 +31,7 @@ from enum import Enum
 
 import numpy as np
 
-from scratchkit.planner import TablePlan, TablePlanner, VictimPolicy, WorkingSets
+from scratchkit.planner import NextUses, TablePlan, TablePlanner, VictimPolicy, WorkingSets
 from scratchkit.slot_map import SlotMap
 from scratchkit.trainers.pipeline import POLL
 from scratchkit.trainers.plan_ring import PlanRing
@@ -121,15 +121,17 @@ class PlanAhead:
             planner.last_trained[:] = setup.last_trained[t]
             self.planners.append(planner)
         self._in_flight: deque[tuple[int, list[np.ndarray]]] = deque()   # (b, slots per table)
-        self._seen: dict[int, tuple] = {}   # batch index -> (batch, [(unique, inverse)] per table)
+        # batch index -> (batch, [(unique, inverse)] per table, the working sets joined for NextUses)
+        self._seen: dict[int, tuple] = {}
         self._working_sets = [WorkingSets(n) for n in setup.table_sizes]
+        self._next_uses = NextUses(setup.table_sizes)
 
     def _look(self, index: int) -> tuple:
         """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
         if index not in self._seen:
             batch = self.source.batch(index)
-            self._seen[index] = (batch, [working_set(ids) for working_set, ids in
-                                         zip(self._working_sets, batch.ids)])
+            sets = [working_set(ids) for working_set, ids in zip(self._working_sets, batch.ids)]
+            self._seen[index] = (batch, sets, self._next_uses.joined([unique for unique, _ in sets]))
         return self._seen[index]
 
     def _retire(self, b: int, slots: list[np.ndarray]) -> None:
@@ -142,7 +144,7 @@ class PlanAhead:
 
     def plan_bytes(self, b: int) -> int:
         """A generous bound on the bytes of arrays in Planned(b): the plan ring's slot size."""
-        batch, _ = self._look(b)
+        batch = self._look(b)[0]
         per_table = sum(12 * len(ids) + capacity + len(offsets) + 1 for ids, offsets, capacity in
                         zip(batch.ids, batch.offsets, self.setup.capacities))   # int64 elements
         return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
@@ -151,17 +153,17 @@ class PlanAhead:
         start = time.perf_counter()
         while self._in_flight and self._in_flight[0][0] < b - self.setup.depth:
             self._retire(*self._in_flight.popleft())          # b-D-1 and older: trained
-        batch, sets = self._look(b)
+        batch, sets, _ = self._look(b)
         stop = min(b + 1 + self.setup.horizon, len(self.source))
-        future = [self._look(k)[1] for k in range(b + 1, stop)]
+        future = [self._look(k)[2] for k in range(b + 1, stop)]
         for k in [k for k in self._seen if k <= b]:
             del self._seen[k]
+        next_uses = (self._next_uses(future) if self.setup.policy is VictimPolicy.FURTHEST
+                     else [None] * len(self.planners))
         tables = []
         for t, planner in enumerate(self.planners):
-            next_use = (planner.next_uses([ws[t][0] for ws in future])
-                        if self.setup.policy is VictimPolicy.FURTHEST else None)
             unique, inverse = sets[t]
-            tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_use))
+            tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_uses[t]))
         self._in_flight.append((b, [p.decision.slots for p in tables]))
         return Planned(b, batch, tables, start, time.perf_counter())
 
