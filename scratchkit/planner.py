@@ -15,7 +15,7 @@ the future within the batches it can see (`horizon`), falling back to least rece
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -50,6 +50,12 @@ class TablePlan:
     victim_ids: np.ndarray         # [v] dirty victims whose rows Write-back returns to the host
     victim_slots: np.ndarray       # [v]
     wait_for_write_back: int       # Collect waits until this batch's write-back landed (-1: none)
+    # the step record's counts: they stay when the arrays are dropped after the host stages
+    fetched_rows: int = field(init=False)
+    written_back_rows: int = field(init=False)
+
+    def __post_init__(self):
+        self.fetched_rows, self.written_back_rows = len(self.miss_ids), len(self.victim_ids)
 
 
 class WorkingSets:

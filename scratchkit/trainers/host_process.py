@@ -191,8 +191,8 @@ def _what_train_reads(planned: Planned, trace: bool) -> Planned:
     """Planned(b) without the arrays only the host stages read, nor, with the event trace off,
     those only the trace reads: less to copy into the ring and out of it, every step."""
     none = np.empty(0, dtype=np.int64)
-    for plan in planned.tables:
-        plan.miss_slots = plan.victim_slots = none          # kept: the ids, counted per step
+    for plan in planned.tables:   # the counts of fetched and written-back rows stay
+        plan.miss_ids = plan.miss_slots = plan.victim_ids = plan.victim_slots = none
         if not trace:
             plan.decision = replace(plan.decision, hit=np.empty(0, dtype=bool), victim_ids=none,
                                     victim_slots=none)

@@ -199,8 +199,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         with self._lock:
             stage_seconds, self._stage_seconds = self._stage_seconds, {}
         run.last_step_end = time.perf_counter()
-        fetched = sum(len(p.miss_ids) for p in item.tables)
-        written = sum(len(p.victim_ids) for p in item.tables)
+        fetched = sum(p.fetched_rows for p in item.tables)
+        written = sum(p.written_back_rows for p in item.tables)
         self.next_batch = b + 1
         return StepRecord(step=b, loss=loss, samples=batch.batch_size,
                           seconds=run.last_step_end - started, stage_seconds=stage_seconds,
