@@ -467,10 +467,15 @@ class Scratchpad:
         """[capacity] bool, True where some batch in flight holds the slot."""
         return self._holds > 0
 
-    def mark_dirty(self, slots) -> None:
-        """Record that these slots' rows changed (e.g. a trainer updated `rows` with torch ops)."""
-        slots = self._host(slots, "slots")
-        self._check_slots("slots", slots)
+    def mark_dirty(self, slots, *, assume_valid: bool = False) -> None:
+        """Record that these slots' rows changed (e.g. a trainer updated `rows` with torch ops).
+
+        assume_valid=True: the caller promises an int64 NumPy array of slots in range (ScratchPipe's
+        Train, with the slots its planner gave), saving the conversion and the range check.
+        """
+        if not assume_valid:
+            slots = self._host(slots, "slots")
+            self._check_slots("slots", slots)
         self._dirty[slots] = True
 
     def clear_dirty(self, slots) -> None:

@@ -172,9 +172,10 @@ class ScratchPipeTrainer(HostTablesTrainer):
         batch = item.batch
         hits = sum(self._hits(pad, plan, ids)
                    for pad, plan, ids in zip(self.scratchpads, item.tables, batch.ids))
-        slots = [torch.from_numpy(p.lookup_slots).to(self.device) for p in item.tables]
-        ids = [torch.from_numpy(i).to(self.device) for i in batch.ids]
-        offsets = [torch.from_numpy(o).to(self.device) for o in batch.offsets]
+        on_device = self._on_device
+        slots = [on_device(p.lookup_slots) for p in item.tables]
+        ids = [on_device(i) for i in batch.ids]
+        offsets = [on_device(o) for o in batch.offsets]
         pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
                               zip(self.scratchpads, slots, offsets)], dim=1)     # [B, T, dim]
         loss, grad = self.dense_step(batch, pooled)
@@ -185,14 +186,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
             if len(unique) != len(plan.decision.unique_ids):
                 raise RuntimeError(f"table {t}: {len(unique)} distinct ids coalesced, but Plan({b}) "
                                    f"mapped {len(plan.decision.unique_ids)}")
-            apply_update(pad.rows, pad.state, torch.from_numpy(plan.decision.slots).to(self.device),
-                         grad_sum, self.config.optimizer)
+            apply_update(pad.rows, pad.state, on_device(plan.decision.slots), grad_sum, self.config.optimizer)
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
         with self._lock:   # the holds are the planner's: it counts Train(b) done by Plan(b+D+1)
             for pad, plan, clock in zip(self.scratchpads, item.tables, self.last_trained):
                 trained = plan.decision.slots
-                pad.mark_dirty(trained)
+                pad.mark_dirty(trained, assume_valid=True)   # the planner's slots
                 clock[trained] = b
         run.trained(b)
         self._add_stage(Stage.TRAIN, b, t0, time.perf_counter())
@@ -212,9 +212,15 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """Invariant 1, checked: how many lookups find their own id in their slot. The working set
         is checked first (every lookup is one of its ids); each lookup only when some id failed."""
         decision = plan.decision
-        if np.array_equal(pad.slot_ids[decision.slots], decision.unique_ids):
+        slot_ids = pad.slot_ids
+        if (slot_ids[decision.slots] == decision.unique_ids).all():   # both [u]
             return len(ids)
-        return int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
+        return int(np.count_nonzero(slot_ids[plan.lookup_slots] == ids))
+
+    def _on_device(self, array: np.ndarray) -> torch.Tensor:
+        """A NumPy array as a tensor on the training device (no copy on a CPU)."""
+        tensor = torch.from_numpy(array)
+        return tensor if self.device.type == "cpu" else tensor.to(self.device)
 
     def train_step(self) -> StepRecord:
         (record,) = self.train(1)   # run the generator to its end: an abandoned one aborts
@@ -267,14 +273,16 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t0 = time.perf_counter()
         cuda = stream is not None
         with torch.cuda.stream(stream) if cuda else nullcontext():
-            staged = [(r.to(self.device, non_blocking=cuda),
-                       s.to(self.device, non_blocking=cuda) if s is not None else None)
-                      for r, s in item.staged]
+            staged = [(r.to(self.device, non_blocking=True),
+                       s.to(self.device, non_blocking=True) if s is not None else None)
+                      for r, s in item.staged] if cuda else item.staged   # on a CPU: there already
             victims = []
             for pad, plan in zip(self.scratchpads, item.tables):
-                slots = torch.from_numpy(plan.victim_slots).to(self.device)
-                victims.append(tuple(x.index_select(0, slots).to("cpu", non_blocking=cuda)
-                                     if x is not None else None for x in (pad.rows, pad.state)))
+                slots = self._on_device(plan.victim_slots)
+                out = [x.index_select(0, slots) if x is not None else None for x in (pad.rows, pad.state)]
+                if cuda:
+                    out = [x.to("cpu", non_blocking=True) if x is not None else None for x in out]
+                victims.append(tuple(out))
         if cuda:
             stream.synchronize()
         item.victim_rows = victims   # from here on, Write-back (or an abort) returns them to the host
