@@ -315,22 +315,26 @@ class Scratchpad:
         self._tombstones = 0
         self.rebuilds += 1
 
-    def place(self, slots, ids, *, assume_unique: bool = False) -> None:
+    def place(self, slots, ids, *, assume_unique: bool = False, assume_valid: bool = False) -> None:
         """Record that slots[i] now holds ids[i] (-1: free), as a planner that keeps the map decided.
 
         Only without a map of its own (keeps_map=False): the rows themselves arrive by `scatter`.
         Whatever a slot held before is gone, so write dirty rows back before placing over them.
+        assume_valid=True: the caller promises int64 NumPy arrays of equal length, distinct slots
+        in range and ids in range (a planner's decisions): no conversion, no checks.
         """
         if self.keeps_map:
             raise RuntimeError("place: this scratchpad keeps its own map; use insert and erase")
-        slots, ids = self._host(slots, "slots"), self._host(ids, "ids")
-        if ids.size != slots.size:
-            raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
-        self._check_slots("slots", slots)
-        if not assume_unique:
-            self._check_unique("slots", slots)
-        self._check_range("ids", ids, -1, self.num_rows)
-        self._live += int(np.count_nonzero(ids >= 0)) - int(np.count_nonzero(self._slot_ids[slots] >= 0))
+        if not assume_valid:
+            slots, ids = self._host(slots, "slots"), self._host(ids, "ids")
+            if ids.size != slots.size:
+                raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
+            self._check_slots("slots", slots)
+            if not assume_unique:
+                self._check_unique("slots", slots)
+            self._check_range("ids", ids, -1, self.num_rows)
+        if not self.shared:   # a shared scratchpad counts its used slots when asked
+            self._live += int(np.count_nonzero(ids >= 0)) - int(np.count_nonzero(self._slot_ids[slots] >= 0))
         self._slot_ids[slots] = ids
 
     # ----------------------------------------------------------------------------- rows
@@ -345,17 +349,21 @@ class Scratchpad:
         return (self._result(rows, on_device),
                 None if state is None else self._result(state, on_device))
 
-    def scatter(self, slots, rows, state=None, *, dirty: bool = False, assume_unique: bool = False) -> None:
+    def scatter(self, slots, rows, state=None, *, dirty: bool = False, assume_unique: bool = False,
+                assume_valid: bool = False) -> None:
         """Write rows (and state, required when state_width > 0) into distinct slots.
 
         dirty=False (the default) marks the slots clean: the rows are fresh copies of the host
         table, as in ScratchPipe's Insert stage. dirty=True marks them changed.
         assume_unique=True: the caller promises distinct slots, saving a sort.
+        assume_valid=True: the caller promises an int64 NumPy array of distinct slots in range,
+        saving the conversion and the checks of the slots (rows and state are still checked).
         """
-        slots = self._host(slots, "slots")
-        self._check_slots("slots", slots)
-        if not assume_unique:
-            self._check_unique("slots", slots)
+        if not assume_valid:
+            slots = self._host(slots, "slots")
+            self._check_slots("slots", slots)
+            if not assume_unique:
+                self._check_unique("slots", slots)
         rows = self._floats(rows, "rows", (slots.size, self.dim))
         if self._state is not None:
             if state is None:

@@ -289,3 +289,24 @@ def test_results_live_where_the_input_came_from(engine):
         assert isinstance(pad.query(torch.tensor([7], device="cuda")), cp.ndarray)
         assert isinstance(pad.gather(cp.asarray([2]))[0], cp.ndarray)
         assert isinstance(pad.embedding_bag_forward(cp.asarray([2, 3]), [0]), cp.ndarray)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_trusted_callers_shortcuts_change_nothing_but_the_checks(shared):
+    """place/scatter/mark_dirty with assume_valid=True (a planner's slots) equal the checked calls;
+    a shared scratchpad keeps its rows in shared memory and still counts its used slots."""
+    rng = np.random.default_rng(5)
+    pads = [Scratchpad(50, 10, 3, state_width=1, engine="twin", device="cpu", keeps_map=False,
+                       shared=shared) for _ in range(2)]
+    slots, ids = rng.choice(10, 6, replace=False), rng.choice(50, 6, replace=False)
+    rows, state = torch.randn(6, 3), torch.randn(6, 1)
+    for pad, trusted in zip(pads, (False, True)):
+        pad.place(slots, ids, assume_valid=trusted)
+        pad.scatter(slots, rows, state, assume_valid=trusted)
+        pad.mark_dirty(slots[:2], assume_valid=trusted)
+    a, b = pads
+    assert torch.equal(a.rows, b.rows) and torch.equal(a.state, b.state)
+    assert np.array_equal(a.slot_ids, b.slot_ids) and np.array_equal(a.dirty_mask(), b.dirty_mask())
+    assert len(a) == len(b) == 6
+    with pytest.raises(ValueError, match="out of range"):
+        a.place([10], [1])                                  # the checked call still checks

@@ -291,8 +291,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self._hook(Stage.INSERT, item.index)
         with self._lock:   # the fetched rows arrive clean: copies of the host rows
             for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
-                pad.place(plan.miss_slots, plan.miss_ids, assume_unique=True)
-                pad.scatter(plan.miss_slots, rows, state, dirty=False, assume_unique=True)
+                pad.place(plan.miss_slots, plan.miss_ids, assume_valid=True)   # the planner's decisions
+                pad.scatter(plan.miss_slots, rows, state, dirty=False, assume_valid=True)
         if cuda:
             self.scratchpads[0].xp.cuda.get_current_stream().synchronize()
         self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
