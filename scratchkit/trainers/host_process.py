@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from scratchkit.events import Stage
 from scratchkit.trainers.pipeline import POLL, InFlight, PipelineError
@@ -149,6 +150,9 @@ def _serve(trainer: ScratchPipeTrainer, plan_ahead: PlanAhead, start: int, stop:
     """The host process: every host stage of batches start..stop-1, in order."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
     trainer_end.close()   # our copy of the trainer's end, or we would never see it close
+    # one thread, as in torch's DataLoader workers: OpenMP's pool does not survive a fork, and
+    # this process is the second core's anyway
+    torch.set_num_threads(1)
     stage_times: list[tuple[Stage, float, float]] = []
     # here the trainer's stage timer collects the times, which travel back with each plan
     trainer._add_stage = lambda stage, b, t0, t1: stage_times.append((stage, t0, t1))
