@@ -10,7 +10,8 @@ finished, and remaps the batch's ids to slots. Two rules keep it correct (DESIGN
   whose write-back its Collect must wait for (`wait_for_write_back`).
 
 Victims: ScratchPipe can see the future, so it evicts the slots whose ids are needed furthest in
-the future within the batches it can see (`horizon`), falling back to least recently trained.
+the future within the batches it can see (`horizon`, counted by `NextUses`), falling back to least
+recently trained.
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ import numpy as np
 from scratchkit.events import PlanDecision
 from scratchkit.slot_map import SlotMap
 
-NEVER = np.iinfo(np.int64).max
 
 
 class VictimPolicy(str, Enum):
@@ -87,8 +87,9 @@ class WorkingSets:
 
 
 class NextUses:
-    """Each id's distance to its next use among the future batches' working sets (NEVER if none),
-    for every table at once.
+    """How soon each id is needed again, for every table at once: its *urgency*, 0 when no future
+    batch the planner sees uses it, else H+1-k for its next use in batch b+k (H batches seen), so
+    the sooner the higher. Victims are taken least urgent first.
 
     The tables share one array, each table's ids offset by the rows of the tables before it: one
     fill and one scatter per future batch, not one per table (26 tables: 26x fewer NumPy calls).
@@ -98,19 +99,19 @@ class NextUses:
 
     def __init__(self, table_sizes):
         self.offsets = np.concatenate([[0], np.cumsum(table_sizes, dtype=np.int64)])  # [T+1]
-        self._distance = np.empty(int(self.offsets[-1]), dtype=np.int64)
+        self._urgency = np.empty(int(self.offsets[-1]), dtype=np.int64)
 
     def joined(self, working_sets: list[np.ndarray]) -> np.ndarray:
         """One batch's working sets (one per table) as one array of offset ids."""
         return np.concatenate([ws + offset for ws, offset in zip(working_sets, self.offsets)])
 
     def __call__(self, future: list[np.ndarray]) -> list[np.ndarray]:
-        """`future[k-1]`: batch b+k's `joined` working sets -> per table [num_rows] distances."""
-        distance = self._distance
-        distance.fill(NEVER)
-        for k in range(len(future), 0, -1):        # nearest last, so it wins
-            distance[future[k - 1]] = k
-        return [distance[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+        """`future[k-1]`: batch b+k's `joined` working sets -> per table [num_rows] urgencies."""
+        urgency, seen = self._urgency, len(future)
+        urgency.fill(0)
+        for k in range(seen, 0, -1):               # nearest last, so it wins
+            urgency[future[k - 1]] = seen + 1 - k
+        return [urgency[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
 
 class TablePlanner:
@@ -125,9 +126,9 @@ class TablePlanner:
         self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)
 
     def plan(self, batch_index: int, ids: np.ndarray, unique: np.ndarray, inverse: np.ndarray,
-             next_use: np.ndarray | None) -> TablePlan:
+             urgency: np.ndarray | None) -> TablePlan:
         """Plan batch b: `ids` [n], its working set `unique` [u] with `unique[inverse] == ids`, and
-        `next_use` [num_rows] from `NextUses` (None for the LRU policy)."""
+        `urgency` [num_rows] from `NextUses` (None for the LRU policy)."""
         pad = self.slot_map
         slots = pad.query(unique)
         hit = slots >= 0
@@ -139,7 +140,7 @@ class TablePlanner:
         victim_ids = victim_slots = np.empty(0, dtype=np.int64)
         dirty_victims = np.empty(0, dtype=bool)
         if shortfall > 0:
-            victim_slots = self._choose_victims(shortfall, exclude=slots[hit], next_use=next_use)
+            victim_slots = self._choose_victims(shortfall, exclude=slots[hit], urgency=urgency)
             victim_ids, dirty_victims = pad.evict(victim_slots)
         miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
         pad.insert(miss_ids, miss_slots)   # a working set: distinct
@@ -155,7 +156,7 @@ class TablePlanner:
         return TablePlan(decision, slots[inverse], miss_ids, miss_slots,
                          victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
 
-    def _choose_victims(self, count: int, exclude: np.ndarray, next_use: np.ndarray | None) -> np.ndarray:
+    def _choose_victims(self, count: int, exclude: np.ndarray, urgency: np.ndarray | None) -> np.ndarray:
         pad = self.slot_map
         candidate = pad.slot_ids >= 0
         candidate[exclude] = False               # never evict this batch's own hits (not held yet)
@@ -165,33 +166,31 @@ class TablePlanner:
         if len(slots) < count:
             raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
                                "slots are unheld (the capacity check should have refused this)")
-        use = (next_use[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and next_use is not None
-               else None)
-        # furthest next use first; among equals, least recently trained first; then lowest slot
-        return np.sort(slots[_smallest(count, slots, self.last_trained[slots], use)])
+        level = (urgency[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and urgency is not None
+                 else None)
+        # least urgent (furthest next use) first; among equals, least recently trained; then lowest
+        # slot. In the order the partial sort leaves them: the same for the same plan, anywhere.
+        return slots[_smallest(count, slots, self.last_trained[slots], level)]
 
     def trained(self, batch_index: int, slots: np.ndarray) -> None:
         self.last_trained[slots] = batch_index
 
 
 def _smallest(count: int, slots: np.ndarray, last_trained: np.ndarray,
-              use: np.ndarray | None) -> np.ndarray:
-    """Positions of the `count` candidates first in the order (-use, last_trained, slot).
+              urgency: np.ndarray | None) -> np.ndarray:
+    """Positions of the `count` candidates first in the order (urgency, last_trained, slot).
 
-    Instead of a full three-key lexsort: next uses are a few small numbers (1..horizon, or NEVER,
-    which comes first), so a count per value finds the value where the `count` first end; the
-    candidates before it are all taken, and among those with that value a partial sort (O(n)) on
-    one key (least recently trained, then lowest slot: unique, since slots are) takes the rest.
-    The chosen set is exactly the lexsort's first `count`.
+    Instead of a full three-key lexsort: urgencies are a few small numbers (0..horizon, see
+    `NextUses`), so a count per value finds the value where the `count` first end; the candidates
+    below it are all taken, and among those at it a partial sort (O(n)) on one key (least recently
+    trained, then lowest slot: unique, since slots are) takes the rest. The chosen set is exactly
+    the lexsort's first `count`.
     """
-    if use is None:
+    if urgency is None:
         return _first(count, _lru_key(slots, last_trained))
-    seen = use != NEVER
-    far = int(use[seen].max(initial=0)) + 1
-    level = np.where(seen, far - use, 0)                           # [n] 0 = never used: first
-    boundary = int(np.searchsorted(np.cumsum(np.bincount(level)), count))
-    whole = np.flatnonzero(level < boundary)                       # all taken
-    tied = np.flatnonzero(level == boundary)                       # some taken, oldest first
+    boundary = int(np.searchsorted(np.cumsum(np.bincount(urgency)), count))
+    whole = np.flatnonzero(urgency < boundary)                     # all taken
+    tied = np.flatnonzero(urgency == boundary)                     # some taken, oldest first
     chosen = tied[_first(count - len(whole), _lru_key(slots[tied], last_trained[tied]))]
     return np.concatenate([whole, chosen])
 

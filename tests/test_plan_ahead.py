@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from scratchkit.config import CacheParams, OptimizerConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.events import Stage
-from scratchkit.planner import NEVER, WorkingSets, _smallest
+from scratchkit.planner import NextUses, WorkingSets, _smallest
 from scratchkit.reference import ReferenceRun
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.shared_memory import shared_array
@@ -46,20 +46,32 @@ def plans_of(config, where: PlanIn, stop: int) -> list:
         feed.close()
 
 
-# --- the victim choice: one partial sort on a packed key, against the three-key lexsort ------------
+# --- the victim choice: a count per urgency and one partial sort, against the three-key lexsort ------
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 60), st.data())
 def test_fast_victim_choice_equals_the_lexsort(n, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     slots = np.sort(rng.choice(500, n, replace=False)).astype(np.int64)
     last_trained = rng.integers(-1, 6, n).astype(np.int64)          # ties are common
-    use = rng.integers(1, 5, n).astype(np.int64)
-    use[rng.random(n) < data.draw(st.floats(0, 1))] = NEVER
+    urgency = rng.integers(1, 5, n).astype(np.int64)
+    urgency[rng.random(n) < data.draw(st.floats(0, 1))] = 0          # never used again: first
     count = data.draw(st.integers(1, n))
-    expected = np.lexsort((slots, last_trained, -use))[:count]
-    assert set(_smallest(count, slots, last_trained, use).tolist()) == set(expected.tolist())
+    expected = np.lexsort((slots, last_trained, urgency))[:count]
+    assert set(_smallest(count, slots, last_trained, urgency).tolist()) == set(expected.tolist())
     lru = np.lexsort((slots, last_trained))[:count]
     assert set(_smallest(count, slots, last_trained, None).tolist()) == set(lru.tolist())
+
+
+def test_next_uses_of_all_tables_at_once_equal_each_tables_own():
+    rng = np.random.default_rng(3)
+    sizes = (30, 7, 50)
+    next_uses = NextUses(sizes)
+    future = [[np.unique(rng.integers(0, n, 6)) for n in sizes] for _ in range(5)]  # batches b+1..b+5
+    urgencies = next_uses([next_uses.joined(sets) for sets in future])
+    for t, n in enumerate(sizes):
+        for i in range(n):
+            first = next((k for k in range(1, 6) if i in future[k - 1][t]), None)
+            assert urgencies[t][i] == (0 if first is None else 5 + 1 - first), (t, i)
 
 
 # --- the same plans in a process and in a thread, whatever Train's pace ----------------------------
