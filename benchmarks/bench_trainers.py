@@ -4,7 +4,8 @@ For the `small` and `criteo-like` profiles, each at low (Zipf 0.5) and high (Zip
 train gpu-only, hybrid, lru and scratchpipe on the same batches (scratchkit.bench.run_bench),
 and print per case:
 
-- measured samples/s and the ratio to gpu-only (on a CPU-only machine "device" is the CPU, so
+- measured samples/s (the median round) and the ratio to gpu-only: the median over rounds of each
+  round's ratio, trainers measured seconds apart (on a CPU-only machine "device" is the CPU, so
   gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
 - the cost model's projection (scratchkit.costmodel) of the same work per step, rows fetched and
   written back as measured, on the GPU profiles: samples/s, the ratio to gpu-only and the stage
@@ -51,13 +52,18 @@ def run_case(profile: str, zipf: float, trainers: list[str], args) -> dict:
     rounds = [run_bench(config, trainers, args.steps, warmup=args.warmup, device=args.device)
               for _ in range(args.rounds)]
     # the median round of each trainer: robust to one noisy round
-    results = [sorted((rnd[i] for rnd in rounds), key=lambda r: r.samples_per_s)[len(rounds) // 2]
+    middle = len(rounds) // 2
+    results = [sorted((rnd[i] for rnd in rounds), key=lambda r: r.samples_per_s)[middle]
                for i in range(len(trainers))]
+    # ratios: the median over rounds of each round's ratio, so that each ratio compares trainers
+    # measured seconds apart (this machine's speed drifts by 10% over minutes)
+    ratios = [sorted(rnd[i].samples_per_s / rnd[0].samples_per_s for rnd in rounds)[middle]
+              for i in range(len(trainers))]
     projections = project_bench(config, results, ["this-cpu", *GPU_PROFILES])
     rows = []
-    for r, projected in zip(results, projections):
+    for r, ratio, projected in zip(results, ratios, projections):
         rows.append({"trainer": r.trainer, "samples_per_s": r.samples_per_s,
-                     "ratio_to_gpu_only": r.samples_per_s / results[0].samples_per_s,
+                     "ratio_to_gpu_only": ratio,
                      "hit_rate": r.hit_rate,
                      "projected": {p: {"samples_per_s": x.samples_per_s, "ratio_to_gpu_only": x.ratio,
                                        "bound_stage": x.bound_stage} for p, x in projected.items()}})
@@ -89,7 +95,8 @@ def summary(cases: list[dict], trainers: list[str]) -> None:
     for case in cases:
         rows = {r["trainer"]: r for r in case["trainers"]}
         t = rows[target]
-        vs_hybrid = t["samples_per_s"] / rows["hybrid"]["samples_per_s"] if "hybrid" in rows else float("nan")
+        vs_hybrid = (t["ratio_to_gpu_only"] / rows["hybrid"]["ratio_to_gpu_only"] if "hybrid" in rows
+                     else float("nan"))
         print(f"{case['profile'] + ' zipf ' + str(case['zipf']):24s} {t['ratio_to_gpu_only']:9.2f} "
               + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_PROFILES)
               + f" {vs_hybrid:10.2f}")
