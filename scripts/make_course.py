@@ -637,8 +637,9 @@ print(format_table(results))
 stage_breakdown(results)
 """),
         ("md", """
-For `scratchpipe` the stage times are summed over the threads that run them, so they add up to
-more than the step: Plan, Collect and Write-back of later batches run *while* Train works.
+For `scratchpipe` the stage times are summed over the threads and processes that run them, so
+they add up to more than the step: Plan, Collect and Write-back of later batches run *while* Train
+works (on a CPU, in a process of their own).
 
 ## Live
 
@@ -678,7 +679,7 @@ The cost model counts what each stage of each trainer *does* per step (bytes thr
 PCIe and device memory, rows gathered, FLOPs, kernel launches) and divides by the speeds of a
 hardware profile: `this-cpu` (measured on this machine when the cell runs), a PCIe-3 V100 server
 and a PCIe-5 H100 server. For sequential trainers the step is the sum of its stages; for
-ScratchPipe's pipeline it is the busiest resource (host threads, PCIe link, or GPU). The bars are
+ScratchPipe's pipeline it is the busiest resource (host stages, PCIe link, or GPU). The bars are
 samples/s relative to `hybrid` in each series, the measurement here beside the projections.
 """),
         ("code", """
