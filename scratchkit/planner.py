@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Callable
 
 import numpy as np
 
@@ -126,9 +127,10 @@ class TablePlanner:
         self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)
 
     def plan(self, batch_index: int, ids: np.ndarray, unique: np.ndarray, inverse: np.ndarray,
-             urgency: np.ndarray | None) -> TablePlan:
+             urgency: Callable[[], np.ndarray] | None) -> TablePlan:
         """Plan batch b: `ids` [n], its working set `unique` [u] with `unique[inverse] == ids`, and
-        `urgency` [num_rows] from `NextUses` (None for the LRU policy)."""
+        `urgency()`: the [num_rows] urgencies from `NextUses`, asked for only when this batch must
+        evict (None for the LRU policy)."""
         pad = self.slot_map
         slots = pad.query(unique)
         hit = slots >= 0
@@ -156,7 +158,8 @@ class TablePlanner:
         return TablePlan(decision, slots[inverse], miss_ids, miss_slots,
                          victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
 
-    def _choose_victims(self, count: int, exclude: np.ndarray, urgency: np.ndarray | None) -> np.ndarray:
+    def _choose_victims(self, count: int, exclude: np.ndarray,
+                        urgency: Callable[[], np.ndarray] | None) -> np.ndarray:
         pad = self.slot_map
         candidate = pad.slot_ids >= 0
         candidate[exclude] = False               # never evict this batch's own hits (not held yet)
@@ -166,7 +169,7 @@ class TablePlanner:
         if len(slots) < count:
             raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
                                "slots are unheld (the capacity check should have refused this)")
-        level = (urgency[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and urgency is not None
+        level = (urgency()[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and urgency is not None
                  else None)
         # least urgent (furthest next use) first; among equals, least recently trained; then lowest
         # slot. In the order the partial sort leaves them: the same for the same plan, anywhere.

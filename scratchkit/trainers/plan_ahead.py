@@ -154,16 +154,24 @@ class PlanAhead:
         while self._in_flight and self._in_flight[0][0] < b - self.setup.depth:
             self._retire(*self._in_flight.popleft())          # b-D-1 and older: trained
         batch, sets, _ = self._look(b)
-        stop = min(b + 1 + self.setup.horizon, len(self.source))
-        future = [self._look(k)[2] for k in range(b + 1, stop)]
-        for k in [k for k in self._seen if k <= b]:
+        for k in [k for k in self._seen if k < b]:
             del self._seen[k]
-        next_uses = (self._next_uses(future) if self.setup.policy is VictimPolicy.FURTHEST
-                     else [None] * len(self.planners))
+        stop = min(b + 1 + self.setup.horizon, len(self.source))
+        urgencies: list[np.ndarray] = []
+
+        def urgency(t: int) -> np.ndarray:
+            """Table t's urgencies, from batches b+1 .. b+horizon: read (and made) only when some
+            table must evict, so a filling scratchpad plans without looking ahead."""
+            if not urgencies:
+                urgencies.extend(self._next_uses([self._look(k)[2] for k in range(b + 1, stop)]))
+            return urgencies[t]
+
+        furthest = self.setup.policy is VictimPolicy.FURTHEST
         tables = []
         for t, planner in enumerate(self.planners):
             unique, inverse = sets[t]
-            tables.append(planner.plan(b, batch.ids[t], unique, inverse, next_uses[t]))
+            tables.append(planner.plan(b, batch.ids[t], unique, inverse,
+                                       (lambda t=t: urgency(t)) if furthest else None))
         self._in_flight.append((b, [p.decision.slots for p in tables]))
         return Planned(b, batch, tables, start, time.perf_counter())
 
