@@ -18,7 +18,8 @@ than one batch's working set, which lru needs: every trainer runs at the same ca
 Machines here are noisy: compare ratios within one run, never absolute numbers across runs.
 
     python benchmarks/bench_trainers.py --quick          # a smoke run, ~1 min on 2 cores
-    python benchmarks/bench_trainers.py --steps 100      # steadier numbers
+    python benchmarks/bench_trainers.py                  # 3 rounds of 50 steps, ~1 min
+    python benchmarks/bench_trainers.py --steps 150 --rounds 5   # the README's figures
 """
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up, one round")
     parser.add_argument("--steps", type=int, default=50, help="timed steps per trainer (default 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
-    parser.add_argument("--rounds", type=int, default=1, help="repeat each case; report the median round")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="repeat each case; report the median round and ratio (default 3)")
     parser.add_argument("--capacity", type=int, default=None, help="cache/scratchpad rows per table")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
