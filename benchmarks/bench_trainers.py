@@ -17,8 +17,8 @@ than one batch's working set, which lru needs: every trainer runs at the same ca
 
 Machines here are noisy: compare ratios within one run, never absolute numbers across runs.
 
-    python benchmarks/bench_trainers.py --quick          # a smoke run, ~1 min on 2 cores
-    python benchmarks/bench_trainers.py                  # 3 rounds of 50 steps, ~1 min
+    python benchmarks/bench_trainers.py --quick          # a smoke run, ~10 s on 2 cores
+    python benchmarks/bench_trainers.py                  # 3 rounds of 50 steps, ~30 s
     python benchmarks/bench_trainers.py --steps 150 --rounds 5   # the README's figures
 """
 from __future__ import annotations
