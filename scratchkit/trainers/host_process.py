@@ -112,6 +112,7 @@ class HostProcessRun:
             self.process.terminate()
             self.process.join()
         self._plans.close()
+        self._ring.close()
         if not self._trained.closed:
             self._trained.close()
         if not finished:

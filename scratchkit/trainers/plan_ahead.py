@@ -28,6 +28,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,6 +95,14 @@ class PlanSetup:
     last_trained: tuple[np.ndarray, ...]  # per table [capacity] batch that last trained it
 
 
+class Seen(NamedTuple):
+    """A batch the planner has read, with what Plan and the look-ahead need of it."""
+
+    batch: object
+    sets: list[tuple[np.ndarray, np.ndarray]]   # per table (unique ids, inverse)
+    joined: np.ndarray                          # the working sets as NextUses ids
+
+
 @dataclass
 class Planned:
     """Plan(b): the batch, one TablePlan per table, and when the planning ran (perf_counter)."""
@@ -121,17 +130,16 @@ class PlanAhead:
             planner.last_trained[:] = setup.last_trained[t]
             self.planners.append(planner)
         self._in_flight: deque[tuple[int, list[np.ndarray]]] = deque()   # (b, slots per table)
-        # batch index -> (batch, [(unique, inverse)] per table, the working sets joined for NextUses)
-        self._seen: dict[int, tuple] = {}
+        self._seen: dict[int, Seen] = {}   # batch index -> the batch and its working sets
         self._working_sets = [WorkingSets(n) for n in setup.table_sizes]
         self._next_uses = NextUses(setup.table_sizes)
 
-    def _look(self, index: int) -> tuple:
+    def _look(self, index: int) -> Seen:
         """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
         if index not in self._seen:
             batch = self.source.batch(index)
             sets = [working_set(ids) for working_set, ids in zip(self._working_sets, batch.ids)]
-            self._seen[index] = (batch, sets, self._next_uses.joined([unique for unique, _ in sets]))
+            self._seen[index] = Seen(batch, sets, self._next_uses.joined([unique for unique, _ in sets]))
         return self._seen[index]
 
     def _retire(self, b: int, slots: list[np.ndarray]) -> None:
@@ -144,7 +152,8 @@ class PlanAhead:
 
     def plan_bytes(self, b: int) -> int:
         """A generous bound on the bytes of arrays in Planned(b): the plan ring's slot size."""
-        batch = self._look(b)[0]
+        batch = self._look(b).batch
+        # per lookup: the batch's id and lookup_slots, and at most ten arrays of the working set
         per_table = sum(12 * len(ids) + capacity + len(offsets) + 1 for ids, offsets, capacity in
                         zip(batch.ids, batch.offsets, self.setup.capacities))   # int64 elements
         return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
@@ -163,7 +172,7 @@ class PlanAhead:
             """Table t's urgencies, from batches b+1 .. b+horizon: read (and made) only when some
             table must evict, so a filling scratchpad plans without looking ahead."""
             if not urgencies:
-                urgencies.extend(self._next_uses([self._look(k)[2] for k in range(b + 1, stop)]))
+                urgencies.extend(self._next_uses([self._look(k).joined for k in range(b + 1, stop)]))
             return urgencies[t]
 
         furthest = self.setup.policy is VictimPolicy.FURTHEST
