@@ -248,9 +248,14 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
     minimum = smallest_capacity(tiny_config, 2, 30)
     source = SyntheticSource(tiny_config.data)
 
+    pressed = []
+
     def ctrl_c(stage, b):
-        if stage is Stage.PLAN and b == 8:
-            signal.raise_signal(signal.SIGINT)   # as if the user pressed Ctrl-C
+        # as if the user pressed Ctrl-C mid-run: once Plan has reached batch 8 and Train has
+        # finished a step (on threads, Plan can reach 8 before Train(0) ends on a busy machine)
+        if stage is Stage.PLAN and b >= 8 and trainer.next_batch >= 1 and not pressed:
+            pressed.append(b)
+            signal.raise_signal(signal.SIGINT)
 
     trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c,
                                  planner=planner)
