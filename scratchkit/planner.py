@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from scratchkit.choices import parse_choice
 from scratchkit.events import PlanDecision
 from scratchkit.slot_map import SlotMap
 
@@ -33,11 +34,7 @@ class VictimPolicy(str, Enum):
 
     @classmethod
     def parse(cls, name: str) -> "VictimPolicy":
-        try:
-            return cls(name)
-        except ValueError:
-            raise ValueError(f"unknown victim policy {name!r}; choose from "
-                             f"{', '.join(p.value for p in cls)}") from None
+        return parse_choice(cls, name, "victim policy ")
 
 
 @dataclass

@@ -13,6 +13,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
+from scratchkit.choices import parse_choice
+
 if TYPE_CHECKING:
     from scratchkit.data.report import LoadReport
 
@@ -28,11 +30,7 @@ class OnBadLine(str, Enum):
 
     @classmethod
     def parse(cls, name: "OnBadLine | str") -> "OnBadLine":
-        try:
-            return cls(name)
-        except ValueError:
-            raise ValueError(f"unknown errors={name!r}; choose one of "
-                             f"{', '.join(repr(k.value) for k in cls)}") from None
+        return parse_choice(cls, name, "errors=", choose="choose one of", quote=True)
 
 
 class MalformedLineError(ValueError):

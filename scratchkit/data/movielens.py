@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scratchkit.choices import parse_choice
 from scratchkit.data.in_memory import InMemoryDataset, table_sizes_from
 from scratchkit.data.lines import (MalformedLineError, OnBadLine, open_text, parse_lines,
                                    positive_int, show_value)
@@ -65,11 +66,7 @@ class MovieLensFormat(str, Enum):
 
     @classmethod
     def parse(cls, name: "MovieLensFormat | str") -> "MovieLensFormat":
-        try:
-            return cls(name)
-        except ValueError:
-            raise ValueError(f"unknown MovieLens format {name!r}; choose one of "
-                             f"{', '.join(repr(k.value) for k in cls)}") from None
+        return parse_choice(cls, name, "MovieLens format ", choose="choose one of", quote=True)
 
     @classmethod
     def guess(cls, path: str | Path) -> "MovieLensFormat":

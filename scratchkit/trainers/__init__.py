@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 from enum import Enum
 
+from scratchkit.choices import parse_choice
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -17,10 +18,7 @@ class TrainerKind(str, Enum):
 
     @classmethod
     def parse(cls, name: str) -> "TrainerKind":
-        try:
-            return cls(name)
-        except ValueError:
-            raise ValueError(f"unknown trainer {name!r}; choose from {', '.join(k.value for k in cls)}") from None
+        return parse_choice(cls, name, "trainer ")
 
 
 # module, class: imported on demand so a trainer still being built never breaks the others

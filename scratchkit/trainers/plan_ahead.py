@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scratchkit.choices import parse_choice
 from scratchkit.planner import NextUses, TablePlan, TablePlanner, VictimPolicy, WorkingSets
 from scratchkit.slot_map import SlotMap
 from scratchkit.trainers.pipeline import POLL
@@ -55,11 +56,7 @@ class PlanIn(str, Enum):
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
-        try:
-            return cls(name)
-        except ValueError:
-            raise ValueError(f"unknown planner place {name!r}; choose from "
-                             f"{', '.join(p.value for p in cls)}") from None
+        return parse_choice(cls, name, "planner place ")
 
     def resolve(self, steps: int, *, host_rows: bool, ordered: bool) -> "PlanIn":
         """The place for a call of `steps` steps. `host_rows`: the scratchpads and host tables are
