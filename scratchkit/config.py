@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from scratchkit.choices import parse_choice
+
 
 class OptimizerKind(str, Enum):
     """The sparse optimizers every trainer shares (see `scratchkit.optim`)."""
@@ -23,6 +25,17 @@ class OptimizerKind(str, Enum):
         except ValueError:
             raise ValueError(f"unknown optimizer {name!r}; choose one of "
                              f"{', '.join(k.value for k in cls)}") from None
+
+
+class OnNonFiniteLoss(str, Enum):
+    """What training does when a step's loss is NaN or infinite."""
+
+    RAISE = "raise"        # stop before that step changes any weight (the default: NaN spreads)
+    CONTINUE = "continue"  # train on: for studying divergence on purpose
+
+    @classmethod
+    def parse(cls, name: "OnNonFiniteLoss | str") -> "OnNonFiniteLoss":
+        return parse_choice(cls, name, "nonfinite_loss ", quote=True)
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,11 @@ class TrainConfig:
     # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and
     # ScratchPipe gets its parallelism across stages, so one thread is fastest. None: torch's default.
     cpu_threads: int | None = 1
+    # a NaN or infinite loss stops training with an error naming the step (OnNonFiniteLoss)
+    nonfinite_loss: OnNonFiniteLoss | str = OnNonFiniteLoss.RAISE
+
+    def __post_init__(self):
+        object.__setattr__(self, "nonfinite_loss", OnNonFiniteLoss.parse(self.nonfinite_loss))
 
     def replace(self, **changes) -> "TrainConfig":
         """A copy with some fields changed; nested fields as `data=replace(cfg.data, ...)`."""

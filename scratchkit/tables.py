@@ -49,14 +49,3 @@ class HostTables:
         self.weights = [shared_copy(w) for w in self.weights]
         self.state = [shared_copy(s) if s is not None else None for s in self.state]
 
-
-def check_ids(table_sizes, table: int, ids: torch.Tensor) -> None:
-    """Refuse ids outside table `table` before they reach any kernel or index op."""
-    if ids.numel() == 0:
-        return
-    low, high = (int(v) for v in torch.aminmax(ids))
-    if low < 0 or high >= table_sizes[table]:
-        bad = low if low < 0 else high
-        position = int((ids == bad).nonzero()[0, 0])
-        raise ValueError(f"table {table}: id {bad} at position {position} is out of range "
-                         f"[0, {table_sizes[table]})")

@@ -6,6 +6,7 @@ they get to the computation, which is what the stage timers make visible.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from abc import ABC, abstractmethod
@@ -16,12 +17,18 @@ import torch
 import torch.nn.functional as F
 
 from scratchkit.backend import detect
-from scratchkit.config import TrainConfig
+from scratchkit.config import OnNonFiniteLoss, TrainConfig
+from scratchkit.data.checks import check_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.model import init_dense_model
 from scratchkit.optim import make_dense_optimizer
-from scratchkit.tables import HostTables, check_ids
+from scratchkit.tables import HostTables
 from scratchkit.timing import StageTimer
+from scratchkit.trainers.interrupt import InterruptFlag
+
+
+class NonFiniteLossError(ValueError):
+    """A step's loss was NaN or infinite; the message names the step."""
 
 
 @dataclass
@@ -77,9 +84,18 @@ class Trainer(ABC):
 
     # --- the interface -------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
-        """Train `steps` more steps, yielding a record after each."""
+        """Train `steps` more steps, yielding a record after each.
+
+        Ctrl-C lands between steps (scratchkit/trainers/interrupt.py): the step in flight
+        finishes and is yielded, then the next iteration raises KeyboardInterrupt.
+        """
+        interrupted = InterruptFlag()
         for _ in self._steps(steps):
-            yield self.train_step()
+            with interrupted:
+                record = self.train_step()
+            yield record
+            if interrupted.raised:
+                raise KeyboardInterrupt
 
     def _steps(self, steps: int) -> range:
         """The batch indices the next `steps` steps train on, checked against the source."""
@@ -113,27 +129,34 @@ class Trainer(ABC):
 
     # --- shared pieces ---------------------------------------------------------------------------
     def load_batch(self):
-        """Batch `next_batch` with its ids and offsets as host tensors; ids checked against the tables."""
+        """Batch `next_batch` with its ids and offsets as host tensors, checked at the door
+        (scratchkit/data/checks.py) before any of it is trained."""
         batch = self.source.batch(self.next_batch)
+        check_batch(batch, self.config.data.table_sizes, self.next_batch)
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
-        for t, table_ids in enumerate(ids):
-            check_ids(self.config.data.table_sizes, t, table_ids)
         return batch, ids, offsets
 
-    def dense_step(self, batch, pooled: torch.Tensor) -> tuple[float, torch.Tensor]:
+    def dense_step(self, batch, pooled: torch.Tensor, step: int) -> tuple[float, torch.Tensor]:
         """Forward and backward of the MLPs on the device, and their optimizer step.
 
-        pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]).
+        pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]). A non-finite loss
+        stops here, before the backward pass, so step `step` changes no weight
+        (`TrainConfig.nonfinite_loss` may let it through).
         """
         dense = torch.from_numpy(batch.dense).to(self.device)
         labels = torch.from_numpy(batch.labels).to(self.device)
         pooled = pooled.detach().requires_grad_(True)
         loss = F.binary_cross_entropy_with_logits(self.model(dense, pooled), labels)
+        value = float(loss.detach())
+        if not math.isfinite(value) and self.config.nonfinite_loss is OnNonFiniteLoss.RAISE:
+            raise NonFiniteLossError(f"step {step}: the loss is {value}, so training stopped before "
+                                     "this step changed any weight (nonfinite_loss='continue' in "
+                                     "TrainConfig trains on)")
         self.dense_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.dense_optimizer.step()
-        return float(loss.detach()), pooled.grad
+        return value, pooled.grad
 
     def make_record(self, loss: float, batch, started: float, **counters) -> StepRecord:
         record = StepRecord(step=self.next_batch, loss=loss, samples=batch.batch_size,

@@ -23,6 +23,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from scratchkit.data.checks import check_batch
+
 
 class VictimPolicy(ABC):
     """Per-slot metadata of one table's cache, and the victim choice."""
@@ -96,7 +98,9 @@ def profile_hot_ids(source, num_batches: int, capacities: list[int]) -> list[np.
     sizes = source.table_sizes
     counts = [np.zeros(n, dtype=np.int64) for n in sizes]
     for b in range(min(num_batches, len(source))):
-        for t, ids in enumerate(source.batch(b).ids):
+        batch = source.batch(b)
+        check_batch(batch, sizes, b)   # a bad id would miscount, or make bincount fail obscurely
+        for t, ids in enumerate(batch.ids):
             counts[t] += np.bincount(ids, minlength=sizes[t])
     # stable argsort of -count: descending count, ascending id among equals
     return [np.sort(np.argsort(-c, kind="stable")[:k]) for c, k in zip(counts, capacities)]

@@ -108,7 +108,7 @@ class CachedTrainer(HostTablesTrainer):
             pooled = torch.stack([pooled_lookup(c.rows, s, o) for c, s, o in
                                   zip(self.caches, slots, offsets)], dim=1)       # [B, T, dim]
         with stage("mlp"):
-            loss, grad = self.dense_step(batch, pooled)
+            loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
             coalesced = []
             for t, cache in enumerate(self.caches):

@@ -33,7 +33,7 @@ class DeviceOnlyTrainer(Trainer):
             pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
                                   zip(self.weights, ids, offsets)], dim=1)      # [B, T, dim]
         with stage("mlp"):
-            loss, grad = self.dense_step(batch, pooled)
+            loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
             coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.weights[t].shape[0])
                          for t in range(len(self.weights))]

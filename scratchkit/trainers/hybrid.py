@@ -28,7 +28,7 @@ class HybridTrainer(HostTablesTrainer):
         with stage("transfer"):
             pooled = pooled.to(self.device, non_blocking=True)
         with stage("mlp"):
-            loss, grad = self.dense_step(batch, pooled)
+            loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("transfer"):
             grad = grad.cpu()
         with stage("embedding_backward"):   # on the host
