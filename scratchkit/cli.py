@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except (ValueError, FileNotFoundError) as err:  # bad input: say what and where, no traceback
-        print(f"scratchkit {args.command}: error: {err}", file=sys.stderr)
+        from scratchkit.commands.common import in_cli_words
+
+        print(f"scratchkit {args.command}: error: {in_cli_words(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"scratchkit {args.command}: interrupted", file=sys.stderr)

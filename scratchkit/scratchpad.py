@@ -486,10 +486,12 @@ class Scratchpad:
             self._check_slots("slots", slots)
         self._dirty[slots] = True
 
-    def clear_dirty(self, slots) -> None:
-        """Record that these slots' rows were written back to the host table."""
-        slots = self._host(slots, "slots")
-        self._check_slots("slots", slots)
+    def clear_dirty(self, slots, *, assume_valid: bool = False) -> None:
+        """Record that these slots' rows were written back to the host table (assume_valid as in
+        `mark_dirty`)."""
+        if not assume_valid:
+            slots = self._host(slots, "slots")
+            self._check_slots("slots", slots)
         self._dirty[slots] = False
 
     def dirty_mask(self) -> np.ndarray:

@@ -169,7 +169,8 @@ def test_a_planner_process_that_dies_is_reported(tiny_config, planner, name):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=9, how="exit")
     trainer = ScratchPipeTrainer(config, source, planner=planner)
-    with pytest.raises(PipelineError, match=name + r" process exited \(code 3\) before sending batch \d+"):
+    with pytest.raises(PipelineError, match=r"stage plan failed on batch \d+: RuntimeError: the " + name +
+                       r" process exited with code 3 (before sending|while the trainer waited for) batch \d+"):
         list(trainer.train(20))
     assert trainer.next_batch <= 9
     assert max_diff_to_reference(trainer, SyntheticSource(config.data), trainer.next_batch) == 0.0

@@ -5,6 +5,7 @@ trained on the same batches from the same initial weights.
 """
 import signal
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -80,17 +81,26 @@ def test_property_random_traces_are_exact_with_all_hits(sizes, pooling, batch, z
 
 
 # --- invariant 5: the size check --------------------------------------------------------------------
-def test_too_small_a_scratchpad_is_refused_naming_the_minimum(tiny_config):
+def test_too_small_a_scratchpad_is_refused_naming_a_capacity_that_fits_every_table(tiny_config):
+    # the smallest table first: its minimum is the smallest, and not enough for the others
+    tiny_config = tiny_config.replace(data=replace(tiny_config.data, table_sizes=(200, 300, 500)))
     minimum_per_table = ScratchPipeTrainer(config_with(tiny_config, 500, 2)).minimum_capacities(0, 10)
     too_small = min(minimum_per_table) - 1
     trainer = make_trainer("scratchpipe", config_with(tiny_config, too_small, 2))
-    with pytest.raises(ValueError, match=r"too small for depth 2: .* up to \d+ distinct rows") as err:
+    with pytest.raises(ValueError, match=r"too small for look-ahead depth 2: .* up to \d+ distinct rows") as err:
         next(iter(trainer.train(10)))
-    # every table is too small, so the first one is named, with its exact minimum
+    # every table is too small, so the first one is named, with its exact minimum...
     assert str(err.value).startswith(f"table 0: a scratchpad of {too_small} rows")
     assert f"up to {minimum_per_table[0]} distinct rows" in str(err.value)
-    assert f"--capacity {minimum_per_table[0]} or more" in str(err.value)
+    # ...and the one capacity to ask for is the largest minimum, in Python's words (no CLI flag)
+    fits_all = max(minimum_per_table)
+    assert f"CacheParams(capacity={fits_all})" in str(err.value) and "--" not in str(err.value)
     assert trainer.next_batch == 0
+    # following the advice works: table 0's own minimum would not, where another table needs more
+    assert minimum_per_table[0] < fits_all
+    with pytest.raises(ValueError, match="table [12]: a scratchpad"):
+        next(iter(make_trainer("scratchpipe", config_with(tiny_config, minimum_per_table[0], 2)).train(10)))
+    assert len(list(make_trainer("scratchpipe", config_with(tiny_config, fits_all, 2)).train(10))) == 10
 
 
 def test_minimum_capacity_counts_the_window_union():
@@ -243,8 +253,18 @@ def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage, plan
     assert max_diff_to_reference(trainer, source, 20) == 0.0
 
 
+@pytest.fixture(params=["default", "ignored"])
+def sigint_handler(request):
+    """SIGINT as the test runner found it, or ignored, as in a background job (`pytest &`)."""
+    before = signal.getsignal(signal.SIGINT)
+    if request.param == "ignored":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("planner", PIPELINES)
-def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, planner):
+def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, planner, sigint_handler):
     minimum = smallest_capacity(tiny_config, 2, 30)
     source = SyntheticSource(tiny_config.data)
 
@@ -259,11 +279,15 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
 
     trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c,
                                  planner=planner)
+    seen = []
     with pytest.raises(KeyboardInterrupt):
-        list(trainer.train(30))
+        for record in trainer.train(30):
+            seen.append(record.step)
     assert 1 <= trainer.next_batch < 30
+    # every step taken was yielded: the one in flight when Ctrl-C came, or none if it was waiting
+    assert seen == list(range(trainer.next_batch))
     assert max_diff_to_reference(trainer, source, trainer.next_batch) == 0.0
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is sigint_handler   # put back as it was
 
 
 @pytest.mark.parametrize("planner", PIPELINES)

@@ -59,6 +59,16 @@ def config_from_args(args):
                           cache=cache, seed=args.seed)
 
 
+def in_cli_words(error: Exception) -> str:
+    """An error's message, with the Python parameters it suggests turned into this CLI's flags."""
+    from scratchkit.planner import ScratchpadTooSmall
+
+    if isinstance(error, ScratchpadTooSmall):
+        return (f"{error.problem()} --capacity {error.fits_all} fits every table (--capacity min "
+                f"finds it), or use a smaller --depth.")
+    return str(error)
+
+
 def progress(iterable, total: int, desc: str):
     """A progress bar on stderr when it is a terminal; silent otherwise (tests, pipes, CI)."""
     from tqdm import tqdm

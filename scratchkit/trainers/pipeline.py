@@ -15,9 +15,9 @@ only orders them.
 from __future__ import annotations
 
 import queue
-import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -49,35 +49,10 @@ class InFlight:
     tables: list                                     # TablePlan per table
     staged: list = field(default_factory=list)       # (rows, state) fetched per table
     victim_rows: list | None = None                  # (rows, state) copied out per table
+    evicted: bool = False                            # Insert replaced the victims in their slots
     inserted: threading.Event = field(default_factory=threading.Event)
     written_back: threading.Event = field(default_factory=threading.Event)
     stale_reads: int = 0                             # misses collected before their write-back
-
-
-class InterruptFlag:
-    """Turn Ctrl-C into a flag checked between steps, so a step is never cut in half.
-
-    Only in the main thread (the only one Python delivers signals to); elsewhere a no-op.
-    """
-
-    def __init__(self):
-        self.raised = False
-        self._previous = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.raised:              # a second Ctrl-C: stop waiting at once
-            raise KeyboardInterrupt
-        self.raised = True
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-        return False
 
 
 class PipelineRun:
@@ -210,8 +185,21 @@ class PipelineRun:
                 self._cond.notify_all()
 
     # the caller's side
-    def wait_inserted(self, b: int) -> InFlight:
+    @contextmanager
+    def exclusive(self):
+        """Pause at a batch boundary, for a flush between steps: no Insert runs (the trainer's
+        `slots_lock`), and every victim an Insert took out of its slot has landed in the host
+        tables (the write-back thread goes on meanwhile; it needs no lock)."""
+        with self.trainer.slots_lock:
+            self._wait_until(lambda: all(item.written_back.is_set() for item in list(self.items.values())
+                                         if item.evicted))
+            yield
+
+    def wait_inserted(self, b: int, cancelled=lambda: False) -> InFlight:
+        """Batch b, inserted: ready to train. KeyboardInterrupt once `cancelled()` while waiting."""
         def ready():
+            if cancelled():
+                raise KeyboardInterrupt   # nothing of batch b was taken yet
             item = self.items.get(b)
             return item is not None and item.inserted.is_set()
         if not self._wait_until(ready):

@@ -21,6 +21,7 @@ the same `PlanAhead` runs in the trainer's planner thread.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -33,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from scratchkit.choices import parse_choice
+from scratchkit.data.checks import check_batch
 from scratchkit.planner import NextUses, TablePlan, TablePlanner, VictimPolicy, WorkingSets
 from scratchkit.slot_map import SlotMap
 from scratchkit.trainers.pipeline import POLL
@@ -135,6 +137,7 @@ class PlanAhead:
         """Batch `index` and its working sets, made once: Plan(b) and the look-ahead share them."""
         if index not in self._seen:
             batch = self.source.batch(index)
+            check_batch(batch, self.setup.table_sizes, index)   # an id out of range: never planned
             sets = [working_set(ids) for working_set, ids in zip(self._working_sets, batch.ids)]
             self._seen[index] = Seen(batch, sets, self._next_uses.joined([unique for unique, _ in sets]))
         return self._seen[index]
@@ -214,7 +217,7 @@ class PlanFeed:
             kind, index, payload = self._conn.recv()
         except EOFError:   # the pipe closed: the process is gone
             self.process.join(timeout=1.0)
-            raise RuntimeError(f"the planner process exited (code {self.process.exitcode}) "
+            raise RuntimeError(f"the planner process {how_it_ended(self.process.exitcode)} "
                                f"before sending batch {b}") from None
         if kind == "error":
             raise payload
@@ -230,6 +233,16 @@ class PlanFeed:
             self._conn.close()
             self._ring.close()
             self.process = None
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    """How a forked stage process ended: 'was killed by SIGKILL', 'exited with code 3', or
+    'stopped answering' (still running)."""
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with code {exitcode}"
 
 
 def _widen(conn) -> None:
@@ -248,9 +261,14 @@ def _serve(plan_ahead: PlanAhead, start: int, stop: int, conn, ring: PlanRing) -
     """The planner process: plan every batch in order and send it; the ring's free slots and the
     trainer's reading pace it. An error is sent back as the exception (or its text)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
+    trainer = os.getppid()
+    orphaned = lambda: os.getppid() != trainer   # the trainer died (SIGKILL): stop waiting for it
     for b in range(start, stop):
         try:
-            message = ("plan", b, ring.pack(plan_ahead.plan(b)))
+            packed = ring.pack(plan_ahead.plan(b), halted=orphaned)
+            if packed is None:
+                return
+            message = ("plan", b, packed)
         except BaseException as error:  # noqa: BLE001 - reported to the trainer, which raises it
             message = ("error", b, error)
         try:

@@ -15,17 +15,19 @@ Plan(b) took, waits for Train(b-D-1), so at most D+1 batches hold slots. Where t
 (`planner=`, a `PlanIn`):
 
 - "host-process", a CPU run's default: all five in one forked process, the host tables and the
-  scratchpads in shared memory, so the trainer's process (and its GIL) only trains
+  scratchpads in shared memory, so the trainer's process (and its GIL) only trains; there
+  Write-back(b) runs before Insert(b), so a SIGKILL of that process loses no row
   (scratchkit/trainers/host_process.py);
 - "process", a GPU run's default: Plan in a forked process; Collect, Transfer+Insert and
   Write-back on worker threads with bounded queues between them (scratchkit/trainers/pipeline.py);
 - "thread": as "process", with Plan on a thread too (no fork; calls under 8 steps).
 
 The planner keeps the id -> slot map; the trainer's scratchpads keep the rows, which id each slot
-holds, and the dirty bits. An exception in any stage, a KeyboardInterrupt, or leaving the `train()`
-loop early stops the stages, finishes the write-backs of the victims already copied out, flushes
-the dirty rows, and leaves the host tables complete: equal to the baseline trained on the batches
-whose Train finished.
+holds, and the dirty bits. An exception in any stage, a dead host process, a KeyboardInterrupt, or
+leaving the `train()` loop early stops the stages, finishes the write-backs of the victims already
+copied out, flushes the dirty rows, and leaves the host tables complete: equal to the baseline
+trained on the batches whose Train finished. `checkpoint()`, `flush()` and `embedding_weights()`
+are exact between the steps of a running loop too: they wait for a batch boundary of the stages.
 
 The hazard lab (`Hazards`) can switch off the holds or the write-back ordering, to watch the result
 diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1; stale reads).
@@ -33,6 +35,7 @@ diverge and see which invariant broke (`StepRecord.hits` < lookups: invariant 1;
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import threading
 import time
 from contextlib import nullcontext
@@ -42,14 +45,16 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
+from scratchkit.data.checks import BadBatchError
 from scratchkit.events import EventLog, Stage
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.optim import apply_update, embedding_backward
-from scratchkit.planner import VictimPolicy, minimum_capacities
+from scratchkit.planner import VictimPolicy, check_capacities, minimum_capacities
 from scratchkit.scratchpad import Scratchpad
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
 from scratchkit.trainers.host_process import HostProcessRun
-from scratchkit.trainers.pipeline import InFlight, InterruptFlag, PipelineError, PipelineRun
+from scratchkit.trainers.interrupt import InterruptFlag
+from scratchkit.trainers.pipeline import InFlight, PipelineError, PipelineRun
 from scratchkit.trainers.plan_ahead import PlanAhead, PlanFeed, PlanIn, PlanSetup
 
 __all__ = ["Hazards", "PipelineError", "ScratchPipeTrainer"]
@@ -85,8 +90,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
         self.events = EventLog(enabled=record_events)
         self.capacities = [cache.capacity_for(n) for n in config.data.table_sizes]
-        self._lock = threading.Lock()           # the scratchpads' bookkeeping (slot ids, dirty)
+        self._times_lock = threading.Lock()     # the stage times, added from several threads
         self._stage_seconds: dict[str, float] = {}
+        self._run: PipelineRun | HostProcessRun | None = None   # the train() call running now
         self._reset_scratchpads()
 
     # --- setup ----------------------------------------------------------------------------------
@@ -103,6 +109,11 @@ class ScratchPipeTrainer(HostTablesTrainer):
                             for n, c in zip(self.config.data.table_sizes, self.capacities)]
         # per table [capacity]: the batch that last trained each slot (the planner's LRU clock)
         self.last_trained = [np.full(c, -1, dtype=np.int64) for c in self.capacities]
+        # Insert and Write-back hold it for a batch, a flush for its length: so a flush between
+        # steps sees the slots at a batch boundary, in this process or the forked host process
+        # (a semaphore made before the fork: a threading.Lock would not be shared). New with the
+        # scratchpads: a process killed while holding the old one never releases it.
+        self.slots_lock = multiprocessing.Lock()
 
     def plan_setup(self) -> PlanSetup:
         """What the planner starts from: the scratchpads as they are between `train()` calls."""
@@ -131,42 +142,53 @@ class ScratchPipeTrainer(HostTablesTrainer):
     def check_capacity(self, start: int, stop: int) -> list[int]:
         """Refuse a scratchpad too small for batches start..stop-1 at this depth (invariant 5)."""
         minimums = self.minimum_capacities(start, stop)
-        for t, (need, have) in enumerate(zip(minimums, self.capacities)):
-            if have < need:
-                worst = (self.depth + 1) * self.config.data.batch_size * self.config.data.pooling
-                raise ValueError(
-                    f"table {t}: a scratchpad of {have} rows is too small for depth {self.depth}: "
-                    f"the {self.depth + 1} batches in flight touch up to {need} distinct rows "
-                    f"(the minimum for this data; (D+1)*B*L = {worst} is the worst case with no "
-                    f"reuse). Use --capacity {need} or more, or a smaller depth.")
+        worst = (self.depth + 1) * self.config.data.batch_size * self.config.data.pooling
+        check_capacities(minimums, self.capacities, self.depth, worst)
         return minimums
 
     # --- the pipeline ---------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
+        """As every trainer's (`Trainer.train`): Ctrl-C lands between steps; the step it arrived
+        in is yielded (or, if it was still waiting for Insert, not taken), then the next
+        iteration raises KeyboardInterrupt. Any way out flushes, so nothing trained is lost."""
         batches = self._steps(steps)
         start, stop = batches.start, batches.stop
         if steps == 0:
             return
+        self._refuse_while_running("train()")
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         run = (HostProcessRun(self, start, stop) if where is PlanIn.HOST_PROCESS
                else PipelineRun(self, start, stop, where))
+        self._run = run
         interrupted = InterruptFlag()
         finished = False
         try:
             for b in range(start, stop):
                 with interrupted:            # Ctrl-C lands between steps, never inside one
-                    record = self._train_one(run, b)
+                    record = self._train_one(run, b, lambda: interrupted.raised)
+                yield record
                 if interrupted.raised:
                     raise KeyboardInterrupt
-                yield record
             finished = True
+        except PipelineError as error:
+            if isinstance(error.__cause__, BadBatchError):   # the same words as every trainer's
+                raise error.__cause__ from None
+            raise
         finally:
-            run.stop(finished)
+            try:
+                run.stop(finished)
+            finally:
+                self._run = None
 
-    def _train_one(self, run: PipelineRun | HostProcessRun, b: int) -> StepRecord:
+    def _refuse_while_running(self, what: str) -> None:
+        if self._run is not None:
+            raise RuntimeError(f"{what} inside a running `for record in trainer.train(n)` loop: "
+                               "leave the loop (or let it finish) first")
+
+    def _train_one(self, run: PipelineRun | HostProcessRun, b: int, cancelled) -> StepRecord:
         started = run.last_step_end
-        item = run.wait_inserted(b)
+        item = run.wait_inserted(b, cancelled)
         t0 = time.perf_counter()
         self._hook(Stage.TRAIN, b)
         batch = item.batch
@@ -178,7 +200,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         offsets = [on_device(o) for o in batch.offsets]
         pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
                               zip(self.scratchpads, slots, offsets)], dim=1)     # [B, T, dim]
-        loss, grad = self.dense_step(batch, pooled)
+        loss, grad = self.dense_step(batch, pooled, b)
         for t, (pad, plan) in enumerate(zip(self.scratchpads, item.tables)):
             # coalesce on table ids, exactly as the reference does; then update by slot. The
             # coalesced ids are the sorted working set Plan(b) already mapped to slots.
@@ -189,14 +211,15 @@ class ScratchPipeTrainer(HostTablesTrainer):
             apply_update(pad.rows, pad.state, on_device(plan.decision.slots), grad_sum, self.config.optimizer)
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
-        with self._lock:   # the holds are the planner's: it counts Train(b) done by Plan(b+D+1)
-            for pad, plan, clock in zip(self.scratchpads, item.tables, self.last_trained):
-                trained = plan.decision.slots
-                pad.mark_dirty(trained, assume_valid=True)   # the planner's slots
-                clock[trained] = b
+        # the slots of batch b are held: no other stage touches them (the holds are the planner's:
+        # it counts Train(b) done by Plan(b+D+1))
+        for pad, plan, clock in zip(self.scratchpads, item.tables, self.last_trained):
+            trained = plan.decision.slots
+            pad.mark_dirty(trained, assume_valid=True)   # the planner's slots
+            clock[trained] = b
         run.trained(b)
         self._add_stage(Stage.TRAIN, b, t0, time.perf_counter())
-        with self._lock:
+        with self._times_lock:
             stage_seconds, self._stage_seconds = self._stage_seconds, {}
         run.last_step_end = time.perf_counter()
         fetched = sum(p.fetched_rows for p in item.tables)
@@ -233,7 +256,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def _add_stage(self, stage: Stage, b: int, start: float, end: float) -> None:
         self.events.stage(b, stage, start, end)
-        with self._lock:
+        with self._times_lock:
             self._stage_seconds[stage.value] = self._stage_seconds.get(stage.value, 0.0) + end - start
 
     def receive_plan(self, feed: PlanFeed, b: int) -> InFlight | None:
@@ -289,13 +312,22 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t1 = time.perf_counter()
         self._add_stage(Stage.TRANSFER, item.index, t0, t1)
         self._hook(Stage.INSERT, item.index)
-        with self._lock:   # the fetched rows arrive clean: copies of the host rows
-            for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
-                pad.place(plan.miss_slots, plan.miss_ids, assume_valid=True)   # the planner's decisions
-                pad.scatter(plan.miss_slots, rows, state, dirty=False, assume_valid=True)
+        with self.slots_lock:   # a flush in the other thread sees the slots between batches only
+            self.insert_rows(item, staged)
+            item.evicted = True   # the victims are out of the scratchpad: in flight to the host
         if cuda:
             self.scratchpads[0].xp.cuda.get_current_stream().synchronize()
         self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
+
+    def insert_rows(self, item: InFlight, staged: list) -> None:
+        """Fetched rows into their slots, in an order that a failure (or a kill) between any two
+        steps leaves safe: the slots' dirty bits are cleared first (the victims' newest rows are
+        home or copied out by now), then the rows written, then the slots given their new ids. At
+        every moment a slot marked dirty holds its id's newest row, which is all a flush needs."""
+        for pad, plan, (rows, state) in zip(self.scratchpads, item.tables, staged):
+            pad.clear_dirty(plan.miss_slots, assume_valid=True)
+            pad.scatter(plan.miss_slots, rows, state, dirty=False, assume_valid=True)   # clean copies
+            pad.place(plan.miss_slots, plan.miss_ids, assume_valid=True)   # the planner's decisions
 
     def write_back(self, item: InFlight) -> None:
         self._hook(Stage.WRITE_BACK, item.index)
@@ -310,35 +342,46 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 self.tables.state[t].index_copy_(0, index, state)
 
     # --- flush, checkpoint ----------------------------------------------------------------------
+    def _holding_slots(self):
+        """A batch boundary of the running `train()` call (its `exclusive()`), else just the lock."""
+        return self._run.exclusive() if self._run is not None else self.slots_lock
+
     def flush(self) -> int:
-        """Write every dirty scratchpad row back to the host tables (invariant 6). Returns rows."""
+        """Write every dirty scratchpad row back to the host tables (invariant 6). Returns rows.
+        Safe between the steps of a running `train()` loop: it waits for a batch boundary."""
+        with self._holding_slots():
+            return self._write_dirty_rows()
+
+    def _write_dirty_rows(self) -> int:
         written = 0
-        with self._lock:
-            for t, pad in enumerate(self.scratchpads):
-                dirty = pad.dirty_slots()
-                if not len(dirty):
-                    continue
-                slots = torch.from_numpy(dirty).to(self.device)
-                index = torch.from_numpy(pad.slot_ids[dirty].copy())
-                self.tables.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
-                if pad.state is not None:
-                    self.tables.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
-                pad.clear_dirty(dirty)
-                written += len(dirty)
+        for t, pad in enumerate(self.scratchpads):
+            dirty = pad.dirty_slots()
+            if not len(dirty):
+                continue
+            slots = torch.from_numpy(dirty).to(self.device)
+            index = torch.from_numpy(pad.slot_ids[dirty].copy())
+            self.tables.weights[t].index_copy_(0, index, pad.rows.index_select(0, slots).cpu())
+            if pad.state is not None:
+                self.tables.state[t].index_copy_(0, index, pad.state.index_select(0, slots).cpu())
+            pad.clear_dirty(dirty)
+            written += len(dirty)
         return written
 
     def checkpoint(self) -> dict:
-        """Flush, then everything needed to resume: host tables, dense model and optimizer, position."""
-        self.flush()
-        return {"next_batch": self.next_batch,
-                "weights": [w.clone() for w in self.tables.weights],
-                "state": [s.clone() if s is not None else None for s in self.tables.state],
-                "model": {k: v.clone() for k, v in self.model.state_dict().items()},
-                # deep copies: the live state_dict tensors keep changing as training goes on
-                "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict())}
+        """Flush, then everything needed to resume: host tables, dense model and optimizer,
+        position. Also between the steps of a running `train()` loop (one batch boundary)."""
+        with self._holding_slots():
+            self._write_dirty_rows()
+            return {"next_batch": self.next_batch,
+                    "weights": [w.clone() for w in self.tables.weights],
+                    "state": [s.clone() if s is not None else None for s in self.tables.state],
+                    "model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                    # deep copies: the live state_dict tensors keep changing as training goes on
+                    "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict())}
 
     def load_checkpoint(self, checkpoint: dict) -> None:
         """Resume from `checkpoint()`: the scratchpads start empty and refill from the host."""
+        self._refuse_while_running("load_checkpoint()")
         for w, saved in zip(self.tables.weights, checkpoint["weights"]):
             w.copy_(saved)
         for s, saved in zip(self.tables.state, checkpoint["state"]):
