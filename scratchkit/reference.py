@@ -55,6 +55,9 @@ class RowwiseAdagrad(torch.optim.Optimizer):
 
     def __init__(self, params, lr, eps):
         super().__init__(params, dict(lr=lr, eps=eps))
+        for group in self.param_groups:   # zeros from the start, as torch.optim.Adagrad's "sum"
+            for p in group["params"]:
+                self.state[p]["sum"] = torch.zeros(p.shape[0], 1, device=p.device)
 
     @torch.no_grad()
     def step(self):
@@ -64,7 +67,7 @@ class RowwiseAdagrad(torch.optim.Optimizer):
                     continue
                 grad = p.grad.coalesce()
                 rows, values = grad.indices()[0], grad.values()
-                acc = self.state[p].setdefault("sum", torch.zeros(p.shape[0], 1, device=p.device))
+                acc = self.state[p]["sum"]
                 acc[rows] += values.pow(2).mean(dim=1, keepdim=True)
                 p[rows] = p[rows].add_(values / acc[rows].sqrt().add_(group["eps"]), alpha=-group["lr"])
 
