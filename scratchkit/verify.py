@@ -55,6 +55,8 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
+    if tolerance is not None and not tolerance >= 0:   # NaN too: nothing would ever pass
+        raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     source = source if source is not None else SyntheticSource(config.data)
     device = device or detect().device
     if tolerance is None:

@@ -22,6 +22,8 @@ def run(args) -> int:
     from scratchkit.trainers import parse_trainer_list
     from scratchkit.verify import verify
 
+    if args.tolerance is not None and not args.tolerance >= 0:
+        raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     trainers = parse_trainer_list(args.trainers)
     config = config_from_args(args)
     results = list(progress(verify(config, trainers, args.steps, device=args.device,

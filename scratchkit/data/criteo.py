@@ -42,9 +42,11 @@ COLUMN_NAMES = ("label", *(f"I{j}" for j in range(1, NUM_DENSE + 1)),
 DEFAULT_BATCH_SIZE = 128  # the DLRM reference's Criteo Kaggle run (bench/dlrm_s_criteo_kaggle.sh)
 
 _INTEGER = re.compile(r"-?[0-9]+")
+# 308 digits: the most a float64 holds (1.8e308); a longer count would load as inf
+MAX_DENSE_DIGITS = 308
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 # A well-formed line in one test; lines that fail it go through `_diagnose` for a precise message.
-_GOOD_LINE = re.compile(r"[01](?:\t(?:-?[0-9]+)?){13}(?:\t[0-9A-Fa-f]*){26}")
+_GOOD_LINE = re.compile(r"[01](?:\t(?:-?[0-9]{1,308})?){13}(?:\t[0-9A-Fa-f]*){26}")
 
 
 def parse_line(line: str, source: str, line_number: int) -> list[str]:
@@ -69,6 +71,9 @@ def _diagnose(line: str, source: str, line_number: int) -> None:
             raise bad("bad label", f"{where} is not 0 or 1")
         if name.startswith("I") and text and not _INTEGER.fullmatch(text):
             raise bad("non-integer dense value", f"{where} is not an integer")
+        if name.startswith("I") and len(text.lstrip("-")) > MAX_DENSE_DIGITS:
+            raise bad("dense value too large", f"{where} has {len(text.lstrip('-'))} digits: more than "
+                      f"a float64 holds ({MAX_DENSE_DIGITS}), it would load as inf")
         if name.startswith("C") and text and not _HEX.fullmatch(text):
             raise bad("non-hex category", f"{where} is not hex")
     raise bad("malformed line", "line does not match the Criteo format")  # not reached

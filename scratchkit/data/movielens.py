@@ -104,6 +104,10 @@ def parse_rating(line: str, source: str, line_number: int, fmt: MovieLensFormat,
         raise bad("bad rating", f"{where(2)} is not a non-negative number")
     if not _TIMESTAMP.fullmatch(timestamp):
         raise bad("bad timestamp", f"{where(3)} is not an integer")
+    if not math.isfinite(float(rating)):
+        raise bad("bad rating", f"{where(2)} is too large for a floating-point number")
+    if not -2**63 <= int(timestamp) < 2**63:
+        raise bad("bad timestamp", f"{where(3)} does not fit a 64-bit integer")
     ids = (int(user), int(movie))
     if table_sizes is not None:
         for column, (row, size) in enumerate(zip(ids, table_sizes)):

@@ -44,16 +44,48 @@ def write_trace(trace: np.ndarray, path: str | Path) -> Path:
     return path if path.suffix == ".npy" else path.with_name(path.name + ".npy")
 
 
+WHAT_A_TRACE_IS = "a trace is a .npy file of a 1-D int64 array of ids (`scratchkit trace` writes one)"
+
+
 def read_trace(path: str | Path) -> np.ndarray:
-    """Load and check a trace file: it must be 1-D, integer, non-negative."""
+    """Load and check a trace file: a `.npy` holding a 1-D, non-empty, non-negative integer array.
+    Anything else (a folder, an `.npz`, a text or TSV file) is refused in one line naming it."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"trace file {path} does not exist")
-    trace = np.load(path, allow_pickle=False)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a trace file: {WHAT_A_TRACE_IS}")
+    with open(path, "rb") as file:
+        magic = file.read(6)
+    if magic.startswith(b"PK"):                        # a zip: np.savez's archive of arrays
+        raise ValueError(f"{path} is an .npz archive, not a single array: {WHAT_A_TRACE_IS}")
+    if magic != b"\x93NUMPY":                          # text, a TSV, a pickle, anything else
+        raise ValueError(f"{path} is not a .npy file ({_looks_like(path)}): {WHAT_A_TRACE_IS}")
+    try:
+        trace = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:   # Python objects inside, a truncated file
+        reason = "it holds Python objects" if "pickle" in str(error) else str(error).split(". ")[0]
+        raise ValueError(f"{path} is not a trace ({reason}): {WHAT_A_TRACE_IS}") from None
     if trace.ndim != 1 or not np.issubdtype(trace.dtype, np.integer):
         raise ValueError(f"{path}: a trace is a 1-D integer array, got shape {trace.shape} "
                          f"dtype {trace.dtype}")
-    if trace.size and trace.min() < 0:
+    if trace.size == 0:
+        raise ValueError(f"{path}: the trace is empty: there are no accesses to simulate")
+    if trace.min() < 0:
         raise ValueError(f"{path}: ids must be >= 0; position {int(np.argmin(trace))} "
                          f"holds {int(trace.min())}")
     return trace.astype(np.int64, copy=False)
+
+
+
+def _looks_like(path: Path) -> str:
+    """A few words on what a non-.npy file seems to be, for the error message."""
+    with open(path, "rb") as file:
+        head = file.read(200)
+    if not head:
+        return "it is empty"
+    try:
+        line = head.decode("utf-8").splitlines()[0]
+    except (UnicodeDecodeError, IndexError):
+        return "binary data"
+    return f"it is text, starting {line[:30]!r}"
