@@ -1,0 +1,67 @@
+"""`Curve`: hits of one cache policy at several capacities, on one trace.
+
+Exact curves (`rate == 1.0`) count hits; sampled ones (SHARDS, `shards.py`) estimate them from a
+share `rate` of the ids and are trusted from 1/rate rows up.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scratchkit.sim.checks import as_capacity
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Hits of one policy at several capacities, on one trace."""
+
+    policy: str
+    lookups: int
+    unique_ids: int              # from this capacity on, every reuse hits (estimated if sampled)
+    capacities: np.ndarray       # int64 [k]
+    hits: np.ndarray             # int64 [k], hits at capacities[i]
+    rate: float = 1.0            # share of the ids simulated: 1.0 exact, < 1 a SHARDS estimate
+
+    def hits_at(self, capacity: int) -> int:
+        """Hits at `capacity`: one on the curve, or any >= unique ids (all reuses hit there)."""
+        capacity = as_capacity(capacity)
+        if capacity >= self.unique_ids:
+            return self.lookups - self.unique_ids
+        where = np.flatnonzero(self.capacities == capacity)
+        if where.size == 0:
+            raise ValueError(f"capacity {capacity} is not on this {self.policy} curve")
+        return int(self.hits[where[0]])
+
+    def rates_at(self, capacities) -> np.ndarray:
+        """Hit rates at many capacities, each on the curve or >= unique ids. [k] float64
+
+        For a curve with every capacity 1 .. unique ids (LRU's), that is any capacity >= 1.
+        """
+        capacities = np.asarray(capacities, dtype=np.int64)
+        if not self.lookups:
+            return np.zeros(capacities.shape)
+        at = np.searchsorted(self.capacities, capacities)
+        inside = capacities < self.unique_ids
+        found = at < self.capacities.size
+        found[found] = self.capacities[at[found]] == capacities[found]
+        if np.any(inside & ~found):
+            bad = int(capacities[np.argmax(inside & ~found)])
+            raise ValueError(f"capacity {bad} is not on this {self.policy} curve")
+        hits = np.where(inside, self.hits[np.minimum(at, max(self.hits.size - 1, 0))]
+                        if self.hits.size else 0, self.lookups - self.unique_ids)
+        return hits / self.lookups
+
+    @property
+    def hit_rate(self) -> np.ndarray:
+        return self.hits / self.lookups if self.lookups else np.zeros(self.hits.shape)
+
+    @property
+    def miss_ratio(self) -> np.ndarray:
+        return 1.0 - self.hit_rate if self.lookups else np.zeros(self.hits.shape)
+
+    def to_rows(self) -> list[dict]:
+        """[{capacity, hits, hit_rate}, ...] for JSON."""
+        rate = self.hit_rate
+        return [{"capacity": int(c), "hits": int(h), "hit_rate": float(r)}
+                for c, h, r in zip(self.capacities, self.hits, rate)]
