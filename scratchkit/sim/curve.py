@@ -33,24 +33,25 @@ class Curve:
             raise ValueError(f"capacity {capacity} is not on this {self.policy} curve")
         return int(self.hits[where[0]])
 
-    def rates_at(self, capacities) -> np.ndarray:
-        """Hit rates at many capacities, each on the curve or >= unique ids. [k] float64
+    def hits_over(self, capacities) -> np.ndarray:
+        """Hits at many capacities, each on the curve or >= unique ids. [k] int64
 
         For a curve with every capacity 1 .. unique ids (LRU's), that is any capacity >= 1.
         """
         capacities = np.asarray(capacities, dtype=np.int64)
-        if not self.lookups:
-            return np.zeros(capacities.shape)
-        at = np.searchsorted(self.capacities, capacities)
+        at = np.minimum(np.searchsorted(self.capacities, capacities), self.capacities.size - 1)
         inside = capacities < self.unique_ids
-        found = at < self.capacities.size
-        found[found] = self.capacities[at[found]] == capacities[found]
+        found = self.capacities[at] == capacities if self.capacities.size else inside & False
         if np.any(inside & ~found):
             bad = int(capacities[np.argmax(inside & ~found)])
             raise ValueError(f"capacity {bad} is not on this {self.policy} curve")
-        hits = np.where(inside, self.hits[np.minimum(at, max(self.hits.size - 1, 0))]
-                        if self.hits.size else 0, self.lookups - self.unique_ids)
-        return hits / self.lookups
+        beyond = self.lookups - self.unique_ids
+        return np.where(inside, self.hits[at] if self.hits.size else beyond, beyond).astype(np.int64)
+
+    def rates_at(self, capacities) -> np.ndarray:
+        """Hit rates at many capacities, as `hits_over`. [k] float64"""
+        hits = self.hits_over(capacities)
+        return hits / self.lookups if self.lookups else np.zeros(hits.shape)
 
     @property
     def hit_rate(self) -> np.ndarray:

@@ -4,14 +4,18 @@
   distances (`profile.py`; `stackdist.py` is its vectorised twin): hits(C) = accesses whose
   distance is below C.
 - `opt_mrc(trace, capacities)`: Belady's OPT at the given capacities. OPT is a stack algorithm
-  too, but its stack is costly to maintain; instead each capacity runs a tight loop over
-  next-use positions: an access is a hit iff its position is the pending next use of a resident
-  row, so rows never need names, only positions.
+  too, but its stack is costly to maintain (Mattson's update carries rows down the stack: work
+  proportional to the depth); instead each capacity runs a tight loop over next-use positions
+  (`belady.c`, twin `_opt_hits`): an access is a hit iff its position is the pending next use of
+  a resident row, so rows never need names, only positions. Capacities run on all cores at once.
+  Why a few capacities suffice is measured in `benchmarks/bench_sim.py --opt-grid`.
 Both must equal the per-capacity simulators (`lru.py`, `opt.py`) exactly; tests check it.
 """
 from __future__ import annotations
 
 import heapq
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -41,9 +45,15 @@ def opt_mrc(trace, capacities) -> Curve:
     unique = n - int(np.count_nonzero(nxt < n))
     # Never-again rows get distinct keys past the end, so every key names one access.
     keys = np.where(nxt < n, nxt, n + np.arange(n))
-    count = native.belady_hits if native.available() else _opt_hits
-    keys = keys if count is native.belady_hits else keys.tolist()
-    hits = [n - unique if c >= unique else count(keys, c) for c in capacities]
+    todo = sorted({c for c in capacities if c < unique}, reverse=True)   # the slowest first
+    if native.available():
+        # The C loop runs without the GIL: one thread per core, one capacity each.
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            done = dict(zip(todo, pool.map(lambda c: native.belady_hits(keys, c), todo)))
+    else:
+        listed = keys.tolist()
+        done = {c: _opt_hits(listed, c) for c in todo}
+    hits = [done.get(c, n - unique) for c in capacities]
     return Curve("opt", n, unique, np.array(capacities, dtype=np.int64),
                  np.array(hits, dtype=np.int64))
 
