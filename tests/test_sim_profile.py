@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratchkit.sim import curve_error, lru_mrc, native, profile_lru, simulate_lru
+from scratchkit.sim import (curve_error, lru_mrc, native, profile_lru, simulate_lru,
+                            trace_chunks)
 from scratchkit.sim.profile import make_engine
 from scratchkit.sim.shards import threshold_for
 from scratchkit.sim.stackdist import stack_distance_histogram
@@ -140,3 +141,17 @@ def test_curve_rates_at_many_capacities():
     curve = lru_mrc([1, 2, 1, 2, 3])
     assert curve.rates_at([1, 2, 3, 10]).tolist() == [0.0, 0.4, 0.4, 0.4]
     assert curve_error(curve, curve)["mae"] == 0.0
+
+
+def test_a_truncated_npy_is_refused(tmp_path):
+    path = tmp_path / "cut.npy"
+    np.save(path, np.arange(100, dtype=np.int64))
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-80])                             # the last 10 ids are gone
+    with pytest.raises(ValueError, match="cut.npy: not a .npy array of ids"):
+        profile_lru(path)
+    path.write_bytes(whole)
+    stream = iter(trace_chunks(path, chunk_size=64))
+    path.write_bytes(whole[:-80])                             # cut while it is being read
+    with pytest.raises(ValueError, match="header says 100 ids, the file ends after 90"):
+        list(stream)

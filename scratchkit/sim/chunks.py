@@ -1,7 +1,7 @@
 """A trace as a stream of int64 chunks: from memory, from a `.npy` file larger than memory, or
 from any iterable of id arrays (a data source that yields a batch of ids at a time).
 
-    stream = trace_chunks("ids.npy")       # memory-mapped: only one chunk is read at a time
+    stream = trace_chunks("ids.npy")       # read a chunk at a time: memory holds one chunk
     stream.total                           # accesses, when known (None for a plain iterable)
     for chunk in stream: ...               # contiguous int64 [<= chunk_size], ids checked >= 0
 
@@ -50,10 +50,12 @@ def trace_chunks(source, chunk_size: int = CHUNK_SIZE, name: str | None = None) 
         if not path.exists():
             raise FileNotFoundError(f"trace file {path} does not exist")
         try:
-            ids = np.load(path, mmap_mode="r", allow_pickle=False)
+            ids = np.load(path, mmap_mode="r", allow_pickle=False)   # reads the header only
         except ValueError as err:
             raise ValueError(f"{path}: not a .npy array of ids ({err})") from None
-        return TraceChunks([_whole(ids, str(path))], int(ids.size), name or str(path), chunk_size)
+        _whole(ids, str(path))
+        parts = _read_npy(path, ids.offset, ids.dtype, int(ids.size), chunk_size)
+        return TraceChunks(parts, int(ids.size), name or str(path), chunk_size)
     if isinstance(source, np.ndarray) or (isinstance(source, (list, tuple)) and
                                           all(np.isscalar(x) for x in source)):
         ids = _whole(np.asarray(source), name or "trace")
@@ -62,6 +64,29 @@ def trace_chunks(source, chunk_size: int = CHUNK_SIZE, name: str | None = None) 
         raise ValueError(f"a trace is an array, a .npy path or an iterable of id arrays, "
                          f"got {type(source).__name__}")
     return TraceChunks(source, None, name or "trace", chunk_size)
+
+
+class _read_npy:
+    """The array of a `.npy` file, read `chunk_size` ids at a time with plain file reads.
+
+    Not a memory map: the pages of a map stay resident (and count as the process's memory)
+    until the kernel needs them back; reads leave nothing behind but the one chunk.
+    """
+
+    def __init__(self, path: Path, offset: int, dtype: np.dtype, size: int, chunk_size: int):
+        self.path, self.offset, self.dtype, self.size = path, offset, dtype, size
+        self.chunk_size = chunk_size
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for start in range(0, self.size, self.chunk_size):
+                count = min(self.chunk_size, self.size - start)
+                chunk = np.fromfile(f, dtype=self.dtype, count=count)
+                if chunk.size < count:
+                    raise ValueError(f"{self.path} is truncated: its header says {self.size:,} "
+                                     f"ids, the file ends after {start + chunk.size:,}")
+                yield chunk
 
 
 def _whole(ids: np.ndarray, name: str) -> np.ndarray:

@@ -1,7 +1,9 @@
 """`Curve`: hits of one cache policy at several capacities, on one trace.
 
-Exact curves (`rate == 1.0`) count hits; sampled ones (SHARDS, `shards.py`) estimate them from a
-share `rate` of the ids and are trusted from 1/rate rows up.
+Exact curves (`rate == 1.0`) count hits at the capacities they list. Sampled ones (SHARDS,
+`shards.py`) estimate them from a share `rate` of the ids, are trusted from 1/rate rows up, and
+are step functions: they list the capacities where they step, and between two of them hold the
+value of the lower one.
 """
 from __future__ import annotations
 
@@ -25,27 +27,23 @@ class Curve:
 
     def hits_at(self, capacity: int) -> int:
         """Hits at `capacity`: one on the curve, or any >= unique ids (all reuses hit there)."""
-        capacity = as_capacity(capacity)
-        if capacity >= self.unique_ids:
-            return self.lookups - self.unique_ids
-        where = np.flatnonzero(self.capacities == capacity)
-        if where.size == 0:
-            raise ValueError(f"capacity {capacity} is not on this {self.policy} curve")
-        return int(self.hits[where[0]])
+        return int(self.hits_over([as_capacity(capacity)])[0])
 
     def hits_over(self, capacities) -> np.ndarray:
-        """Hits at many capacities, each on the curve or >= unique ids. [k] int64
-
-        For a curve with every capacity 1 .. unique ids (LRU's), that is any capacity >= 1.
-        """
+        """Hits at many capacities: exact curves at those they list or >= unique ids (for LRU's,
+        which lists 1 .. unique ids, any capacity); sampled ones at any capacity. [k] int64"""
         capacities = np.asarray(capacities, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.capacities, capacities), self.capacities.size - 1)
         inside = capacities < self.unique_ids
+        beyond = self.lookups - self.unique_ids
+        if self.rate < 1.0:                              # a step function
+            at = np.searchsorted(self.capacities, capacities, side="right") - 1
+            hits = self.hits[np.maximum(at, 0)] if self.hits.size else np.zeros(at.shape, np.int64)
+            return np.where(inside, np.where(at >= 0, hits, 0), beyond).astype(np.int64)
+        at = np.minimum(np.searchsorted(self.capacities, capacities), self.capacities.size - 1)
         found = self.capacities[at] == capacities if self.capacities.size else inside & False
         if np.any(inside & ~found):
             bad = int(capacities[np.argmax(inside & ~found)])
             raise ValueError(f"capacity {bad} is not on this {self.policy} curve")
-        beyond = self.lookups - self.unique_ids
         return np.where(inside, self.hits[at] if self.hits.size else beyond, beyond).astype(np.int64)
 
     def rates_at(self, capacities) -> np.ndarray:

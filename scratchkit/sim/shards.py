@@ -14,7 +14,8 @@ the whole trace, and each sampled reuse stands for 1/R reuses.
   bins of scaled distance (`lru_engine.c`), and the same adjustment is made. Memory is constant.
 
 The engines (`lru_engine.c`, `stack_twin.py`) report counts; this module turns them into a `Curve`
-of estimated hits at every capacity 1 .. estimated distinct ids, and measures its error.
+of estimated hits, a step function listed at the capacities where it steps (so its size follows
+the sample, not the distinct ids), and measures its error.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from scratchkit.sim.checks import as_count, as_share
 from scratchkit.sim.curve import Curve
 
 EXACT = (1 << 64) - 1      # threshold of the exact engine: no id is hashed out
-MAX_BINS = 1 << 22         # fixed size: at most 4M bins of scaled distance (32 MB)
+MAX_BINS = 1 << 20         # fixed size: at most 1M bins of scaled distance (8 MB)
 
 
 def threshold_for(rate: float) -> int:
@@ -53,36 +54,48 @@ def exact_curve(lookups: int, cold: int, hist: np.ndarray) -> Curve:
 
 def fixed_rate_curve(lookups: int, sampled: int, cold: int, hist: np.ndarray,
                      rate: float) -> Curve:
-    """hits(C) = (sampled reuses at distance < C x R, plus SHARDS_adj) / R."""
+    """hits(C) = (sampled reuses at distance < C x R, plus SHARDS_adj) / R.
+
+    That changes only where ceil(C x R) does: at C = floor(k / R) + 1, the step's first
+    capacity; the curve lists those (about R x distinct ids of them, not every capacity).
+    """
     unique = int(round(cold / rate))
-    capacities = np.arange(1, unique + 1, dtype=np.int64)
+    steps = np.arange(int(math.ceil(unique * rate)) + 1, dtype=np.int64)
+    capacities = _distinct(np.floor(steps / rate).astype(np.int64) + 1)
+    capacities = capacities[capacities < unique]
     below = np.concatenate([[0], np.cumsum(hist, dtype=np.int64)])    # [k] reuses at d < k
     k = np.minimum(np.ceil(capacities * rate).astype(np.int64), hist.size)
     adjust = lookups * rate - sampled
-    hits = (below[k] + adjust) / rate
-    return _estimate(lookups, unique, capacities, hits, rate)
+    return _estimate(lookups, unique, capacities, (below[k] + adjust) / rate, rate)
 
 
 def fixed_size_curve(lookups: int, bins: np.ndarray, width: float, weight: float,
                      rate: float) -> Curve:
-    """hits(C) = weight of reuses at scaled distance < C, plus the adjustment lookups - weight.
+    """hits(C) = weight of reuses in bins wholly below C, plus the adjustment lookups - weight.
 
     The weights estimate counts: all of them the lookups, those of first accesses the distinct
     ids. As SHARDS_adj does at a fixed rate, the gap between the lookups and their estimate is
     put at distance 0 (measured: it cuts the error of a 100k-id sample of a 10M-access Zipf
     trace from 0.009 to 0.0014, where dividing by the weight instead spreads it over all
-    distances).
+    distances). The curve steps where a bin ends: at C = ceil(j x width).
     """
-    unique = int(round(weight - float(bins.sum())))
-    capacities = np.arange(1, max(unique, 0) + 1, dtype=np.int64)
-    below = np.concatenate([[0.0], np.cumsum(bins)])                 # [b] weight in bins < b
-    where = capacities / width                                        # bins below C, fractional
-    whole = np.minimum(where.astype(np.int64), bins.size)
-    inside = whole < bins.size
-    part = np.zeros(capacities.size)
-    part[inside] = bins[whole[inside]] * (where[inside] - whole[inside])
-    hits = below[whole] + part + (lookups - weight)
-    return _estimate(lookups, max(unique, 0), capacities, hits, rate)
+    unique = max(int(round(weight - float(bins.sum()))), 0)
+    if rate == 1.0:               # never sampled down: exact, and listed at every capacity
+        capacities = np.arange(1, unique, dtype=np.int64)
+    else:
+        steps = np.ceil(np.arange(bins.size + 1) * width)
+        capacities = _distinct(np.maximum(steps, 1).astype(np.int64))
+        capacities = capacities[capacities < unique]
+    below = np.concatenate([[0.0], np.cumsum(bins)])                 # [j] weight in bins < j
+    whole = np.minimum(np.floor(capacities / width).astype(np.int64), bins.size)
+    return _estimate(lookups, unique, capacities, below[whole] + (lookups - weight), rate)
+
+
+def _distinct(ascending: np.ndarray) -> np.ndarray:
+    """The distinct values of a nondecreasing array (np.unique sorts: 0.7 s for 1M here)."""
+    keep = np.ones(ascending.size, dtype=bool)
+    keep[1:] = ascending[1:] != ascending[:-1]
+    return ascending[keep]
 
 
 def _estimate(lookups, unique, capacities, hits, rate) -> Curve:
