@@ -11,6 +11,7 @@ One policy per module (static, lru, lfu, opt, setassoc, lookahead); every simula
 """
 from scratchkit.sim.chunks import trace_chunks
 from scratchkit.sim.curve import Curve
+from scratchkit.sim.depth_curve import DepthCurve, lookahead_depth_curve
 from scratchkit.sim.lfu import simulate_lfu
 from scratchkit.sim.lookahead import min_capacity, simulate_lookahead
 from scratchkit.sim.lru import simulate_lru
@@ -27,7 +28,8 @@ from scratchkit.sim.stackdist import stack_distance_histogram, stack_distances
 from scratchkit.sim.static import hot_set, simulate_static
 
 __all__ = [
-    "Curve", "Policy", "SimResult", "curve_error", "hot_set", "lru_mrc", "min_capacity",
+    "Curve", "DepthCurve", "Policy", "SimResult", "curve_error", "hot_set",
+    "lookahead_depth_curve", "lru_mrc", "min_capacity",
     "next_use", "opt_mrc", "profile_lru", "simulate", "simulate_lfu", "simulate_lookahead", "simulate_lru",
     "simulate_opt", "simulate_setassoc", "simulate_static", "stack_distance_histogram",
     "stack_distances", "trace_chunks",
