@@ -1,18 +1,22 @@
 """The simulators' compiled inner loops: `lru_engine.c` and `belady.c`, built with g++, via ctypes.
 
 Why a C loop, and why g++. The whole LRU curve of a 10M-access trace has to come out faster than
-libCacheSim's C loop simulates *one* capacity (about 1.8 s here). NumPy's best, the vectorised
-wavelet pass of `stackdist.py`, does 24 bit levels of ~12 array passes and takes 4-5 s; a Python
-loop over a Fenwick tree takes about 3 us per access, half a minute. A loop over accesses in a
-compiled language does the Fenwick walk in ~60 ns. Two compilers were on the table:
-- numba (PyPI): a new dependency of ~50 MB (llvmlite), a JIT compile on first call in every
-  process unless its cache is writable, and numpy-version pins that lag numpy's releases;
+libCacheSim's C loop simulates *one* capacity (1.8-3.5 s here, depending on the load). NumPy's best,
+the vectorised wavelet pass of `stackdist.py`, does 24 bit levels of ~12 array passes and takes
+4-8 s; a Python loop over a Fenwick tree takes about 3 us per access, half a minute. The C loop
+takes about 0.1 us per access (10M in 1.0-1.1 s, `benchmarks/bench_sim.py --curves`), half of it
+thanks to prefetching the hash entry of the access 16 ahead. Two compilers were on the table:
+- numba (PyPI, 0.68.1): a new dependency of ~50 MB (llvmlite) whose numpy pins lag numpy's
+  releases. Measured side by side (5 alternating rounds on a loaded machine, the same algorithm
+  minus the prefetch, which numba does not expose): 5.5 s against the C loop's 3.2 s, plus a
+  6.9 s JIT compile on the first call of every process (unless its cache is writable); and
+  mixing uint64 with int64 silently made float64 indices, which had to be cast by hand;
 - g++: already on every machine that runs the kit's tests (the `.cu` kernels are built with it for
-  the host, `kernels/host_build.py`), no new dependency, and the build is cached on disk.
+  the host, `kernels/host_build.py`), no new dependency, and a build cached on disk.
 We chose g++. The library is compiled on first use (never at import), into the kit's cache folder
 beside the host kernels (`$SCRATCHKIT_CACHE_DIR/sim`, else `~/.cache/scratchkit/sim`), under a
 name that hashes sources, flags and compiler, so an edit rebuilds and anything else loads at once
-(the build takes ~2 s). Where no compiler is found, `available()` is False and callers use the
+(the build takes under a second here). Where no compiler is found, `available()` is False and callers use the
 NumPy twins (`stackdist.py`, `mrc._opt_hits`, `stack_twin.py`); SCRATCHKIT_SIM_NATIVE=0 forces
 that, for tests of the fallback.
 """
