@@ -155,7 +155,10 @@ def _table(lookups, unique, lru, opt, points) -> None:
         if c in opt_hits:
             row += f"  {opt_hits[c]:>12}  {_rate(opt_hits[c], lookups):>8}"
         print(row)
-    if lru is not None:
+    if lru is not None and lru.rate < 1.0:
+        print(f"(LRU is estimated at every capacity, a step function; --json prints its "
+              f"{lru.capacities.size:,} steps)")
+    elif lru is not None:
         print(f"(LRU is known at every capacity 1..{lru.unique_ids:,}; --json prints all of them)")
 
 
