@@ -155,3 +155,15 @@ def test_a_truncated_npy_is_refused(tmp_path):
     path.write_bytes(whole[:-80])                             # cut while it is being read
     with pytest.raises(ValueError, match="header says 100 ids, the file ends after 90"):
         list(stream)
+
+
+def test_a_sampled_curve_is_a_step_function_between_its_listed_capacities():
+    trace = zipf(20_000, 2_000, 1.05, 6)
+    curve = profile_lru(trace, rate=0.25)
+    assert curve.rate == 0.25 and curve.capacities[0] == 1
+    assert np.all(np.diff(curve.capacities) > 0) and np.all(np.diff(curve.hits) >= 0)
+    low, high = int(curve.capacities[5]), int(curve.capacities[6])
+    assert high - low > 1                                     # steps of about 1/R rows
+    inside = curve.hits_over(np.arange(low, high))
+    assert inside.tolist() == [curve.hits[5]] * (high - low)
+    assert curve.hits_at(10**9) == curve.lookups - curve.unique_ids

@@ -98,9 +98,15 @@ def library() -> ctypes.CDLL:
 
 
 def available() -> bool:
-    """True when the C loops can run here (a compiler, or a cached build); never raises."""
+    """True when the C loops can run here (a compiler, or a cached build); never raises. A failed
+    build is not retried in this process (each try would run the compiler again)."""
     if os.environ.get("SCRATCHKIT_SIM_NATIVE", "1") == "0":
         return False
+    return _builds()
+
+
+@lru_cache(maxsize=1)
+def _builds() -> bool:
     try:
         library()
     except (NativeBuildError, OSError):
