@@ -134,3 +134,30 @@ def test_missing_trace_file_exits_2(capsys, tmp_path):
     code, _, err = run(capsys, "simulate", "--trace", tmp_path / "nope.npy", "--policy", "lru",
                        "--capacity", 4)
     assert code == 2 and "does not exist" in err
+
+
+def test_mrc_sampled_reports_its_rate_and_error_against_the_exact_curve(capsys, trace_file):
+    path, trace = trace_file
+    code, out, _ = run(capsys, "simulate", "--trace", path, "--mrc", "--sample", 0.5, "--vs-exact",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and "opt" not in data and data["sample"]["rate"] == 0.5
+    assert data["unique_ids"] == len(set(trace.tolist()))
+    error = data["error_vs_exact"]
+    assert error["from_capacity"] == 2 and 0 <= error["mae"] <= error["max"] <= 1
+    code, out, _ = run(capsys, "simulate", "--trace", path, "--mrc", "--sample-size", 50, "--vs-exact")
+    assert code == 0 and "sampled by SHARDS" in out and "mean |error|" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mrc", "--sample", "0"], "--sample must be a rate in (0, 1], got 0.0"),
+    (["--mrc", "--sample", "1.5"], "--sample must be a rate in (0, 1], got 1.5"),
+    (["--mrc", "--sample-size", "0"], "--sample-size must be an integer >= 1, got 0"),
+    (["--mrc", "--vs-exact"], "--vs-exact compares a sampled curve with the exact one"),
+    (["--mrc", "--sample", "0.1", "--policy", "opt"], "OPT needs the whole trace"),
+    (["--policy", "lru", "--capacity", "4", "--sample", "0.1"], "--sample applies to --mrc"),
+])
+def test_bad_sampling_options_exit_2(capsys, trace_file, argv, message):
+    path, _ = trace_file
+    code, out, err = run(capsys, "simulate", "--trace", path, *argv)
+    assert code == 2 and out == "" and message in err

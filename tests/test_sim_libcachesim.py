@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scratchkit.sim import (lru_mrc, opt_mrc, simulate, simulate_lfu, simulate_lookahead,
-                            simulate_lru, simulate_opt)
+from scratchkit.sim import (lru_mrc, native, opt_mrc, profile_lru, simulate, simulate_lfu,
+                            simulate_lookahead, simulate_lru, simulate_opt)
 
 lcs = pytest.importorskip("libcachesim")
 
@@ -93,6 +93,15 @@ def test_curves_equal_libcachesim_on_zipf(zipf, zipf_reference):
     opt = opt_mrc(zipf, CAPACITIES)
     assert [(lru.hits_at(c), int(h)) for c, h in zip(CAPACITIES, opt.hits)] == \
         [zipf_reference[c] for c in CAPACITIES]
+
+
+@pytest.mark.parametrize("engine", ["native", "numpy"])
+def test_both_exact_lru_engines_equal_libcachesim(zipf, zipf_reference, engine):
+    """The C loop (where it builds) and the vectorised twin, streamed in uneven chunks."""
+    if engine == "native" and not native.available():
+        pytest.skip("no C++ compiler here")
+    curve = profile_lru(zipf, engine=engine, chunk_size=4_999)
+    assert [curve.hits_at(c) for c in CAPACITIES] == [zipf_reference[c][0] for c in CAPACITIES]
 
 
 @pytest.mark.parametrize("capacity", [7, 300])

@@ -74,3 +74,11 @@ def progress(iterable, total: int, desc: str):
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, unit="step", leave=False, disable=None)
+
+
+def progress_counter(total: int | None, desc: str, unit: str = "access"):
+    """A bar advanced by hand (`bar.update(n)`), on stderr when it is a terminal; silent otherwise.
+    A context manager: the bar is closed (and erased) on the way out."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, leave=False, disable=None)
