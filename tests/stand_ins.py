@@ -1,5 +1,8 @@
 """Stand-ins for what only a GPU has, so the kit's GPU code paths run in CI on a CPU.
 
+`StandInCuda` is a CUDA runtime for `scratchkit.device.Device`: the trainers' CUDA lines (pinning,
+copies, side stream, syncs) run on the CPU and every call is recorded (tests/test_device.py).
+
 `StandInCupy` is the three names of the cupy module that `CupyLauncher` uses. The launcher
 compiles with the real NVRTC (kernels-ci extra), caches and loads the real cubin; the stand-in's
 RawModule looks each kernel up in that cubin's symbol table, as cuModuleGetFunction would, and its
@@ -10,6 +13,8 @@ the kernel tests, which run this engine next to the others (conftest.py's `engin
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -73,3 +78,86 @@ class StandInCupy:
         module = StandInModule(path, self._host, self.launches)
         self.modules.append(module)
         return module
+
+
+class StandInStream:
+    def __init__(self, number: int):
+        self.number = number
+
+    def __repr__(self) -> str:
+        return f"stream{self.number}"
+
+
+class StandInCuda:
+    """A CUDA runtime for `scratchkit.device.Device` that records every call, with the calling
+    thread and the stream in use, and keeps the tensors on the CPU: `Device("cpu", StandInCuda())`
+    makes a trainer run its CUDA lines in CI. `pin` returns a copy it remembers, so a test can ask
+    whether an asynchronous copy really came from pinned memory."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, dict]] = []   # (thread name, call, details)
+        self._pinned: dict[int, object] = {}          # data_ptr -> the pinned copy (kept alive)
+        self._lock = threading.Lock()
+        self._stream = threading.local()               # the stream each thread has entered
+        self._streams = 0
+
+    def _record(self, call: str, **details) -> None:
+        details.setdefault("stream", getattr(self._stream, "current", None))
+        with self._lock:
+            self.calls.append((threading.current_thread().name, call, details))
+
+    def calls_of(self, thread: str | None = None) -> list[tuple[str, dict]]:
+        with self._lock:
+            return [(c, d) for t, c, d in self.calls if thread is None or t == thread]
+
+    def is_pinned(self, tensor) -> bool:
+        return tensor.data_ptr() in self._pinned
+
+    # ---- the runtime interface (scratchkit.device.TorchCuda)
+    def pin(self, tensor):
+        pinned = tensor.clone()
+        with self._lock:
+            self._pinned[pinned.data_ptr()] = pinned
+        self._record("pin", shape=tuple(tensor.shape))
+        return pinned
+
+    def to_device(self, tensor, device, non_blocking: bool):
+        self._record("to_device", non_blocking=non_blocking, pinned=self.is_pinned(tensor),
+                     shape=tuple(tensor.shape))
+        return tensor.to(device)
+
+    def to_host(self, tensor, non_blocking: bool):
+        self._record("to_host", non_blocking=non_blocking, shape=tuple(tensor.shape))
+        return tensor
+
+    def new_stream(self) -> StandInStream:
+        with self._lock:
+            self._streams += 1
+            stream = StandInStream(self._streams)
+        self._record("new_stream", created=stream)
+        return stream
+
+    @contextmanager
+    def use_stream(self, stream):
+        self._record("enter_stream", entered=stream)
+        previous, self._stream.current = getattr(self._stream, "current", None), stream
+        try:
+            yield
+        finally:
+            self._stream.current = previous
+            self._record("exit_stream", exited=stream)
+
+    def synchronize_stream(self, stream) -> None:
+        self._record("synchronize_stream", waited=stream)
+
+    def synchronize_current_stream(self) -> None:
+        self._record("synchronize_current_stream")
+
+    def synchronize(self) -> None:
+        self._record("synchronize")
+
+    def synchronize_kernels(self) -> None:
+        self._record("synchronize_kernels")
+
+    def deterministic(self) -> None:
+        self._record("deterministic")
