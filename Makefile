@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# CuPy only where an NVIDIA driver answers; CPU machines get torch's CPU build.
-EXTRAS := notebooks,dev$(shell nvidia-smi >/dev/null 2>&1 && echo ,gpu)
+# kernels-ci everywhere: CuPy's NVRTC compiles and checks every .cu file with no GPU (CI included).
+# The gpu extra only where an NVIDIA driver answers; CPU machines get torch's CPU build.
+EXTRAS := notebooks,dev,kernels-ci$(shell nvidia-smi >/dev/null 2>&1 && echo ,gpu)
 # torch's CPU build. Here `torch==2.13.0` resolves to the CPU wheel; on another Linux machine PyPI's
 # wheel is a multi-GB CUDA build, so point pip at PyTorch's CPU wheel index there:
 #   make test PIP_TORCH_ARGS="--index-url <PyTorch's CPU wheel index>"

@@ -1,8 +1,8 @@
 """What this machine can run: torch on CUDA, CuPy kernels, or neither.
 
-This is the only module that decides availability. Everything else asks it, so
-`import scratchkit` never touches CuPy or a GPU: CuPy is imported lazily, on the
-first call of `detect()` or `get_cupy()`.
+This is the only module that decides availability, and the only one that imports CuPy (NVRTC's
+bindings included). Everything else asks it, so `import scratchkit` never touches CuPy or a GPU:
+CuPy is imported lazily, on the first call of `detect()`, `get_cupy()` or `get_nvrtc()`.
 """
 from __future__ import annotations
 
@@ -74,3 +74,29 @@ def get_cupy():
         raise RuntimeError("CuPy is installed but no GPU is usable here: use the NumPy twins or the "
                            "host build of the kernels.")
     return importlib.import_module("cupy")
+
+
+class NvrtcUnavailable(RuntimeError):
+    """CuPy's NVRTC bindings cannot compile here: CuPy is missing, or libnvrtc is not found."""
+
+
+def get_nvrtc():
+    """CuPy's NVRTC bindings (`cupy.cuda.nvrtc`), loaded with libnvrtc: enough to compile the `.cu`
+    files to PTX and cubins. Needs CuPy and NVRTC, not a GPU: CI compiles every kernel this way.
+
+    libnvrtc comes from a CUDA toolkit or from the `nvidia-cuda-nvrtc-cu12` wheel (CuPy 14 finds
+    the wheel's copy itself); `getVersion()` loads it now, so a missing one is reported here and
+    not in the middle of a compile.
+    """
+    try:
+        nvrtc = importlib.import_module("cupy.cuda").nvrtc   # an attribute: a cupy_backends module
+    except ImportError as err:
+        raise NvrtcUnavailable(f"CuPy is not installed ({err}): install the kernels-ci extra "
+                               "(pip install -e '.[kernels-ci]') to compile the kernels") from err
+    try:
+        nvrtc.getVersion()
+    except Exception as err:   # CuPy raises its own errors (or OSError) when libnvrtc is missing
+        raise NvrtcUnavailable(f"CuPy is installed but libnvrtc cannot be loaded "
+                               f"({type(err).__name__}: {err}): install nvidia-cuda-nvrtc-cu12 "
+                               "(the kernels-ci extra) or a CUDA toolkit") from err
+    return nvrtc

@@ -5,6 +5,8 @@ import math
 
 import torch
 
+from typing import Callable
+
 from scratchkit.config import OptimizerConfig
 from scratchkit.shared_memory import shared_copy
 
@@ -27,18 +29,20 @@ def init_embedding_weights(table_sizes, dim: int, seed: int) -> list[torch.Tenso
 class HostTables:
     """`weights[t]` [num_rows_t, dim] and `state[t]` ([num_rows_t, width] or None) on the host.
 
-    Pinned (page-locked) when CUDA is present, so host<->device copies can be asynchronous.
+    pin: a trainer's `Device.pin` (page-locked on CUDA, so host<->device copies can be
+    asynchronous; the identity on a CPU), or None to leave the tensors as they are.
     """
 
-    def __init__(self, table_sizes, dim: int, optimizer: OptimizerConfig, seed: int, pin: bool = False):
+    def __init__(self, table_sizes, dim: int, optimizer: OptimizerConfig, seed: int,
+                 pin: Callable[[torch.Tensor], torch.Tensor] | None = None):
         self.table_sizes = tuple(int(n) for n in table_sizes)
         self.dim = dim
         self.weights = init_embedding_weights(self.table_sizes, dim, seed)
         width = optimizer.state_width(dim)
         self.state = [torch.zeros(n, width) if width else None for n in self.table_sizes]
-        if pin:
-            self.weights = [w.pin_memory() for w in self.weights]
-            self.state = [s.pin_memory() if s is not None else None for s in self.state]
+        if pin is not None:
+            self.weights = [pin(w) for w in self.weights]
+            self.state = [pin(s) if s is not None else None for s in self.state]
 
     @property
     def num_tables(self) -> int:

@@ -5,9 +5,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
 
-from scratchkit.backend import detect
 from scratchkit.config import TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.device import Device, as_device
 from scratchkit.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 
@@ -48,25 +48,27 @@ def _max_diff(left, right) -> float:
 
 
 def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
-           device: str | None = None, tolerance: float | None = None) -> Iterator[VerifyResult]:
+           device: Device | str | None = None, tolerance: float | None = None) -> Iterator[VerifyResult]:
     """Train the reference once, then each trainer from the same seed on the same batches.
 
-    Yields one result per trainer as soon as it is known (so callers can show progress).
+    Yields one result per trainer as soon as it is known (so callers can show progress). device:
+    as a trainer's (a Device with a stand-in runtime trains on the CPU through the CUDA lines; the
+    reference then trains on that CPU, and the tolerance is CUDA's unless given).
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
     if tolerance is not None and not tolerance >= 0:   # NaN too: nothing would ever pass
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     source = source if source is not None else SyntheticSource(config.data)
-    device = device or detect().device
+    dev = as_device(device)
     if tolerance is None:
-        tolerance = GPU_TOLERANCE if device == "cuda" else CPU_TOLERANCE
-    reference = ReferenceRun(config, source, device)
+        tolerance = GPU_TOLERANCE if dev.is_cuda else CPU_TOLERANCE
+    reference = ReferenceRun(config, source, dev.torch)
     reference.train(steps)
     ref_dense = reference.dense_parameters()
     ref_emb, ref_state = reference.embedding_weights(), reference.embedding_state()
     for name in trainers:
-        with make_trainer(name, config, source=source, device=device) as trainer:
+        with make_trainer(name, config, source=source, device=dev) as trainer:
             records = list(trainer.train(steps))
             trainer.close()   # flush any cache so the host tables are complete
             dense = [p.detach().cpu() for p in trainer.model.parameters()]
@@ -76,4 +78,4 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
         if name == "scratchpipe":
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)
-        yield VerifyResult(name, steps, max(d, e, s), d, e, s, tolerance, device, extras)
+        yield VerifyResult(name, steps, max(d, e, s), d, e, s, tolerance, str(dev.torch), extras)

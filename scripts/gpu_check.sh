@@ -1,73 +1,217 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: every check that needs an NVIDIA GPU, in one short run, with a report.
 #
-#   OUT=gpu-report PYTHON=.venv/bin/python bash scripts/gpu_check.sh
+#   bash scripts/gpu_check.sh              the check (needs a GPU); under 8 minutes on an H100/H200
+#   bash scripts/gpu_check.sh --dry-run    on any machine: print every step, check what it needs
+#   bash scripts/gpu_check.sh --rehearse   on a CPU: run every section anyway (GPU tests skip)
 #
-# What it expects (it installs nothing, from the network or otherwise):
+# What it needs, and never fetches from the network:
 #   * an NVIDIA GPU and driver: `nvidia-smi -L` lists a device;
-#   * a Python that already has scratchkit's dependencies, pytest and CuPy (cupy-cuda12x or
-#     cupy-cuda13x matching the driver): $PYTHON if set, else the repo's .venv/bin/python, else
-#     python3. scratchkit is imported from this checkout (PYTHONPATH), installed or not.
+#   * a Python with scratchkit's dependencies, pytest and CuPy: $PYTHON if set, else the repo's
+#     .venv/bin/python, else python3. scratchkit is imported from this checkout (PYTHONPATH).
+#   * optionally, carried wheels in ${GPU_CHECK_WHEELS:-.whl/} (git-ignored): the first step
+#     installs them with `pip install --no-index --no-deps --target $OUT/site` and puts that folder
+#     first on PYTHONPATH (their NVIDIA libraries on LD_LIBRARY_PATH), and the report names each
+#     one. Carry what the machine lacks: cupy-cuda12x, nvidia-cuda-nvrtc-cu12, cuda-pathfinder
+#     (docs/gpu.md says how to fetch them).
 # What it writes, into ${OUT:-gpu-report}/:
-#   report.md            one section per check: status, time, the lines that matter
-#   <section>.log        full output of each check
-#   bench_kernels.json   kernel benchmark figures
-#   bench_trainers.json  gpu-only, hybrid and scratchpipe samples/s on the GPU (small profile)
-# GPU_CHECK_BENCH_ARGS overrides the kernel benchmark's size arguments (default: --quick).
-# GPU_CHECK_DRY_RUN=1 skips the GPU probe and runs every section anyway: that tests this script
-# on a CPU machine (the GPU tests then skip, the benchmark measures twin and host only).
-# Exit status: 0 all sections passed; 1 some section failed or timed out; 2 no usable GPU (the
-# report says why; nothing else runs).
+#   report.md        the text summary: each section's status, time and key lines, the figures
+#                    beside the cost model's projections (docs/gpu-expected.json)
+#   gpu_check.json   the same as one JSON (scripts/gpu_check_summary.py)
+#   <section>.log    full output of each section; <section>.json its figures
+# Knobs (environment): GPU_CHECK_BENCH_ARGS (bench_kernels.py's sizes, default --quick),
+# GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE.
+# Exit status: 0 every section passed (or is not available in this version); 1 a section failed
+# or timed out, or the dry run found something missing; 2 no usable GPU (nothing else runs).
 #
-# Time: every section runs under `timeout` with its own budget, and the budgets add up to less
-# than 5 minutes (SECTION BUDGETS below). To add checks (e.g. the trainers'), write a
-# `section_<name>` function like the ones here, export it (bottom of the file), call it from
-# `main` with `run_section <name> <budget>`, and take
-# its budget from the spare time or from another section.
+# Time: each section runs under `timeout` with its budget (SECTION BUDGETS); with the GPU probe
+# they add up to under 8 minutes. Sections for features a later version adds (`scratchkit
+# calibrate`, `bench --validate`, the embedding-bound profile, `prefetch-lru`) run when this
+# checkout has them and report "not available in this version" otherwise.
+# To add a check: write `section_<name>`, add it to SECTIONS with a budget and a line in `plan_of`.
 
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 REPO="$(pwd)"
+MODE=check
+case "${1:-}" in
+    "") ;;
+    --dry-run) MODE=dry-run ;;
+    --rehearse) MODE=rehearse ;;
+    -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check: unknown option $1 (use --dry-run, --rehearse or nothing)"; exit 2 ;;
+esac
 OUT="${OUT:-gpu-report}"
+case "$OUT" in /*) ;; *) OUT="$REPO/$OUT" ;; esac
 if [ -n "${PYTHON:-}" ]; then PY="$PYTHON"
 elif [ -x "$REPO/.venv/bin/python" ]; then PY="$REPO/.venv/bin/python"
 else PY="python3"; fi
-export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+WHEELS="${GPU_CHECK_WHEELS:-$REPO/.whl}"
+SITE="$OUT/site"                      # carried wheels are installed here, never into $PY
+export PYTHONPATH="$SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export CUPY_CACHE_DIR="${CUPY_CACHE_DIR:-$OUT/cupy-cache}"   # NVRTC binaries stay with the report
+export SCRATCHKIT_CACHE_DIR="${SCRATCHKIT_CACHE_DIR:-$OUT/scratchkit-cache}"
 REPORT="$OUT/report.md"
 STATUS=0
+NOT_AVAILABLE=3                       # a section's exit code: the feature is not in this version
+EMBEDDING_PROFILE="${GPU_CHECK_EMBEDDING_PROFILE:-embedding-bound}"
+PROFILE="${GPU_CHECK_PROFILE:-small}"   # verify's and the first bench's (tests rehearse with tiny)
+# The device the trainers must use: CUDA in a check, so a CPU-only torch fails loudly instead of
+# verifying and benchmarking the CPU; the CPU in a rehearsal.
+if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
 
-# ---- SECTION BUDGETS (seconds; sum must stay under 300 with ~20 s to spare) ----
-BUDGET_ENV=20
-BUDGET_KERNEL_TESTS=90
-BUDGET_KERNEL_BENCH=60
-BUDGET_TRAINER_TESTS=60
-BUDGET_TRAINER_BENCH=50
+# ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
+PROBE_BUDGET=30
+SECTIONS=(wheels env kernel_tests kernel_bench verify bench_small bench_embedding calibrate validate)
+declare -A BUDGET=([wheels]=30 [env]=15 [kernel_tests]=75 [kernel_bench]=45 [verify]=60
+                   [bench_small]=50 [bench_embedding]=60 [calibrate]=40 [validate]=60)
+TOTAL_LIMIT=480
 
 say() { echo "$*" | tee -a "$REPORT"; }
 
-# run_section NAME BUDGET: run the function section_NAME under `timeout` (in a child bash, which
-# sees the exported functions), log to $OUT/NAME.log, summarise in the report.
+# ---- what this checkout has (issue-12 features arrive later) ---------------------------------
+py_true() { "$PY" -c "import sys; sys.exit(0 if ($1) else 1)" >/dev/null 2>&1; }
+has_trainer() { py_true "'$1' in [k.value for k in __import__('scratchkit.trainers', fromlist=['x']).TrainerKind]"; }
+has_profile() { py_true "'$1' in __import__('scratchkit.profiles', fromlist=['x']).PROFILES"; }
+has_command() { "$PY" -m scratchkit.cli "$1" --help >/dev/null 2>&1; }
+has_bench_option() { "$PY" -m scratchkit.cli bench --help 2>/dev/null | grep -q -- "$1"; }
+not_available() { echo "not available in this version: $*"; return $NOT_AVAILABLE; }
+
+bench_trainers() {   # gpu-only, hybrid, lru, prefetch-lru where it exists, scratchpipe
+    if has_trainer prefetch-lru; then echo gpu-only,hybrid,lru,prefetch-lru,scratchpipe
+    else echo gpu-only,hybrid,lru,scratchpipe; fi
+}
+
+verify_trainers() {
+    "$PY" -c "from scratchkit.trainers import available_trainers; print(','.join(available_trainers()))"
+}
+
+# ---- the sections: each runs in a child bash under `timeout` (functions exported below) ----
+section_wheels() {
+    local found=("$WHEELS"/*.whl)
+    if [ ! -e "${found[0]}" ]; then
+        echo "no carried wheels in $WHEELS: using the packages $PY already has"
+        return 0
+    fi
+    echo "installing ${#found[@]} carried wheel(s) from $WHEELS into $SITE (no index, no deps):"
+    printf '  %s\n' "${found[@]##*/}"
+    "$PY" -m pip install --no-index --no-deps --disable-pip-version-check -q --target "$SITE" "${found[@]}"
+}
+
+# CuPy 14 looks for the NVIDIA wheels' libraries (libnvrtc) in site-packages, not in a --target
+# folder on PYTHONPATH: name their lib folders to the loader. Called after the wheels section.
+use_carried_libraries() {
+    local dir
+    for dir in "$SITE"/nvidia/*/lib; do
+        [ -d "$dir" ] && LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    done
+    export LD_LIBRARY_PATH
+}
+
+section_env() {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
+    "$PY" - "$OUT/env.json" <<'PYEOF'
+import json, sys, platform, torch, numpy, scratchkit.backend as b
+info = {"describe": b.detect().describe(), "python": platform.python_version(),
+        "torch": torch.__version__, "torch_cuda": torch.cuda.is_available(), "numpy": numpy.__version__}
+if b.detect().cupy_available:   # which CuPy: the carried one comes first on PYTHONPATH
+    info["cupy_module"] = __import__("cupy").__file__
+if b.detect().cupy_gpu:
+    import cupy
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    info |= {"cupy": cupy.__version__, "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+             "device": props["name"].decode(), "sm": f"{props['major']}{props['minor']}",
+             "nvrtc": ".".join(map(str, b.get_nvrtc().getVersion()))}
+json.dump(info, open(sys.argv[1], "w"), indent=2)
+print("\n".join(f"{k}: {v}" for k, v in info.items()))
+PYEOF
+    echo "carried libraries: ${LD_LIBRARY_PATH:-none}"
+}
+
+section_kernel_tests() {
+    # the NVRTC checks for every .cu (also CI's), then every GPU-marked kernel/scratchpad test
+    "$PY" -m pytest -q -p no:cacheprovider tests/test_kernels_nvrtc.py tests/test_device.py &&
+    "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels*.py tests/test_scratchpad*.py
+}
+
+section_kernel_bench() {
+    # lookups/s and gather GB/s per engine, next to the device's own copy bandwidth (same run)
+    # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
+    "$PY" benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick} --json "$OUT/kernel_bench.json"
+}
+
+section_verify() {
+    # Every trainer against plain PyTorch on the same device. Tolerance on CUDA: 1e-4 absolute
+    # (scratchkit.verify.GPU_TOLERANCE), ~100 float32 ulps of parameters of magnitude ~1: CUDA's
+    # embedding backward uses atomics and cuBLAS picks its own summation order, so the reference
+    # itself is not bit-reproducible there. On the CPU the same command demands exactly 0.
+    local trainers
+    trainers=$(verify_trainers)
+    echo "tolerance: 1e-4 on CUDA (float sums reordered by atomics and cuBLAS); 0 on a CPU"
+    "$PY" -m scratchkit.cli verify --profile "$PROFILE" --trainers "$trainers" --steps 20 --json --device "$DEVICE" \
+        >"$OUT/verify.json" || { cat "$OUT/verify.json"; return 1; }
+    "$PY" -m scratchkit.cli verify --profile tiny --optimizer rowwise_adagrad --trainers "$trainers" \
+        --steps 20 --device "$DEVICE"
+}
+
+bench_profile() {   # bench_profile PROFILE OUTPUT.json: the trainers, with the cost model's projections
+    "$PY" -m scratchkit.cli bench --profile "$1" --trainers "$(bench_trainers)" --steps 50 \
+        --project all --json --device "$DEVICE" >"$2" || return 1
+    "$PY" - "$2" <<'PYEOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for r in rows:
+    projected = r.get("projected", {}).get("h100-pcie5", {})
+    print(f"{r['trainer']:13s} {r['samples_per_s']:>12,.0f} samples/s  ratio {r['ratio']:.3f}  "
+          f"(h100-pcie5 projection {projected.get('samples_per_s', 0):>12,.0f}, "
+          f"ratio {projected.get('ratio', 0):.3f})")
+PYEOF
+}
+
+section_bench_small() {
+    bench_profile "$PROFILE" "$OUT/bench_small.json"
+}
+
+section_bench_embedding() {
+    has_profile "$EMBEDDING_PROFILE" || { not_available "profile $EMBEDDING_PROFILE"; return; }
+    bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json"
+}
+
+section_calibrate() {
+    has_command calibrate || { not_available "scratchkit calibrate"; return; }
+    "$PY" -m scratchkit.cli calibrate --json >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"
+}
+
+section_validate() {
+    has_bench_option --validate || { not_available "scratchkit bench --validate"; return; }
+    "$PY" -m scratchkit.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" --steps 30 --validate --device "$DEVICE"
+}
+
+# ---- running a section -----------------------------------------------------------------------
+# run_section NAME: section_NAME under `timeout` in a child bash, logged to $OUT/NAME.log,
+# summarised in the report and in $OUT/sections.tsv (for gpu_check.json).
 run_section() {
-    local name="$1" budget="$2"
-    local log="$OUT/$name.log" start rc
+    local name="$1" budget="${BUDGET[$1]}" log="$OUT/$1.log" start rc status
     start=$(date +%s)
     timeout --kill-after=10 "$budget" bash -c "section_$name" >"$log" 2>&1
     rc=$?
     local took=$(( $(date +%s) - start ))
+    if [ $rc -eq 0 ]; then status="passed"
+    elif [ $rc -eq $NOT_AVAILABLE ]; then status="not available in this version"
+    elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status="TIMED OUT"
+    else status="FAILED (exit $rc)"; fi
     {
         echo
         echo "## $name"
-        if [ $rc -eq 0 ]; then echo "status: passed in ${took} s (budget ${budget} s)"
-        elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "status: TIMED OUT after ${budget} s"
-        else echo "status: FAILED (exit $rc) after ${took} s"; fi
+        echo "status: $status in ${took} s (budget ${budget} s)"
         echo
         echo '```'
         tail -n 25 "$log"
         echo '```'
     } >>"$REPORT"
-    echo "[$name] exit $rc in ${took} s (log: $log)"
-    [ $rc -eq 0 ] || STATUS=1
+    printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$took" "$budget" >>"$OUT/sections.tsv"
+    echo "[$name] $status in ${took} s (log: $log)"
+    case "$status" in passed|"not available in this version") ;; *) STATUS=1 ;; esac
 }
 
 require_gpu() {
@@ -75,76 +219,41 @@ require_gpu() {
         say "gpu_check: no NVIDIA GPU here (nvidia-smi is missing or lists no device): nothing to check."
         exit 2
     fi
-    if ! timeout 60 "$PY" -c "import cupy, sys; sys.exit(0 if cupy.cuda.is_available() else 1)" \
+    if ! timeout "$PROBE_BUDGET" "$PY" -c "import cupy, sys; sys.exit(0 if cupy.cuda.is_available() else 1)" \
             >"$OUT/cupy-probe.log" 2>&1; then
         say "gpu_check: $PY cannot run CuPy on the GPU (CuPy missing, or it does not match the driver);"
-        say "see $OUT/cupy-probe.log. Install cupy-cuda12x or cupy-cuda13x into that Python first."
+        say "see $OUT/cupy-probe.log. Carry cupy-cuda12x (or -cuda13x) wheels in $WHEELS."
         exit 2
     fi
 }
 
-section_env() {
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
-    "$PY" -c "
-import torch, numpy, scratchkit.backend as b
-print(b.detect().describe())
-print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__)
-if b.detect().cupy_gpu:
-    import cupy
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    print('cupy', cupy.__version__, 'CUDA runtime', cupy.cuda.runtime.runtimeGetVersion(),
-          'device', props['name'].decode(), 'sm', props['major'], props['minor'])"
-}
-
-section_kernel_tests() {
-    "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels*.py tests/test_scratchpad*.py
-}
-
-section_kernel_bench() {
-    # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
-    "$PY" benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick} --json "$OUT/bench_kernels.json"
-}
-
-section_trainer_tests() {
-    # every trainer against plain PyTorch on the GPU, within scratchkit.verify.GPU_TOLERANCE
-    "$PY" -m pytest -q -s -m gpu -p no:cacheprovider tests/test_trainers_gpu.py
-}
-
-section_trainer_bench() {
-    # measured side by side in one run: ScratchPipe against gpu-only and hybrid on the GPU
-    "$PY" -m scratchkit.cli bench --profile small --trainers gpu-only,hybrid,scratchpipe \
-        --steps 50 --json >"$OUT/bench_trainers.json" || return 1
-    "$PY" - "$OUT/bench_trainers.json" <<'PYEOF'
-import json, sys
-rows = {r["trainer"]: r for r in json.load(open(sys.argv[1]))}
-for name, r in rows.items():
-    print(f"{name:12s} {r['samples_per_s']:>12,.0f} samples/s")
-sp = rows["scratchpipe"]["samples_per_s"]
-print(f"scratchpipe/gpu-only = {sp / rows['gpu-only']['samples_per_s']:.3f}")
-print(f"scratchpipe/hybrid   = {sp / rows['hybrid']['samples_per_s']:.3f}")
-PYEOF
-}
+# shellcheck source=scripts/gpu_check_plan.sh
+. "$REPO/scripts/gpu_check_plan.sh"   # plan_of, dry_run
 
 main() {
+    if [ "$MODE" = dry-run ]; then dry_run; exit $?; fi
     mkdir -p "$OUT"
     : >"$REPORT"
-    say "# scratchkit GPU check ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
-    if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then
-        say "DRY RUN (GPU_CHECK_DRY_RUN=1): no GPU probe; GPU tests will skip. Not a GPU check."
+    : >"$OUT/sections.tsv"
+    say "# scratchkit GPU check ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null))"
+    run_section wheels                   # before the probe: the carried CuPy may be what it needs
+    use_carried_libraries
+    if [ "$MODE" = rehearse ]; then
+        say "REHEARSAL (--rehearse): no GPU probe; GPU tests skip. Not a GPU check."
     else
         require_gpu
     fi
-    run_section env "$BUDGET_ENV"
-    run_section kernel_tests "$BUDGET_KERNEL_TESTS"
-    run_section kernel_bench "$BUDGET_KERNEL_BENCH"
-    run_section trainer_tests "$BUDGET_TRAINER_TESTS"
-    run_section trainer_bench "$BUDGET_TRAINER_BENCH"
+    for name in "${SECTIONS[@]:1}"; do run_section "$name"; done
+    "$PY" "$REPO/scripts/gpu_check_summary.py" "$OUT" "$MODE" >>"$REPORT" || STATUS=1
     echo
-    echo "report: $REPORT"
+    echo "report: $REPORT; JSON: $OUT/gpu_check.json"
     exit $STATUS
 }
 
-# `timeout` runs a program, not a shell function: export the sections for its child bash.
-export -f section_env section_kernel_tests section_kernel_bench section_trainer_tests section_trainer_bench
-export PY OUT GPU_CHECK_BENCH_ARGS
+# `timeout` runs a program, not a shell function: export the sections and their helpers.
+export -f section_wheels section_env section_kernel_tests section_kernel_bench section_verify \
+    section_bench_small section_bench_embedding section_calibrate section_validate \
+    bench_profile bench_trainers verify_trainers py_true has_trainer has_profile has_command \
+    has_bench_option not_available
+export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE
 main "$@"

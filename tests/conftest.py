@@ -1,6 +1,7 @@
 """Shared test fixtures: small configs and the path to ../shared/data (skipped when absent)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,30 @@ def criteo_sample() -> Path:
     return path
 
 
-@pytest.fixture(params=["twin", "host", pytest.param("cupy", marks=pytest.mark.gpu)])
+def require_nvrtc():
+    """CuPy's NVRTC bindings (no GPU needed). Where they are missing the test skips, except in CI
+    (CI=true), which installs the kernels-ci extra: there a missing NVRTC fails, so the compile
+    checks can never be skipped without anyone noticing."""
+    from scratchkit.backend import NvrtcUnavailable, get_nvrtc
+
+    try:
+        return get_nvrtc()
+    except NvrtcUnavailable as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the NVRTC checks, but: {err}")
+        pytest.skip(f"NVRTC not available here: {err}")
+
+
+@pytest.fixture
+def nvrtc():
+    return require_nvrtc()
+
+
+@pytest.fixture(params=["twin", "host", "cupy-stand-in", pytest.param("cupy", marks=pytest.mark.gpu)])
 def engine(request):
-    """A kernel engine: the NumPy twins, the .cu files built for the CPU, or CuPy on a GPU.
+    """A kernel engine: the NumPy twins, the .cu files built for the CPU, CuPy's launcher with a
+    stand-in for the GPU (tests/stand_ins.py: real NVRTC compile and cubin, host execution), or
+    CuPy on a GPU.
 
     32 threads per block, so small batches still span several blocks and a partial last block.
     (test_scratchpad.py overrides this fixture with the engine's name, which Scratchpad takes.)
@@ -36,4 +58,39 @@ def engine(request):
 
     if request.param == "cupy" and not detect().cupy_gpu:
         pytest.skip("needs an NVIDIA GPU with CuPy")
+    if request.param == "cupy-stand-in":
+        return cupy_stand_in_engine(compute_capability=90)
     return make_engine(request.param, threads_per_block=32)
+
+
+def cupy_stand_in_engine(compute_capability: int):
+    """The CuPy engine's own code (LaunchedEngine + CupyLauncher) with tests/stand_ins.py's cupy."""
+    import numpy as np
+
+    from scratchkit.kernels import make_engine
+    from scratchkit.kernels.cupy_loader import CupyLauncher
+    from scratchkit.kernels.launched import LaunchedEngine
+    from stand_ins import StandInCupy
+
+    require_nvrtc()
+    cp = StandInCupy(compute_capability, make_engine("host").launcher)
+    return LaunchedEngine("cupy-stand-in", CupyLauncher(cp=cp), np, threads_per_block=32)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line in every run's log: did the NVRTC compile checks and the CuPy stand-in run?"""
+    counts = {}
+    for outcome in ("passed", "failed", "skipped", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(report, "nodeid", "")
+            if "test_kernels_nvrtc.py" in nodeid or "cupy-stand-in" in nodeid:
+                counts[outcome] = counts.get(outcome, 0) + 1
+    if not counts:
+        return
+    from scratchkit.kernels.cupy_loader import CI_TARGETS
+    from scratchkit.kernels.signatures import SOURCES
+
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    terminalreporter.write_line(f"NVRTC checks (test_kernels_nvrtc.py and the cupy-stand-in engine): "
+                                f"{summary}; .cu files {', '.join(SOURCES)}; targets "
+                                f"{', '.join(CI_TARGETS)}")

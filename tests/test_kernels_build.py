@@ -8,8 +8,7 @@ import sys
 import pytest
 
 from scratchkit.kernels import EngineKind, engine as engine_module, resolve
-from scratchkit.kernels.cupy_loader import (KernelCompileError, cuda_binary, cupy_source,
-                                            nvrtc_compile, target_for, with_line_directive)
+from scratchkit.kernels.cupy_loader import cupy_source, with_line_directive
 from scratchkit.kernels.host_build import HostBuildError, build
 from scratchkit.kernels.signatures import KERNEL_DIR, KERNELS, SOURCES, Arg
 
@@ -155,7 +154,7 @@ def test_engine_resolution(monkeypatch):
 
 def test_import_and_cpu_use_never_touch_cupy():
     code = ("import sys, numpy as np\n"
-            "import scratchkit.kernels, scratchkit.scratchpad\n"
+            "import scratchkit.kernels, scratchkit.scratchpad, scratchkit.kernels.cupy_loader\n"
             "pad = scratchkit.scratchpad.Scratchpad(100, 8, 4, engine='auto', device='cpu')\n"
             "pad.insert([3], [0]); assert pad.query([3]).tolist() == [0]\n"
             "assert 'cupy' not in sys.modules, 'cupy was imported'\n")
@@ -164,47 +163,10 @@ def test_import_and_cpu_use_never_touch_cupy():
     assert proc.returncode == 0, proc.stderr
 
 
-def load_nvrtc():
-    """CuPy's NVRTC bindings when CuPy and libnvrtc are present (no GPU needed), else skip."""
-    try:
-        from cupy.cuda import nvrtc
-
-        nvrtc.getVersion()
-    except Exception as exc:   # CuPy missing, or libnvrtc not found
-        pytest.skip(f"NVRTC not available here: {type(exc).__name__}")
-    return nvrtc
-
-
-@pytest.mark.parametrize("source", CU_FILES)
-def test_nvrtc_output_has_only_the_written_fmas_and_ieee_arithmetic(source):
-    """What the CuPy loader compiles, as PTX: a fused multiply-add exactly where the source writes
-    fmaf, no flush-to-zero, no approximate division or square root: the arithmetic the bitwise
-    twin comparison relies on. (cupy.RawModule(code=...) would add -ftz=true; we compile ourselves.)"""
-    load_nvrtc()
-    ptx = nvrtc_compile(source, "compute_80").decode()
-    assert ptx.count("fma.rn.f32") == (KERNEL_DIR / source).read_text().count("fmaf(")
-    for unwanted in (".ftz", "div.approx", "div.full", "sqrt.approx", "rcp.approx"):
-        assert unwanted not in ptx
-
-
-def test_cuda_binaries_are_cached_by_content(tmp_path):
-    load_nvrtc()
-    first = cuda_binary("rows.cu", "sm_90", cache_dir=tmp_path)
-    assert first.read_bytes()[:4] == b"\x7fELF" and first.parent == tmp_path
-    stamp = first.stat().st_mtime_ns
-    assert cuda_binary("rows.cu", "sm_90", cache_dir=tmp_path) == first
-    assert first.stat().st_mtime_ns == stamp
-    assert cuda_binary("rows.cu", "compute_80", cache_dir=tmp_path).suffix == ".ptx"
-    assert target_for(90) == "sm_90" and target_for(10_000).startswith("compute_")
-
-
-def test_nvrtc_errors_name_the_cu_file_and_line(tmp_path, monkeypatch):
-    load_nvrtc()
-    from scratchkit.kernels import cupy_loader
-
-    broken = tmp_path / "rows.cu"
-    broken.write_text((KERNEL_DIR / "rows.cu").read_text().replace("dst[c] = src[c]", "dst[c] = sorce[c]"))
-    line = next(i for i, l in enumerate(broken.read_text().splitlines(), 1) if "sorce" in l)
-    monkeypatch.setattr(cupy_loader, "KERNEL_DIR", tmp_path)
-    with pytest.raises(KernelCompileError, match=rf"{tmp_path / 'rows.cu'}\({line}\): error"):
-        nvrtc_compile("rows.cu", "compute_80")
+def test_only_backend_imports_cupy():
+    """backend.py decides what is available; every other module asks it (get_cupy, get_nvrtc)."""
+    package = KERNEL_DIR.parent
+    pattern = re.compile(r"^\s*(import cupy|from cupy|.*import_module\([\"']cupy)", re.M)
+    importers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                       if pattern.search(p.read_text()))
+    assert importers == ["backend.py"]

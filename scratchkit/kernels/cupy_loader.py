@@ -18,19 +18,27 @@ to the host build (see host_build.default_cache_dir).
 
 The source handed to NVRTC starts with `#line 1 "<path of the .cu>"`, so a compile error names
 the file on disk and its line, not "kernel.cu" or a line of a Python string.
+
+Every compile is checked against the launch signatures (kernels/compiled.py) before it is cached:
+each kernel of signatures.py is an entry of the PTX with the parameters its launchers pass, and
+is exported by the cubin. NVRTC needs no GPU, so CI compiles every `.cu` for CI_TARGETS this way.
+NVRTC's bindings come from `scratchkit.backend.get_nvrtc()`: backend.py is the only module that
+imports CuPy.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..backend import get_cupy
+from ..backend import get_cupy, get_nvrtc
+from .compiled import check_compiled
 from .host_build import default_cache_dir
-from .signatures import KERNEL_DIR, KERNELS, Arg, check_arrays
+from .signatures import KERNEL_DIR, KERNELS, Arg, check_arrays, kernels_in
 
 NVRTC_OPTIONS = ("--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
 
@@ -41,40 +49,73 @@ class KernelCompileError(RuntimeError):
     """NVRTC rejected a `.cu` file; the message is its log (file and line thanks to #line)."""
 
 
+# The architectures CI compiles every kernel for (NVRTC needs no GPU), by the GPUs the hardware
+# profiles name: a profile whose GPU is not here fails tests/test_kernels_nvrtc.py until it is.
+GPU_ARCHITECTURES = {"V100": 70,   # v100-pcie3: the DLRM/ScratchPipe era
+                     "A100": 80,   # the issue's minimum; the most common rented GPU
+                     "H100": 90,   # h100-pcie5
+                     "H200": 90}   # same architecture as the H100, more HBM
+CI_TARGETS = tuple(f"sm_{a}" for a in sorted(set(GPU_ARCHITECTURES.values())))
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One `.cu` file compiled for one target: the binary the driver loads, and its PTX."""
+
+    source: str
+    target: str
+    binary: bytes   # a cubin (ELF) for "sm_XX", the PTX text for "compute_XX"
+    ptx: str        # the PTX NVRTC generated on the way (for "compute_XX", the binary itself)
+
+    @property
+    def cubin(self) -> bytes | None:
+        return self.binary if self.target.startswith("sm_") else None
+
+
 def with_line_directive(path: Path) -> str:
     """A `.cu` file's text behind `#line 1 "<path>"`: compiler messages then name that file."""
     return f'#line 1 "{path}"\n' + path.read_text()
 
 
-def cupy_source(source: str) -> str:
-    """The text NVRTC compiles for one `.cu` file of this folder."""
-    return with_line_directive(KERNEL_DIR / source)
+def cupy_source(source: str, kernel_dir: Path = KERNEL_DIR) -> str:
+    """The text NVRTC compiles for one `.cu` file of `kernel_dir` (this folder by default)."""
+    return with_line_directive(kernel_dir / source)
 
 
-def nvrtc_compile(source: str, target: str) -> bytes:
-    """Compile one `.cu` file of this folder with NVRTC_OPTIONS for `target`.
+def compile_checked(source: str, target: str, kernel_dir: Path = KERNEL_DIR) -> Compiled:
+    """Compile one `.cu` file with NVRTC_OPTIONS for `target`, then check the result against the
+    launch signatures (compiled.check_compiled): a kernel the launchers would call by a wrong name
+    or with wrong arguments fails here, on any machine with NVRTC, not on the first GPU.
 
     target: "sm_90" gives a cubin (runs on exactly that architecture), "compute_90" gives PTX
     (the driver compiles it for any architecture >= 9.0). Needs CuPy and NVRTC, not a GPU.
     """
-    from cupy.cuda import nvrtc
-
-    program = nvrtc.createProgram(cupy_source(source), str(KERNEL_DIR / source), [], [])
+    nvrtc = get_nvrtc()
+    path = kernel_dir / source
+    program = nvrtc.createProgram(cupy_source(source, kernel_dir), str(path), [], [])
     try:
         try:
             nvrtc.compileProgram(program, [*NVRTC_OPTIONS, f"-arch={target}"])
         except nvrtc.NVRTCError as err:
-            raise KernelCompileError(f"NVRTC could not compile {KERNEL_DIR / source} for {target}:\n"
+            raise KernelCompileError(f"NVRTC could not compile {path} for {target}:\n"
                                      f"{nvrtc.getProgramLog(program)}") from err
-        return nvrtc.getCUBIN(program) if target.startswith("sm_") else nvrtc.getPTX(program)
+        ptx = nvrtc.getPTX(program)
+        binary = nvrtc.getCUBIN(program) if target.startswith("sm_") else ptx
     finally:
         nvrtc.destroyProgram(program)
+    compiled = Compiled(source, target, binary, ptx.decode().rstrip("\0"))
+    check_compiled(source, compiled.ptx, compiled.cubin)
+    return compiled
+
+
+def nvrtc_compile(source: str, target: str, kernel_dir: Path = KERNEL_DIR) -> bytes:
+    """The checked binary of one `.cu` file for `target` (see compile_checked)."""
+    return compile_checked(source, target, kernel_dir).binary
 
 
 def target_for(compute_capability: int) -> str:
     """A cubin for the device when NVRTC knows its architecture, else PTX for the newest it knows."""
-    from cupy.cuda import nvrtc
-
+    nvrtc = get_nvrtc()
     known = [a for a in nvrtc.getSupportedArchs() if a <= compute_capability]
     if compute_capability in known:
         return f"sm_{compute_capability}"
@@ -86,10 +127,11 @@ def target_for(compute_capability: int) -> str:
 
 def cuda_binary(source: str, target: str, cache_dir: Path | None = None) -> Path:
     """The compiled `source` for `target`, from the cache or compiled now (atomically written)."""
-    from cupy.cuda import nvrtc
-
+    nvrtc = get_nvrtc()
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "cuda"
-    digest = hashlib.sha256("\0".join((cupy_source(source), *NVRTC_OPTIONS, target,
+    # the signatures are in the key too: a cached binary was checked against the table of its day
+    signatures = repr([(k.name, k.args) for k in kernels_in(source)])
+    digest = hashlib.sha256("\0".join((cupy_source(source), *NVRTC_OPTIONS, target, signatures,
                                        str(nvrtc.getVersion()))).encode()).hexdigest()[:16]
     path = cache_dir / f"{Path(source).stem}-{digest}.{target}.{'cubin' if target.startswith('sm_') else 'ptx'}"
     if not path.exists():
@@ -103,10 +145,15 @@ def cuda_binary(source: str, target: str, cache_dir: Path | None = None) -> Path
 
 
 class CupyLauncher:
-    """Launches kernels on the current CUDA device: `launch(name, grid, block, args)`."""
+    """Launches kernels on the current CUDA device: `launch(name, grid, block, args)`.
 
-    def __init__(self):
-        self.cp = get_cupy()
+    cp: the cupy module (default: `backend.get_cupy()`, which explains what is missing). Tests pass
+    a stand-in with the same three names (cuda.Device, RawModule, RawModule.get_function), so every
+    line here, compile and cache included, runs in CI without a GPU.
+    """
+
+    def __init__(self, cp=None):
+        self.cp = cp if cp is not None else get_cupy()
         self._modules = {}     # source -> RawModule, created on first use
         self._functions = {}   # kernel name -> RawKernel
 

@@ -40,7 +40,8 @@ def available_trainers() -> list[str]:
     return names
 
 
-def make_trainer(name: str, config, source=None, device: str | None = None) -> Trainer:
+def make_trainer(name: str, config, source=None, device=None) -> Trainer:
+    """A trainer by name; device: a torch device name or a scratchkit.device.Device (None: auto)."""
     kind = TrainerKind.parse(name)
     module, cls = _IMPLEMENTATIONS[kind]
     if importlib.util.find_spec(module) is None:

@@ -7,7 +7,6 @@ they get to the computation, which is what the stage timers make visible.
 from __future__ import annotations
 
 import math
-import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -16,10 +15,10 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from scratchkit.backend import detect
 from scratchkit.config import OnNonFiniteLoss, TrainConfig
 from scratchkit.data.checks import check_batch
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
 from scratchkit.optim import make_dense_optimizer
 from scratchkit.tables import HostTables
@@ -55,31 +54,32 @@ class StepRecord:
 
 
 class Trainer(ABC):
-    """Construct from a `TrainConfig` (and optionally a batch source); call `train(steps)`."""
+    """Construct from a `TrainConfig` (and optionally a batch source); call `train(steps)`.
+
+    device: a torch device name, or a `scratchkit.device.Device` (tests pass one with a stand-in
+    CUDA runtime); None = CUDA when torch has it, else the CPU. `self.dev` makes every CUDA-only
+    call (pinning, copies, streams, syncs), `self.device` is its torch device.
+    """
 
     name: str = "?"
 
-    def __init__(self, config: TrainConfig, source=None, device: str | None = None):
+    def __init__(self, config: TrainConfig, source=None, device: Device | str | None = None):
         self.config = config
         self.source = source if source is not None else SyntheticSource(config.data)
         if tuple(self.source.table_sizes) != tuple(config.data.table_sizes):
             raise ValueError(f"the source's table sizes {self.source.table_sizes} differ from the "
                              f"config's {config.data.table_sizes}")
-        self.device = torch.device(device or detect().device)
+        self.dev = as_device(device)
+        self.device = self.dev.torch
         if config.cpu_threads is not None:
             torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
-        if config.deterministic and self.device.type == "cuda":
-            # Process-wide torch switch for CUDA, where some kernels use atomics. The CPU ops the kit
-            # uses are deterministic already (the bit-exact tests check it), and the switch costs
-            # ~1 s on first use (it imports torch._dynamo), so the CPU goes without it.
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # cuBLAS needs it
-            torch.use_deterministic_algorithms(True, warn_only=True)
+        if config.deterministic:
+            self.dev.make_deterministic()               # CUDA's atomics; the CPU's ops already are
         num_tables = len(config.data.table_sizes)
         self.model = init_dense_model(config.model, self.source.num_dense, num_tables,
                                       config.seed).to(self.device)
         self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
-        sync = torch.cuda.synchronize if self.device.type == "cuda" else None
-        self.timer = StageTimer(synchronize=sync)
+        self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
         self.next_batch = 0   # index of the batch the next step trains on
 
     # --- the interface -------------------------------------------------------------------------
@@ -144,8 +144,8 @@ class Trainer(ABC):
         stops here, before the backward pass, so step `step` changes no weight
         (`TrainConfig.nonfinite_loss` may let it through).
         """
-        dense = torch.from_numpy(batch.dense).to(self.device)
-        labels = torch.from_numpy(batch.labels).to(self.device)
+        dense = self.dev.to_device(torch.from_numpy(batch.dense))
+        labels = self.dev.to_device(torch.from_numpy(batch.labels))
         pooled = pooled.detach().requires_grad_(True)
         loss = F.binary_cross_entropy_with_logits(self.model(dense, pooled), labels)
         value = float(loss.detach())
@@ -173,10 +173,10 @@ class HostTablesTrainer(Trainer):
     what `embedding_weights()`, `embedding_state()` and `close()` rely on.
     """
 
-    def __init__(self, config: TrainConfig, source=None, device: str | None = None):
+    def __init__(self, config: TrainConfig, source=None, device: Device | str | None = None):
         super().__init__(config, source, device)
         self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
-                                 config.seed, pin=self.device.type == "cuda")
+                                 config.seed, pin=self.dev.pin)
 
     def flush(self) -> int:
         """Write cached changes back to the host tables; returns the rows written."""

@@ -63,7 +63,7 @@ class CachedTrainer(HostTablesTrainer):
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
         width = config.optimizer.state_width(config.model.dim)
-        self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.device)
+        self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.dev)
                        for n in self.tables.table_sizes]
 
     # --- what subclasses decide -------------------------------------------------------------------
@@ -101,9 +101,9 @@ class CachedTrainer(HostTablesTrainer):
             slots.append(slot_u[inverse])                             # [n] slot of every lookup
             unique_slots.append(slot_u)
         with stage("transfer"):
-            ids = [i.to(self.device) for i in ids]
-            offsets = [o.to(self.device) for o in offsets]
-            slots = [torch.from_numpy(s).to(self.device) for s in slots]
+            ids = [self.dev.to_device(i) for i in ids]
+            offsets = [self.dev.to_device(o) for o in offsets]
+            slots = [self.dev.to_device(torch.from_numpy(s)) for s in slots]
         with stage("embedding_forward"):
             pooled = torch.stack([pooled_lookup(c.rows, s, o) for c, s, o in
                                   zip(self.caches, slots, offsets)], dim=1)       # [B, T, dim]

@@ -21,17 +21,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from scratchkit.device import Device
+
 
 class DeviceCache:
-    """`capacity` slots of one table's rows (+ optimizer state) on `device`."""
+    """`capacity` slots of one table's rows (+ optimizer state) on `dev`'s device."""
 
-    def __init__(self, num_rows: int, capacity: int, dim: int, state_width: int, device: torch.device):
+    def __init__(self, num_rows: int, capacity: int, dim: int, state_width: int, dev: Device):
         if not 1 <= capacity <= num_rows:
             raise ValueError(f"cache capacity must be in [1, {num_rows}] rows, got {capacity}")
         self.num_rows, self.capacity, self.dim = num_rows, capacity, dim
-        self.device = device
-        self.rows = torch.zeros(capacity, dim, device=device)
-        self.state = torch.zeros(capacity, state_width, device=device) if state_width else None
+        self.dev, self.device = dev, dev.torch
+        self.rows = torch.zeros(capacity, dim, device=self.device)
+        self.state = torch.zeros(capacity, state_width, device=self.device) if state_width else None
         self.slot_of_id = np.full(num_rows, -1, dtype=np.int64)
         self.id_of_slot = np.full(capacity, -1, dtype=np.int64)
         self.dirty = np.zeros(capacity, dtype=bool)
@@ -96,13 +98,13 @@ class DeviceCache:
             self._copy_out(slots, torch.from_numpy(ids), weight, state)
 
     def _copy_in(self, ids: torch.Tensor, slots: torch.Tensor, weight, state) -> None:
-        slots = slots.to(self.device)
-        self.rows.index_copy_(0, slots, weight.index_select(0, ids).to(self.device, non_blocking=True))
+        slots = self.dev.to_device(slots)
+        self.rows.index_copy_(0, slots, self.dev.to_device(weight.index_select(0, ids), non_blocking=True))
         if self.state is not None:
-            self.state.index_copy_(0, slots, state.index_select(0, ids).to(self.device, non_blocking=True))
+            self.state.index_copy_(0, slots, self.dev.to_device(state.index_select(0, ids), non_blocking=True))
 
     def _copy_out(self, slots: torch.Tensor, ids: torch.Tensor, weight, state) -> None:
-        slots = slots.to(self.device)
-        weight.index_copy_(0, ids, self.rows.index_select(0, slots).cpu())
+        slots = self.dev.to_device(slots)
+        weight.index_copy_(0, ids, self.dev.to_host(self.rows.index_select(0, slots)))
         if self.state is not None:
-            state.index_copy_(0, ids, self.state.index_select(0, slots).cpu())
+            state.index_copy_(0, ids, self.dev.to_host(self.state.index_select(0, slots)))

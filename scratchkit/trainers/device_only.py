@@ -18,8 +18,8 @@ class DeviceOnlyTrainer(Trainer):
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
         host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer, config.seed)
-        self.weights = [w.to(self.device) for w in host.weights]
-        self.state = [s.to(self.device) if s is not None else None for s in host.state]
+        self.weights = [self.dev.to_device(w) for w in host.weights]
+        self.state = [self.dev.to_device(s) for s in host.state]          # None stays None
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
@@ -27,8 +27,8 @@ class DeviceOnlyTrainer(Trainer):
         with stage("data"):
             batch, ids, offsets = self.load_batch()
         with stage("transfer"):   # only the ids cross: tens of KB
-            ids = [i.to(self.device) for i in ids]
-            offsets = [o.to(self.device) for o in offsets]
+            ids = [self.dev.to_device(i) for i in ids]
+            offsets = [self.dev.to_device(o) for o in offsets]
         with stage("embedding_forward"):
             pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
                                   zip(self.weights, ids, offsets)], dim=1)      # [B, T, dim]
@@ -43,7 +43,7 @@ class DeviceOnlyTrainer(Trainer):
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_weights(self):
-        return [w.cpu() for w in self.weights]
+        return [self.dev.to_host(w) for w in self.weights]
 
     def embedding_state(self):
-        return [s.cpu() if s is not None else None for s in self.state]
+        return [self.dev.to_host(s) for s in self.state]                # None stays None

@@ -26,11 +26,11 @@ class HybridTrainer(HostTablesTrainer):
             pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
                                   zip(self.tables.weights, ids, offsets)], dim=1)  # [B, T, dim]
         with stage("transfer"):
-            pooled = pooled.to(self.device, non_blocking=True)
+            pooled = self.dev.to_device(pooled, non_blocking=True)
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("transfer"):
-            grad = grad.cpu()
+            grad = self.dev.to_host(grad)
         with stage("embedding_backward"):   # on the host
             coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.tables.weights[t].shape[0])
                          for t in range(self.tables.num_tables)]

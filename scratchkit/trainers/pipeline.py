@@ -21,8 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import torch
-
 from scratchkit.events import Stage
 
 if TYPE_CHECKING:   # the trainer imports this module; annotations only
@@ -71,8 +69,7 @@ class PipelineRun:
         self.to_collect: queue.Queue = queue.Queue(maxsize=depth + 1)
         self.to_insert: queue.Queue = queue.Queue(maxsize=depth + 1)
         self.to_write: queue.Queue = queue.Queue(maxsize=depth + 1)
-        cuda = trainer.device.type == "cuda"
-        self.stream = torch.cuda.Stream() if cuda else None
+        self.stream = trainer.dev.new_stream()   # Transfer's side stream (None on a CPU)
         # the planner process is forked before any of this run's threads exist
         self.feed = trainer.plan_feed(start, stop, self.halt, where)   # where: PlanIn
         self.threads = [threading.Thread(target=self._guard, args=(f, s), daemon=True,

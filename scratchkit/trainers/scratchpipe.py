@@ -38,7 +38,6 @@ import copy
 import multiprocessing
 import threading
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -84,7 +83,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.engine = engine
         self.plan_in = PlanIn.parse(planner)      # where the host stages run (plan_ahead.PlanIn)
         # a CPU run may give its host stages a process: rows and tables in shared memory for it
-        self.host_rows = self.device.type == "cpu" and self.plan_in in (PlanIn.AUTO, PlanIn.HOST_PROCESS)
+        self.host_rows = not self.dev.is_cuda and self.plan_in in (PlanIn.AUTO, PlanIn.HOST_PROCESS)
         if self.host_rows:
             self.tables.share()
         self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
@@ -209,8 +208,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 raise RuntimeError(f"table {t}: {len(unique)} distinct ids coalesced, but Plan({b}) "
                                    f"mapped {len(plan.decision.unique_ids)}")
             apply_update(pad.rows, pad.state, on_device(plan.decision.slots), grad_sum, self.config.optimizer)
-        if self.device.type == "cuda":
-            torch.cuda.current_stream().synchronize()
+        self.dev.synchronize_current_stream()   # the update done before its slots are freed
         # the slots of batch b are held: no other stage touches them (the holds are the planner's:
         # it counts Train(b) done by Plan(b+D+1))
         for pad, plan, clock in zip(self.scratchpads, item.tables, self.last_trained):
@@ -242,8 +240,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def _on_device(self, array: np.ndarray) -> torch.Tensor:
         """A NumPy array as a tensor on the training device (no copy on a CPU)."""
-        tensor = torch.from_numpy(array)
-        return tensor if self.device.type == "cpu" else tensor.to(self.device)
+        return self.dev.to_device(torch.from_numpy(array))
 
     def train_step(self) -> StepRecord:
         (record,) = self.train(1)   # run the generator to its end: an abandoned one aborts
@@ -272,17 +269,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def collect(self, item: InFlight, written_back_upto: Callable[[], int]) -> None:
         self._hook(Stage.COLLECT, item.index)
-        pin = self.device.type == "cuda"
         for t, plan in enumerate(item.tables):
             if plan.wait_for_write_back >= 0 and written_back_upto() < plan.wait_for_write_back:
                 item.stale_reads += len(plan.miss_ids)   # only reachable with the hazard on
             index = torch.from_numpy(plan.miss_ids)
             rows = self.tables.weights[t].index_select(0, index)
             state = self.tables.state[t].index_select(0, index) if self.tables.state[t] is not None else None
-            if pin:
-                rows = rows.pin_memory()
-                state = state.pin_memory() if state is not None else None
-            item.staged.append((rows, state))
+            item.staged.append((self.dev.pin(rows), self.dev.pin(state)))   # pinned: async Transfer
 
     def transfer_and_insert(self, item: InFlight, stream) -> None:
         """Transfer: fetched rows host -> device, victims' rows device -> host (a side stream on
@@ -294,20 +287,16 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """
         self._hook(Stage.TRANSFER, item.index)
         t0 = time.perf_counter()
-        cuda = stream is not None
-        with torch.cuda.stream(stream) if cuda else nullcontext():
-            staged = [(r.to(self.device, non_blocking=True),
-                       s.to(self.device, non_blocking=True) if s is not None else None)
-                      for r, s in item.staged] if cuda else item.staged   # on a CPU: there already
+        dev = self.dev   # on a CPU: no stream, and the copies are identities
+        with dev.use_stream(stream):
+            staged = [(dev.to_device(r, non_blocking=True), dev.to_device(s, non_blocking=True))
+                      for r, s in item.staged]
             victims = []
             for pad, plan in zip(self.scratchpads, item.tables):
                 slots = self._on_device(plan.victim_slots)
                 out = [x.index_select(0, slots) if x is not None else None for x in (pad.rows, pad.state)]
-                if cuda:
-                    out = [x.to("cpu", non_blocking=True) if x is not None else None for x in out]
-                victims.append(tuple(out))
-        if cuda:
-            stream.synchronize()
+                victims.append(tuple(dev.to_host(x, non_blocking=True) for x in out))
+        dev.synchronize_stream(stream)
         item.victim_rows = victims   # from here on, Write-back (or an abort) returns them to the host
         t1 = time.perf_counter()
         self._add_stage(Stage.TRANSFER, item.index, t0, t1)
@@ -315,8 +304,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         with self.slots_lock:   # a flush in the other thread sees the slots between batches only
             self.insert_rows(item, staged)
             item.evicted = True   # the victims are out of the scratchpad: in flight to the host
-        if cuda:
-            self.scratchpads[0].xp.cuda.get_current_stream().synchronize()
+        dev.synchronize_kernels()   # Insert's scatter (CuPy's stream) done before Train reads
         self._add_stage(Stage.INSERT, item.index, t1, time.perf_counter())
 
     def insert_rows(self, item: InFlight, staged: list) -> None:

@@ -1,0 +1,123 @@
+"""The trainers' CUDA lines, run on the CPU through a stand-in runtime (tests/stand_ins.py).
+
+`scratchkit.device.Device` makes every CUDA-only call; with `StandInCuda` the same lines run here,
+each call recorded. The results must still equal the reference exactly (the stand-in copies
+nothing), and the recorded sequence must be what a GPU needs: rows pinned before their
+asynchronous copy, the side stream waited for before Insert, Train's kernels before its slots
+are freed.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from scratchkit.backend import detect
+from scratchkit.config import CacheParams
+from scratchkit.device import Device, TorchCuda, as_device
+from scratchkit.trainers import make_trainer
+from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
+from scratchkit.verify import verify
+from stand_ins import StandInCuda
+
+ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"]
+
+
+def stand_in() -> Device:
+    return Device("cpu", StandInCuda())
+
+
+def test_on_a_cpu_every_call_is_an_identity_or_nothing():
+    dev = Device("cpu")
+    t = torch.ones(3)
+    assert not dev.is_cuda and dev.runtime is None
+    assert dev.pin(t) is t and dev.to_device(t, non_blocking=True) is t and dev.to_host(t) is t
+    assert dev.pin(None) is None and dev.to_device(None) is None
+    assert dev.new_stream() is None and dev.stage_synchronizer() is None
+    with dev.use_stream(None):
+        pass
+    dev.synchronize_stream(None), dev.synchronize_current_stream(), dev.synchronize_kernels()
+    dev.make_deterministic()
+
+
+def test_a_cuda_device_gets_torch_cuda_and_none_picks_what_is_here():
+    assert isinstance(Device("cuda").runtime, TorchCuda)     # built without touching a GPU
+    assert Device("cuda:1").torch == torch.device("cuda:1")
+    assert as_device(None).torch.type == detect().device
+    dev = stand_in()
+    assert as_device(dev) is dev and dev.is_cuda and dev.torch.type == "cpu"
+
+
+def test_every_trainer_through_its_cuda_lines_matches_the_reference_exactly(tiny_config):
+    results = list(verify(tiny_config, ALL_TRAINERS, steps=6, device=stand_in(), tolerance=0.0))
+    assert [r.trainer for r in results] == ALL_TRAINERS
+    for r in results:
+        assert r.max_abs_diff == 0.0, r
+
+
+def test_host_tables_are_pinned_and_the_switch_is_set(tiny_config):
+    dev = stand_in()
+    trainer = make_trainer("hybrid", tiny_config, device=dev)
+    assert all(dev.runtime.is_pinned(w) for w in trainer.tables.weights)
+    assert ("deterministic", {"stream": None}) in dev.runtime.calls_of()
+
+
+def test_hybrid_step_moves_pooled_rows_and_gradients_and_times_on_the_device(tiny_config):
+    dev = stand_in()
+    with make_trainer("hybrid", tiny_config, device=dev) as trainer:
+        before = len(dev.runtime.calls)
+        trainer.train_step()
+        step = [(c, d.get("non_blocking")) for c, d in dev.runtime.calls_of()[before:]]
+    moves = [s for s in step if s[0] != "synchronize"]
+    # pooled [B, T, dim] over (asynchronously), dense features and labels, the gradient back
+    assert moves == [("to_device", True), ("to_device", False), ("to_device", False), ("to_host", False)]
+    assert step.count(("synchronize", None)) == 7   # the stage timer waits at the end of each stage
+
+
+def test_scratchpipe_issues_the_gpu_sequence(tiny_config):
+    """The pipeline a GPU runs (planner "process": Plan forked, the other host stages on threads),
+    through the stand-in: Transfer copies pinned rows on a side stream, Insert waits for that
+    stream and for its scatter kernel, and Train waits for its kernels before freeing slots."""
+    config = tiny_config.replace(cache=CacheParams(capacity=200, depth=2))
+    dev = stand_in()
+    steps = 8
+    with ScratchPipeTrainer(config, device=dev) as trainer:
+        assert trainer.where_host_stages_run(steps).value == "process"     # the GPU's choice
+        records = list(trainer.train(steps))
+        has_state = trainer.tables.state[0] is not None
+    assert sum(r.hits for r in records) == sum(r.lookups for r in records)  # Train always hits
+    calls = dev.runtime
+    streams = [d["created"] for c, d in calls.calls_of() if c == "new_stream"]
+    assert len(streams) == 1                                                 # one per train() call
+    tables = len(config.data.table_sizes)
+    insert = calls.calls_of("scratchpipe-insert")
+    rows = steps * tables * (1 + has_state)          # fetched rows (and state) in, victims' out
+    assert Counter(c for c, _ in insert) == {
+        "enter_stream": steps, "exit_stream": steps, "synchronize_stream": steps,
+        "synchronize_kernels": steps, "to_device": rows + steps * tables, "to_host": rows}
+    for call, details in insert:
+        assert call not in ("to_device", "to_host") or details["stream"] is streams[0]
+        if len(details.get("shape", ())) == 2:    # rows [n, dim] / state: asynchronous, and a
+            assert details["non_blocking"]        # copy in is from pinned memory (else it is not)
+            assert call == "to_host" or details["pinned"]
+        elif call == "to_device":                 # the victims' slots [n], for index_select
+            assert not details["non_blocking"]
+    order = [c for c, _ in insert if c not in ("to_device", "to_host")]
+    assert order == ["enter_stream", "exit_stream", "synchronize_stream", "synchronize_kernels"] * steps
+    collect = Counter(c for c, _ in calls.calls_of("scratchpipe-collect"))
+    assert collect == {"pin": steps * tables * (1 + has_state)}
+    train = [c for c, _ in calls.calls_of("MainThread")]
+    assert train.count("synchronize_current_stream") == steps
+
+
+@pytest.mark.parametrize("trainer", ["lru", "gpu-only"])
+def test_caches_and_device_tables_move_rows_through_the_device(tiny_config, trainer):
+    dev = stand_in()
+    with make_trainer(trainer, tiny_config, device=dev) as t:
+        list(t.train(3))
+        t.embedding_weights()
+    moves = Counter((c, d["non_blocking"]) for c, d in dev.runtime.calls_of() if c.startswith("to_"))
+    assert moves[("to_device", False)] > 0 and moves[("to_host", False)] > 0
+    if trainer == "lru":                          # demand fills: rows fetched asynchronously
+        assert moves[("to_device", True)] > 0
