@@ -1,7 +1,7 @@
 """The fault campaign: SIGKILLs of ScratchPipe's host process, its planner process and the whole
 run, live checkpoints and Ctrl-C, each at a random moment (or at a stage boundary), each checked
 bit for bit against plain PyTorch trained on the batches whose Train finished, then again after
-training on to the end (scratchkit/faults.py).
+training on to the end (scratchkit/measure/faults.py).
 
     .venv/bin/python benchmarks/bench_faults.py            # 50 cases of each kind: 300 cases, ~4 min
     .venv/bin/python benchmarks/bench_faults.py --cases 5  # a quick look
@@ -18,7 +18,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 
-from scratchkit.faults import Campaign, FaultKind, default_cases
+from scratchkit.measure.faults import Campaign, FaultKind, default_cases
 
 
 def main(argv=None) -> int:

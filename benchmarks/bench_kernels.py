@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from scratchkit.backend import detect
-from scratchkit.scratchpad import Scratchpad
+from scratchkit.kernels.scratchpad import Scratchpad
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
     .venv/bin/python benchmarks/bench_peers.py [--profile small] [--steps 100] [--rounds 3]
 
-Plain PyTorch is `scratchkit.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
+Plain PyTorch is `scratchkit.measure.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
 torch.optim.SGD, the loop anyone would write. Both make their batches inside the timed loop. Rounds
 alternate the two (ABAB...) so a noisy machine slows both alike; the median round is reported.
-(FBGEMM's CPU table-batched embedding is the other peer DESIGN.md names; it is not installed here.)
+(FBGEMM's CPU table-batched embedding is the other production peer; it is not installed here.)
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.profiles import get_profile
-from scratchkit.reference import ReferenceRun
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 
 

@@ -1,13 +1,13 @@
 """Trainers side by side, in one run: samples/s measured here and projected to GPU servers.
 
 For the `small` and `criteo-like` profiles, each at low (Zipf 0.5) and high (Zipf 1.2) locality,
-train gpu-only, hybrid, lru and scratchpipe on the same batches (scratchkit.bench.run_bench),
+train gpu-only, hybrid, lru and scratchpipe on the same batches (scratchkit.measure.bench.run_bench),
 and print per case:
 
 - measured samples/s (the median round) and the ratio to gpu-only: the median over rounds of each
   round's ratio, trainers measured seconds apart (on a CPU-only machine "device" is the CPU, so
   gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
-- the cost model's projection (scratchkit.costmodel) of the same work per step, rows fetched and
+- the cost model's projection (scratchkit.measure.costmodel) of the same work per step, rows fetched and
   written back as measured, on the GPU profiles: samples/s, the ratio to gpu-only and the stage
   that bounds each trainer.
 
@@ -27,9 +27,9 @@ import argparse
 import json
 import sys
 
-from scratchkit.bench import run_bench
+from scratchkit.measure.bench import run_bench
 from scratchkit.config import CacheParams
-from scratchkit.costmodel import project_bench
+from scratchkit.measure.costmodel import project_bench
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import available_trainers
 

@@ -12,7 +12,7 @@ from scratchkit.choices import parse_choice
 
 
 class OptimizerKind(str, Enum):
-    """The sparse optimizers every trainer shares (see `scratchkit.optim`)."""
+    """The sparse optimizers every trainer shares (see `scratchkit.embedding.optim`)."""
 
     SGD = "sgd"
     ADAGRAD = "adagrad"                  # element-wise, exactly as torch.optim.Adagrad
@@ -97,6 +97,18 @@ class ModelConfig:
             raise ValueError(f"top_mlp must end in 1 (the click logit), got {self.top_mlp}")
 
 
+class VictimPolicy(str, Enum):
+    """Which resident row gives up its slot when a miss needs one (the kit's one such choice)."""
+
+    FURTHEST = "furthest"   # ScratchPipe: furthest next use among the batches it can see, then LRU
+    LRU = "lru"             # least recently used (a cache) / least recently trained (ScratchPipe)
+    LFU = "lfu"             # least frequently used since the row came in (a cache)
+
+    @classmethod
+    def parse(cls, name: "VictimPolicy | str") -> "VictimPolicy":
+        return parse_choice(cls, name, "victim policy ")
+
+
 @dataclass(frozen=True)
 class CacheParams:
     """How big the device-side cache / scratchpad is and how far ahead ScratchPipe plans.
@@ -108,7 +120,7 @@ class CacheParams:
     capacity: int | None = None
     load_factor: float | None = None
     depth: int = 2                 # look-ahead depth D: batches planned ahead of Train
-    victim_policy: str = "furthest"  # ScratchPipe's victim choice: furthest next use, else LRU
+    victim_policy: VictimPolicy | str = VictimPolicy.FURTHEST   # ScratchPipe's victim choice
 
     def __post_init__(self):
         if self.capacity is not None and self.load_factor is not None:
@@ -119,6 +131,7 @@ class CacheParams:
             raise ValueError(f"load_factor must be in (0, 1], got {self.load_factor}")
         if self.depth < 1:
             raise ValueError(f"look-ahead depth must be >= 1, got {self.depth}")
+        object.__setattr__(self, "victim_policy", VictimPolicy.parse(self.victim_policy))
 
     def capacity_for(self, num_rows: int) -> int:
         """Rows of cache for a table of `num_rows` rows (never more than the table)."""

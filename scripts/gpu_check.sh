@@ -73,8 +73,8 @@ say() { echo "$*" | tee -a "$REPORT"; }
 py_true() { "$PY" -c "import sys; sys.exit(0 if ($1) else 1)" >/dev/null 2>&1; }
 has_trainer() { py_true "'$1' in [k.value for k in __import__('scratchkit.trainers', fromlist=['x']).TrainerKind]"; }
 has_profile() { py_true "'$1' in __import__('scratchkit.profiles', fromlist=['x']).PROFILES"; }
-has_command() { "$PY" -m scratchkit.cli "$1" --help >/dev/null 2>&1; }
-has_bench_option() { "$PY" -m scratchkit.cli bench --help 2>/dev/null | grep -q -- "$1"; }
+has_command() { "$PY" -m scratchkit.commands.cli "$1" --help >/dev/null 2>&1; }
+has_bench_option() { "$PY" -m scratchkit.commands.cli bench --help 2>/dev/null | grep -q -- "$1"; }
 not_available() { echo "not available in this version: $*"; return $NOT_AVAILABLE; }
 
 bench_trainers() {   # gpu-only, hybrid, lru, prefetch-lru where it exists, scratchpipe
@@ -142,20 +142,20 @@ section_kernel_bench() {
 
 section_verify() {
     # Every trainer against plain PyTorch on the same device. Tolerance on CUDA: 1e-4 absolute
-    # (scratchkit.verify.GPU_TOLERANCE), ~100 float32 ulps of parameters of magnitude ~1: CUDA's
+    # (scratchkit.measure.verify.GPU_TOLERANCE), ~100 float32 ulps of parameters of magnitude ~1: CUDA's
     # embedding backward uses atomics and cuBLAS picks its own summation order, so the reference
     # itself is not bit-reproducible there. On the CPU the same command demands exactly 0.
     local trainers
     trainers=$(verify_trainers)
     echo "tolerance: 1e-4 on CUDA (float sums reordered by atomics and cuBLAS); 0 on a CPU"
-    "$PY" -m scratchkit.cli verify --profile "$PROFILE" --trainers "$trainers" --steps 20 --json --device "$DEVICE" \
+    "$PY" -m scratchkit.commands.cli verify --profile "$PROFILE" --trainers "$trainers" --steps 20 --json --device "$DEVICE" \
         >"$OUT/verify.json" || { cat "$OUT/verify.json"; return 1; }
-    "$PY" -m scratchkit.cli verify --profile tiny --optimizer rowwise_adagrad --trainers "$trainers" \
+    "$PY" -m scratchkit.commands.cli verify --profile tiny --optimizer rowwise_adagrad --trainers "$trainers" \
         --steps 20 --device "$DEVICE"
 }
 
 bench_profile() {   # bench_profile PROFILE OUTPUT.json: the trainers, with the cost model's projections
-    "$PY" -m scratchkit.cli bench --profile "$1" --trainers "$(bench_trainers)" --steps 50 \
+    "$PY" -m scratchkit.commands.cli bench --profile "$1" --trainers "$(bench_trainers)" --steps 50 \
         --project all --json --device "$DEVICE" >"$2" || return 1
     "$PY" - "$2" <<'PYEOF'
 import json, sys
@@ -179,12 +179,12 @@ section_bench_embedding() {
 
 section_calibrate() {
     has_command calibrate || { not_available "scratchkit calibrate"; return; }
-    "$PY" -m scratchkit.cli calibrate --json >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"
+    "$PY" -m scratchkit.commands.cli calibrate --json >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"
 }
 
 section_validate() {
     has_bench_option --validate || { not_available "scratchkit bench --validate"; return; }
-    "$PY" -m scratchkit.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" --steps 30 --validate --device "$DEVICE"
+    "$PY" -m scratchkit.commands.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" --steps 30 --validate --device "$DEVICE"
 }
 
 # ---- running a section -----------------------------------------------------------------------

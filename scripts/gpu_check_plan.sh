@@ -44,7 +44,7 @@ dry_run_checks() {
     if version=$("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.cuda.is_available())" 2>/dev/null); then
         check OK "torch importable: $version"
     else check FAIL "torch: not importable by $PY"; fi
-    if "$PY" -c "import scratchkit.cli" 2>/dev/null; then check OK "scratchkit importable from $REPO"
+    if "$PY" -c "import scratchkit.commands.cli" 2>/dev/null; then check OK "scratchkit importable from $REPO"
     else check FAIL "scratchkit: not importable from $REPO"; fi
     local wheels=("$WHEELS"/*.whl) has_cupy_wheel=0
     if [ -e "${wheels[0]}" ]; then

@@ -1,9 +1,9 @@
-"""scratchkit.analysis: skew, reuse, look-ahead working sets and Amdahl, against hand counts and sets."""
+"""scratchkit.course.analysis: skew, reuse, look-ahead working sets and Amdahl, against hand counts and sets."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from scratchkit.analysis import (access_cdf, amdahl_speedup, consecutive_reuse, embedding_share, top_share,
+from scratchkit.course.analysis import (access_cdf, amdahl_speedup, consecutive_reuse, embedding_share, top_share,
                                  window_sizes, window_working_set, working_sets)
 from scratchkit.config import DataConfig
 from scratchkit.data.synthetic import SyntheticSource

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from scratchkit.cli import main
+from scratchkit.commands.cli import main
 from scratchkit.config import CacheParams, OptimizerConfig
 from scratchkit.data.checks import BadBatchError
 from scratchkit.data.criteo import load_criteo
 from scratchkit.data.movielens import load_movielens
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.planner import minimum_capacities
-from scratchkit.reference import ReferenceRun
+from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import TrainerKind, make_trainer
 from scratchkit.trainers.base import NonFiniteLossError
 
@@ -173,7 +173,7 @@ def test_a_negative_tolerance_is_refused(capsys):
     code, _, err = cli(capsys, "verify", "--profile", "tiny", "--tolerance", "-1")
     assert code == 2 and "--tolerance must be >= 0, got -1.0" in err
     with pytest.raises(ValueError, match="tolerance must be >= 0"):
-        from scratchkit.verify import verify
+        from scratchkit.measure.verify import verify
         next(verify(__import__("scratchkit.profiles").profiles.get_profile("tiny"), ["hybrid"], 2,
                     tolerance=-1.0))
 

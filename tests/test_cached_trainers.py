@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.reference import ReferenceRun
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.cached import StaticCacheTrainer, minimum_capacity
-from scratchkit.verify import verify
+from scratchkit.measure.verify import verify
 
 POLICIES = ["static", "lru", "lfu"]
 STEPS = 12

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from scratchkit.cli import main
+from scratchkit.commands.cli import main
 
 
 def run(capsys, *argv):
@@ -29,7 +29,7 @@ def test_verify_json_reports_exact_zero(capsys):
 
 
 def test_verify_exits_nonzero_when_over_tolerance(capsys, monkeypatch):
-    import scratchkit.optim as optim
+    import scratchkit.embedding.optim as optim
     import torch
 
     def coalesce_by_index_add(index, grads, num_rows):

@@ -7,12 +7,13 @@ from dataclasses import fields, replace
 import pytest
 import torch
 
-from scratchkit.cli import main
+from scratchkit.commands.cli import main
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
-from scratchkit.costmodel import (PIPELINE_HOST_STAGES, StepWork, Work, mlp_flops, project, project_all,
+from scratchkit.measure.costmodel import (PIPELINE_HOST_STAGES, StepWork, Work, mlp_flops, project, project_all,
                                   stage_work, validate, validate_on_this_machine)
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.hardware import PROFILE_NAMES, HardwareProfile, get_hardware, parse_profiles
+from scratchkit.commands.tables import describe_hardware
+from scratchkit.measure.hardware import PROFILE_NAMES, HardwareProfile, get_hardware, parse_profiles
 from scratchkit.trainers import available_trainers
 
 TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"]
@@ -27,7 +28,7 @@ def test_every_profile_number_is_positive_and_has_a_source(name):
         value = getattr(hw, field_name)
         assert value >= 0 and not math.isnan(value), field_name
         assert hw.sources.get(field_name), f"{name}: {field_name} has no source"
-    assert field_name in hw.describe()
+    assert field_name in describe_hardware(hw)
 
 
 def test_this_cpu_is_measured_once_per_process():

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.scratchpipe.capacity import minimum_capacities
 import torch
 
 from scratchkit.backend import detect
@@ -18,7 +21,7 @@ from scratchkit.config import CacheParams
 from scratchkit.device import Device, TorchCuda, as_device
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
-from scratchkit.verify import verify
+from scratchkit.measure.verify import verify
 from stand_ins import StandInCuda
 
 ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"]
@@ -77,33 +80,32 @@ def test_hybrid_step_moves_pooled_rows_and_gradients_and_times_on_the_device(tin
 
 def test_scratchpipe_issues_the_gpu_sequence(tiny_config):
     """The pipeline a GPU runs (planner "process": Plan forked, the other host stages on threads),
-    through the stand-in: Transfer copies pinned rows on a side stream, Insert waits for that
-    stream and for its scatter kernel, and Train waits for its kernels before freeing slots."""
-    config = tiny_config.replace(cache=CacheParams(capacity=200, depth=2))
-    dev = stand_in()
+    through the stand-in: Write-back copies the victims home before Insert, Transfer copies pinned
+    rows on a side stream and Insert waits for that stream and for its scatter kernel, and Train
+    waits for its kernels before its slots are released."""
     steps = 8
+    smallest = max(minimum_capacities(SyntheticSource(tiny_config.data), 2, 0, steps))   # evicts
+    config = tiny_config.replace(cache=CacheParams(capacity=smallest, depth=2))
+    dev = stand_in()
     with ScratchPipeTrainer(config, device=dev) as trainer:
         assert trainer.where_host_stages_run(steps).value == "process"     # the GPU's choice
         records = list(trainer.train(steps))
         has_state = trainer.tables.state[0] is not None
     assert sum(r.hits for r in records) == sum(r.lookups for r in records)  # Train always hits
+    assert sum(r.written_back_rows for r in records) > 0                    # victims went home
     calls = dev.runtime
     streams = [d["created"] for c, d in calls.calls_of() if c == "new_stream"]
-    assert len(streams) == 1                                                 # one per train() call
+    assert len(streams) == 1                                                 # one per scratchpad set
     tables = len(config.data.table_sizes)
-    insert = calls.calls_of("scratchpipe-insert")
-    rows = steps * tables * (1 + has_state)          # fetched rows (and state) in, victims' out
-    assert Counter(c for c, _ in insert) == {
-        "enter_stream": steps, "exit_stream": steps, "synchronize_stream": steps,
-        "synchronize_kernels": steps, "to_device": rows + steps * tables, "to_host": rows}
-    for call, details in insert:
-        assert call not in ("to_device", "to_host") or details["stream"] is streams[0]
-        if len(details.get("shape", ())) == 2:    # rows [n, dim] / state: asynchronous, and a
-            assert details["non_blocking"]        # copy in is from pinned memory (else it is not)
-            assert call == "to_host" or details["pinned"]
-        elif call == "to_device":                 # the victims' slots [n], for index_select
-            assert not details["non_blocking"]
-    order = [c for c, _ in insert if c not in ("to_device", "to_host")]
+    evict = calls.calls_of("scratchpipe-evict")
+    for call, details in evict:
+        if call == "to_device" and len(details.get("shape", ())) == 2:   # Transfer: fetched rows
+            assert details["stream"] is streams[0] and details["non_blocking"] and details["pinned"]
+        elif call == "to_host":                   # Write-back: the victims' rows, read at once
+            assert details["stream"] is None and not details["non_blocking"]
+    moved_in = sum(1 for c, d in evict if c == "to_device" and d["stream"] is streams[0])
+    assert moved_in == steps * tables * (1 + has_state)
+    order = [c for c, _ in evict if c not in ("to_device", "to_host")]
     assert order == ["enter_stream", "exit_stream", "synchronize_stream", "synchronize_kernels"] * steps
     collect = Counter(c for c, _ in calls.calls_of("scratchpipe-collect"))
     assert collect == {"pin": steps * tables * (1 + has_state)}

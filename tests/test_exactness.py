@@ -6,12 +6,12 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from scratchkit.config import DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
-from scratchkit.optim import coalesce
-from scratchkit.reference import ReferenceRun
+from scratchkit.embedding.optim import coalesce
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.tables import init_embedding_weights
+from scratchkit.embedding.tables import init_embedding_weights
 from scratchkit.trainers import make_trainer
-from scratchkit.verify import verify
+from scratchkit.measure.verify import verify
 
 FOUNDATION_TRAINERS = ["gpu-only", "hybrid"]
 
@@ -37,7 +37,7 @@ def test_training_moves_the_parameters(tiny_config):
 def test_coalesce_order_depends_on_the_index_array_so_we_coalesce_on_ids():
     """Coalescing the same grouping under other labels (slots) can change the last bits.
 
-    This is the hazard the module note in scratchkit.optim describes; the caches and ScratchPipe
+    This is the hazard the module note in scratchkit.embedding.optim describes; the caches and ScratchPipe
     therefore coalesce on table ids and map to slots afterwards (slots_of_unique).
     """
     generator = torch.Generator().manual_seed(0)
@@ -50,13 +50,13 @@ def test_coalesce_order_depends_on_the_index_array_so_we_coalesce_on_ids():
     by_slot_in_id_order = by_slot[torch.searchsorted(slot_rows, relabel[rows])]
     assert torch.allclose(by_id, by_slot_in_id_order, rtol=1e-5, atol=1e-2)
     assert not torch.equal(by_id, by_slot_in_id_order)
-    from scratchkit.optim import slots_of_unique
+    from scratchkit.embedding.optim import slots_of_unique
     assert torch.equal(slots_of_unique(rows, ids, slots), relabel[rows])
 
 
 def test_verify_detects_another_reduction_order(tiny_config, monkeypatch):
     """Accumulating with index_add_ (another order) must show up as a non-zero difference."""
-    import scratchkit.optim as optim
+    import scratchkit.embedding.optim as optim
 
     def coalesce_by_index_add(index, grads, num_rows):
         rows = torch.unique(index)

@@ -1,6 +1,6 @@
 """Nothing trained is lost, whatever happens: a killed host or planner process, a killed run, a
 checkpoint taken between the steps of a running loop, Ctrl-C. The oracle is plain PyTorch
-(scratchkit.reference) trained on exactly the batches whose Train finished.
+(scratchkit.measure.reference) trained on exactly the batches whose Train finished.
 
 The first tests use only the trainer's API (they failed before the crash-safety fix: a SIGKILL in
 Write-back lost that batch's dirty victims; a live checkpoint raced with Insert). The rest run a
@@ -12,13 +12,13 @@ import signal
 import pytest
 import torch
 
-from scratchkit.checkpoint import load_checkpoint_file, save_checkpoint_file
+from scratchkit.trainers.checkpoint import load_checkpoint_file, save_checkpoint_file
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.events import Stage
-from scratchkit.faults import Campaign, FaultCase, FaultKind, default_cases
-from scratchkit.planner import minimum_capacities
-from scratchkit.reference import ReferenceRun
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.measure.faults import Campaign, FaultCase, FaultKind, default_cases
+from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
 
@@ -156,14 +156,14 @@ def test_a_killed_run_leaves_no_process_and_resumes_from_its_last_file(campaign)
 
 def test_the_campaign_sees_a_lost_row(campaign, monkeypatch):
     """The judge can fail: a Write-back that drops the first victim of each batch is caught."""
-    from scratchkit.trainers import host_process
+    from scratchkit.scratchpipe.host_stages import HostStages
 
-    honest = host_process._write_back_from_slots
+    honest = HostStages.write_back
 
-    def drops_one(trainer, item):
+    def drops_one(self, item):
         for plan in item.tables:
             plan.victim_ids, plan.victim_slots = plan.victim_ids[1:], plan.victim_slots[1:]
-        honest(trainer, item)
-    monkeypatch.setattr(host_process, "_write_back_from_slots", drops_one)
+        honest(self, item)
+    monkeypatch.setattr(HostStages, "write_back", drops_one)
     result = campaign.run_case(FaultCase(FaultKind.CHECKPOINT, "host-process", "sgd", seed=1))
     assert not result.exact

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from scratchkit.config import CacheParams
-from scratchkit.hazard_lab import HazardLab
-from scratchkit.planner import minimum_capacity
+from scratchkit.course.hazard_lab import HazardLab
+from scratchkit.sim.window import minimum_capacity
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.trainers.scratchpipe import Hazards
 
@@ -23,7 +23,7 @@ def lab():
 def test_scratchpad_is_sized_at_the_minimum(lab):
     source = SyntheticSource(lab.config.data)
     sets = [[np.unique(i) for i in source.batch(b).ids] for b in range(12)]
-    expected = max(minimum_capacity((s[t] for s in sets), 2, n) for t, n in enumerate(source.table_sizes))
+    expected = max(minimum_capacity([s[t] for s in sets], 2) for t in range(len(source.table_sizes)))
     assert lab.config.cache.capacity == expected
 
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from scratchkit.analysis import window_working_set
+from scratchkit.course.analysis import window_working_set
 from scratchkit.config import DataConfig
-from scratchkit.hit_curves import HitCurves
+from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
 
 

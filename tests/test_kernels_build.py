@@ -154,8 +154,8 @@ def test_engine_resolution(monkeypatch):
 
 def test_import_and_cpu_use_never_touch_cupy():
     code = ("import sys, numpy as np\n"
-            "import scratchkit.kernels, scratchkit.scratchpad, scratchkit.kernels.cupy_loader\n"
-            "pad = scratchkit.scratchpad.Scratchpad(100, 8, 4, engine='auto', device='cpu')\n"
+            "import scratchkit.kernels, scratchkit.kernels.scratchpad, scratchkit.kernels.cupy_loader\n"
+            "pad = scratchkit.kernels.scratchpad.Scratchpad(100, 8, 4, engine='auto', device='cpu')\n"
             "pad.insert([3], [0]); assert pad.query([3]).tolist() == [0]\n"
             "assert 'cupy' not in sys.modules, 'cupy was imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

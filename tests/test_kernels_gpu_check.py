@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scratchkit.backend import detect
-from scratchkit.cli import build_parser
+from scratchkit.commands.cli import build_parser
 from scratchkit.profiles import PROFILES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from scratchkit.config import CacheParams
-from scratchkit.live import BackgroundRun
+from scratchkit.course.live import BackgroundRun
 from scratchkit.trainers import make_trainer
 
 

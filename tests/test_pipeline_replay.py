@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from scratchkit.events import EventLog, Stage
-from scratchkit.pipeline_replay import SlotState, describe_stages, replay
+from scratchkit.scratchpipe.events import EventLog, Stage
+from scratchkit.course.pipeline_replay import SlotState, describe_stages, replay
 from toy_pipeline import toy_log
 
 

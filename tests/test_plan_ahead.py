@@ -13,13 +13,15 @@ from hypothesis import given, settings, strategies as st
 
 from scratchkit.config import CacheParams, OptimizerConfig
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.events import Stage
-from scratchkit.planner import NextUses, WorkingSets, _smallest
-from scratchkit.reference import ReferenceRun
-from scratchkit.scratchpad import Scratchpad
-from scratchkit.shared_memory import shared_array
-from scratchkit.trainers.plan_ahead import MIN_STEPS_FOR_PROCESS, PlanAhead, PlanFeed, PlanIn
-from scratchkit.trainers.plan_ring import PlanRing
+from scratchkit.embedding.shared_memory import shared_array
+from scratchkit.embedding.victims import first_by_keys
+from scratchkit.measure.reference import ReferenceRun
+from scratchkit.scratchpipe.drivers import MIN_STEPS_FOR_PROCESS, ForkedPlans, LocalPlans, PlanIn
+from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
+from scratchkit.scratchpipe.lookahead import NextUses, WorkingSets
+from scratchkit.scratchpipe.plan import least_urgent
+from scratchkit.scratchpipe.plan_ahead import PlanAhead
+from scratchkit.scratchpipe.ring import PlanRing
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
 
 
@@ -38,12 +40,15 @@ def max_diff_to_reference(trainer, source, steps):
 
 
 def plans_of(config, where: PlanIn, stop: int) -> list:
+    """Plans 0..stop-1 as the planner makes them in a forked process, or right here."""
     trainer = ScratchPipeTrainer(config)
-    feed = PlanFeed(PlanAhead(trainer.plan_setup(), trainer.source), 0, stop, where, threading.Event())
+    plan_ahead = PlanAhead(trainer.plan_setup(), trainer.source)
+    clock = StageClock(EventLog(enabled=False))
+    plans = ForkedPlans(plan_ahead, 0, stop, clock) if where is PlanIn.PROCESS else LocalPlans(plan_ahead, clock)
     try:
-        return [feed.next(b) for b in range(stop)]
+        return [plans.next(b, lambda: False) for b in range(stop)]
     finally:
-        feed.close()
+        plans.close()
 
 
 # --- the victim choice: a count per urgency and one partial sort, against the three-key lexsort ------
@@ -56,10 +61,11 @@ def test_fast_victim_choice_equals_the_lexsort(n, data):
     urgency = rng.integers(1, 5, n).astype(np.int64)
     urgency[rng.random(n) < data.draw(st.floats(0, 1))] = 0          # never used again: first
     count = data.draw(st.integers(1, n))
-    expected = np.lexsort((slots, last_trained, urgency))[:count]
-    assert set(_smallest(count, slots, last_trained, urgency).tolist()) == set(expected.tolist())
-    lru = np.lexsort((slots, last_trained))[:count]
-    assert set(_smallest(count, slots, last_trained, None).tolist()) == set(lru.tolist())
+    positions = np.arange(n)
+    expected = first_by_keys((slots, last_trained, urgency), positions, count)   # the slow twin
+    assert set(least_urgent(count, slots, last_trained, urgency).tolist()) == set(expected.tolist())
+    lru = first_by_keys((slots, last_trained), positions, count)
+    assert set(least_urgent(count, slots, last_trained, None).tolist()) == set(lru.tolist())
 
 
 def test_next_uses_of_all_tables_at_once_equal_each_tables_own():
@@ -179,37 +185,20 @@ def test_a_planner_process_that_dies_is_reported(tiny_config, planner, name):
 def test_the_planner_process_leaves_ctrl_c_to_the_trainer(tiny_config):
     config = small_scratchpad_config(tiny_config)
     trainer = ScratchPipeTrainer(config)
-    # far more batches than the pipe holds: the planner is still at work when Ctrl-C comes
-    feed = PlanFeed(PlanAhead(trainer.plan_setup(), trainer.source), 0, 5_000, PlanIn.PROCESS,
-                    threading.Event())
+    # far more batches than the ring holds: the planner is still at work when Ctrl-C comes
+    plans = ForkedPlans(PlanAhead(trainer.plan_setup(), trainer.source), 0, 5_000,
+                        StageClock(EventLog(enabled=False)))
     try:
-        first = feed.next(0)
-        os.kill(feed.process.pid, signal.SIGINT)   # a terminal's Ctrl-C reaches the whole group
+        first = plans.next(0, lambda: False)
+        process = plans.forked.process
+        os.kill(process.pid, signal.SIGINT)   # a terminal's Ctrl-C reaches the whole group
         time.sleep(0.1)
-        assert feed.process.is_alive()
-        assert [feed.next(b).index for b in range(1, 10)] == list(range(1, 10))
+        assert process.is_alive()
+        assert [plans.next(b, lambda: False).index for b in range(1, 10)] == list(range(1, 10))
         assert first.index == 0
     finally:
-        feed.close()
-    assert feed.process is None
-
-
-# --- a scratchpad whose map is the planner's ---------------------------------------------------------
-def test_a_scratchpad_without_a_map_records_placements():
-    pad = Scratchpad(100, 8, 4, engine="twin", device="cpu", keeps_map=False)
-    pad.place([3, 5], [42, 7])
-    assert pad.slot_ids[[3, 5]].tolist() == [42, 7] and len(pad) == 2
-    pad.place([3, 6], [-1, 9])            # slot 3 freed, slot 6 filled
-    assert pad.slot_ids[[3, 5, 6]].tolist() == [-1, 7, 9] and len(pad) == 2
-    for call in (lambda: pad.query([7]), lambda: pad.insert([1], [0]), lambda: pad.erase([7])):
-        with pytest.raises(RuntimeError, match="keeps no id -> slot map"):
-            call()
-    with pytest.raises(ValueError, match=r"ids\[0\] = 100 is out of range \[-1, 100\)"):
-        pad.place([0], [100])
-    with pytest.raises(ValueError, match=r"slots\[1\] = 2 repeats slots\[0\]"):
-        pad.place([2, 2], [1, 2])
-    with pytest.raises(RuntimeError, match="keeps its own map"):
-        Scratchpad(100, 8, 4, engine="twin", device="cpu").place([0], [1])
+        plans.close()
+    assert not process.is_alive()
 
 
 def test_the_host_process_leaves_ctrl_c_to_the_trainer(tiny_config):

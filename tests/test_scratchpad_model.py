@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from scratchkit.scratchpad import Scratchpad
+from scratchkit.kernels.scratchpad import Scratchpad
 
 NUM_ROWS, CAPACITY, DIM = 40, 8, 3
 

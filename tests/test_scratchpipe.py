@@ -1,6 +1,6 @@
-"""ScratchPipe: each invariant of DESIGN.md section 3 has a test here that fails if it breaks.
+"""ScratchPipe: each invariant of docs/design.md has a test here that fails if it breaks.
 
-The reference is plain PyTorch (scratchkit.reference): nn.EmbeddingBag(sparse=True) + torch.optim,
+The reference is plain PyTorch (scratchkit.measure.reference): nn.EmbeddingBag(sparse=True) + torch.optim,
 trained on the same batches from the same initial weights.
 """
 import signal
@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
 from scratchkit.data.in_memory import InMemoryDataset
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.events import Stage
-from scratchkit.reference import ReferenceRun
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import Hazards, PipelineError, ScratchPipeTrainer
-from scratchkit.verify import verify
+from scratchkit.measure.verify import verify
 
 
 def config_with(base, capacity, depth, policy="furthest", kind=OptimizerKind.SGD):
@@ -101,17 +101,6 @@ def test_too_small_a_scratchpad_is_refused_naming_a_capacity_that_fits_every_tab
     with pytest.raises(ValueError, match="table [12]: a scratchpad"):
         next(iter(make_trainer("scratchpipe", config_with(tiny_config, minimum_per_table[0], 2)).train(10)))
     assert len(list(make_trainer("scratchpipe", config_with(tiny_config, fits_all, 2)).train(10))) == 10
-
-
-def test_minimum_capacity_counts_the_window_union():
-    from scratchkit.planner import minimum_capacity
-
-    rng = np.random.default_rng(0)
-    sets = [np.unique(rng.integers(0, 60, 25)) for _ in range(40)]
-    for depth in (1, 2, 4):
-        brute = max(len(set().union(*(set(s.tolist()) for s in sets[max(0, b - depth):b + 1])))
-                    for b in range(len(sets)))
-        assert minimum_capacity(sets, depth, 60) == brute
 
 
 # --- invariants 3 and 4, and the hazard lab ----------------------------------------------------------

@@ -7,7 +7,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from scratchkit.cli import main
+from scratchkit.commands.cli import main
 
 
 def run(capsys, *argv):

@@ -1,13 +1,13 @@
 """On a CUDA GPU: every trainer agrees with plain PyTorch on the GPU within the stated tolerance.
 
 Atomics in CUDA's embedding backward and cuBLAS reorder float sums, so GPU runs are compared with
-`scratchkit.verify.GPU_TOLERANCE` instead of 0.0. Skipped where there is no GPU (CI).
+`scratchkit.measure.verify.GPU_TOLERANCE` instead of 0.0. Skipped where there is no GPU (CI).
 """
 import pytest
 
 from scratchkit.backend import detect
 from scratchkit.config import CacheParams
-from scratchkit.verify import GPU_TOLERANCE, verify
+from scratchkit.measure.verify import GPU_TOLERANCE, verify
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not (detect().torch_cuda and detect().cupy_gpu),

@@ -3,16 +3,16 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from scratchkit.analysis import WindowSizes
-from scratchkit.bench import BenchResult
-from scratchkit.events import EventLog
-from scratchkit.pipeline_replay import SlotState, replay
+from scratchkit.course.analysis import WindowSizes
+from scratchkit.measure.bench import BenchResult
+from scratchkit.scratchpipe.events import EventLog
+from scratchkit.course.pipeline_replay import SlotState, replay
 from scratchkit.trainers.base import StepRecord
-from scratchkit.viz import (amdahl_figure, hit_rate_curves, pipeline_view, reuse_figure,
+from scratchkit.course.viz import (amdahl_figure, hit_rate_curves, pipeline_view, reuse_figure,
                             scratchpad_map, skew_cdf, stage_breakdown, timeline, trainer_comparison,
                             training_curves, window_figure)
-from scratchkit.viz.pipeline import map_grid
-from scratchkit.viz.timing import training_series
+from scratchkit.course.viz.pipeline import map_grid
+from scratchkit.course.viz.timing import training_series
 from toy_pipeline import toy_log
 
 

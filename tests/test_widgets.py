@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from scratchkit.config import DataConfig
-from scratchkit.hazard_lab import HazardLab
-from scratchkit.hit_curves import HitCurves
+from scratchkit.course.hazard_lab import HazardLab
+from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
-from scratchkit.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
+from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
 
 
 def trace_named(fig, name):
@@ -88,7 +88,7 @@ def test_visualizer_steps_forward_and_back(visualizer):
 
 
 def test_visualizer_map_is_the_replayed_moment(visualizer):
-    from scratchkit.viz.pipeline import map_grid
+    from scratchkit.course.viz.pipeline import map_grid
     visualizer.moment.value = len(visualizer.moments) // 2
     codes, _ = map_grid(visualizer.current, visualizer.columns)
     shown = np.array(trace_named(visualizer.figure, "slots").z, dtype=float)

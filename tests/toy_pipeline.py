@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scratchkit.events import EventLog, PlanDecision, Stage
+from scratchkit.scratchpipe.events import EventLog, PlanDecision, Stage
 
 HOST_STAGES = (Stage.PLAN, Stage.COLLECT, Stage.TRANSFER, Stage.INSERT, Stage.WRITE_BACK)
 

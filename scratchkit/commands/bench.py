@@ -21,20 +21,21 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from scratchkit.bench import format_table, run_bench
-    from scratchkit.trainers import parse_trainer_list
+    from scratchkit.commands.tables import format_table
+    from scratchkit.measure.bench import run_bench
+    from scratchkit.commands.common import parse_trainer_list
 
     trainers = parse_trainer_list(args.trainers)
     config = config_from_args(args)
     profiles = None
     if args.project is not None:
-        from scratchkit.hardware import parse_profiles
+        from scratchkit.measure.hardware import parse_profiles
         profiles = parse_profiles(args.project)      # bad names fail before anything trains
     steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
     results = run_bench(config, trainers, steps, warmup=warmup, device=args.device, wrap=progress)
     projections = None
     if profiles:
-        from scratchkit.costmodel import project_bench
+        from scratchkit.measure.costmodel import project_bench
         projections = project_bench(config, results, profiles)
     if args.json:
         rows = [r.to_dict() for r in results]
@@ -48,7 +49,7 @@ def run(args) -> int:
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
         print(format_table(results, projections))
         if projections:
-            print("Projected: the cost model (scratchkit.costmodel) applied to this run's work per step "
+            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work per step "
                   "(working sets, rows fetched and written back); ratio = samples/s relative to the "
                   "first trainer on the same profile; the data stage is not modelled.")
     return 0

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.planner import minimum_capacities
+from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, criteo_like, get_profile
 
 
@@ -59,9 +59,23 @@ def config_from_args(args):
                           cache=cache, seed=args.seed)
 
 
+def parse_trainer_list(text: str) -> list[str]:
+    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked."""
+    from scratchkit.trainers import TrainerKind   # torch: only once a command runs
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
+    for n in names:
+        TrainerKind.parse(n)
+    return names
+
+
+
+
 def in_cli_words(error: Exception) -> str:
     """An error's message, with the Python parameters it suggests turned into this CLI's flags."""
-    from scratchkit.planner import ScratchpadTooSmall
+    from scratchkit.scratchpipe.capacity import ScratchpadTooSmall
 
     if isinstance(error, ScratchpadTooSmall):
         return (f"{error.problem()} --capacity {error.fits_all} fits every table (--capacity min "

@@ -19,8 +19,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from scratchkit.trainers import parse_trainer_list
-    from scratchkit.verify import verify
+    from scratchkit.commands.common import parse_trainer_list
+    from scratchkit.measure.verify import verify
 
     if args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")

@@ -11,12 +11,9 @@ import operator
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 from scratchkit.choices import parse_choice
-
-if TYPE_CHECKING:
-    from scratchkit.data.report import LoadReport
 
 FIRST_ERRORS_KEPT = 5  # enough messages to see what is wrong with a file, few enough to print
 Row = TypeVar("Row")
@@ -75,13 +72,13 @@ def positive_int(name: str, value) -> int:
     return number
 
 
-def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report: "LoadReport",
+def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report,
                 errors: OnBadLine | str = OnBadLine.RAISE, max_rows: int | None = None,
                 first_line_number: int = 1) -> list[Row]:
     """`parse(line, line_number)` on each line (newline removed); the rows it returns, in order.
 
     `parse` raises `MalformedLineError` for a bad line: re-raised under `errors="raise"`, counted
-    in `report` and left out under `errors="skip"`. Reading stops once `max_rows` rows are parsed.
+    in `report` (a LoadReport, scratchkit/data/report.py) and left out under `errors="skip"`. Reading stops once `max_rows` rows are parsed.
     """
     errors = OnBadLine.parse(errors)
     if max_rows is not None:

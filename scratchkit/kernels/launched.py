@@ -4,7 +4,7 @@
 allocates the outputs, picks the grid (one thread per item, `threads_per_block` per block) and
 launches the kernel through a launcher: `HostLauncher` (g++ build, ctypes, NumPy arrays) or
 `CupyLauncher` (NVRTC, CuPy arrays). Inputs must already be C-contiguous arrays of the right
-dtype (int64 ids/slots/offsets, float32 rows); `scratchkit.scratchpad` checks and converts them.
+dtype (int64 ids/slots/offsets, float32 rows); `scratchkit.kernels.scratchpad` checks and converts them.
 """
 from __future__ import annotations
 

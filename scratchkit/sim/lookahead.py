@@ -21,7 +21,7 @@ set *at that moment*, and counted as a hit or a miss at use time. With the holds
 as long as the capacity covers the union of the working sets of the `depth+1` batches in flight;
 a smaller capacity is refused with a ValueError that names the minimum (see `min_capacity`).
 Victims are taken out before the fills land (their slots are reused at once); a real scratchpad
-that keeps victims in a transit buffer needs that buffer on top (DESIGN.md section 3, invariant 5).
+that keeps victims in a transit buffer needs that buffer on top (docs/design.md).
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ import numpy as np
 from scratchkit.sim.checks import as_capacity, as_count, as_trace
 from scratchkit.sim.record import SimResult
 from scratchkit.sim.reuse import group_by_id, sort_by_id
+from scratchkit.sim.window import sizes_from_pairs
 
 NEVER = np.iinfo(np.int64).max      # next use of an id that is not used again
 
@@ -97,23 +98,11 @@ def cut_into_batches(trace, batch_size: int) -> Batches:
 
 def window_working_sets(batches: Batches, depth: int) -> np.ndarray:
     """Distinct ids held while planning batch k: the union over batches k-depth .. k. [num_batches]
-
-    An id used in batch b is held by the windows of plans b .. b+depth; if it was also used in
-    batch p < b, the windows up to p+depth already counted it, so batch b adds it to plans
-    max(b, p+depth+1) .. b+depth. Summing those intervals (a difference array) counts each id once
-    per window.
-    """
+    (scratchkit/sim/window.py counts them, from each (id, batch) pair's previous use.)"""
     depth = as_count(depth, "depth", minimum=0)
     nb = batches.num_batches
     pair_batch = np.repeat(np.arange(nb), np.diff(batches.bounds))
-    seen_before = batches.pair_prev >= 0
-    first = np.where(seen_before, np.maximum(pair_batch, batches.pair_prev + depth + 1), pair_batch)
-    last = np.minimum(pair_batch + depth, nb - 1)
-    keep = first <= last
-    change = np.zeros(nb + 1, dtype=np.int64)
-    np.add.at(change, first[keep], 1)
-    np.add.at(change, last[keep] + 1, -1)
-    return np.cumsum(change[:nb])
+    return sizes_from_pairs(pair_batch, batches.pair_prev, nb, depth)
 
 
 def min_capacity(trace, batch_size: int, depth: int) -> int:

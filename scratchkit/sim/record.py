@@ -1,7 +1,7 @@
 """`SimResult`: the one record every cache simulator returns.
 
 Counting rules shared by all policies (each simulator's docstring adds its own):
-- a *lookup* is one id in the trace; hit rate = hits / lookups, per lookup (DESIGN.md section 2);
+- a *lookup* is one id in the trace; hit rate = hits / lookups, per lookup (docs/design.md);
 - `fetched_rows`: rows copied host -> device (the fill on a miss, or a prefetch);
 - `written_back_rows`: victims copied device -> host while the trace runs. Training updates every
   row it reads, so every evicted row that was ever looked up is dirty and is written back;

@@ -49,14 +49,4 @@ def make_trainer(name: str, config, source=None, device=None) -> Trainer:
     return getattr(importlib.import_module(module), cls)(config, source=source, device=device)
 
 
-def parse_trainer_list(text: str) -> list[str]:
-    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
-    for n in names:
-        TrainerKind.parse(n)
-    return names
-
-
-__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "available_trainers", "parse_trainer_list"]
+__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "available_trainers"]

@@ -20,9 +20,9 @@ from scratchkit.data.checks import check_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
-from scratchkit.optim import make_dense_optimizer
-from scratchkit.tables import HostTables
-from scratchkit.timing import StageTimer
+from scratchkit.embedding.optim import make_dense_optimizer
+from scratchkit.embedding.tables import HostTables
+from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag
 
 
@@ -193,7 +193,3 @@ class HostTablesTrainer(Trainer):
     def close(self) -> None:
         self.flush()
 
-
-def pooled_lookup(weight: torch.Tensor, index: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-    """Sum-pooled embedding bags: rows `weight[index]` summed per bag. -> [B, dim]"""
-    return F.embedding_bag(index, weight, offsets, mode="sum")

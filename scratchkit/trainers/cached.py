@@ -1,4 +1,4 @@
-"""Caches that look backwards: `static`, `lru`, `lfu` (DESIGN.md section 4).
+"""Caches that look backwards: `static`, `lru`, `lfu` (docs/design.md).
 
 The tables live on the host (`HostTables`); each table has a device-side cache of
 `config.cache.capacity_for(num_rows)` rows and their optimizer state (`DeviceCache`). A step:
@@ -12,7 +12,7 @@ The tables live on the host (`HostTables`); each table has a device-side cache o
     embedding_forward   F.embedding_bag(slots, cache rows, offsets, mode="sum")
     mlp         the dense model
     embedding_backward  coalesce the per-lookup gradients on the table *ids*, then find each
-                distinct id's slot (`slots_of_unique`): see `scratchkit.optim` on why ids
+                distinct id's slot (`slots_of_unique`): see `scratchkit.embedding.optim` on why ids
     update      `apply_update` on the cache rows, addressed by slot; those slots become dirty
 
 Why this is exact. The reference pools `weight[ids]` bag by bag with the same `embedding_bag` op;
@@ -43,18 +43,21 @@ import time
 import numpy as np
 import torch
 
-from scratchkit.optim import apply_update, embedding_backward, slots_of_unique
-from scratchkit.planner import minimum_capacities
-from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
-from scratchkit.trainers.cache_policies import LFUPolicy, LRUPolicy, VictimPolicy, profile_hot_ids
-from scratchkit.trainers.device_cache import DeviceCache
+from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
+from scratchkit.sim.window import minimum_capacity as window_minimum
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord
+from scratchkit.config import VictimPolicy
+from scratchkit.embedding.victims import VictimChooser, profile_hot_ids, victim_chooser
+from scratchkit.embedding.device_cache import DeviceCache
 
 
 def minimum_capacity(source, steps: int) -> int:
     """Smallest `CacheParams.capacity` (rows per table) that `lru`/`lfu` accept for `steps` steps:
-    the largest working set of any table in batches 0 .. steps-1 (the planner's window minimum
-    at depth 0: a window of one batch)."""
-    return max(1, *minimum_capacities(source, 0, 0, steps))
+    the largest working set of any table in batches 0 .. steps-1 (the look-ahead window's minimum
+    at depth 0: a window of one batch; scratchkit/sim/window.py)."""
+    batches = [source.batch(b) for b in range(steps)]
+    return max(1, *(window_minimum([np.unique(batch.ids[t]) for batch in batches], 0)
+                    for t in range(len(source.table_sizes))))
 
 
 class CachedTrainer(HostTablesTrainer):
@@ -132,11 +135,12 @@ class CachedTrainer(HostTablesTrainer):
 class DemandFilledTrainer(CachedTrainer):
     """A miss takes a free slot, else evicts a row the batch does not use (chosen by the policy)."""
 
-    policy_class: type[VictimPolicy]
+    policy: VictimPolicy
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
-        self.policies = [self.policy_class(c.capacity, c.num_rows) for c in self.caches]
+        chooser = victim_chooser(self.policy)
+        self.policies: list[VictimChooser] = [chooser(c.capacity, c.num_rows) for c in self.caches]
 
     def check_working_set(self, t, size):
         capacity = self.caches[t].capacity
@@ -177,14 +181,14 @@ class LRUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least recently used row."""
 
     name = "lru"
-    policy_class = LRUPolicy
+    policy = VictimPolicy.LRU
 
 
 class LFUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least frequently used row (ties: least recent)."""
 
     name = "lfu"
-    policy_class = LFUPolicy
+    policy = VictimPolicy.LFU
 
 
 class StaticCacheTrainer(CachedTrainer):

@@ -5,9 +5,9 @@ import time
 
 import torch
 
-from scratchkit.optim import apply_update, embedding_backward
-from scratchkit.tables import HostTables
-from scratchkit.trainers.base import StepRecord, Trainer, pooled_lookup
+from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.embedding.tables import HostTables
+from scratchkit.trainers.base import StepRecord, Trainer
 
 
 class DeviceOnlyTrainer(Trainer):

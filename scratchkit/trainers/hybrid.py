@@ -10,8 +10,8 @@ import time
 
 import torch
 
-from scratchkit.optim import apply_update, embedding_backward
-from scratchkit.trainers.base import HostTablesTrainer, StepRecord, pooled_lookup
+from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 
 
 class HybridTrainer(HostTablesTrainer):

@@ -1,0 +1,118 @@
+"""The hazard lab: switch off one of ScratchPipe's safety rules and watch the run go wrong.
+
+`HazardLab(config, steps)` trains the exact baseline (`gpu-only`: every table on the device) once,
+then `lab.run(Hazards(...))` trains ScratchPipe on the same batches with the chosen switches and
+compares: per-step loss, the Train stage's hit rate, stale reads, and the final rows.
+
+    Hazards(holds=False)            Plan may evict a slot that a batch in flight still needs, so
+                                    that batch trains on another id's row (invariants 4, then 1, 2)
+    Hazards(write_back_order=False) Collect may read an evicted row from the host before its
+                                    write-back landed: an old value (invariants 3, then 2)
+
+The scratchpad is sized at the minimum for the data and depth, so Plan must evict often. A race
+needs bad timing to show up: with the write-back ordering off, `slow_write_back` seconds of sleep in
+every Write-back play a busy host and make the race show in a few steps. (With the ordering on,
+Collect waits for the write-back however slow it is, so the sleep would change only the timeline.)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from scratchkit.config import CacheParams, TrainConfig
+from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.scratchpipe.events import EventLog, Stage
+from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.trainers import make_trainer
+from scratchkit.trainers.base import StepRecord
+from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
+
+
+@dataclass
+class LabResult:
+    hazards: Hazards
+    records: list[StepRecord]
+    baseline_losses: np.ndarray     # [steps]
+    max_abs_diff: float             # largest difference of any final embedding row vs the baseline
+    events: EventLog
+    capacities: list[int]           # scratchpad slots per table
+
+    @property
+    def loss_gap(self) -> np.ndarray:
+        """[steps] |loss - baseline loss|: zero while the run is exact."""
+        return np.abs(np.array([r.loss for r in self.records]) - self.baseline_losses[:len(self.records)])
+
+    @property
+    def train_hit_rate(self) -> np.ndarray:
+        """[steps] share of Train's lookups whose slot still held the right id (1.0 when correct)."""
+        return np.array([r.hits / r.lookups if r.lookups else 1.0 for r in self.records])
+
+    @property
+    def stale_reads(self) -> int:
+        return int(sum(r.stale_reads for r in self.records))
+
+    @property
+    def first_divergence(self) -> int | None:
+        """First step whose loss differs from the baseline's, None if none did."""
+        diverged = np.flatnonzero(self.loss_gap > 0)
+        return int(self.records[diverged[0]].step) if diverged.size else None
+
+    def verdict(self) -> list[str]:
+        """What broke, in words, one line per invariant (docs/design.md)."""
+        lines = []
+        wrong = int(sum(r.lookups - r.hits for r in self.records))
+        if wrong:
+            lines.append(f"Invariant 1 (100% hits in Train) broke: {wrong} lookups found another id "
+                         f"in their slot, because Plan evicted slots still held by a batch in flight "
+                         f"(invariant 4).")
+        if self.stale_reads:
+            lines.append(f"Invariant 3 (no stale reads) broke: {self.stale_reads} rows were read from "
+                         f"the host before their write-back had landed.")
+        if self.max_abs_diff > 0:
+            step = self.first_divergence
+            where = f"; the loss first differs at step {step}" if step is not None else ""
+            lines.append(f"Invariant 2 (exactness) broke: the final rows differ from the baseline's by "
+                         f"up to {self.max_abs_diff:.2e}{where}.")
+        return lines or ["Every invariant held: the run equals the baseline bit for bit."]
+
+
+class HazardLab:
+    """Baseline once, then ScratchPipe runs with hazards switched on or off, on the same batches."""
+
+    def __init__(self, config: TrainConfig, steps: int = 16, slow_write_back: float = 0.01):
+        if steps <= 0:
+            raise ValueError(f"steps must be positive, got {steps}")
+        if slow_write_back < 0:
+            raise ValueError(f"slow_write_back must be >= 0 seconds, got {slow_write_back}")
+        self.steps, self.slow_write_back = steps, slow_write_back
+        minimum = max(minimum_capacities(SyntheticSource(config.data), config.cache.depth, 0, steps))
+        # the smallest scratchpad the data allows: Plan must evict on most batches
+        self.config = config.replace(cache=CacheParams(capacity=minimum, depth=config.cache.depth,
+                                                       victim_policy=config.cache.victim_policy))
+        self._baseline: tuple[np.ndarray, list] | None = None
+
+    def baseline(self) -> tuple[np.ndarray, list]:
+        """(losses [steps], final embedding rows) of the gpu-only trainer; trained on first use."""
+        if self._baseline is None:
+            with make_trainer("gpu-only", self.config) as trainer:
+                losses = np.array([r.loss for r in trainer.train(self.steps)])
+                self._baseline = (losses, [w.clone() for w in trainer.embedding_weights()])
+        return self._baseline
+
+    def _slow(self, stage: Stage, batch: int) -> None:
+        if stage is Stage.WRITE_BACK and self.slow_write_back:
+            time.sleep(self.slow_write_back)
+
+    def run(self, hazards: Hazards = Hazards()) -> LabResult:
+        losses, rows = self.baseline()
+        hook = None if hazards.write_back_order else self._slow
+        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook)
+        try:
+            records = list(trainer.train(self.steps))
+            weights = trainer.embedding_weights()
+        finally:
+            trainer.close()
+        diff = max(float((a - b).abs().max()) for a, b in zip(weights, rows))
+        return LabResult(hazards, records, losses, diff, trainer.events, list(trainer.capacities))

@@ -1,0 +1,120 @@
+"""Where the time goes: stage breakdown bars, training curves, and measured vs projected speed."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from scratchkit.course.viz.palette import BATCH_COLOURS, STAGE_COLOURS
+
+
+def _breakdown_table(breakdown) -> dict[str, dict[str, float]]:
+    """{trainer: {stage: seconds per step}} from that mapping or from a list of BenchResults."""
+    if isinstance(breakdown, Mapping):
+        table = {str(k): dict(v) for k, v in breakdown.items()}
+    else:
+        table = {r.trainer: dict(r.stage_seconds) for r in breakdown}
+    if not table:
+        raise ValueError("nothing to plot: give at least one trainer's stage times")
+    for trainer, stages in table.items():
+        for stage, seconds in stages.items():
+            if not np.isfinite(seconds) or seconds < 0:
+                raise ValueError(f"{trainer}: stage {stage!r} has time {seconds}; times must be >= 0")
+    return table
+
+
+def stage_breakdown(breakdown, share: bool = False, title: str = "Where a training step's time goes") -> go.Figure:
+    """Stacked horizontal bars: one bar per trainer, one segment per stage (ms per step, or % if share)."""
+    table = _breakdown_table(breakdown)
+    stages = list(dict.fromkeys(s for stages in table.values() for s in stages))
+    trainers = list(table)
+    fig = go.Figure()
+    for i, stage in enumerate(stages):
+        values = np.array([table[t].get(stage, 0.0) for t in trainers]) * 1000.0
+        if share:
+            totals = np.array([sum(table[t].values()) for t in trainers]) * 1000.0
+            values = 100.0 * values / np.where(totals > 0, totals, 1.0)
+        fig.add_bar(name=stage, y=trainers, x=values, orientation="h",
+                    marker_color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
+                    hovertemplate=f"{stage}: %{{x:.2f}} {'%' if share else 'ms'}<extra>%{{y}}</extra>")
+    fig.update_layout(barmode="stack", title=title, height=160 + 40 * len(trainers),
+                      xaxis_title="share of the step (%)" if share else "ms per step",
+                      legend_title_text="stage", yaxis_autorange="reversed")
+    return fig
+
+
+def training_series(records, window: int = 10) -> dict[str, np.ndarray]:
+    """step, samples/s (over the last `window` steps), loss and hit rate (NaN without a cache)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    records = list(records)
+    steps = np.array([r.step for r in records], dtype=np.int64)
+    samples = np.array([r.samples for r in records], dtype=np.float64)
+    seconds = np.array([r.seconds for r in records], dtype=np.float64)
+    # rolling sums over the last `window` steps: cumsum[i] - cumsum[i - window]
+    cs, ct = np.cumsum(np.r_[0.0, samples]), np.cumsum(np.r_[0.0, seconds])
+    lo = np.maximum(np.arange(1, len(records) + 1) - window, 0)
+    hi = np.arange(1, len(records) + 1)
+    elapsed = ct[hi] - ct[lo]
+    speed = np.divide(cs[hi] - cs[lo], elapsed, out=np.full(len(records), np.nan), where=elapsed > 0)
+    hit_rate = np.array([np.nan if r.hits is None or r.lookups == 0 else r.hits / r.lookups
+                         for r in records], dtype=np.float64)
+    loss = np.array([r.loss for r in records], dtype=np.float64)
+    return {"step": steps, "samples_per_s": speed, "loss": loss, "hit_rate": hit_rate}
+
+
+ROWS = ("samples_per_s", "loss", "hit_rate")
+ROW_TITLES = ("samples/s", "loss", "hit rate")
+
+
+def training_curves(runs: Mapping[str, list] | None = None, trainers=(), window: int = 10,
+                    title: str = "Training, step by step") -> go.Figure:
+    """Three stacked plots over steps: samples/s, loss, hit rate; one line per trainer.
+
+    `runs` maps a trainer's name to its StepRecords; `trainers` adds empty lines (to fill live).
+    Traces come in the order (trainer 0: samples/s, loss, hit rate), (trainer 1: ...), ...
+    """
+    runs = dict(runs or {})
+    for name in trainers:
+        runs.setdefault(name, [])
+    if not runs:
+        raise ValueError("give at least one trainer's records (or a name in `trainers`)")
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=ROW_TITLES)
+    for i, (name, records) in enumerate(runs.items()):
+        series = training_series(records, window)
+        colour = BATCH_COLOURS[i % len(BATCH_COLOURS)]
+        for row, key in enumerate(ROWS, start=1):
+            fig.add_scatter(x=series["step"], y=series[key], name=name, legendgroup=name,
+                            showlegend=row == 1, line_color=colour, mode="lines", row=row, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=3, col=1)
+    fig.update_xaxes(title_text="step", row=3, col=1)
+    fig.update_layout(title=title, height=560, margin=dict(t=70, b=40))
+    return fig
+
+
+def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Mapping[str, float]] | None = None,
+                       relative_to: str | None = None, title: str = "Trainers side by side") -> go.Figure:
+    """Grouped bars per trainer: the measured samples/s beside the cost model's projections.
+
+    `projected` maps a hardware profile's name to {trainer: samples/s}. With `relative_to` a
+    trainer's name, every series is divided by that trainer's value in the same series (speed-up).
+    """
+    series = {"measured here": dict(measured)} | {f"projected: {p}": dict(v) for p, v in (projected or {}).items()}
+    trainers = list(dict.fromkeys(t for s in series.values() for t in s))
+    if not trainers:
+        raise ValueError("nothing to compare: give at least one measured trainer")
+    fig = go.Figure()
+    for i, (name, values) in enumerate(series.items()):
+        y = np.array([values.get(t, np.nan) for t in trainers], dtype=np.float64)
+        if relative_to is not None:
+            if relative_to not in values:
+                raise ValueError(f"{name}: no value for {relative_to!r} to divide by; it has {sorted(values)}")
+            y = y / values[relative_to]
+        fig.add_bar(name=name, x=trainers, y=y, marker_color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
+                    text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside")
+    fig.update_layout(barmode="group", title=title, height=420,
+                      yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
+                      yaxis_type=None if relative_to else "log")
+    return fig

@@ -1,0 +1,3 @@
+"""Embedding tables and what every trainer does to them: rows in host memory with their optimizer
+state (`tables.py`), the one lookup and sparse update (`optim.py`), and the caches that look
+backwards (`device_cache.py`, victim choice in `victims.py`)."""

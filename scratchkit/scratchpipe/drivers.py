@@ -1,0 +1,111 @@
+"""Where ScratchPipe's host stages run for a `train()` call: the choice, and the driver for it.
+
+    PlanIn.HOST_PROCESS  every host stage in one forked process (host_process.py): a CPU run's
+                         default, so Train has the trainer's process (and its GIL) alone
+    PlanIn.PROCESS       Plan in a forked process, the other host stages on threads (threads.py):
+                         a GPU run's default
+    PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS), and
+                         for calls too short to be worth a process
+
+Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
+(schedule.py), and the plans are the same: Plan(b) depends on the data alone.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from enum import Enum
+
+from scratchkit.choices import parse_choice
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.scratchpipe.forked import ForkedStages
+from scratchkit.scratchpipe.host_process import HostProcess
+from scratchkit.scratchpipe.plan_ahead import PlanAhead, Planned
+from scratchkit.scratchpipe.threads import ThreadStages
+
+# A call of fewer steps than this plans in a thread: forking costs a few milliseconds, more than
+# planning a handful of batches, and `train_step()` (one step per call) would pay it every step.
+MIN_STEPS_FOR_PROCESS = 8
+
+
+class PlanIn(str, Enum):
+    """Where Plan runs, and with it the other host stages. AUTO: the fastest that fits (`resolve`)."""
+
+    AUTO = "auto"
+    HOST_PROCESS = "host-process"  # Plan, Collect, Write-back, Transfer, Insert: one forked process
+    PROCESS = "process"            # Plan in a forked process; the rest on the trainer's threads
+    THREAD = "thread"              # every host stage on the trainer's threads
+
+    @classmethod
+    def parse(cls, name: "PlanIn | str") -> "PlanIn":
+        return parse_choice(cls, name, "planner place ")
+
+    def resolve(self, steps: int, *, host_rows: bool, ordered: bool) -> "PlanIn":
+        """The place for a call of `steps` steps. `host_rows`: the row stores and host tables are
+        in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off."""
+        if self is PlanIn.HOST_PROCESS:
+            if not host_rows:
+                raise ValueError("planner='host-process' needs the scratchpad in host memory, made "
+                                 "for it (a CPU device); on a GPU use 'process'")
+            if not ordered:
+                raise ValueError("planner='host-process' runs each batch's host stages in order, so "
+                                 "the write-back-order hazard cannot happen there: use 'thread'")
+        if self is not PlanIn.AUTO:
+            return self
+        forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+        if not forks or steps < MIN_STEPS_FOR_PROCESS:
+            return PlanIn.THREAD
+        return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
+
+
+def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: int, stop: int,
+                 clock, hook=None):
+    """The driver of batches start..stop-1, its stages started (`where`: resolved)."""
+    if where is PlanIn.HOST_PROCESS:
+        return HostProcess(stages, schedule, plan_ahead, start, stop, clock, hook)
+    plans = (ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS
+             else LocalPlans(plan_ahead, clock))
+    return ThreadStages(stages, schedule, plans, start, stop, clock, hook)
+
+
+class LocalPlans:
+    """Plans made right here, on the threads driver's plan thread."""
+
+    def __init__(self, plan_ahead: PlanAhead, clock):
+        self.plan_ahead, self.clock = plan_ahead, clock
+
+    def next(self, b: int, halted) -> Planned | None:
+        if halted():
+            return None
+        start = time.perf_counter()
+        planned = self.plan_ahead.plan(b)
+        self.clock.record(Stage.PLAN, b, start, time.perf_counter())
+        return planned
+
+    def close(self) -> None:
+        pass
+
+
+class ForkedPlans:
+    """Plans made ahead by a forked planner process (forked.py), received in batch order."""
+
+    def __init__(self, plan_ahead: PlanAhead, start: int, stop: int, clock):
+        self.clock = clock
+        body = lambda b, child: child.stage(Stage.PLAN, b, plan_ahead.plan, b)
+        self.forked = ForkedStages("planner", body, start, stop, plan_ahead.plan_bytes(start), slots=4)
+
+    def next(self, b: int, halted) -> Planned | None:
+        try:
+            planned, times = self.forked.receive(b, cancelled=halted)
+        except KeyboardInterrupt:   # `halted`: the run is stopping
+            return None
+        for stage, batch, start, end in times:
+            self.clock.record(stage, batch, start, end)
+        return planned
+
+    def close(self) -> None:
+        self.forked.close(finished=False)
+
+
+__all__ = ["MIN_STEPS_FOR_PROCESS", "PlanIn", "start_driver"]

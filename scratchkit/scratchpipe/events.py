@@ -1,0 +1,106 @@
+"""ScratchPipe's event trace: when each stage of each batch ran, and what Plan decided.
+
+The pipeline visualizer replays this: which batch is in which stage at a moment, and the
+scratchpad's slots (free, held by batch b, victim, just inserted). Recording is cheap (a few small
+arrays per batch and table) and can be switched off for benchmarks (`EventLog(enabled=False)`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+
+class Stage(str, Enum):
+    """The stages of one batch, in pipeline order (scratchkit/scratchpipe/schedule.py)."""
+
+    PLAN = "plan"              # host: unique ids, hits/misses, victims, holds, remap to slots
+    COLLECT = "collect"        # host: gather missed rows (+ optimizer state) into a staging buffer
+    TRANSFER = "transfer"      # host -> device copy of the staging buffer
+    INSERT = "insert"          # device: copy victims' rows out, write fetched rows into their slots
+    WRITE_BACK = "write_back"  # host: scatter victims' rows into the host tables
+    TRAIN = "train"            # device: forward, backward, optimizer, all through slots; release holds
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    batch: int
+    stage: Stage
+    start: float   # seconds since the log's origin
+    end: float
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    """What Plan(b) decided for one table. Arrays are int64 NumPy, ids are table row ids."""
+
+    batch: int
+    table: int
+    unique_ids: np.ndarray      # [u] the working set U_b, sorted
+    slots: np.ndarray           # [u] slot of each unique id after planning
+    hit: np.ndarray             # [u] bool: already resident when planned
+    victim_ids: np.ndarray      # [v] ids evicted to make room (their rows get written back)
+    victim_slots: np.ndarray    # [v] the slots they left (now given to misses of this batch)
+    held_before: np.ndarray     # [h] slots held by batches in flight when Plan(b) ran
+
+    @property
+    def hits(self) -> int:
+        return int(self.hit.sum())
+
+    @property
+    def misses(self) -> int:
+        return int((~self.hit).sum())
+
+
+@dataclass
+class EventLog:
+    """Thread-safe append-only log of stage events and plan decisions."""
+
+    enabled: bool = True
+    origin: float = field(default_factory=time.perf_counter)
+    stages: list[StageEvent] = field(default_factory=list)
+    plans: list[PlanDecision] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def stage(self, batch: int, stage: Stage, start: float, end: float) -> None:
+        if self.enabled:
+            with self._lock:
+                self.stages.append(StageEvent(batch, stage, start - self.origin, end - self.origin))
+
+    def plan(self, decision: PlanDecision) -> None:
+        if self.enabled:
+            with self._lock:
+                self.plans.append(decision)
+
+    def stages_of(self, batch: int) -> list[StageEvent]:
+        return [e for e in self.stages if e.batch == batch]
+
+
+class StageClock:
+    """Where every stage's time goes: the event trace, and the current step's seconds per stage
+    (a StepRecord's `stage_seconds`). Thread-safe: the drivers' threads record into it."""
+
+    def __init__(self, log: EventLog):
+        self.log = log
+        self._seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def record(self, stage: Stage, batch: int, start: float, end: float) -> None:
+        self.log.stage(batch, stage, start, end)
+        with self._lock:
+            self._seconds[stage.value] = self._seconds.get(stage.value, 0.0) + end - start
+
+    def plans(self, tables) -> None:
+        """Plan(b)'s decisions (one TablePlan per table) into the trace."""
+        for plan in tables:
+            self.log.plan(plan.decision)
+
+    def take(self) -> dict[str, float]:
+        """The seconds per stage recorded since the last take (one step's), and start afresh."""
+        with self._lock:
+            seconds, self._seconds = self._seconds, {}
+        return seconds
+

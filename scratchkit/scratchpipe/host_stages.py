@@ -1,0 +1,112 @@
+"""ScratchPipe's host stages: the work that moves rows between the host tables and the scratchpad.
+
+`HostStages` owns the host tables, one row store per table (rows.py) and the device, and does one
+stage of one batch per call; the drivers decide when (schedule.py) and where (threads.py,
+host_process.py). Per batch b, with Plan(b)'s decisions in hand (`InFlight`):
+
+    collect(b)      missed rows (and their optimizer state) gathered from the host tables
+    write_back(b)   dirty victims' rows copied from their slots into the host tables
+    transfer(b)     the collected rows to the device (a side stream on a GPU; nothing on a CPU)
+    insert(b)       the collected rows into their slots
+
+and between steps, `flush()`: every dirty row home. Write-back comes before Insert: once the
+victims' newest rows are home, their slots may be overwritten. Insert clears a slot's dirty bit,
+then writes the row, then names the slot's new id; a failure between any two of these (or a
+SIGKILL of the process running them) leaves every dirty slot holding its id's newest row, which
+is all a flush needs to make the host tables complete.
+
+`lock` is held through Write-back, Transfer and Insert of a batch (by the drivers) and through a
+flush, so a flush between two steps sees the slots at a batch boundary. It is a semaphore made
+before any fork, so a forked host process shares it.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from scratchkit.device import Device
+from scratchkit.embedding.tables import HostTables
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.scratchpipe.rows import ScratchpadRows
+
+
+@dataclass
+class InFlight:
+    """One planned batch moving through the host stages."""
+
+    index: int
+    batch: object
+    tables: list                                  # Plan(b)'s TablePlan per table
+    staged: list = field(default_factory=list)    # per table (rows, state) collected, then on the device
+    stale_reads: int = 0                          # misses collected before their write-back (hazard lab)
+    inserted: bool = False                        # Insert(b) is done: Train(b) may start
+
+
+class HostStages:
+    """The host tables and the scratchpads' row stores, and the stages that move rows between them."""
+
+    def __init__(self, tables: HostTables, pads: list[ScratchpadRows], device: Device):
+        self.tables, self.pads, self.dev = tables, pads, device
+        self.stream = device.new_stream()   # Transfer's side stream on a GPU, so Train keeps going
+        self.lock = multiprocessing.Lock()
+
+    def evicting(self, stage: Stage):
+        """The method that runs `stage`, one of schedule.EVICTING_STAGES, for one batch."""
+        return {Stage.WRITE_BACK: self.write_back, Stage.TRANSFER: self.transfer,
+                Stage.INSERT: self.insert}[stage]
+
+    def collect(self, item: InFlight, written_back_upto: int) -> None:
+        """Gather each table's missed rows and state (pinned on a GPU, for Transfer). A miss whose
+        evicting batch has not written back yet would read a stale row: counted (hazard lab)."""
+        for t, plan in enumerate(item.tables):
+            if plan.wait_for_write_back > written_back_upto:
+                item.stale_reads += len(plan.miss_ids)
+            index = torch.from_numpy(plan.miss_ids)
+            rows = self.tables.weights[t].index_select(0, index)                    # [m, dim]
+            state = self.tables.state[t]
+            state = state.index_select(0, index) if state is not None else None     # [m, width]
+            item.staged.append((self.dev.pin(rows), self.dev.pin(state)))
+
+    def write_back(self, item: InFlight) -> None:
+        """The dirty victims' rows (and state), from their slots into the host tables."""
+        for t, (pad, plan) in enumerate(zip(self.pads, item.tables)):
+            if len(plan.victim_slots):
+                self._copy_home(t, pad, plan.victim_slots, torch.from_numpy(plan.victim_ids))
+
+    def transfer(self, item: InFlight) -> None:
+        """The collected rows to the device, on the side stream; done before Insert reads them."""
+        dev = self.dev
+        with dev.use_stream(self.stream):
+            item.staged = [(dev.to_device(rows, non_blocking=True), dev.to_device(state, non_blocking=True))
+                           for rows, state in item.staged]
+        dev.synchronize_stream(self.stream)
+
+    def insert(self, item: InFlight) -> None:
+        """The collected rows into their slots, in the safe order (module docstring)."""
+        for pad, plan, (rows, state) in zip(self.pads, item.tables, item.staged):
+            pad.clear_dirty(plan.miss_slots)          # the victims among them are home by now
+            pad.scatter(plan.miss_slots, rows, state)
+            pad.place(plan.miss_slots, plan.miss_ids)
+        self.dev.synchronize_kernels()                # Insert's scatter done before Train reads
+
+    def flush(self) -> int:
+        """Write every dirty row back, so the host tables are complete. -> rows written. The
+        caller holds `lock`, or knows no stage runs (after a driver has stopped)."""
+        written = 0
+        for t, pad in enumerate(self.pads):
+            dirty = pad.dirty_slots()
+            if len(dirty):
+                self._copy_home(t, pad, dirty, torch.from_numpy(pad.slot_ids[dirty]))
+                pad.clear_dirty(dirty)
+                written += len(dirty)
+        return written
+
+    def _copy_home(self, t: int, pad: ScratchpadRows, slots: np.ndarray, ids: torch.Tensor) -> None:
+        """Rows (and state) of `slots` into host table t at `ids`."""
+        where = self.dev.to_device(torch.from_numpy(slots))
+        self.tables.weights[t].index_copy_(0, ids, self.dev.to_host(pad.rows.index_select(0, where)))
+        if pad.state is not None:
+            self.tables.state[t].index_copy_(0, ids, self.dev.to_host(pad.state.index_select(0, where)))

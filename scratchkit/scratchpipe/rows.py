@@ -1,0 +1,95 @@
+"""The scratchpad's row store: `capacity` slots of one table's rows, and what each slot holds.
+
+    rows         [capacity, dim] float32    on the device: what Train reads and updates
+    state        [capacity, width] float32  the optimizer state beside each row (None for SGD)
+    slot_ids     [capacity] int64           the id in each slot, -1 = free
+    dirty        [capacity] bool            changed since it was filled: evicting it needs a write-back
+    last_trained [capacity] int64           the batch that last trained it: the planner's LRU clock
+
+This is all the pipeline keeps between `train()` calls; the planner starts each call from it
+(scratchkit/scratchpipe/plan_ahead.py, `PlanSetup`). The id -> slot map is the planner's own,
+kept on the host; a map on the device, with holds and its own gather, is the kernels' scratchpad
+(scratchkit/kernels/scratchpad.py), where the hash map is taught.
+
+Its callers keep the planner's promises (distinct slots in range, ids in range), so nothing here
+re-checks them on the hot path: the exactness tests (every lookup a hit, every parameter the
+reference's) are what catch a caller that broke one.
+
+On a CPU run that gives the host stages a process of their own, the store lives in shared memory
+(`shared=True`, made before the fork), so both processes read and write the same slots. On a GPU
+the rows are CuPy arrays (Insert's scatter is the `.cu` kernel) seen by torch through DLPack.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from scratchkit.embedding.shared_memory import shared_array
+from scratchkit.kernels.engine import EngineKind, make_engine
+
+
+class ScratchpadRows:
+    """The slots of one table of `num_rows` rows. `engine`: a concrete EngineKind (twin or host
+    on a CPU, cupy on a GPU)."""
+
+    def __init__(self, num_rows: int, capacity: int, dim: int, state_width: int, engine: EngineKind,
+                 shared: bool = False):
+        self.num_rows, self.capacity, self.dim, self.state_width = num_rows, capacity, dim, state_width
+        if shared and EngineKind(engine) is EngineKind.CUPY:
+            raise ValueError("a shared row store lives in host memory: a CPU engine, not CuPy")
+        self.engine = make_engine(engine)
+        xp = self.engine.xp
+        host_zeros = shared_array if shared else np.zeros
+        zeros = host_zeros if xp is np else xp.zeros
+        self._rows = zeros((capacity, dim), dtype=np.float32)
+        self._state = zeros((capacity, state_width), dtype=np.float32) if state_width else None
+        self.rows = _as_torch(self._rows)                                  # [capacity, dim]
+        self.state = _as_torch(self._state) if self._state is not None else None
+        self.slot_ids = host_zeros(capacity, dtype=np.int64)              # [capacity]
+        self.slot_ids.fill(-1)
+        self.dirty = host_zeros(capacity, dtype=bool)                      # [capacity]
+        self.last_trained = host_zeros(capacity, dtype=np.int64)           # [capacity]
+        self.last_trained.fill(-1)
+
+    def scatter(self, slots: np.ndarray, rows, state) -> None:
+        """Fetched rows (and their state) into distinct `slots`: Insert's kernel."""
+        device_slots = slots if self.engine.xp is np else self.engine.xp.asarray(slots)
+        self.engine.scatter_rows(self._rows, device_slots, _as_engine(rows, self.engine.xp))
+        if self._state is not None:
+            self.engine.scatter_rows(self._state, device_slots, _as_engine(state, self.engine.xp))
+
+    def place(self, slots: np.ndarray, ids: np.ndarray) -> None:
+        """Record that slots[i] now holds ids[i]."""
+        self.slot_ids[slots] = ids
+
+    def mark_trained(self, slots: np.ndarray, batch: int) -> None:
+        """Train(batch) updated these slots' rows: dirty, and most recently trained."""
+        self.dirty[slots] = True
+        self.last_trained[slots] = batch
+
+    def clear_dirty(self, slots: np.ndarray) -> None:
+        """These slots' rows are in the host table now (written back, or about to be replaced)."""
+        self.dirty[slots] = False
+
+    def dirty_slots(self) -> np.ndarray:
+        """Dirty slots, ascending: what a flush must write back."""
+        return np.flatnonzero(self.dirty)
+
+    def used(self) -> int:
+        """How many slots hold an id."""
+        return int(np.count_nonzero(self.slot_ids >= 0))
+
+
+def _as_torch(array) -> torch.Tensor:
+    """A tensor sharing the engine array's memory (no copy): NumPy directly, CuPy through DLPack."""
+    return torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.from_dlpack(array)
+
+
+def _as_engine(tensor: torch.Tensor, xp):
+    """A tensor as the engine's float32 array (a view where it can be)."""
+    if xp is np:
+        return tensor.numpy()
+    return xp.ascontiguousarray(xp.from_dlpack(tensor), dtype=xp.float32)
+
+
+__all__ = ["ScratchpadRows"]

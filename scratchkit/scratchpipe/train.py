@@ -1,0 +1,64 @@
+"""ScratchPipe's Train stage: forward, backward and update of one batch through its slots only.
+
+Plan(b) mapped every lookup of batch b to a slot and Insert(b) put the rows there, so Train(b)
+never reads a host table. It does exactly the float operations the plain PyTorch reference does
+(scratchkit/embedding/optim.py says why that makes it exact): the same `embedding_bag` over the same
+rows in the same order, and gradients coalesced on the *table ids*, the very array the reference
+coalesces, then written to the rows by slot.
+
+It also checks invariant 1 as it goes: `count_hits` counts the lookups whose slot really holds
+their id (all of them, unless the hazard lab switched a rule off).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from scratchkit.config import OptimizerConfig
+from scratchkit.device import Device
+from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.scratchpipe.host_stages import InFlight
+from scratchkit.scratchpipe.rows import ScratchpadRows
+
+# (batch, pooled [B, T, dim], step) -> (loss, grad of pooled): the dense model's step, the trainer's
+DenseStep = Callable[[object, torch.Tensor, int], tuple[float, torch.Tensor]]
+
+
+def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
+                        dense_step: DenseStep, optimizer: OptimizerConfig) -> float:
+    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained."""
+    b, batch = item.index, item.batch
+    on_device = lambda array: dev.to_device(torch.from_numpy(array))   # no copy on a CPU
+    slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
+    ids = [on_device(i) for i in batch.ids]                            # per table [n]
+    offsets = [on_device(o) for o in batch.offsets]                    # per table [B]
+    pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
+                          zip(pads, slots, offsets)], dim=1)            # [B, T, dim]
+    loss, grad = dense_step(batch, pooled, b)                          # grad [B, T, dim]
+    for t, (pad, plan) in enumerate(zip(pads, item.tables)):
+        # coalesce on table ids, as the reference does; the coalesced ids are the sorted working
+        # set, which Plan(b) mapped to `decision.slots` in the same order
+        unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], pad.num_rows)
+        if len(unique) != len(plan.decision.unique_ids):
+            raise RuntimeError(f"table {t}: {len(unique)} distinct ids coalesced, but Plan({b}) "
+                               f"mapped {len(plan.decision.unique_ids)}")
+        apply_update(pad.rows, pad.state, on_device(plan.decision.slots), grad_sum, optimizer)
+    dev.synchronize_current_stream()   # the update done before the slots are released
+    for pad, plan in zip(pads, item.tables):
+        pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them
+    return loss
+
+
+def count_hits(item: InFlight, pads: list[ScratchpadRows]) -> int:
+    """Invariant 1, checked: how many lookups of the batch find their own id in their slot. The
+    working set is checked first (every lookup is one of its ids); each lookup only when it fails."""
+    hits = 0
+    for pad, plan, ids in zip(pads, item.tables, item.batch.ids):
+        decision = plan.decision
+        if (pad.slot_ids[decision.slots] == decision.unique_ids).all():   # both [u]
+            hits += len(ids)
+        else:
+            hits += int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
+    return hits
