@@ -2,6 +2,7 @@
 and NN_name.ipynb (what nbval runs, with the outputs it checks). A pair whose cells differ fails here,
 with the command that syncs it; JupyterLab writes both files on save (tests/test_browser.py)."""
 import shutil
+from itertools import zip_longest
 from pathlib import Path
 
 import jupytext
@@ -39,8 +40,9 @@ def first_difference(notebook: Path) -> str | None:
 
 
 def first_different_line(ipynb: str, text: str) -> str:
-    lines = list(zip(ipynb.splitlines() + [""], text.splitlines() + [""]))
-    n, (a, b) = next((n, pair) for n, pair in enumerate(lines, 1) if pair[0] != pair[1])
+    # split("\n") and zip_longest, so that a difference of a trailing newline or line is found too
+    lines = enumerate(zip_longest(ipynb.split("\n"), text.split("\n"), fillvalue="(no line)"), 1)
+    n, (a, b) = next((n, pair) for n, pair in lines if pair[0] != pair[1])
     return f"line {n}: {a!r} in the .ipynb, {b!r} in the .py"
 
 
@@ -72,6 +74,11 @@ def test_pair_has_the_same_cells(notebook):
         pytest.fail(f"{notebook.name} has no .py source; write it: {sync_command(notebook)}")
     difference = first_difference(notebook)
     assert difference is None, out_of_sync(notebook, difference)
+
+
+def test_the_first_different_line_is_named():
+    assert first_different_line("a\nb", "a\nc") == "line 2: 'b' in the .ipynb, 'c' in the .py"
+    assert first_different_line("a", "a\n") == "line 2: '(no line)' in the .ipynb, '' in the .py"
 
 
 @pytest.mark.parametrize("edit", ["change a line", "add a cell"])
