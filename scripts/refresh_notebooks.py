@@ -2,9 +2,13 @@
 
 Cells marked `# NBVAL_CHECK_OUTPUT` keep their (deterministic) outputs, which nbval compares on every
 `make test`; every other output and all widget state are dropped, so the saved notebooks stay small
-and carry nothing stale. Run after editing a notebook:
+and carry nothing stale. Run after editing a notebook (its .py source or the .ipynb):
 
-    .venv/bin/python scripts/refresh_notebooks.py [notebooks/NN_name.ipynb ...]
+    .venv/bin/python scripts/refresh_notebooks.py [notebooks/NN_name.py|.ipynb ...]
+
+Each notebook is a pair (notebooks/jupytext.toml): NN_name.py, the source, and NN_name.ipynb. The
+pair is synced before the run, so an edit saved to the .py in an editor is what runs, and after the
+.ipynb is written, so the two end with the same cells.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupytext.cli import jupytext
 from nbclient import NotebookClient
 
 MARK = "# NBVAL_CHECK_OUTPUT"
@@ -37,7 +42,15 @@ def strip(nb) -> None:
         cell.metadata.pop("execution", None)
 
 
+def sync(path: Path) -> None:
+    """Bring the pair in step: jupytext takes the cells of whichever file was saved last (a new .py
+    gets its .ipynb here). A notebook with no pairing raises rather than running half a pair."""
+    jupytext(["--sync", "--quiet", str(path)])
+
+
 def refresh(path: Path) -> float:
+    path, source = path.with_suffix(".ipynb"), path.with_suffix(".py")
+    sync(source if source.exists() else path)     # a new notebook may have only its .py so far
     nb = nbformat.read(path, as_version=4)
     started = time.perf_counter()
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
@@ -45,10 +58,17 @@ def refresh(path: Path) -> float:
     seconds = time.perf_counter() - started
     strip(nb)
     nbformat.write(nb, path)
+    sync(path)   # the .ipynb is now the newer file: the .py is rewritten from it (same cells)
     return seconds
 
 
+def course() -> list[Path]:
+    """Every notebook of the course, by either file of its pair (a .py may not have its .ipynb yet)."""
+    stems = {p.with_suffix("") for p in Path("notebooks").glob("[0-9][0-9]_*") if p.suffix in (".py", ".ipynb")}
+    return sorted(stem.with_suffix(".ipynb") for stem in stems)
+
+
 if __name__ == "__main__":
-    paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = [Path(p) for p in sys.argv[1:]] or course()
     for path in paths:
         print(f"{path}: executed in {refresh(path):.1f} s")

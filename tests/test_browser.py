@@ -4,8 +4,10 @@ Starts JupyterLab on 127.0.0.1 (free port, random token, its own process group, 
 dirs in a temp folder), opens notebooks 02 and 04 in Debian's chromium through Python playwright
 (never a browser download), runs all cells from the Run menu, then moves the cache explorer's
 slider (02) and presses the pipeline visualizer's step button (04), and checks that the plot data
-in the page changed. Screenshots go to test-output/. The server and its kernels are stopped by
-process group at the end, also on failure.
+in the page changed. It also edits a cell of notebook 00 through the editor, saves with Ctrl-S and
+checks that jupytext wrote the edit to both files of the pair (NN_name.py and .ipynb).
+Screenshots go to test-output/. The server and its kernels are stopped by process group at the end,
+also on failure. Where /usr/bin/chromium exists the tests run: a missing playwright fails them.
 
 Screenshots of any notebooks:  .venv/bin/python tests/test_browser.py 02 04 05 [--docs]
 (--docs also writes the README's picture, docs/course.png, from notebook 04)
@@ -28,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from test_notebook_pairs import first_difference
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -106,12 +109,14 @@ def shutdown_kernels(base: str, token: str) -> None:
 
 
 def course_copy(home: Path) -> Path:
-    """The notebooks copied under `home`, so the browser never saves into the repository; the
-    shared data beside the project stays at the same relative path (../../shared)."""
+    """The notebooks, their .py sources and jupytext.toml (which pairs them) copied under `home`, so
+    the browser never saves into the repository; the shared data beside the project stays at the
+    same relative path (../../shared)."""
     notebooks = home / "course" / "notebooks"
     notebooks.mkdir(parents=True)
-    for path in (REPO / "notebooks").glob("*.ipynb"):
-        shutil.copy(path, notebooks / path.name)
+    for path in (REPO / "notebooks").iterdir():
+        if path.suffix in (".ipynb", ".py", ".toml"):
+            shutil.copy2(path, notebooks / path.name)
     if (REPO.parent / "shared").exists():
         (home / "shared").symlink_to(REPO.parent / "shared")
     # no autosave, no news prompt
@@ -164,9 +169,19 @@ def jupyter_lab(home: Path):
         log.close()
 
 
+def playwright_api():
+    """playwright's sync API. With chromium installed these tests must run, so a missing playwright
+    (a dev dependency) fails them instead of skipping them unseen."""
+    try:
+        from playwright import sync_api
+    except ImportError as err:
+        pytest.fail(f"chromium is installed but playwright is not ({err}): make install")
+    return sync_api
+
+
 @contextmanager
 def browser(home: Path):
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = playwright_api()
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(home / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
@@ -247,15 +262,52 @@ def screenshot(page, name: str) -> Path:
 def lab_session():
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed at /usr/bin/chromium: apt-get install -y chromium")
-    pytest.importorskip("playwright.sync_api")
     with tempfile.TemporaryDirectory(prefix="scratchkit-browser-") as tmp:
         home = Path(tmp)
         with jupyter_lab(home) as (base, token, note_kernels), browser(home) as context:
-            yield base, token, context, note_kernels
+            yield base, token, context, note_kernels, home / "course" / "notebooks"
+
+
+def test_an_edit_saved_in_jupyterlab_reaches_the_py_source(lab_session):
+    """Type into a code cell of notebook 00, save with Ctrl-S: jupytext's contents manager writes the
+    edit to the .py source and to the .ipynb, and the pair still agrees (test_notebook_pairs.py)."""
+    base, token, context, note_kernels, root = lab_session
+    notebook = root / "00_welcome.ipynb"
+    mark = f"# edited in JupyterLab {secrets.token_hex(4)}"
+    assert mark not in notebook.with_suffix(".py").read_text()
+    page = context.new_page()
+    page.goto(f"{base}/lab/workspaces/nb00/tree/{notebook.name}?token={token}&reset")
+    editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .cm-content").first
+    editor.wait_for(timeout=60_000)
+    note_kernels()
+    editor.click()
+    page.keyboard.press("Control+End")            # the end of the cell's text, whatever it says
+    page.keyboard.press("Enter")
+    page.keyboard.type(mark)
+    page.keyboard.press("Control+s")
+    source = wait_for_text(notebook.with_suffix(".py"), mark)
+    wait_for_text(notebook, mark)
+    code = [cell for cell in source.split("# %%") if mark in cell]
+    assert len(code) == 1 and "print(" in code[0], "the edit should land in the cell it was typed in"
+    cells = json.loads(notebook.read_text())["cells"]
+    assert [i for i, cell in enumerate(cells) if mark in "".join(cell["source"])] == [2], "cell 2 is 00's first code cell"
+    assert first_difference(notebook) is None, "JupyterLab's save left the pair out of step"
+    page.close()
+
+
+def wait_for_text(path: Path, text: str, timeout: float = 30) -> str:
+    """The file's contents once they hold `text` (a save lands a moment after Ctrl-S)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        contents = path.read_text()
+        if text in contents:
+            return contents
+        time.sleep(0.2)
+    raise AssertionError(f"{path.name} never got the edit saved in JupyterLab:\n{path.read_text()[:1500]}")
 
 
 def test_notebook_02_explorer_slider_changes_the_plot(lab_session):
-    base, token, context, note_kernels = lab_session
+    base, token, context, note_kernels, _ = lab_session
     page = open_and_run(context, base, token, NOTEBOOKS["02"], plots=4)
     note_kernels()
     handle = page.locator(".widget-slider .noUi-handle").first
@@ -276,7 +328,7 @@ def test_notebook_02_explorer_slider_changes_the_plot(lab_session):
 
 
 def test_notebook_04_visualizer_step_button_changes_the_plot(lab_session):
-    base, token, context, note_kernels = lab_session
+    base, token, context, note_kernels, _ = lab_session
     page = open_and_run(context, base, token, NOTEBOOKS["04"], plots=3)
     note_kernels()
     step = page.locator("button[title='step forward']").first

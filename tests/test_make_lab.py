@@ -1,4 +1,6 @@
-"""`make lab` opens JupyterLab on 127.0.0.1 with a token: start it, fetch /lab, stop it."""
+"""`make lab` opens JupyterLab on 127.0.0.1 with a token: start it, fetch /lab, stop it.
+It serves notebooks/ through jupytext's contents manager, so a save there writes the .py source too."""
+import json
 import os
 import secrets
 import shutil
@@ -42,6 +44,15 @@ def test_make_lab_serves_the_course_with_a_token(tmp_path):
                 time.sleep(1)
         else:
             pytest.fail(f"JupyterLab did not answer on port {port}: {last}")
+        # only jupytext's contents manager reads a .py as a notebook (the plain one answers 400):
+        # proof that saves in this JupyterLab write both files of a pair (tests/test_browser.py saves one)
+        url = f"http://127.0.0.1:{port}/api/contents/00_welcome.py?type=notebook&token={token}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                model = json.load(r)
+        except urllib.error.HTTPError as err:
+            pytest.fail(f"jupytext's contents manager is not in use (`jupyter server extension list`): {err}")
+        assert model["type"] == "notebook" and model["content"]["cells"]
         # without the token the API refuses
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=5)
