@@ -40,7 +40,7 @@
 # The logic lives in the `scratchkit` package; the notebooks call it and explain it.
 
 # %%
-from scratchkit.backend import detect
+from scratchkit import detect
 print(detect().describe())
 
 # %% [markdown]
@@ -53,11 +53,12 @@ print(detect().describe())
 # real GPU servers.) The same table comes from the command line: `scratchkit bench --profile tiny`.
 
 # %%
-from scratchkit.bench import format_table, run_bench
-from scratchkit.profiles import get_profile
+from scratchkit.course.tables import bench_table
+from scratchkit import run_bench
+from scratchkit import get_profile
 
 config = get_profile("tiny")
-print(format_table(run_bench(config, ["gpu-only", "hybrid"], steps=20)))
+bench_table(run_bench(config, ["gpu-only", "hybrid"], steps=20))
 
 # %% [markdown]
 # ## Exact, not approximately right
@@ -69,7 +70,7 @@ print(format_table(run_bench(config, ["gpu-only", "hybrid"], steps=20)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from scratchkit.verify import verify
+from scratchkit import verify
 
 for result in verify(config, ["gpu-only", "hybrid"], steps=10):
     print(f"{result.trainer:9s} max |difference| = {result.max_abs_diff}")

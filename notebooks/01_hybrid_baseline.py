@@ -35,7 +35,7 @@
 
 # %%
 from scratchkit.model import init_dense_model
-from scratchkit.profiles import criteo_like, get_profile
+from scratchkit import criteo_like, get_profile
 
 config = get_profile("small")
 model = init_dense_model(config.model, config.data.num_dense, len(config.data.table_sizes), seed=0)
@@ -64,7 +64,7 @@ print(f"Criteo Kaggle tables at dim 16: {sum(full.data.table_sizes) * 16 * 4 / 2
 # %%
 # NBVAL_CHECK_OUTPUT
 
-from scratchkit.data.synthetic import SyntheticSource
+from scratchkit import SyntheticSource
 
 source = SyntheticSource(config.data)
 batch = source.batch(0)
@@ -93,11 +93,12 @@ print("lookups in this batch:", batch.lookups(), "=", config.data.batch_size, "s
 # same steps onto GPU servers.
 
 # %%
-from scratchkit.bench import format_table, run_bench
-from scratchkit.viz import stage_breakdown
+from scratchkit.course.tables import bench_table
+from scratchkit import run_bench
+from scratchkit.course.viz import stage_breakdown
 
 results = run_bench(config, ["hybrid", "gpu-only"], steps=30, warmup=5)
-print(format_table(results))
+display(bench_table(results))
 stage_breakdown(results, share=True)
 
 # %% [markdown]
@@ -124,8 +125,8 @@ print(f"pooled vectors across: {B * T * dim * 4 / 2**10:.0f} KiB each way")
 # with a cache, the hit rate, step by step.
 
 # %%
-from scratchkit.trainers import make_trainer
-from scratchkit.viz import training_curves
+from scratchkit import make_trainer
+from scratchkit.course.viz import training_curves
 
 with make_trainer("hybrid", config) as trainer:
     records = list(trainer.train(60))
@@ -141,7 +142,7 @@ training_curves({"hybrid": records})
 #    *Check:* change `scale` in the second cell below until the printed size passes 1.0 GiB.
 
 # %%
-from scratchkit.analysis import embedding_share
+from scratchkit.course.analysis import embedding_share
 
 exercise = get_profile("small", pooling=32)    # try other values
 (result,) = run_bench(exercise, ["hybrid"], steps=15, warmup=3)

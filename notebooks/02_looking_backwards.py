@@ -37,9 +37,9 @@ from pathlib import Path
 
 from scratchkit.data.criteo import load_criteo
 from scratchkit.data.trace import make_trace
-from scratchkit.hit_curves import HitCurves
-from scratchkit.profiles import get_profile
-from scratchkit.viz import skew_cdf
+from scratchkit.course.hit_curves import HitCurves
+from scratchkit import get_profile
+from scratchkit.course.viz import skew_cdf
 
 config = get_profile("small")
 curves = HitCurves(config.data, table=0, num_batches=30)   # table 0: 20,000 rows, 30 batches
@@ -53,7 +53,7 @@ skew_cdf(traces)
 # %%
 # NBVAL_CHECK_OUTPUT
 
-from scratchkit.analysis import top_share
+from scratchkit.course.analysis import top_share
 
 for z in (0.0, 0.8, 1.05, 1.3):
     print(f"zipf {z:4}: the hottest 1% of ids serve {100 * top_share(curves.trace(z), 0.01):5.1f}% of the lookups")
@@ -71,7 +71,7 @@ for z in (0.0, 0.8, 1.05, 1.3):
 # one simulation per size. Every number is an exact count, checked against libCacheSim in the tests.
 
 # %%
-from scratchkit.viz import hit_rate_curves
+from scratchkit.course.viz import hit_rate_curves
 
 zipf = 1.05
 policies = ("static", "lru", "lfu")
@@ -95,7 +95,7 @@ for policy in policies:
 # at the chosen size.
 
 # %%
-from scratchkit.widgets import CacheExplorer
+from scratchkit.course.widgets import CacheExplorer
 
 CacheExplorer(curves, policies=("static", "lru", "lfu", "lookahead"), load_factor=0.05, zipf=1.05, depth=2)
 
@@ -108,7 +108,7 @@ CacheExplorer(curves, policies=("static", "lru", "lfu", "lookahead"), load_facto
 # themselves must go, which is what looking forward does (notebook 03).
 
 # %%
-from scratchkit.viz import amdahl_figure
+from scratchkit.course.viz import amdahl_figure
 
 lru_rate = curves.hit_rate(zipf, "lru", capacity)
 amdahl_figure(hit_speedups=(2, 10, 100), marker=lru_rate)
@@ -116,7 +116,7 @@ amdahl_figure(hit_speedups=(2, 10, 100), marker=lru_rate)
 # %%
 # NBVAL_CHECK_OUTPUT
 
-from scratchkit.analysis import amdahl_speedup
+from scratchkit.course.analysis import amdahl_speedup
 
 for s in (10, 100, 1_000_000):
     print(f"LRU's {100 * lru_rate:.1f}% hits, hits {s:>9,}x faster: embedding work {amdahl_speedup(lru_rate, s):.2f}x faster")

@@ -28,10 +28,10 @@
 # batch's rows were kept.
 
 # %%
-from scratchkit.analysis import consecutive_reuse, window_sizes, working_sets
-from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.profiles import get_profile
-from scratchkit.viz import reuse_figure
+from scratchkit.course.analysis import consecutive_reuse, window_sizes, working_sets
+from scratchkit import SyntheticSource
+from scratchkit import get_profile
+from scratchkit.course.viz import reuse_figure
 
 config = get_profile("small")
 source = SyntheticSource(config.data)
@@ -54,7 +54,7 @@ print(f"on average {100 * reuse.mean():.1f}% of a batch's rows were touched by t
 # it much smaller.
 
 # %%
-from scratchkit.viz import window_figure
+from scratchkit.course.viz import window_figure
 
 sizes = window_sizes(source, table=0, depths=range(0, 9), num_batches=30)
 window_figure(sizes)
@@ -73,8 +73,8 @@ for d, largest, bound in zip(sizes.depths, sizes.max, sizes.no_reuse):
 # still fetches on demand.
 
 # %%
-from scratchkit.hit_curves import HitCurves
-from scratchkit.viz import hit_rate_curves
+from scratchkit.course.hit_curves import HitCurves
+from scratchkit.course.viz import hit_rate_curves
 
 curves = HitCurves(config.data, table=0, num_batches=30)
 zipf, depth = 1.05, 2

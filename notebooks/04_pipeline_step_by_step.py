@@ -50,9 +50,9 @@
 # every Plan decision. The same steps are also trained by the exact `gpu-only` baseline.
 
 # %%
-from scratchkit.hazard_lab import HazardLab
-from scratchkit.viz import timeline
-from scratchkit.widgets import visualizer_config
+from scratchkit.course.hazard_lab import HazardLab
+from scratchkit.course.viz import timeline
+from scratchkit.course.widgets import visualizer_config
 
 lab = HazardLab(visualizer_config(), steps=12)
 result = lab.run()
@@ -78,8 +78,8 @@ print("largest difference from the baseline's rows:", result.max_abs_diff)
 # the batch of that colour, grey slots hold a row no batch in flight needs, white slots are free.
 
 # %%
-from scratchkit.pipeline_replay import SlotState, replay
-from scratchkit.viz import scratchpad_map
+from scratchkit.course.pipeline_replay import SlotState, replay
+from scratchkit.course.viz import scratchpad_map
 
 moments = replay(result.events, table=0, capacity=result.capacities[0])
 evicting = next(m for m in moments if m.count(SlotState.VICTIM))
@@ -95,7 +95,7 @@ scratchpad_map(evicting, columns=12)
 # bottom, the Train stage's hit rate and the loss's difference from the baseline, per step.
 
 # %%
-from scratchkit.widgets import PipelineVisualizer
+from scratchkit.course.widgets import PipelineVisualizer
 
 PipelineVisualizer(lab, table=0, columns=12)
 
@@ -108,8 +108,8 @@ PipelineVisualizer(lab, table=0, columns=12)
 # %%
 # NBVAL_CHECK_OUTPUT
 
-from scratchkit.config import CacheParams
-from scratchkit.trainers import make_trainer
+from scratchkit import CacheParams
+from scratchkit import make_trainer
 
 too_small = lab.config.replace(cache=CacheParams(capacity=lab.config.cache.capacity - 1, depth=2))
 try:
@@ -153,7 +153,7 @@ for hazards in (Hazards(holds=False), Hazards(write_back_order=False)):
 #    *Check:* the third cell below.
 
 # %%
-from scratchkit.events import Stage
+from scratchkit.scratchpipe.events import Stage
 
 train3 = next(m.event for m in moments if m.event.stage is Stage.TRAIN and m.event.batch == 3)
 inserted = [e.batch for e in result.events.stages if e.stage is Stage.INSERT and e.start < train3.end]

@@ -38,16 +38,17 @@
 # the stage breakdown. The projections further down say what the same work costs on GPU servers.
 
 # %%
-from scratchkit.bench import format_table, run_bench
-from scratchkit.config import CacheParams
-from scratchkit.profiles import get_profile
-from scratchkit.trainers import available_trainers
-from scratchkit.viz import stage_breakdown
+from scratchkit.course.tables import bench_table
+from scratchkit import run_bench
+from scratchkit import CacheParams
+from scratchkit import get_profile
+from scratchkit import available_trainers
+from scratchkit.course.viz import stage_breakdown
 
 config = get_profile("small").replace(cache=CacheParams(load_factor=0.25, depth=2))
 trainers = available_trainers()
 results = run_bench(config, trainers, steps=30, warmup=5)
-print(format_table(results))
+display(bench_table(results))
 stage_breakdown(results)
 
 # %% [markdown]
@@ -65,7 +66,7 @@ stage_breakdown(results)
 # one plot. (A scratchpad too small for the depth is refused, and the message says the minimum.)
 
 # %%
-from scratchkit.widgets import TrainingDashboard
+from scratchkit.course.widgets import TrainingDashboard
 
 board = TrainingDashboard(config, steps=300, load_factor=0.25, depth=2)
 board
@@ -82,7 +83,7 @@ board
 # %%
 # NBVAL_CHECK_OUTPUT
 
-from scratchkit.verify import verify
+from scratchkit import verify
 
 for result in verify(config, trainers, steps=20):
     extra = f"   Train hit rate {result.extras['train_hit_rate']}" if "train_hit_rate" in result.extras else ""
@@ -99,8 +100,8 @@ for result in verify(config, trainers, steps=20):
 # samples/s relative to `hybrid` in each series, the measurement here beside the projections.
 
 # %%
-from scratchkit.costmodel import project_bench
-from scratchkit.viz import trainer_comparison
+from scratchkit.measure.costmodel import project_bench
+from scratchkit.course.viz import trainer_comparison
 
 profiles = ["this-cpu", "v100-pcie3", "h100-pcie5"]
 projections = project_bench(config, results, profiles)
@@ -117,11 +118,12 @@ for row in projections:
 # just measured, stage by stage (positive error: the model predicts more time than measured).
 
 # %%
-from scratchkit.costmodel import format_validation, validate
+from scratchkit.course.tables import validation_table
+from scratchkit.measure.costmodel import validate
 
 report = {r.trainer: validate(r.stage_seconds, row["this-cpu"], r.seconds / r.steps)
           for r, row in zip(results, projections) if r.trainer in ("hybrid", "scratchpipe")}
-print(format_validation(report))
+validation_table(report)
 
 # %% [markdown]
 # ## Try this
@@ -135,7 +137,7 @@ print(format_validation(report))
 #    bounds `lru`? *Check:* the table printed above the validation; then try `depth=1`.
 
 # %%
-from scratchkit.trainers import make_trainer
+from scratchkit import make_trainer
 
 small = config.replace(cache=CacheParams(load_factor=0.05, depth=4))
 try:
