@@ -61,9 +61,20 @@ class DataConfig:
     pooling: int = 2          # ids per bag (the pooling factor L); DLRM benchmarks use 1-100
     batch_size: int = 64      # samples per mini-batch (B)
     num_dense: int = 13       # Criteo's 13 integer features
-    zipf: float = 1.05        # locality knob: 0 = uniform ids; ~1 = the skew of real CTR logs
+    zipf: float | tuple[float, ...] = 1.05  # locality: 0 = uniform ids; ~1 = real CTR logs; or one per table
     num_batches: int = 10_000 # length of the (lazy) dataset; batches are made on demand
     seed: int = 0             # same seed, same batches
+    # The rows the Zipf law ranks over, per table; None: the table sizes. A profile scaled down to fit
+    # a laptop keeps its full-size law and folds the ranks into its smaller tables (data/synthetic.py).
+    rank_rows: tuple[int, ...] | None = None
+
+    def exponent(self, table: int) -> float:
+        """Table `table`'s Zipf exponent."""
+        return float(self.zipf[table] if isinstance(self.zipf, tuple) else self.zipf)
+
+    def ranks(self, table: int) -> int:
+        """How many ranks table `table`'s Zipf law has."""
+        return int(self.rank_rows[table] if self.rank_rows is not None else self.table_sizes[table])
 
     def __post_init__(self):
         if len(self.table_sizes) == 0:
@@ -76,8 +87,20 @@ class DataConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.num_dense < 0:
             raise ValueError(f"num_dense must be >= 0, got {self.num_dense}")
-        if self.zipf < 0:
-            raise ValueError(f"zipf exponent must be >= 0, got {self.zipf}")
+        zipfs = self.zipf if isinstance(self.zipf, tuple) else (self.zipf,)
+        if isinstance(self.zipf, tuple) and len(zipfs) != len(self.table_sizes):
+            raise ValueError(f"give one zipf exponent, or one per table ({len(self.table_sizes)}), "
+                             f"got {len(zipfs)}")
+        for z in zipfs:
+            if not z >= 0:
+                raise ValueError(f"zipf exponent must be >= 0, got {z}")
+        if self.rank_rows is not None:
+            if len(self.rank_rows) != len(self.table_sizes):
+                raise ValueError(f"rank_rows needs one count per table ({len(self.table_sizes)}), "
+                                 f"got {len(self.rank_rows)}")
+            for t, (r, n) in enumerate(zip(self.rank_rows, self.table_sizes)):
+                if int(r) < int(n):
+                    raise ValueError(f"table {t}: rank_rows {r} is fewer than its {n} rows")
 
 
 @dataclass(frozen=True)

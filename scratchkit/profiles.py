@@ -1,4 +1,14 @@
-"""Named configurations: `tiny` for tests, `small` for the notebooks, `criteo-like` for scale."""
+"""Named configurations: `tiny` for tests, `small` for the notebooks, `criteo-like` for Criteo's
+table sizes, and the embedding-bound family: models in ScratchPipe's regime, where the embeddings,
+not the MLPs, set the speed (dim 64-128, pooling 20-40, tables of a million rows, 655k lookups a
+step).
+
+`--scale` (the `scale` argument) shrinks the tables to fit a laptop and keeps the work per step and
+the locality: batch, pooling and dim stay, and the ids come from the full-size Zipf law, its ranks
+folded into the smaller tables (data/synthetic.py). Measured on `embedding-bound`: at scale 0.25 a
+batch's working set is 52.5k rows per table against 56.1k at scale 1, and the look-ahead window at
+depth 2 117k rows against 141k. The cache and scratchpad sizes are rows per table, capped at the
+table, so a scaled run keeps the full-size capacity where the table allows."""
 from __future__ import annotations
 
 import math
@@ -44,14 +54,72 @@ def criteo_like(scale: float = 0.01) -> TrainConfig:
         cache=CacheParams(capacity=4096))
 
 
-PROFILES = {"tiny": _tiny, "small": _small, "criteo-like": criteo_like}
+# Zipf exponents of Criteo Kaggle's 26 features, fitted to 7,200 real rows of it by maximum
+# likelihood (scripts/fit_criteo_locality.py; the rows themselves are not part of the kit)
+CRITEO_KAGGLE_EXPONENTS = (
+    1.813, 1.103, 1.111, 1.136, 2.248, 1.819, 0.888, 2.038, 3.0, 1.131, 0.895, 1.115, 0.881, 1.743,
+    0.983, 1.121, 1.402, 1.048, 1.674, 0.778, 1.118, 3.0, 1.713, 1.184, 1.763, 1.325)
+EMBEDDING_ROWS = 1_000_000   # rows of each full-size table of the embedding-bound profiles
 
 
-def get_profile(name: str, **data_overrides) -> TrainConfig:
-    """The named profile, with optional DataConfig fields overridden (e.g. zipf=0.5)."""
+def _scaled(rows: tuple[int, ...], scale: float, what: str) -> tuple[int, ...]:
+    if not scale > 0:
+        raise ValueError(f"{what} scale must be > 0, got {scale}")
+    return tuple(min(n, max(4, math.ceil(n * scale))) for n in rows)   # never above full size
+
+
+def _embedding_bound(scale: float, zipf: float, dim: int = 64, pooling: int = 40,
+                     batch_size: int = 2048, capacity: int = 250_000) -> TrainConfig:
+    full = (EMBEDDING_ROWS,) * 8
+    return TrainConfig(
+        data=DataConfig(table_sizes=_scaled(full, scale, "embedding-bound"), pooling=pooling,
+                        batch_size=batch_size, num_dense=13, zipf=zipf, rank_rows=full),
+        model=ModelConfig(dim=dim, bottom_mlp=(128, dim), top_mlp=(128, 1)),
+        cache=CacheParams(capacity=capacity))
+
+
+def embedding_bound(scale: float = 1.0) -> TrainConfig:
+    """8 tables of 1M rows, dim 64, pooling 40, batch 2048, low locality (Zipf 0.8): 56k distinct
+    rows per table per batch, 141k in a depth-2 window; the scratchpad holds 25% of each table."""
+    return _embedding_bound(scale, zipf=0.8)
+
+
+def embedding_bound_skewed(scale: float = 1.0) -> TrainConfig:
+    """As `embedding-bound` with high locality (Zipf 1.2): 12k distinct rows per table per batch,
+    29k in a depth-2 window; the scratchpad holds 10% of each table."""
+    return _embedding_bound(scale, zipf=1.2, capacity=100_000)
+
+
+def embedding_bound_wide(scale: float = 1.0) -> TrainConfig:
+    """Wider rows (dim 128), shorter bags (pooling 20), bigger batches (4096), Zipf 0.8."""
+    return _embedding_bound(scale, zipf=0.8, dim=128, pooling=20, batch_size=4096)
+
+
+def criteo_skew(scale: float = 0.25) -> TrainConfig:
+    """Criteo Kaggle's 26 tables (times `scale`), each as skewed as the real log's feature
+    (CRITEO_KAGGLE_EXPONENTS), dim 64, one id per feature, batch 4096."""
+    full = CRITEO_KAGGLE_CARDINALITIES
+    return TrainConfig(
+        data=DataConfig(table_sizes=_scaled(full, scale, "criteo-skew"), pooling=1, batch_size=4096,
+                        num_dense=13, zipf=CRITEO_KAGGLE_EXPONENTS, rank_rows=full),
+        model=ModelConfig(dim=64, bottom_mlp=(128, 64), top_mlp=(128, 1)),
+        cache=CacheParams(capacity=65_536))
+
+
+PROFILES = {"tiny": _tiny, "small": _small, "criteo-like": criteo_like,
+            "embedding-bound": embedding_bound, "embedding-bound-skewed": embedding_bound_skewed,
+            "embedding-bound-wide": embedding_bound_wide, "criteo-skew": criteo_skew}
+SCALABLE = ("criteo-like", "embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
+
+
+def get_profile(name: str, scale: float | None = None, **data_overrides) -> TrainConfig:
+    """The named profile, at `scale` (the scalable profiles only; None: the profile's default),
+    with optional DataConfig fields overridden (e.g. zipf=0.5)."""
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
-    config = PROFILES[name]()
+    if scale is not None and name not in SCALABLE:
+        raise ValueError(f"profile {name!r} has no scale; the scalable ones are {', '.join(SCALABLE)}")
+    config = PROFILES[name]() if scale is None else PROFILES[name](scale)
     if data_overrides:
         config = config.replace(data=replace(config.data, **data_overrides))
     return config

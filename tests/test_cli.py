@@ -70,7 +70,7 @@ def test_trace_writes_npy(capsys, tmp_path):
     (["verify", "--capacity", "-3"], "capacity must be positive"),
     (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
     (["verify", "--batch-size", "0"], "batch_size must be positive"),
-    (["bench", "--scale", "0.1"], "--scale applies to --profile criteo-like only"),
+    (["bench", "--scale", "0.1"], "--scale applies to the profiles criteo-like, embedding-bound"),
 ])
 def test_bad_input_gets_a_clear_error_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

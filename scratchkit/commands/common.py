@@ -8,12 +8,14 @@ from dataclasses import replace
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.profiles import PROFILES, criteo_like, get_profile
+from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 
 
 def add_config_args(parser) -> None:
     parser.add_argument("--profile", default="small", help=f"one of {', '.join(PROFILES)} (default small)")
-    parser.add_argument("--scale", type=float, default=None, help="criteo-like: share of the real table sizes (default 0.01)")
+    parser.add_argument("--scale", type=float, default=None,
+                        help=f"share of the full-size table rows, for {', '.join(SCALABLE)} "
+                             "(default: the profile's; criteo-like 0.01, criteo-skew 0.25, the others 1)")
     parser.add_argument("--zipf", type=float, default=None, help="locality: Zipf exponent of the ids (0 = uniform)")
     parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's)")
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
@@ -37,9 +39,9 @@ def _capacity(text: str):
 
 
 def config_from_args(args):
-    if args.scale is not None and args.profile != "criteo-like":
-        raise ValueError("--scale applies to --profile criteo-like only")
-    config = criteo_like(args.scale) if args.scale is not None else get_profile(args.profile)
+    if args.scale is not None and args.profile not in SCALABLE:
+        raise ValueError(f"--scale applies to the profiles {', '.join(SCALABLE)}, not {args.profile!r}")
+    config = get_profile(args.profile, scale=args.scale)
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))

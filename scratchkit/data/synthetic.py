@@ -6,6 +6,16 @@ demand, in any order, by any thread, and is always the same: exactly what a look
 
 Locality: ids follow a Zipf law over *ranks* (rank k has weight 1/(k+1)^s). Ranks are scattered over
 the table by a fixed bijection, so hot rows are not simply rows 0, 1, 2, ... (a cache could cheat).
+
+Scaled-down tables (`DataConfig.rank_rows` larger than the table): the law keeps its full-size ranks
+and a rank lands on row `rank % rows`. The hot head, which is what a cache or a scratchpad holds and
+what makes locality, keeps rows of its own; only the cold tail, whose rows are seldom reused
+anyway, shares rows. Every batch keeps its size, so the work per step stays that of the full model.
+
+A law of millions of ranks would need a CDF of as many floats per table (80 MB for Criteo's largest
+table): above EXACT_RANKS ranks the sampler keeps the head's CDF exactly and draws the tail from the
+continuous power law (x^-s on [K+1/2, N+1/2], the sum's integral): the tail's ranks are each about
+as rare as they should be, and no one row of it matters.
 """
 from __future__ import annotations
 
@@ -29,21 +39,51 @@ class ZipfSampler:
 
     Gives exactly `np.searchsorted(cdf, u, side="right")`, but instead of a binary search over the
     whole CDF per draw (cache-unfriendly: ~60 ns a draw for 20k rows), `guide[j]` jumps to the first
-    rank whose CDF exceeds j/G, and a few vectorised steps finish the search.
+    rank whose CDF exceeds j/G, and a few vectorised steps finish the search. Laws of more than
+    EXACT_RANKS ranks sample the head exactly and the tail from its continuous form (module note).
     """
 
+    EXACT_RANKS = 1 << 20
+
     def __init__(self, num_rows: int, exponent: float):
-        self.cdf = zipf_cdf(num_rows, exponent)
-        self.guide = np.searchsorted(self.cdf, np.arange(num_rows) / num_rows, side="right")
+        self.num_rows, self.exponent = num_rows, exponent
+        head = min(num_rows, self.EXACT_RANKS)
+        self.cdf = zipf_cdf(head, exponent)                       # [head] the head, normalised
+        self.guide = np.searchsorted(self.cdf, np.arange(head) / head, side="right")
+        head_mass = float(np.sum(np.arange(1, head + 1, dtype=np.float64) ** -exponent))
+        self.p_head = head_mass / (head_mass + self._tail_mass()) if num_rows > head else 1.0
+
+    def _tail_mass(self) -> float:
+        """The weight of ranks K..N-1, as the integral of x^-s over [K+1/2, N+1/2]."""
+        a, b, s = self.EXACT_RANKS + 0.5, self.num_rows + 0.5, self.exponent
+        return math.log(b / a) if s == 1 else (b ** (1 - s) - a ** (1 - s)) / (1 - s)
 
     def ranks(self, u: np.ndarray) -> np.ndarray:
         """Ranks [n] for uniforms u [n] in [0, 1)."""
+        if self.p_head == 1.0:
+            return self._head(u)
+        rank = np.empty(u.shape, dtype=np.int64)
+        head = u < self.p_head
+        rank[head] = self._head(u[head] / self.p_head)
+        rank[~head] = self._tail((u[~head] - self.p_head) / (1 - self.p_head))
+        return rank
+
+    def _head(self, u: np.ndarray) -> np.ndarray:
         rank = self.guide[(u * len(self.guide)).astype(np.int64)]
         pending = np.flatnonzero(self.cdf[rank] <= u)
         while pending.size:                      # a step or two: buckets hold ~1 rank each
             rank[pending] += 1
             pending = pending[self.cdf[rank[pending]] <= u[pending]]
         return rank
+
+    def _tail(self, v: np.ndarray) -> np.ndarray:
+        """Ranks K..N-1 for uniforms v in [0, 1): the continuous law's inverse CDF, rounded."""
+        a, b, s = self.EXACT_RANKS + 0.5, self.num_rows + 0.5, self.exponent
+        if s == 1:
+            x = a * (b / a) ** v
+        else:
+            x = (a ** (1 - s) + v * (b ** (1 - s) - a ** (1 - s))) ** (1 / (1 - s))
+        return np.clip(np.floor(x + 0.5).astype(np.int64) - 1, self.EXACT_RANKS, self.num_rows - 1)
 
 
 def _coprime_multiplier(num_rows: int, seed: int) -> int:
@@ -63,7 +103,8 @@ class SyntheticSource:
         self.num_dense = config.num_dense
         self.batch_size = config.batch_size
         self.num_batches = config.num_batches
-        self._samplers = [ZipfSampler(n, config.zipf) if config.zipf > 0 else None for n in self.table_sizes]
+        self._samplers = [ZipfSampler(config.ranks(t), config.exponent(t)) if config.exponent(t) > 0
+                          else None for t in range(len(self.table_sizes))]
         self._scatter = [(_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
                          for t, n in enumerate(self.table_sizes)]
         label_rng = np.random.default_rng([config.seed, 2**31 - 1])
@@ -87,6 +128,7 @@ class SyntheticSource:
             u = rng.random(B * L)
             sampler = self._samplers[t]
             ranks = sampler.ranks(u) if sampler is not None else (u * n).astype(np.int64)
+            ranks %= n                                           # a scaled table folds its tail
             a, c = self._scatter[t]
             ids.append((ranks.astype(np.int64) * a + c) % n)     # [B*L], bag b = ids[b*L:(b+1)*L]
             offsets.append(np.arange(0, B * L, L, dtype=np.int64))  # [B]
