@@ -12,10 +12,11 @@ from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerCon
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
-from scratchkit.trainers.cached import StaticCacheTrainer, minimum_capacity
+from scratchkit.trainers.cached import minimum_capacity
+from scratchkit.trainers.static import StaticCacheTrainer
 from scratchkit.measure.verify import verify
 
-POLICIES = ["static", "lru", "lfu"]
+POLICIES = ["static", "lru", "lfu", "prefetch-lru"]
 STEPS = 12
 
 
@@ -24,10 +25,13 @@ def with_cache(config, capacity, optimizer="sgd"):
                           optimizer=OptimizerConfig(kind=OptimizerKind.parse(optimizer)))
 
 
-def largest_working_set(config, steps):
-    """Independently of the kit: the most distinct ids any table has in batches 0..steps-1."""
+def largest_working_set(config, steps, together: int = 2):
+    """Independently of the kit: the most distinct ids any table has in `together` consecutive
+    batches of 0..steps (prefetch-lru holds two; one is enough for the others)."""
     source = SyntheticSource(config.data)
-    return max(len(set(ids.tolist())) for b in range(steps) for ids in source.batch(b).ids)
+    batches = [source.batch(b).ids for b in range(min(steps + 1, len(source)))]
+    return max(len(set().union(*(set(batches[k][t].tolist()) for k in range(b, min(b + together, len(batches))))))
+               for b in range(len(batches)) for t in range(len(batches[0])))
 
 
 # ------------------------------------------------------------------------------ exactness
@@ -107,6 +111,27 @@ def lfu_replay(batches, capacity):
     return out
 
 
+def prefetch_lru_replay(batches, capacity):
+    """A plain-Python LRU filled one batch ahead: batch b+1 is admitted while batch b's ids are
+    locked (they may not be victims); otherwise the LRU rule of `lru_replay`."""
+    cache, locked, out = OrderedDict(), set(), []
+    for ids in batches:
+        uses = Counter(ids.tolist())
+        hits = sum(n for x, n in uses.items() if x in cache)
+        misses = [x for x in uses if x not in cache]
+        evicted = 0
+        while len(cache) + len(misses) > capacity:
+            victim = next(x for x in cache if x not in uses and x not in locked)   # least recent first
+            del cache[victim]
+            evicted += 1
+        for x in sorted(uses):
+            cache[x] = True
+            cache.move_to_end(x)
+        out.append((hits, len(misses), evicted))
+        locked = set(uses)
+    return out
+
+
 def one_table_config(batch_size, pooling, zipf, capacity, rows=60, batches=80):
     return TrainConfig(
         data=DataConfig(table_sizes=(rows,), pooling=pooling, batch_size=batch_size, num_dense=2,
@@ -120,8 +145,9 @@ def trainer_counts(name, config, steps):
     return [(r.hits, r.fetched_rows, r.written_back_rows) for r in records], records
 
 
-@pytest.mark.parametrize("policy, replay", [("lru", lru_replay), ("lfu", lfu_replay)])
-@pytest.mark.parametrize("capacity", [20, 35, 59])
+@pytest.mark.parametrize("policy, replay", [("lru", lru_replay), ("lfu", lfu_replay),
+                                            ("prefetch-lru", prefetch_lru_replay)])
+@pytest.mark.parametrize("capacity", [36, 45, 59])
 def test_hits_fetches_and_write_backs_match_a_plain_python_cache(policy, replay, capacity):
     config = one_table_config(batch_size=6, pooling=3, zipf=0.9, capacity=capacity)
     source = SyntheticSource(config.data)
@@ -168,20 +194,26 @@ def test_static_hits_are_the_lookups_of_the_profiled_hot_set(tiny_config):
 
 
 def test_stage_names_and_counters(tiny_config):
-    config = with_cache(tiny_config, 50)
+    config = with_cache(tiny_config, largest_working_set(tiny_config, 6))
     for name in POLICIES:
         with make_trainer(name, config, device="cpu") as trainer:
             records = list(trainer.train(5))
-        for r in records:
+        for b, r in enumerate(records):
+            # a demand fill stalls the step (`fetch`); prefetch-lru fetches the next batch ahead
+            # (`prefetch`) and stalls only on its first step
+            fetch = "fetch" if name != "prefetch-lru" or b == 0 else "prefetch"
             assert {"data", "transfer", "embedding_forward", "mlp", "embedding_backward", "update",
-                    "fetch"} <= set(r.stage_seconds)
+                    fetch} <= set(r.stage_seconds), (name, b)
             assert r.lookups == 3 * 32 * 2 and 0 <= r.hits <= r.lookups
+        if name == "prefetch-lru":
+            assert all("fetch" not in r.stage_seconds for r in records[1:])
         # the cache starts empty (lru, lfu), so the first step fetches its whole working set
         if name != "static":
             first = records[0]
             assert first.hits == 0 and first.fetched_rows == sum(
                 len(np.unique(i)) for i in SyntheticSource(config.data).batch(0).ids)
-        assert any("write_back" in r.stage_seconds for r in records)
+        assert any(stage in r.stage_seconds for r in records
+                   for stage in ("write_back", "prefetch_write_back")), name
 
 
 # ------------------------------------------------------------------------------ capacity, flush
@@ -193,14 +225,14 @@ def test_a_cache_smaller_than_a_working_set_is_refused_naming_the_minimum(tiny_c
     with pytest.raises(ValueError, match=rf"capacity must be at least {first} rows"):
         trainer.train_step()
     assert trainer.next_batch == 0
-    assert minimum_capacity(source, STEPS) == largest_working_set(tiny_config, STEPS)
-    with make_trainer(policy, with_cache(tiny_config, largest_working_set(tiny_config, STEPS)),
+    assert minimum_capacity(source, STEPS) == largest_working_set(tiny_config, STEPS - 1, together=1)
+    with make_trainer(policy, with_cache(tiny_config, minimum_capacity(source, STEPS)),
                       device="cpu") as enough:
         assert len(list(enough.train(STEPS))) == STEPS
 
 
 def test_flush_is_idempotent_and_close_leaves_complete_host_tables(tiny_config):
-    config = with_cache(tiny_config, 60, "adagrad")
+    config = with_cache(tiny_config, largest_working_set(tiny_config, STEPS), "adagrad")
     reference = ReferenceRun(config, SyntheticSource(config.data), "cpu")
     reference.train(STEPS)
     for name in POLICIES:
@@ -223,7 +255,7 @@ def test_flush_is_idempotent_and_close_leaves_complete_host_tables(tiny_config):
 
 def test_training_continues_exactly_after_a_flush(tiny_config):
     """A checkpoint-style flush mid-run leaves the rows cached (clean) and changes nothing."""
-    config = with_cache(tiny_config, 50, "rowwise_adagrad")
+    config = with_cache(tiny_config, largest_working_set(tiny_config, 2 * STEPS), "rowwise_adagrad")
     reference = ReferenceRun(config, SyntheticSource(config.data), "cpu")
     reference.train(2 * STEPS)
     for name in POLICIES:

@@ -16,7 +16,7 @@ from scratchkit.commands.tables import describe_hardware
 from scratchkit.measure.hardware import PROFILE_NAMES, HardwareProfile, get_hardware, parse_profiles
 from scratchkit.trainers import available_trainers
 
-TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"]
+TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe"]
 NUMBERS = [f.name for f in fields(HardwareProfile) if f.type in ("float", "int")]
 
 
@@ -133,6 +133,21 @@ def test_stage_work_names_each_trainers_stages(tiny_config):
     assert stage_work("hybrid", work)["embedding_forward"].device_gather == 0   # the host does it
     with pytest.raises(ValueError, match="no cost model for trainer 'warp'"):
         stage_work("warp", work)
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu(tiny_config, name):
+    """prefetch-lru moves what lru does in the step to a side stream: on a GPU the step is the
+    larger of the two, never more than lru's; on a CPU nothing overlaps and it costs what lru does."""
+    hw = get_hardware(name)
+    work = StepWork.from_config(tiny_config, batches=2).with_counters(40, 30)
+    lru, ahead = project("lru", work, hw), project("prefetch-lru", work, hw)
+    assert sum(ahead.stage_seconds.values()) == pytest.approx(sum(lru.stage_seconds.values()))
+    if hw.device_is_host:
+        assert ahead.step_seconds == pytest.approx(lru.step_seconds)
+    else:
+        assert ahead.pipelined and ahead.step_seconds == max(ahead.resource_seconds.values())
+        assert ahead.step_seconds < lru.step_seconds
 
 
 def test_validation_plumbing_on_a_real_run(tiny_config):

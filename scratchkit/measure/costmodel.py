@@ -230,6 +230,10 @@ def stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
         return {"fetch": _plan_work(w) + _move_in(w, w.fetched_rows),
                 "write_back": _move_in(w, w.written_back_rows),     # the same path, reversed
                 "transfer": _id_work(w, with_slots=True), **train}
+    if trainer == "prefetch-lru":   # the next batch's fetch, overlapping this one's training
+        return {"prefetch": _plan_work(w) + _move_in(w, w.fetched_rows),
+                "prefetch_write_back": _move_in(w, w.written_back_rows),
+                "transfer": _id_work(w, with_slots=True), **train}
     if trainer == "scratchpipe":
         moved_in, moved_out = w.fetched_rows * w.moved_row_bytes, w.written_back_rows * w.moved_row_bytes
         T = w.num_tables
@@ -247,7 +251,7 @@ def stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
                 "write_back": Work(host_gather=moved_out, host_ops=2 * T),
                 "train": fused}
     raise ValueError(f"no cost model for trainer {trainer!r}; known: gpu-only, hybrid, static, lru, "
-                     "lfu, scratchpipe")
+                     "lfu, prefetch-lru, scratchpipe")
 
 
 # ---------------------------------------------------------------------------------- projection
@@ -272,8 +276,20 @@ class Projection:
         return asdict(self)
 
 
+PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
+
+
 def project(trainer: str, work: StepWork, hw: HardwareProfile) -> Projection:
     stages = {name: part.seconds(hw) for name, part in stage_work(trainer, work).items()}
+    if trainer == "prefetch-lru" and not hw.device_is_host:
+        # the prefetch runs on a side stream (host gathers, copies, scatters) while the step trains
+        ahead = sum(stages[s] for s in PREFETCH_STAGES)
+        step_stages = {k: v for k, v in stages.items() if k not in PREFETCH_STAGES}
+        train = sum(step_stages.values())
+        step = max(train, ahead)
+        bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
+        return Projection(trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined=True,
+                          resource_seconds={"train": train, "prefetch": ahead})
     if trainer != "scratchpipe":
         step = sum(stages.values())
         return Projection(trainer, hw.name, stages, step, work.batch_size / step,

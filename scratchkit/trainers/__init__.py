@@ -14,6 +14,7 @@ class TrainerKind(str, Enum):
     STATIC = "static"           # hot rows pinned on the device, profiled from a prefix
     LRU = "lru"                 # demand-filled cache, least recently used victim
     LFU = "lfu"                 # demand-filled cache, least frequently used victim
+    PREFETCH_LRU = "prefetch-lru"  # LRU cache filled one batch ahead (TorchRec's prefetch pipeline)
     SCRATCHPIPE = "scratchpipe" # look-forward scratchpad, pipelined
 
     @classmethod
@@ -25,9 +26,10 @@ class TrainerKind(str, Enum):
 _IMPLEMENTATIONS = {
     TrainerKind.GPU_ONLY: ("scratchkit.trainers.device_only", "DeviceOnlyTrainer"),
     TrainerKind.HYBRID: ("scratchkit.trainers.hybrid", "HybridTrainer"),
-    TrainerKind.STATIC: ("scratchkit.trainers.cached", "StaticCacheTrainer"),
+    TrainerKind.STATIC: ("scratchkit.trainers.static", "StaticCacheTrainer"),
     TrainerKind.LRU: ("scratchkit.trainers.cached", "LRUCacheTrainer"),
     TrainerKind.LFU: ("scratchkit.trainers.cached", "LFUCacheTrainer"),
+    TrainerKind.PREFETCH_LRU: ("scratchkit.trainers.prefetch", "PrefetchLRUTrainer"),
     TrainerKind.SCRATCHPIPE: ("scratchkit.trainers.scratchpipe", "ScratchPipeTrainer"),
 }
 

@@ -1,4 +1,4 @@
-"""Caches that look backwards: `static`, `lru`, `lfu` (docs/design.md).
+"""Caches that look backwards: a device cache per table in front of the host tables (docs/design.md).
 
 The tables live on the host (`HostTables`); each table has a device-side cache of
 `config.cache.capacity_for(num_rows)` rows and their optimizer state (`DeviceCache`). A step:
@@ -22,33 +22,26 @@ The backward coalesces the very `ids` array the reference coalesces, so the summ
 identical, and `apply_update` does the same per-row arithmetic whether it addresses rows by id or
 by slot. Rows leave the cache only with their optimizer state, so nothing is ever stale.
 
-The policies (`cache_policies.py` states the exact rules, and the tests replay them):
-
-- `lru`, `lfu`: demand-filled caches. A miss takes a free slot, else a victim chosen among the
-  cached rows the current batch does *not* use. So the cache must hold one batch's working set;
-  a smaller capacity is refused with a ValueError naming the minimum.
-- `static`: the `capacity` rows most looked up in the first `profile_batches` batches are pinned
-  for the whole run (profiled on a prefix of the very data it trains on, as deployed hot-row
-  caches profile a sample of their logs). A lookup of any other row misses, and that row is
-  handled *hybrid-style*: it lives on the host; for one step it is fetched into a transient slot
-  after the cache (with its state), trained there by the same single embedding_bag / apply_update
-  as the cached rows, and written back to the host after the update. One working buffer per step
-  keeps the math identical; splitting each bag into a device part and a host part and adding the
-  two partial sums would not (float addition is not associative).
+This module: the step (`CachedTrainer`), and the demand-filled caches `lru` and `lfu`: a miss
+takes a free slot, else a victim chosen (scratchkit/embedding/victims.py states the exact rules,
+which the tests replay) among the cached rows the current batch does *not* use. So the cache must
+hold one batch's working set; a smaller capacity is refused with a ValueError naming the minimum.
+The other caches: `static` (trainers/static.py) and `prefetch-lru` (trainers/prefetch.py).
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from scratchkit.config import VictimPolicy
+from scratchkit.embedding.device_cache import DeviceCache
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
+from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
-from scratchkit.config import VictimPolicy
-from scratchkit.embedding.victims import VictimChooser, profile_hot_ids, victim_chooser
-from scratchkit.embedding.device_cache import DeviceCache
 
 
 def minimum_capacity(source, steps: int) -> int:
@@ -58,6 +51,16 @@ def minimum_capacity(source, steps: int) -> int:
     batches = [source.batch(b) for b in range(steps)]
     return max(1, *(window_minimum([np.unique(batch.ids[t]) for batch in batches], 0)
                     for t in range(len(source.table_sizes))))
+
+
+@dataclass
+class Served:
+    """A batch's rows in the cache: per table (unique [u], inverse [n], counts [u], slot [u])."""
+
+    tables: list = field(default_factory=list)
+    hits: int = 0            # lookups whose row was cached before the batch was served
+    fetched: int = 0
+    written: int = 0
 
 
 class CachedTrainer(HostTablesTrainer):
@@ -73,9 +76,11 @@ class CachedTrainer(HostTablesTrainer):
     def check_working_set(self, t: int, size: int) -> None:
         """Refuse a batch whose `size` distinct ids of table `t` this cache cannot serve."""
 
-    def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray) -> tuple[int, int]:
+    def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray, step: int,
+              locked: np.ndarray | None, stages: tuple[str, str]) -> tuple[int, int]:
         """Give every id of `unique` [u] a slot: fill `slot_u` [u] (-1 = miss) in place, moving rows
-        as needed. Times its own `fetch` / `write_back` stages. -> (rows fetched, rows written back)."""
+        as needed, never evicting a `locked` slot. Times its own stages (`stages`: the names for
+        fetching and writing back). -> (rows fetched, rows written back)."""
         raise NotImplementedError
 
     def after_update(self) -> int:
@@ -85,24 +90,34 @@ class CachedTrainer(HostTablesTrainer):
     # --- one step ------------------------------------------------------------------------------------
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
-        stage = self.timer.stage
-        with stage("data"):
+        with self.timer.stage("data"):
             batch, ids, offsets = self.load_batch()
-        hits = fetched = written = 0
-        working_sets = []
-        with stage("fetch"):   # the map lookup is part of serving the batch from the cache
+        served = self.serve(batch, self.next_batch)
+        return self.train_served(batch, ids, offsets, served, started)
+
+    def serve(self, batch, step: int, locked: np.ndarray | list | None = None,
+              stages: tuple[str, str] = ("fetch", "write_back")) -> Served:
+        """Give every row of `batch` a slot, fetching misses (and writing victims back) as the
+        policy says: the map lookup is part of serving. `locked`: per table, slots no victim may
+        come from (another batch's, in flight). `stages`: the timer's names for fetching and
+        writing back."""
+        served = Served()
+        with self.timer.stage(stages[0]):
             for t, table_ids in enumerate(batch.ids):
                 unique, inverse, counts = np.unique(table_ids, return_inverse=True, return_counts=True)
                 self.check_working_set(t, len(unique))                # before anything moves
                 slot_u = self.caches[t].slot_of_id[unique]            # [u], -1 = miss
-                hits += int(counts[slot_u >= 0].sum())                # per lookup, before the fill
-                working_sets.append((unique, inverse, counts, slot_u))
-        slots, unique_slots = [], []
-        for t, (unique, inverse, counts, slot_u) in enumerate(working_sets):
-            f, w = self.admit(t, unique, counts, slot_u)
-            fetched, written = fetched + f, written + w
-            slots.append(slot_u[inverse])                             # [n] slot of every lookup
-            unique_slots.append(slot_u)
+                served.hits += int(counts[slot_u >= 0].sum())         # per lookup, before the fill
+                served.tables.append((unique, inverse, counts, slot_u))
+        for t, (unique, _, counts, slot_u) in enumerate(served.tables):
+            f, w = self.admit(t, unique, counts, slot_u, step, None if locked is None else locked[t], stages)
+            served.fetched, served.written = served.fetched + f, served.written + w
+        return served
+
+    def train_served(self, batch, ids, offsets, served: Served, started: float) -> StepRecord:
+        """Train the batch whose rows `served` put in the cache; the rest of the step."""
+        stage = self.timer.stage
+        slots = [slot_u[inverse] for _, inverse, _, slot_u in served.tables]   # [n] per table
         with stage("transfer"):
             ids = [self.dev.to_device(i) for i in ids]
             offsets = [self.dev.to_device(o) for o in offsets]
@@ -120,10 +135,10 @@ class CachedTrainer(HostTablesTrainer):
         with stage("update"):
             for t, (cache, (where, grad_sum)) in enumerate(zip(self.caches, coalesced)):
                 apply_update(cache.rows, cache.state, where, grad_sum, self.config.optimizer)
-                touched = unique_slots[t]
+                touched = served.tables[t][3]
                 cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
-        written += self.after_update()
-        return self.make_record(loss, batch, started, hits=hits, fetched_rows=fetched,
+        written = served.written + self.after_update()
+        return self.make_record(loss, batch, started, hits=served.hits, fetched_rows=served.fetched,
                                 written_back_rows=written)
 
     # --- flushing ------------------------------------------------------------------------------------
@@ -151,30 +166,36 @@ class DemandFilledTrainer(CachedTrainer):
                 f"the capacity must be at least {size} rows (this batch's working set; "
                 f"scratchkit.trainers.cached.minimum_capacity(source, steps) gives it for a whole run)")
 
-    def admit(self, t, unique, counts, slot_u):
+    def admit(self, t, unique, counts, slot_u, step, locked, stages):
         cache, policy, stage = self.caches[t], self.policies[t], self.timer.stage
         weight, state = self.tables.weights[t], self.tables.state[t]
         miss = slot_u < 0
         misses = unique[miss]
         victims = np.empty(0, dtype=np.int64)
-        with stage("fetch"):
+        with stage(stages[0]):
             free = cache.free_slots()[:len(misses)]
             if len(misses) > len(free):
                 in_use = np.zeros(cache.capacity, dtype=bool)
                 in_use[slot_u[~miss]] = True
+                if locked is not None:
+                    in_use[locked[locked < cache.capacity]] = True
                 candidates = np.flatnonzero((cache.id_of_slot >= 0) & ~in_use)
+                self.check_victims(t, len(misses) - len(free), len(candidates))
                 victims = policy.choose(candidates, len(misses) - len(free))
         written = 0
         if len(victims):
-            with stage("write_back"):
+            with stage(stages[1]):
                 written = cache.evict(victims, weight, state)
                 policy.forget(victims)
-        with stage("fetch"):
+        with stage(stages[0]):
             targets = np.concatenate([free, victims])
             cache.fill(misses, targets, weight, state)
             slot_u[miss] = targets
-            policy.touch(slot_u, unique, counts, self.next_batch)
+            policy.touch(slot_u, unique, counts, step)
         return len(misses), written
+
+    def check_victims(self, t: int, needed: int, candidates: int) -> None:
+        """More victims needed than slots may be given up: only with locked slots (a subclass)."""
 
 
 class LRUCacheTrainer(DemandFilledTrainer):
@@ -189,46 +210,3 @@ class LFUCacheTrainer(DemandFilledTrainer):
 
     name = "lfu"
     policy = VictimPolicy.LFU
-
-
-class StaticCacheTrainer(CachedTrainer):
-    """The hottest rows of a profiled prefix, pinned; other rows trained hybrid-style (see above)."""
-
-    name = "static"
-    # 100 batches of `small` are ~200k lookups per table (~10 per row), enough to rank the hot head
-    # of a Zipf law, and take ~0.1 s to generate. A longer prefix ranks the tail better but costs
-    # start-up time; a shorter one pins noise.
-    profile_batches: int = 100
-
-    def __init__(self, config, source=None, device=None, profile_batches: int | None = None):
-        super().__init__(config, source, device)
-        if profile_batches is not None:
-            self.profile_batches = profile_batches
-        self.hot_ids = profile_hot_ids(self.source, self.profile_batches, [c.capacity for c in self.caches])
-        for cache, hot, weight, state in zip(self.caches, self.hot_ids, self.tables.weights, self.tables.state):
-            cache.fill(hot, np.arange(len(hot), dtype=np.int64), weight, state)   # pinned for good
-        self._transient: list[np.ndarray] = [np.empty(0, dtype=np.int64) for _ in self.caches]
-
-    def admit(self, t, unique, counts, slot_u):
-        miss = slot_u < 0
-        misses = unique[miss]
-        with self.timer.stage("fetch"):
-            slot_u[miss] = self.caches[t].load_transient(misses, self.tables.weights[t], self.tables.state[t])
-            self._transient[t] = misses
-        return len(misses), 0
-
-    def after_update(self) -> int:
-        with self.timer.stage("write_back"):
-            return self._return_transient()
-
-    def _return_transient(self) -> int:
-        written = 0
-        for t, misses in enumerate(self._transient):
-            self.caches[t].return_transient(misses, self.tables.weights[t], self.tables.state[t])
-            written += len(misses)
-            self._transient[t] = misses[:0]
-        return written
-
-    def flush(self) -> int:
-        # rows of a step cut short (an exception, KeyboardInterrupt) are returned too
-        return self._return_transient() + super().flush()
