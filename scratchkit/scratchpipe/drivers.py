@@ -80,7 +80,7 @@ class LocalPlans:
             return None
         start = time.perf_counter()
         planned = self.plan_ahead.plan(b)
-        self.clock.record(Stage.PLAN, b, start, time.perf_counter())
+        self.clock.record(Stage.PLAN, b, start, time.perf_counter(), planned.read_seconds)
         return planned
 
     def close(self) -> None:
@@ -100,8 +100,8 @@ class ForkedPlans:
             planned, times = self.forked.receive(b, cancelled=halted)
         except KeyboardInterrupt:   # `halted`: the run is stopping
             return None
-        for stage, batch, start, end in times:
-            self.clock.record(stage, batch, start, end)
+        for entry in times:
+            self.clock.record(*entry)
         return planned
 
     def close(self) -> None:

@@ -88,10 +88,14 @@ class StageClock:
         self._seconds: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def record(self, stage: Stage, batch: int, start: float, end: float) -> None:
+    def record(self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0) -> None:
+        """`reading`: seconds of the stage spent reading batches from their source (Plan reads
+        them): the step's `data`, as every trainer counts it, not the stage's own time."""
         self.log.stage(batch, stage, start, end)
         with self._lock:
-            self._seconds[stage.value] = self._seconds.get(stage.value, 0.0) + end - start
+            self._seconds[stage.value] = self._seconds.get(stage.value, 0.0) + end - start - reading
+            if reading:
+                self._seconds["data"] = self._seconds.get("data", 0.0) + reading
 
     def plans(self, tables) -> None:
         """Plan(b)'s decisions (one TablePlan per table) into the trace."""

@@ -71,7 +71,8 @@ class ChildSide:
             self.hook(stage, b)
         t0 = time.perf_counter()
         result = run(*args)
-        self.times.append((stage, b, t0, time.perf_counter()))
+        reading = getattr(result, "read_seconds", 0.0)   # Plan's: the time spent reading the batch
+        self.times.append((stage, b, t0, time.perf_counter(), reading))
         return result
 
     def reach_trained(self, b: int) -> bool:

@@ -49,8 +49,8 @@ class HostProcess:
             except Exception as error:
                 raise PipelineError(Stage.PLAN, b, error) from error
         planned, times = self.forked.receive(b, cancelled)
-        for stage, batch, start, end in times:
-            self.clock.record(stage, batch, start, end)
+        for entry in times:
+            self.clock.record(*entry)
         self.clock.plans(planned.tables)
         return InFlight(b, planned.batch, planned.tables, inserted=True)
 

@@ -17,16 +17,21 @@ three-key sort `first_by_keys` that the backward-looking caches use (scratchkit/
 
 Its map (`SlotMap`) is the planner's own copy, running ahead of the row store: it says what the
 slots *will* hold once the batches planned so far are inserted.
+
+A table's planner sees each batch (reads its working set), plans batches in order, and retires
+each once Train has finished with it: `see`, `shortfall`, `plan`, `retire`. This class is the
+NumPy twin, the specification; `plan_native.py` runs the same decisions as a C++ loop
+(plan_loop.c), about 15x faster and on many cores at once, and the tests hold the two equal.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 from scratchkit.config import VictimPolicy
 from scratchkit.scratchpipe.events import PlanDecision
+from scratchkit.scratchpipe.lookahead import NextUses, WorkingSets
 from scratchkit.scratchpipe.slot_map import SlotMap
 
 
@@ -62,12 +67,25 @@ class TablePlanner:
         self.last_trained = last_trained   # [capacity] the LRU clock, as Train will have set it
         # per id: the batch whose write-back returns its evicted row, -1 when none is pending
         self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)
+        self._working_sets = WorkingSets(slot_map.num_rows)
+        self._next_uses = NextUses((slot_map.num_rows,))
+        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # batch -> (unique, inverse)
+        self._planned: dict[int, np.ndarray] = {}                   # batch -> its slots, until retired
 
-    def plan(self, batch_index: int, ids: np.ndarray, unique: np.ndarray, inverse: np.ndarray,
-             urgency: Callable[[], np.ndarray] | None) -> TablePlan:
-        """Plan batch b: `ids` [n], its working set `unique` [u] with `unique[inverse] == ids`, and
-        `urgency()`: the [num_rows] urgencies from `NextUses`, asked for only when this batch must
-        evict (None for the LRU policy)."""
+    def see(self, k: int, ids: np.ndarray) -> None:
+        """Batch k's ids [n] (k = the last seen + 1): its working set, for Plan and the look-ahead."""
+        self._seen[k] = self._working_sets(ids)
+
+    def shortfall(self, b: int) -> int:
+        """How many victims Plan(b) needs: its misses beyond the free slots (<= 0: none)."""
+        misses = int(np.count_nonzero(self.slot_map.query(self._seen[b][0]) < 0))
+        return misses - len(self.slot_map.free_slots())
+
+    def plan(self, batch_index: int, stop: int) -> TablePlan:
+        """Plan batch b (seen). Batches b+1 .. stop-1 are the look-ahead, seen when it evicts."""
+        unique, inverse = self._seen[batch_index]
+        for k in [k for k in self._seen if k < batch_index]:
+            del self._seen[k]
         pad = self.slot_map
         slots = pad.query(unique)
         hit = slots >= 0
@@ -79,7 +97,7 @@ class TablePlanner:
         victim_ids = victim_slots = np.empty(0, dtype=np.int64)
         dirty_victims = np.empty(0, dtype=bool)
         if shortfall > 0:
-            victim_slots = self._choose_victims(shortfall, exclude=slots[hit], urgency=urgency)
+            victim_slots = self._choose_victims(shortfall, slots[hit], batch_index, stop)
             victim_ids, dirty_victims = pad.evict(victim_slots)
         miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
         pad.insert(miss_ids, miss_slots)   # a working set: distinct
@@ -90,13 +108,22 @@ class TablePlanner:
         wait = int(self._evicted_by[miss_ids].max(initial=-1))
         self._evicted_by[miss_ids] = -1
         self._evicted_by[victim_ids[dirty_victims]] = batch_index
+        self._planned[batch_index] = slots
         decision = PlanDecision(batch_index, self.table, unique, slots, hit, victim_ids,
                                 victim_slots, held_before)
         return TablePlan(decision, slots[inverse], miss_ids, miss_slots,
                          victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
 
-    def _choose_victims(self, count: int, exclude: np.ndarray,
-                        urgency: Callable[[], np.ndarray] | None) -> np.ndarray:
+    def retire(self, k: int) -> None:
+        """Train(k) has finished by the time the plan being made is used: its slots are dirty,
+        clocked and released."""
+        trained = self._planned.pop(k)
+        self.slot_map.mark_dirty(trained)
+        self.last_trained[trained] = k
+        if self.holds:
+            self.slot_map.release(trained)
+
+    def _choose_victims(self, count: int, exclude: np.ndarray, b: int, stop: int) -> np.ndarray:
         pad = self.slot_map
         candidate = pad.slot_ids >= 0
         candidate[exclude] = False               # never evict this batch's own hits (not held yet)
@@ -106,14 +133,13 @@ class TablePlanner:
         if len(slots) < count:
             raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
                                "slots are unheld (the capacity check should have refused this)")
-        level = (urgency()[pad.slot_ids[slots]] if self.policy is VictimPolicy.FURTHEST and urgency is not None
-                 else None)
+        level = None
+        if self.policy is VictimPolicy.FURTHEST:   # how soon each id is needed in b+1 .. stop-1
+            (urgency,) = self._next_uses([self._seen[k][0] for k in range(b + 1, stop)])
+            level = urgency[pad.slot_ids[slots]]
         # least urgent (furthest next use) first; among equals, least recently trained; then lowest
-        # slot. In the order the partial sort leaves them: the same for the same plan, anywhere.
-        return slots[least_urgent(count, slots, self.last_trained[slots], level)]
-
-    def trained(self, batch_index: int, slots: np.ndarray) -> None:
-        self.last_trained[slots] = batch_index
+        # slot. The chosen victims in slot order: the same on every engine (plan_loop.c too).
+        return np.sort(slots[least_urgent(count, slots, self.last_trained[slots], level)])
 
 
 def least_urgent(count: int, slots: np.ndarray, last_trained: np.ndarray,

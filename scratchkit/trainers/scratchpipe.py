@@ -21,6 +21,7 @@ batch through the files.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from typing import Callable, Iterator
 
@@ -48,7 +49,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
                  horizon: int | None = None, engine: str = "auto", record_events: bool = True,
                  stage_hook: Callable[[Stage, int], None] | None = None,
-                 planner: PlanIn | str = PlanIn.AUTO):
+                 planner: PlanIn | str = PlanIn.AUTO, planner_threads: int | None = None,
+                 native_planner: bool | None = None):
         super().__init__(config, source, device)
         self.depth = config.cache.depth
         self.policy = config.cache.victim_policy
@@ -56,6 +58,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
         self.plan_in = PlanIn.parse(planner)      # where the host stages run (drivers.py)
+        # tables planned at once (None: one on a CPU run, where Train needs the other core; else
+        # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
+        self.planner_threads, self.native_planner = planner_threads, native_planner
         # a CPU run may give its host stages a process: rows and tables in shared memory for it
         self.host_rows = not self.dev.is_cuda and self.plan_in in (PlanIn.AUTO, PlanIn.HOST_PROCESS)
         if self.host_rows:
@@ -86,10 +91,18 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 for n, c in zip(self.config.data.table_sizes, self.capacities)]
         self.stages = HostStages(self.tables, pads, self.dev)
 
-    def plan_setup(self) -> PlanSetup:
+    def plan_setup(self, threads: int = 1) -> PlanSetup:
         """What the planner starts from: the row stores as they are between `train()` calls."""
         return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
-                                   self.policy, self.hazards.holds, self.horizon, self.events.enabled)
+                                   self.policy, self.hazards.holds, self.horizon, self.events.enabled,
+                                   threads, self.native_planner)
+
+    def _planner_threads(self, where: PlanIn) -> int:
+        if self.planner_threads is not None:
+            return self.planner_threads
+        if where is PlanIn.HOST_PROCESS:
+            return 1
+        return max(1, min(len(self.capacities), (os.cpu_count() or 1) - 1))
 
     def where_host_stages_run(self, steps: int) -> PlanIn:
         """THREAD, PROCESS or HOST_PROCESS for a call of `steps` steps (see PlanIn.resolve)."""
@@ -120,7 +133,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         self._driver = driver = start_driver(where, self.stages, self.schedule,
-                                             PlanAhead(self.plan_setup(), self.source), start, stop,
+                                             PlanAhead(self.plan_setup(self._planner_threads(where)),
+                                                       self.source, start), start, stop,
                                              self.clock, self.stage_hook)
         interrupted, finished, last_end = InterruptFlag(), False, time.perf_counter()
         try:
