@@ -1,25 +1,28 @@
 /* ScratchPipe's Plan for one table, as a C++ loop: what scratchpipe/plan.py's TablePlanner does,
- * decision for decision (the tests hold the two equal, plan by plan), about 15x faster.
+ * decision for decision (tests/test_plan_native.py holds the two equal, plan by plan).
  *
  * Why. On a GPU server the planner must keep up with Train: for the embedding-bound profile
  * (655k lookups a step, 450k distinct rows) an H100 trains a batch in about 2.4 ms, and NumPy plans
- * it in about 100 ms on one core. This loop plans one table per call and releases Python's lock
+ * it in about 150 ms on one core. This loop plans one table per call and releases Python's lock
  * while it runs (ctypes), so the tables of a batch are planned on as many cores at once.
  *
+ * Where the time goes. A table of a million rows is far bigger than the CPU's caches, and each
+ * distinct id of a batch is a random access into it: ~100 ns when it misses every cache. So all
+ * that the planner keeps per row sits in one 16-byte `Row` (4 per cache line: one miss brings the
+ * whole record), all it keeps per slot in one `Slot`, and the victim search reads the slots in
+ * order (the prefetcher streams them) instead of chasing ids.
+ *
  * State (one Planner per table, for one train() call):
- *   slot_of[num_rows]    id -> slot it will hold, -1      slot_ids[capacity]  slot -> id, -1 = free
- *   dirty[capacity]      dirty by the time the plan runs  holds[capacity]     batches in flight using it
- *   last_trained[cap]    LRU clock                        evicted_by[num_rows] batch whose write-back
- *                                                                              returns the id, -1
+ *   rows[num_rows]   per id: the slot it will hold (-1), its FIFO of seen-but-unplanned uses
+ *                    (head, tail), the batch whose write-back returns it (-1)
+ *   slots[capacity]  per slot: the id it will hold (-1 free), the batch of that id's next seen use,
+ *                    the LRU clock (batch last trained), holds (batches in flight using it), dirty
  * Batches are *seen* in order (their working set read, and their occurrences queued per id), then
  * planned in order, then retired (Train done: dirty, clocked, released). A seen batch lives in a
- * ring of R slots (R > depth + horizon + 1). For each id, a FIFO of its seen occurrences that are
- * not planned yet: head[id], tail[id] (ring slot and position, packed), next_occ per occurrence.
- * So an id's next use after the batch being planned is its FIFO's head: O(1), with no array over
- * all rows to fill per batch (NumPy's NextUses fills one). And `next_use[slot]` keeps, for each
- * resident id, the batch of its FIFO's head, updated wherever a head changes, so the victim
- * search reads arrays by slot, in order: no random access per candidate (a memory access out of
- * the cache costs ~100 ns, and there are ~100k candidates a table a batch).
+ * ring of R slots (R > depth + horizon + 1). An occurrence is packed in 31 bits as (ring slot,
+ * position: 2^26 distinct ids a batch for a ring of 32);
+ * next_occ chains an id's occurrences, so its next use after the batch being planned is its FIFO's
+ * head: O(1), with no array over all rows to fill per batch (NumPy's NextUses fills one).
  */
 #include <algorithm>
 #include <cstdint>
@@ -30,56 +33,111 @@
 
 namespace {
 
-const int64_t NONE = std::numeric_limits<int64_t>::max();   // no seen use ahead
-const int64_t POS_BITS = 26;                      // positions < 2^26 lookups a batch
-inline int32_t pack(int64_t r, int64_t pos) { return (int32_t)((r << POS_BITS) | pos); }
-inline int64_t ring_of(int32_t occ) { return occ >> POS_BITS; }
-inline int64_t pos_of(int32_t occ) { return occ & ((1 << POS_BITS) - 1); }
+const int32_t NONE = std::numeric_limits<int32_t>::max();   // no seen use ahead
+
+struct Row { int32_t slot, head, tail, evicted_by; };          // 16 B: one cache miss per id
+struct Slot { int32_t id, next_use, last_trained, holds; uint8_t dirty, in_batch, pad[2]; };
 
 struct Seen {                                     // one batch in the ring
     int64_t batch = -1;
-    std::vector<int64_t> unique, inverse, slots;  // sorted working set; lookup -> position; decisions
+    std::vector<int32_t> unique, inverse, slots;  // sorted working set; lookup -> position; decisions
     std::vector<int32_t> next_occ;                // per position: the id's next occurrence, -1
 };
 
 struct Planner {
-    int64_t num_rows, capacity, ring, holds_on, furthest, record_held, used = 0;
-    int64_t *slot_of, *slot_ids, *last_trained, *evicted_by;
-    uint8_t *dirty; int32_t *holds;
-    std::vector<int32_t> head, tail;              // [num_rows]
-    std::vector<int64_t> next_use;                // [capacity] batch of the resident id's head
-    std::vector<uint8_t> mark;                    // [num_rows] working-set scratch
-    std::vector<int64_t> where;                   // [num_rows] position scratch
-    std::vector<uint8_t> in_batch;                // [capacity] this batch's hit slots
+    int64_t num_rows, capacity, ring, holds_on, furthest, record_held, used = 0, first_free = 0;
+    int pos_bits;                                 // an occurrence: ring slot << pos_bits | position
+    int32_t pack(int64_t r, int64_t pos) const { return (int32_t)((r << pos_bits) | pos); }
+    int64_t ring_of(int32_t occ) const { return occ >> pos_bits; }
+    int64_t pos_of(int32_t occ) const { return occ & ((1 << pos_bits) - 1); }
+    std::vector<Row> rows;
+    std::vector<Slot> slots;
+    std::vector<uint64_t> bits;                   // [num_rows / 64] working-set scratch
+    std::vector<int32_t> where;                   // [num_rows] position scratch
+    std::vector<uint64_t> keys;                   // victim search scratch: candidates' keys,
+    std::vector<int32_t> cand;                    // their slots,
+    std::vector<int64_t> count;                   // and a count per bucket
     std::vector<Seen> seen;
 };
 
-inline int64_t head_batch(const Planner *p, int64_t id) {
-    return p->head[id] >= 0 ? p->seen[ring_of(p->head[id])].batch : NONE;
+inline int32_t head_batch(const Planner *p, int32_t head) {
+    return head >= 0 ? (int32_t)p->seen[p->ring_of(head)].batch : NONE;
 }
 
-struct Candidate { int64_t level, clock, slot; };   // victims: least (level, clock, slot) first
-inline bool before(const Candidate &a, const Candidate &b) {
-    if (a.level != b.level) return a.level < b.level;
-    if (a.clock != b.clock) return a.clock < b.clock;
-    return a.slot < b.slot;
-}
-
-// The sorted distinct ids of a batch, and each lookup's position among them (np.unique's).
+// The sorted distinct ids of a batch, and each lookup's position among them (np.unique's): set a
+// bit per id (the bitmap of a 1M-row table is 128 KB, it stays in cache), then read the set bits
+// in order. The bitmap is cleared as it is read.
 void working_set(Planner *p, const int64_t *ids, int64_t n, Seen &s) {
     s.unique.clear();
     s.inverse.resize(n);
-    if (p->num_rows <= 64 * n) {                  // a small table next to the batch: mark, scan
-        for (int64_t i = 0; i < n; ++i) p->mark[ids[i]] = 1;
-        for (int64_t id = 0; id < p->num_rows; ++id)
-            if (p->mark[id]) { p->mark[id] = 0; p->where[id] = (int64_t)s.unique.size(); s.unique.push_back(id); }
-    } else {                                      // a large one: sort
-        s.unique.assign(ids, ids + n);
-        std::sort(s.unique.begin(), s.unique.end());
-        s.unique.erase(std::unique(s.unique.begin(), s.unique.end()), s.unique.end());
-        for (int64_t k = 0; k < (int64_t)s.unique.size(); ++k) p->where[s.unique[k]] = k;
+    uint64_t *bits = p->bits.data();
+    int64_t lo = p->num_rows, hi = -1;            // the words touched
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t id = ids[i];
+        bits[id >> 6] |= 1ull << (id & 63);
+        lo = std::min(lo, id); hi = std::max(hi, id);
+    }
+    for (int64_t w = lo >> 6; hi >= 0 && w <= (hi >> 6); ++w) {
+        for (uint64_t word = bits[w]; word; word &= word - 1) {
+            const int32_t id = (int32_t)((w << 6) + __builtin_ctzll(word));
+            p->where[id] = (int32_t)s.unique.size();
+            s.unique.push_back(id);
+        }
+        bits[w] = 0;
     }
     for (int64_t i = 0; i < n; ++i) s.inverse[i] = p->where[ids[i]];
+}
+
+// The v slots to evict: unheld, not this batch's, least (urgency level, clock, slot) first.
+// Key = level << 32 | clock + 1: one integer orders the first two. Sorting ~200k candidate keys a
+// batch (or nth_element) would cost more than the rest of the plan, so: count the candidates by
+// bucket (level, then age = b - clock up to AGES, older ones share the first bucket), find the
+// bucket that holds the v-th key, and only if that bucket is the shared one, select within it.
+// A last pass in slot order takes every key below the v-th and, of the keys equal to it, the lowest
+// slots: exactly the three-key order. -> victims found (< v: too few unheld slots).
+const int64_t AGES = 1024;
+
+int64_t choose_victims(Planner *p, int64_t b, int64_t seen_ahead, int64_t v, int64_t *victim_slots) {
+    std::vector<uint64_t> &keys = p->keys;
+    std::vector<int32_t> &cand = p->cand;
+    std::vector<int64_t> &count = p->count;
+    keys.clear(); cand.clear();
+    count.assign((seen_ahead + 2) * AGES, 0);
+    auto bucket = [b](uint64_t key) {             // ascending keys -> non-decreasing buckets
+        const int64_t level = (int64_t)(key >> 32), clock = (int64_t)(key & 0xffffffffu) - 1;
+        return level * AGES + (AGES - 1 - std::min(b - clock, AGES - 1));
+    };
+    for (int64_t slot = 0; slot < p->capacity; ++slot) {
+        const Slot &s = p->slots[slot];
+        if (s.id < 0 || s.in_batch || (p->holds_on && s.holds > 0)) continue;
+        uint64_t level = 0;                       // urgency: seen_ahead + 1 - k for a use in b+k
+        if (p->furthest && s.next_use != NONE) {
+            const int64_t k = (int64_t)s.next_use - b;
+            if (k >= 1 && k <= seen_ahead) level = (uint64_t)(seen_ahead + 1 - k);
+        }
+        const uint64_t key = level << 32 | (uint64_t)(uint32_t)(s.last_trained + 1);
+        keys.push_back(key); cand.push_back((int32_t)slot);
+        count[bucket(key)] += 1;
+    }
+    if ((int64_t)keys.size() < v) return (int64_t)keys.size();
+    int64_t j = 0, below = 0;                     // the bucket of the v-th key, and keys before it
+    while (below + count[j] < v) below += count[j++];
+    uint64_t kth;
+    if (j % AGES != 0) {                          // one clock: the v-th key is the bucket's key
+        const int64_t level = j / AGES, clock = b - (AGES - 1 - j % AGES);
+        kth = (uint64_t)level << 32 | (uint64_t)(uint32_t)(clock + 1);
+    } else {                                      // the old ones: select among them
+        std::vector<uint64_t> old;
+        for (uint64_t key : keys) if (bucket(key) == j) old.push_back(key);
+        std::nth_element(old.begin(), old.begin() + (v - below - 1), old.end());
+        kth = old[v - below - 1];
+    }
+    below = 0;
+    for (uint64_t key : keys) below += key < kth;
+    int64_t equal_wanted = v - below, found = 0;
+    for (size_t c = 0; c < keys.size(); ++c)      // candidates are in slot order
+        if (keys[c] < kth || (keys[c] == kth && equal_wanted-- > 0)) victim_slots[found++] = cand[c];
+    return found;                                 // in slot order: the same on every engine
 }
 
 }  // namespace
@@ -87,26 +145,32 @@ void working_set(Planner *p, const int64_t *ids, int64_t n, Seen &s) {
 extern "C" {
 
 void *sk_plan_new(int64_t num_rows, int64_t capacity, int64_t ring, int64_t holds_on, int64_t furthest,
-                  int64_t record_held, int64_t *slot_of, int64_t *slot_ids, uint8_t *dirty,
-                  int32_t *holds, int64_t *last_trained, int64_t *evicted_by) {
+                  int64_t record_held, const int64_t *slot_ids, const uint8_t *dirty,
+                  const int64_t *last_trained) {
     Planner *p = new Planner();
     p->num_rows = num_rows; p->capacity = capacity; p->ring = ring; p->holds_on = holds_on;
     p->furthest = furthest; p->record_held = record_held;
-    p->slot_of = slot_of; p->slot_ids = slot_ids; p->dirty = dirty; p->holds = holds;
-    p->last_trained = last_trained; p->evicted_by = evicted_by;
-    p->head.assign(num_rows, -1); p->tail.assign(num_rows, -1);
-    p->mark.assign(num_rows, 0); p->where.assign(num_rows, 0);
-    p->in_batch.assign(capacity, 0);
-    p->next_use.assign(capacity, NONE);
+    p->rows.assign(num_rows, Row{-1, -1, -1, -1});
+    p->slots.assign(capacity, Slot{-1, NONE, -1, 0, 0, 0, {0, 0}});
+    p->bits.assign((num_rows + 63) / 64, 0);
+    p->where.assign(num_rows, 0);
     p->seen.resize(ring);
-    for (int64_t s = 0; s < capacity; ++s) p->used += slot_ids[s] >= 0;
+    int ring_bits = 1;
+    while ((1ll << ring_bits) < ring) ++ring_bits;
+    p->pos_bits = 31 - ring_bits;
+    for (int64_t s = 0; s < capacity; ++s) {
+        Slot &slot = p->slots[s];
+        slot.id = (int32_t)slot_ids[s]; slot.dirty = dirty[s]; slot.last_trained = (int32_t)last_trained[s];
+        if (slot.id >= 0) { p->rows[slot.id].slot = (int32_t)s; p->used += 1; }
+    }
+    while (p->first_free < capacity && p->slots[p->first_free].id >= 0) ++p->first_free;
     return p;
 }
 
 void sk_plan_free(void *handle) { delete static_cast<Planner *>(handle); }
 
 // Batch k's ids [n] (k = the last seen + 1): its working set, and its occurrences queued per id.
-// -> its number of distinct ids.
+// -> its number of distinct ids, or -1 if they are too many to number in an occurrence.
 int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n) {
     Planner *p = static_cast<Planner *>(handle);
     const int64_t r = k % p->ring;
@@ -114,17 +178,18 @@ int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n) {
     s.batch = k;
     working_set(p, ids, n, s);
     const int64_t u = (int64_t)s.unique.size();
+    if (u >= (1ll << p->pos_bits)) return -1;
     s.next_occ.assign(u, -1);
     for (int64_t pos = 0; pos < u; ++pos) {
-        const int64_t id = s.unique[pos];
-        const int32_t occ = pack(r, pos);
-        if (p->tail[id] >= 0) {
-            p->seen[ring_of(p->tail[id])].next_occ[pos_of(p->tail[id])] = occ;
+        Row &row = p->rows[s.unique[pos]];
+        const int32_t occ = p->pack(r, pos);
+        if (row.tail >= 0) {
+            p->seen[p->ring_of(row.tail)].next_occ[p->pos_of(row.tail)] = occ;
         } else {
-            p->head[id] = occ;
-            if (p->slot_of[id] >= 0) p->next_use[p->slot_of[id]] = k;
+            row.head = occ;
+            if (row.slot >= 0) p->slots[row.slot].next_use = (int32_t)k;
         }
-        p->tail[id] = occ;
+        row.tail = occ;
     }
     return u;
 }
@@ -134,7 +199,7 @@ int64_t sk_plan_shortfall(void *handle, int64_t b) {
     Planner *p = static_cast<Planner *>(handle);
     const Seen &s = p->seen[b % p->ring];
     int64_t misses = 0;
-    for (int64_t id : s.unique) misses += p->slot_of[id] < 0;
+    for (int32_t id : s.unique) misses += p->rows[id].slot < 0;
     return misses - (p->capacity - p->used);
 }
 
@@ -153,71 +218,65 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
     int64_t held = 0;
     if (p->record_held)
         for (int64_t slot = 0; slot < p->capacity; ++slot)
-            if (p->holds[slot] > 0) held_before[held++] = slot;
-    for (int64_t pos = 0; pos < u; ++pos) {        // planned now: off the FIFO of its id
-        const int64_t id = s.unique[pos];
-        p->head[id] = s.next_occ[pos];
-        if (p->head[id] < 0) p->tail[id] = -1;
-        if (p->slot_of[id] >= 0) p->next_use[p->slot_of[id]] = head_batch(p, id);
-    }
+            if (p->slots[slot].holds > 0) held_before[held++] = slot;
     int64_t m = 0;
-    for (int64_t pos = 0; pos < u; ++pos) {
-        const int64_t id = s.unique[pos];
+    for (int64_t pos = 0; pos < u; ++pos) {        // planned now: off the FIFO of its id
+        const int32_t id = s.unique[pos];
+        Row &row = p->rows[id];
+        row.head = s.next_occ[pos];
+        if (row.head < 0) row.tail = -1;
         unique[pos] = id;
-        slots[pos] = p->slot_of[id];
-        hit[pos] = slots[pos] >= 0;
-        if (hit[pos]) p->in_batch[slots[pos]] = 1; else miss_ids[m++] = id;
+        slots[pos] = row.slot;
+        hit[pos] = row.slot >= 0;
+        if (hit[pos]) {
+            Slot &slot = p->slots[row.slot];
+            slot.next_use = head_batch(p, row.head);
+            slot.in_batch = 1;
+        } else {
+            miss_ids[m++] = id;
+        }
     }
     const int64_t free_slots = p->capacity - p->used;
-    int64_t v = m > free_slots ? m - free_slots : 0;
-    if (v > 0) {                                   // victims: unheld, not this batch's, least first
-        std::vector<Candidate> cand;
-        const int64_t seen_ahead = stop - 1 - b;
-        for (int64_t slot = 0; slot < p->capacity; ++slot) {
-            const int64_t id = p->slot_ids[slot];
-            if (id < 0 || p->in_batch[slot] || (p->holds_on && p->holds[slot] > 0)) continue;
-            int64_t level = 0;                     // urgency: seen_ahead + 1 - k for a use in b+k
-            if (p->furthest && p->next_use[slot] != NONE) {
-                const int64_t k = p->next_use[slot] - b;
-                if (k >= 1 && k <= seen_ahead) level = seen_ahead + 1 - k;
-            }
-            cand.push_back({level, p->last_trained[slot], slot});
-        }
-        if ((int64_t)cand.size() < v) {
-            for (int64_t pos = 0; pos < u; ++pos) if (hit[pos]) p->in_batch[slots[pos]] = 0;
-            counts[0] = (int64_t)cand.size(); counts[2] = v;
+    const int64_t v = m > free_slots ? m - free_slots : 0;
+    if (v > 0) {
+        const int64_t found = choose_victims(p, b, stop - 1 - b, v, victim_slots);
+        if (found < v) {
+            for (int64_t pos = 0; pos < u; ++pos) if (hit[pos]) p->slots[slots[pos]].in_batch = 0;
+            counts[0] = found; counts[2] = v;
             return -1;
         }
-        std::nth_element(cand.begin(), cand.begin() + (v - 1), cand.end(), before);
-        for (int64_t i = 0; i < v; ++i) victim_slots[i] = cand[i].slot;
-        std::sort(victim_slots, victim_slots + v);  // victims in slot order: the same on every engine
         for (int64_t i = 0; i < v; ++i) {           // evict
-            const int64_t slot = victim_slots[i], id = p->slot_ids[slot];
-            victim_ids[i] = id;
-            victim_dirty[i] = p->dirty[slot];
-            p->slot_of[id] = -1; p->slot_ids[slot] = -1; p->dirty[slot] = 0;
+            Slot &slot = p->slots[victim_slots[i]];
+            victim_ids[i] = slot.id;
+            victim_dirty[i] = slot.dirty;
+            p->rows[slot.id].slot = -1; slot.id = -1; slot.dirty = 0;
         }
         p->used -= v;
     }
-    for (int64_t pos = 0; pos < u; ++pos) if (hit[pos]) p->in_batch[slots[pos]] = 0;
-    int64_t given = 0;                             // the misses' slots: free ones, lowest first,
-    for (int64_t slot = 0; given < m - v && slot < p->capacity; ++slot)   // then the victims'
-        if (p->slot_ids[slot] < 0 && !std::binary_search(victim_slots, victim_slots + v, slot))
+    for (int64_t pos = 0; pos < u; ++pos) if (hit[pos]) p->slots[slots[pos]].in_batch = 0;
+    // the misses' slots: free ones, lowest first, then the victims'. Only victims ever free a slot,
+    // and they are filled again at once, so no free slot lies below `first_free`.
+    int64_t given = 0;
+    for (int64_t slot = p->first_free; given < m - v && slot < p->capacity; ++slot)
+        if (p->slots[slot].id < 0 && !std::binary_search(victim_slots, victim_slots + v, slot))
             miss_slots[given++] = slot;
     for (int64_t i = 0; i < v; ++i) miss_slots[given++] = victim_slots[i];
     int64_t wait = -1;
     for (int64_t i = 0, j = 0; i < u; ++i) {
         if (hit[i]) continue;
-        const int64_t id = unique[i], slot = miss_slots[j++];
-        slots[i] = slot;
-        p->slot_of[id] = slot; p->slot_ids[slot] = id; p->dirty[slot] = 0;
-        p->next_use[slot] = head_batch(p, id);
-        if (p->evicted_by[id] > wait) wait = p->evicted_by[id];
-        p->evicted_by[id] = -1;
+        const int64_t id = unique[i], slot_index = miss_slots[j++];
+        Row &row = p->rows[id];
+        Slot &slot = p->slots[slot_index];
+        slots[i] = slot_index;
+        row.slot = (int32_t)slot_index; slot.id = (int32_t)id; slot.dirty = 0;
+        slot.next_use = head_batch(p, row.head);
+        if (row.evicted_by > wait) wait = row.evicted_by;
+        row.evicted_by = -1;
     }
     p->used += m;
-    for (int64_t i = 0; i < v; ++i) if (victim_dirty[i]) p->evicted_by[victim_ids[i]] = b;
-    if (p->holds_on) for (int64_t i = 0; i < u; ++i) p->holds[slots[i]] += 1;
+    while (p->first_free < p->capacity && p->slots[p->first_free].id >= 0) ++p->first_free;
+    for (int64_t i = 0; i < v; ++i) if (victim_dirty[i]) p->rows[victim_ids[i]].evicted_by = (int32_t)b;
+    if (p->holds_on) for (int64_t i = 0; i < u; ++i) p->slots[slots[i]].holds += 1;
     for (int64_t i = 0; i < n; ++i) lookup_slots[i] = slots[s.inverse[i]];
     s.slots.assign(slots, slots + u);
     counts[0] = u; counts[1] = m; counts[2] = v; counts[3] = held; counts[4] = wait;
@@ -229,10 +288,11 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
 void sk_plan_retire(void *handle, int64_t k) {
     Planner *p = static_cast<Planner *>(handle);
     const Seen &s = p->seen[k % p->ring];
-    for (int64_t slot : s.slots) {
-        p->dirty[slot] = 1;
-        p->last_trained[slot] = k;
-        if (p->holds_on) p->holds[slot] -= 1;
+    for (int32_t index : s.slots) {
+        Slot &slot = p->slots[index];
+        slot.dirty = 1;
+        slot.last_trained = (int32_t)k;
+        if (p->holds_on) slot.holds -= 1;
     }
 }
 

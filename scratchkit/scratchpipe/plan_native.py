@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from scratchkit.config import VictimPolicy
-from scratchkit.native import I32P, I64P, U8P, CLibrary, i32, i64, u8
+from scratchkit.native import I64P, U8P, CLibrary, i64, u8
 from scratchkit.scratchpipe.events import PlanDecision
 from scratchkit.scratchpipe.plan import TablePlan
 
 _VOID, _I64 = ctypes.c_void_p, ctypes.c_int64
 _SIGNATURES = {
-    "sk_plan_new": (_VOID, [_I64] * 6 + [I64P, I64P, U8P, I32P, I64P, I64P]),
+    "sk_plan_new": (_VOID, [_I64] * 6 + [I64P, U8P, I64P]),
     "sk_plan_free": (None, [_VOID]),
     "sk_plan_see": (_I64, [_VOID, _I64, I64P, _I64]),
     "sk_plan_shortfall": (_I64, [_VOID, _I64]),
@@ -38,7 +38,8 @@ def native_planner_available() -> bool:
 
 class NativeTablePlanner:
     """One table's planner, in plan_loop.c. Same arguments and decisions as `TablePlanner`, whose
-    map is a `SlotMap`: here the same arrays, given whole (`slot_ids`, `dirty`, `last_trained`)."""
+    map is a `SlotMap`: here the same arrays, given whole (`slot_ids`, `dirty`, `last_trained`) and
+    copied into the loop's own records."""
 
     def __init__(self, table: int, num_rows: int, slot_ids: np.ndarray, dirty: np.ndarray,
                  last_trained: np.ndarray, policy: VictimPolicy, holds: bool, record_held: bool,
@@ -46,21 +47,17 @@ class NativeTablePlanner:
         if policy not in (VictimPolicy.FURTHEST, VictimPolicy.LRU):
             raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
                              f"not {policy.value!r}")
-        self.table, self.capacity = table, len(slot_ids)
-        self.slot_ids = np.ascontiguousarray(slot_ids, dtype=np.int64).copy()      # [capacity]
-        self.slot_of = np.full(num_rows, -1, dtype=np.int64)                      # [num_rows]
-        resident = np.flatnonzero(self.slot_ids >= 0)
-        self.slot_of[self.slot_ids[resident]] = resident
-        self.dirty = np.ascontiguousarray(dirty, dtype=np.uint8).copy()            # [capacity]
-        self.holds = np.zeros(self.capacity, dtype=np.int32)                       # [capacity]
-        self.last_trained = np.ascontiguousarray(last_trained, dtype=np.int64).copy()
-        self.evicted_by = np.full(num_rows, -1, dtype=np.int64)                    # [num_rows]
-        self.record_held = record_held
+        self.table, self.capacity, self.record_held = table, len(slot_ids), record_held
+        if num_rows >= 2**31 or self.capacity >= 2**31:
+            raise ValueError(f"table {table}: the C++ planner numbers rows and slots with int32; "
+                             f"{num_rows} rows, {self.capacity} slots are too many (use the twin)")
+        slot_ids = np.ascontiguousarray(slot_ids, dtype=np.int64)          # [capacity], copied in
+        dirty = np.ascontiguousarray(dirty, dtype=np.uint8)                 # [capacity]
+        last_trained = np.ascontiguousarray(last_trained, dtype=np.int64)   # [capacity]
         self._lib = LOOP.library
         self._handle = self._lib.sk_plan_new(
             num_rows, self.capacity, ring, int(holds), int(policy is VictimPolicy.FURTHEST),
-            int(record_held), i64(self.slot_of), i64(self.slot_ids), u8(self.dirty), i32(self.holds),
-            i64(self.last_trained), i64(self.evicted_by))
+            int(record_held), i64(slot_ids), u8(dirty), i64(last_trained))
         self._lookups: dict[int, int] = {}   # batch -> its number of lookups
 
     def __del__(self):
@@ -70,7 +67,9 @@ class NativeTablePlanner:
 
     def see(self, k: int, ids: np.ndarray) -> None:
         ids = np.ascontiguousarray(ids, dtype=np.int64)
-        self._lib.sk_plan_see(self._handle, k, i64(ids), ids.size)
+        if self._lib.sk_plan_see(self._handle, k, i64(ids), ids.size) < 0:
+            raise ValueError(f"table {self.table}, batch {k}: too many distinct ids for the C++ "
+                             "planner's ring (lower the horizon, or use the twin: native_planner=False)")
         self._lookups[k] = ids.size
 
     def shortfall(self, b: int) -> int:
