@@ -34,6 +34,7 @@
 namespace {
 
 const int32_t NONE = std::numeric_limits<int32_t>::max();   // no seen use ahead
+const int64_t AHEAD = 16;                         // prefetch distance, in ids: ~ memory latency / work per id
 
 struct Row { int32_t slot, head, tail, evicted_by; };          // 16 B: one cache miss per id
 struct Slot { int32_t id, next_use, last_trained, holds; uint8_t dirty, in_batch, pad[2]; };
@@ -181,6 +182,11 @@ int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n) {
     if (u >= (1ll << p->pos_bits)) return -1;
     s.next_occ.assign(u, -1);
     for (int64_t pos = 0; pos < u; ++pos) {
+        if (pos + AHEAD < u) __builtin_prefetch(&p->rows[s.unique[pos + AHEAD]]);
+        if (pos + AHEAD / 2 < u) {                 // where its occurrence is chained
+            const int32_t near = p->rows[s.unique[pos + AHEAD / 2]].tail;
+            if (near >= 0) __builtin_prefetch(&p->seen[p->ring_of(near)].next_occ[p->pos_of(near)]);
+        }
         Row &row = p->rows[s.unique[pos]];
         const int32_t occ = p->pack(r, pos);
         if (row.tail >= 0) {
@@ -222,6 +228,11 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
     int64_t m = 0;
     for (int64_t pos = 0; pos < u; ++pos) {        // planned now: off the FIFO of its id
         const int32_t id = s.unique[pos];
+        if (pos + AHEAD < u) __builtin_prefetch(&p->rows[s.unique[pos + AHEAD]]);
+        if (pos + AHEAD / 2 < u) {                 // its slot, once its row has arrived
+            const int32_t near = p->rows[s.unique[pos + AHEAD / 2]].slot;
+            if (near >= 0) __builtin_prefetch(&p->slots[near]);
+        }
         Row &row = p->rows[id];
         row.head = s.next_occ[pos];
         if (row.head < 0) row.tail = -1;
