@@ -26,6 +26,8 @@ def add_config_args(parser) -> None:
                              "accepts for this data and depth")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
+    parser.add_argument("--plan-shards", type=int, default=1,
+                        help="ScratchPipe planners per table, each on its own core (default 1)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
 
@@ -41,6 +43,8 @@ def _capacity(text: str):
 def config_from_args(args):
     if args.scale is not None and args.profile not in SCALABLE:
         raise ValueError(f"--scale applies to the profiles {', '.join(SCALABLE)}, not {args.profile!r}")
+    if args.plan_shards < 1:
+        raise ValueError(f"--plan-shards must be >= 1, got {args.plan_shards}")
     config = get_profile(args.profile, scale=args.scale)
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
@@ -48,15 +52,16 @@ def config_from_args(args):
     if args.capacity == "min":
         steps = getattr(args, "steps", 100) + getattr(args, "warmup", 0)
         per_table = minimum_capacities(SyntheticSource(config.replace(
-            data=replace(config.data, seed=args.seed, **data)).data), args.depth, 0, steps)
+            data=replace(config.data, seed=args.seed, **data)).data), args.depth, 0, steps,
+            args.plan_shards)
         args.capacity = max(per_table)
         print(f"capacity min = {args.capacity} rows (per table: {per_table}) for depth {args.depth} "
               f"over {steps} batches", file=sys.stderr)
     if args.capacity is None and args.load_factor is None:   # the profile's own cache size
-        cache = replace(config.cache, depth=args.depth)
+        cache = replace(config.cache, depth=args.depth, plan_shards=args.plan_shards)
     else:
         cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth,
-                            victim_policy=config.cache.victim_policy)
+                            victim_policy=config.cache.victim_policy, plan_shards=args.plan_shards)
     return config.replace(data=replace(config.data, seed=args.seed, **data), optimizer=optimizer,
                           cache=cache, seed=args.seed)
 
