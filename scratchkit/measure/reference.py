@@ -77,6 +77,10 @@ class ReferenceRun:
 
     def __init__(self, config: TrainConfig, source, device: str = "cpu"):
         self.config, self.source, self.device = config, source, torch.device(device)
+        if config.cpu_threads is not None:
+            # the trainers' thread count (trainers/base.py): a matmul splits its sums by thread, so
+            # another count would give other last bits (7e-9 on embedding-bound's 512-sample batch)
+            torch.set_num_threads(config.cpu_threads)
         model = ReferenceDLRM(config, source.num_dense)
         # initial weights: the same data every trainer starts from
         kit_dense = init_dense_model(config.model, source.num_dense, len(config.data.table_sizes), config.seed)
