@@ -38,8 +38,9 @@ from scratchkit.data.npy_files import NpyRows
 class ConcatRows:
     """Several `.npy` files of the same row shape read as one: rows [start, stop) across files."""
 
-    def __init__(self, parts: Sequence[NpyRows]):
+    def __init__(self, parts: Sequence[NpyRows], limit: int | None = None):
         self.parts = list(parts)
+        self.limit = limit              # use only the first `limit` rows (None: all)
         shapes = {p.row_shape for p in self.parts}
         if len(shapes) != 1:
             raise ValueError(f"{self.parts[0].path.parent}: files with different row shapes: "
@@ -49,7 +50,7 @@ class ConcatRows:
         self.bounds = np.cumsum([0] + [len(p) for p in self.parts])   # [files+1]
 
     def __len__(self) -> int:
-        return int(self.bounds[-1])
+        return int(self.bounds[-1]) if self.limit is None else min(self.limit, int(self.bounds[-1]))
 
     def read(self, start: int, stop: int) -> np.ndarray:
         first = int(np.searchsorted(self.bounds, start, side="right")) - 1

@@ -38,6 +38,25 @@ def make_trace(source, num_batches: int, start: int = 0) -> np.ndarray:
                            for i in range(start, start + num_batches)])
 
 
+def stream_trace(source, num_batches: int, path: str | Path, start: int = 0,
+                 on_batch=None) -> tuple[Path, int]:
+    """Write the trace of batches `start .. start+num_batches-1` to a `.npy` a batch at a time
+    (memory: one batch, whatever the length); returns (the path written, accesses)."""
+    from scratchkit.data.npy_files import NpyAppender
+
+    if num_batches <= 0:
+        raise ValueError(f"number of batches must be positive, got {num_batches}")
+    path = Path(path)
+    path = path if path.suffix == ".npy" else path.with_name(path.name + ".npy")
+    offsets = table_offsets(source.table_sizes)
+    with NpyAppender(path, np.int64) as out:
+        for i in range(start, start + num_batches):
+            out.append(batch_trace(source.batch(i), offsets))
+            if on_batch is not None:
+                on_batch(1)
+    return path, out.rows
+
+
 def write_trace(trace: np.ndarray, path: str | Path) -> Path:
     path = Path(path)
     np.save(path, np.ascontiguousarray(trace, dtype=np.int64))
