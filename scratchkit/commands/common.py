@@ -55,7 +55,7 @@ def capacity_arg(text: str):
 def source_and_config(args, batches: int):
     """(source, config, a few words naming the data) for a run of `batches` batches: --data or a
     profile, with the training flags applied where the command has them."""
-    depth = getattr(args, "depth", 2)
+    depth = getattr(args, "depth", None) or 2
     if args.data is not None:
         source, config, name = data_args.open_from_args(args, depth)
     else:
