@@ -50,7 +50,7 @@ def run(args) -> int:
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
         print(format_table(results, projections))
         if projections:
-            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work per step "
-                  "(working sets, rows fetched and written back); ratio = samples/s relative to the "
-                  "first trainer on the same profile; the data stage is not modelled.")
+            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work\n"
+                  "per step (working sets, rows fetched and written back); ratio = samples/s relative\n"
+                  "to the first trainer on the same profile; the data stage is not modelled.")
     return 0
