@@ -35,7 +35,7 @@ lab: install
 	  $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 test: install
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -rs   # -rs: every skip and why (no GPU, no chromium) in the summary
 
 bench: install
 	$(VENV)/bin/scratchkit bench --profile small --trainers gpu-only,hybrid

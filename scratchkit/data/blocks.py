@@ -24,10 +24,7 @@ BLOCK_BYTES = 32 << 20     # 32 MB: ~130k Criteo lines; large enough for Arrow's
 class Block:
     data: bytes
     first_line: int
-
-    @property
-    def lines(self) -> int:
-        return count_lines(self.data)
+    lines: int            # as Python's text mode counts them (count_lines)
 
     @property
     def lone_cr(self) -> bool:
@@ -43,7 +40,9 @@ class Block:
 
 def count_lines(data: bytes) -> int:
     """Lines in `data` as Python's text mode splits them (a last line without newline counts)."""
-    ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    ends = data.count(b"\n")
+    if b"\r" in data:                               # Windows endings, or a lone "\r"
+        ends += data.count(b"\r") - data.count(b"\r\n")
     return ends + (1 if data and not data.endswith((b"\n", b"\r")) else 0)
 
 
@@ -73,13 +72,13 @@ def read_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES, first_line: in
             data = carry + chunk
             if not chunk:                               # end of file: whatever is left
                 if data:
-                    yield Block(data, first_line)
+                    yield Block(data, first_line, count_lines(data))
                 break
             cut = data.rfind(b"\n") + 1
             if cut == 0:                                # a line longer than a block: read on
                 carry = data
                 continue
-            block, carry = Block(data[:cut], first_line), data[cut:]
+            block, carry = Block(data[:cut], first_line, count_lines(data[:cut])), data[cut:]
             first_line += block.lines
             if on_bytes is not None:
                 position = raw.tell()

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scratchkit.data.convert import Chunk, read_binary_columns
-from scratchkit.data.fields import Fields, decode_hex, decode_ints, decode_labels
+from scratchkit.data.convert import Chunk, only_bytes, read_columns
+from scratchkit.data.fields import Fields, decode_hex, decode_labels
 from scratchkit.data.file_source import FileSource
 from scratchkit.data.in_memory import table_sizes_from
 from scratchkit.data.lines import MalformedLineError, OnBadLine, positive_int, show_value
@@ -58,6 +58,10 @@ _HEX = re.compile(r"[0-9A-Fa-f]+")
 # A well-formed line in one test; lines that fail it go through `_diagnose` for a precise message.
 _GOOD_LINE = re.compile(r"[01](?:\t(?:-?[0-9]{1,308})?){13}(?:\t[0-9A-Fa-f]{0,16}){26}")
 MAX_HEX_DIGITS = 16  # 64 bits
+# The bytes a well-formed block can hold. With nothing else in it, pyarrow's int64 reading of
+# the counts accepts exactly `-?[0-9]+` (no space, '+' or 'x' for its leniency to act on).
+_BLOCK_BYTES = b"0123456789abcdefABCDEF-\t\n\r"
+_LOG1P = np.log1p(np.arange(1 << 16, dtype=np.float64)).astype(np.float32)  # small counts
 
 
 def parse_line(line: str, source: str, line_number: int) -> list[str]:
@@ -106,28 +110,38 @@ class CriteoFormat:
     def parse_line(self, line: str, number: int) -> list[str]:
         return parse_line(line, self.source, number)
 
-    def fast(self, block) -> Chunk | None:
+    def split(self, block):
+        """The block's columns (pyarrow: counts as int64, the rest as bytes), or None if any
+        byte is out of place or pyarrow refuses a line; runs ahead on a thread."""
+        if not only_bytes(block.data, _BLOCK_BYTES):
+            return None
+        return read_columns(block.data, list(COLUMN_NAMES), "\t", COLUMN_NAMES[1:1 + NUM_DENSE])
+
+    def fast(self, block, table=None) -> Chunk | None:
         """Every line of the block decoded at once, or None if any field is odd."""
-        table = read_binary_columns(block.data, list(COLUMN_NAMES), "\t")
+        table = self.split(block) if table is None else table
         if table is None:
             return None
-        columns = {}
-        for name, decode in ((COLUMN_NAMES[0], decode_labels),
-                             *((n, decode_ints) for n in COLUMN_NAMES[1:1 + NUM_DENSE]),
-                             *((n, decode_hex) for n in COLUMN_NAMES[1 + NUM_DENSE:])):
-            parts = [decode(Fields.from_arrow(chunk)) for chunk in table.column(name).chunks]
-            if any(p is None for p in parts):
+        n = table.num_rows
+        values = np.empty((n, NUM_DENSE), np.float64)                             # [n, 13]
+        sparse = np.empty((n, NUM_CATEGORICAL), np.uint64)                        # [n, 26]
+        dense_missing = np.empty((n, NUM_DENSE), bool)
+        cat_missing = np.empty((n, NUM_CATEGORICAL), bool)
+        labels = _decoded(table, COLUMN_NAMES[0], decode_labels)
+        if labels is None:
+            return None
+        for j, name in enumerate(COLUMN_NAMES[1:1 + NUM_DENSE]):
+            column = table.column(name)
+            dense_missing[:, j] = column.is_null().to_numpy(zero_copy_only=False)
+            values[:, j] = column.fill_null(0).to_numpy()
+        for t, name in enumerate(COLUMN_NAMES[1 + NUM_DENSE:]):
+            decoded = _decoded(table, name, decode_hex)
+            if decoded is None:
                 return None
-            columns[name] = parts
-        labels = np.concatenate(columns["label"]) if table.num_rows else np.zeros(0, np.uint8)
-        ints = [_joined(columns[n]) for n in COLUMN_NAMES[1:1 + NUM_DENSE]]
-        hexes = [_joined(columns[n]) for n in COLUMN_NAMES[1 + NUM_DENSE:]]
-        values = np.stack([v for v, _ in ints], axis=1).astype(np.float64)      # [n, 13]
-        return Chunk(labels, _log_dense(values),
-                     np.stack([v for v, _ in hexes], axis=1),                    # [n, 26] uint64
-                     {"dense_missing": np.stack([m for _, m in ints], axis=1),
-                      "dense_negative": values < 0,
-                      "categorical_missing": np.stack([m for _, m in hexes], axis=1)})
+            sparse[:, t], cat_missing[:, t] = decoded
+        return Chunk(labels, _log_dense(values), sparse,
+                     {"dense_missing": dense_missing, "dense_negative": values < 0,
+                      "categorical_missing": cat_missing})
 
     def rows_to_chunk(self, rows: list[list[str]]) -> Chunk:
         """The slow twin: rows of 40 strings (checked by `parse_line`) to a Chunk."""
@@ -154,16 +168,29 @@ class CriteoFormat:
                 report.missing_by_column[name] = report.missing_by_column.get(name, 0) + n
 
 
-def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """One column's (values, missing) decoded per Arrow chunk, joined."""
+def _decoded(table, name: str, decode):
+    """One column decoded per Arrow chunk and joined; None if any chunk declines."""
+    parts = [decode(Fields.from_arrow(chunk)) for chunk in table.column(name).chunks]
+    if any(p is None for p in parts):
+        return None
     if len(parts) == 1:
         return parts[0]
-    return np.concatenate([v for v, _ in parts]), np.concatenate([m for _, m in parts])
+    if not parts:
+        return np.zeros(0, np.uint8)
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate(column) for column in zip(*parts))
+    return np.concatenate(parts)
 
 
 def _log_dense(values: np.ndarray) -> np.ndarray:
-    """[n, 13] float64 counts -> float32 log(1 + max(x, 0))."""
-    return np.log1p(np.maximum(values, 0.0)).astype(np.float32)
+    """[n, 13] float64 counts -> float32 log(1 + max(x, 0)): computed in float64, rounded once.
+    Counts below 65536 (most of them) are looked up in a table of the same values."""
+    clipped = np.maximum(values, 0.0)
+    small = clipped < _LOG1P.size
+    out = _LOG1P[np.where(small, clipped, 0).astype(np.int64)]
+    if not small.all():
+        out[~small] = np.log1p(clipped[~small]).astype(np.float32)
+    return out
 
 
 def load_criteo(path: str | Path, table_sizes: int | Sequence[int] | None = None,

@@ -14,6 +14,8 @@ refuses would load silently.
 """
 from __future__ import annotations
 
+import binascii
+
 import numpy as np
 
 ZERO, MINUS, DOT = ord("0"), ord("-"), ord(".")
@@ -22,23 +24,24 @@ MAX_HEX_DIGITS = 16                   # 64 bits
 _POWERS = 10 ** np.arange(MAX_INT_DIGITS - 1, -1, -1, dtype=np.int64)   # [18]
 
 
-def _lut(chars: str) -> np.ndarray:
+def byte_table(chars: str) -> np.ndarray:
     table = np.zeros(256, dtype=bool)
     table[np.frombuffer(chars.encode(), np.uint8)] = True
     return table
 
 
-DIGIT = _lut("0123456789")
-SIGNED = _lut("0123456789-")
-HEX = _lut("0123456789abcdefABCDEF")
-DECIMAL = _lut("0123456789.")
+DIGIT = byte_table("0123456789")
+SIGNED = byte_table("0123456789-")
+HEX = byte_table("0123456789abcdefABCDEF")
+DECIMAL = byte_table("0123456789.")
 
 
 class Fields:
     """One column of n text fields: `data` (uint8 bytes), `starts` and `lengths` ([n] int64)."""
 
-    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, arrow=None):
         self.data, self.starts, self.lengths = data, starts, lengths
+        self.arrow = arrow                          # the Arrow array the bytes came from, if any
         end = int(starts[-1] + lengths[-1]) if starts.size else 0
         self.used = data[int(starts[0]) if starts.size else 0:end]   # every field's bytes, nothing else
 
@@ -49,7 +52,7 @@ class Fields:
         n = len(array)
         offsets = np.frombuffer(offsets, np.int32, n + 1, array.offset * 4).astype(np.int64)
         data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-        return cls(data, offsets[:-1], np.diff(offsets))
+        return cls(data, offsets[:-1], np.diff(offsets), arrow=array)
 
     def __len__(self) -> int:
         return self.starts.size
@@ -90,7 +93,10 @@ def decode_labels(fields: Fields) -> np.ndarray | None:
 
 def decode_ints(fields: Fields, signed: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
     """`-?[0-9]+` (or `[0-9]+`) or empty: (int64 values [n], missing [n] bool); None if any
-    field is malformed or has more than MAX_INT_DIGITS digits."""
+    field is malformed or has more than MAX_INT_DIGITS digits.
+
+    The grammar is checked here, byte by byte; the digits are then turned into numbers by
+    pyarrow's cast where there is an Arrow array (C++, ~5 ns a field), else by NumPy."""
     if not fields.only(SIGNED if signed else DIGIT):
         return None
     negative = fields.first_bytes() == MINUS
@@ -99,23 +105,33 @@ def decode_ints(fields: Fields, signed: bool = True) -> tuple[np.ndarray, np.nda
         return None
     if (negative & (digits < 1)).any() or (digits.max(initial=0) > MAX_INT_DIGITS):
         return None
+    missing = fields.lengths == 0
+    if fields.arrow is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        text = pc.if_else(pa.array(missing), pa.scalar(None, pa.binary()), fields.arrow)
+        values = pc.cast(text.cast(pa.string()), pa.int64()).fill_null(0)
+        return values.to_numpy(zero_copy_only=False), missing
     padded = fields.right_aligned(MAX_INT_DIGITS, skip=negative.astype(np.int64))
     values = (padded - ZERO).astype(np.int64) @ _POWERS                            # [n]
-    return np.where(negative, -values, values), fields.lengths == 0
+    return np.where(negative, -values, values), missing
 
 
 def decode_hex(fields: Fields) -> tuple[np.ndarray, np.ndarray] | None:
     """`[0-9A-Fa-f]*` of at most 16 digits: (uint64 values [n], missing [n] bool), an empty field
     reading 0 (as `int("0", 16)` in the DLRM reference); None otherwise."""
-    if not fields.only(HEX) or fields.lengths.max(initial=0) > MAX_HEX_DIGITS:
-        return None
     missing = fields.lengths == 0
     values = np.zeros(len(fields), np.uint64)
     if ((fields.lengths == 8) | missing).all():        # Criteo's hashes: 8 digits, or none
-        values[~missing] = np.frombuffer(bytes.fromhex(fields.used.tobytes().decode()), ">u4")
-    else:
-        padded = fields.right_aligned(MAX_HEX_DIGITS)
-        values[:] = np.frombuffer(bytes.fromhex(padded.tobytes().decode()), ">u8")
+        try:                                           # a2b_hex refuses any non-hex byte
+            values[~missing] = np.frombuffer(binascii.a2b_hex(fields.used), ">u4")
+        except (binascii.Error, ValueError):
+            return None
+        return values, missing
+    if not fields.only(HEX) or fields.lengths.max(initial=0) > MAX_HEX_DIGITS:
+        return None
+    values[:] = np.frombuffer(binascii.a2b_hex(fields.right_aligned(MAX_HEX_DIGITS)), ">u8")
     return values, missing
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from scratchkit.choices import parse_choice
 from scratchkit.data.blocks import first_line_of
-from scratchkit.data.convert import Chunk, read_binary_columns
+from scratchkit.data.convert import Chunk, read_columns
 from scratchkit.data.fields import Fields, decode_decimals, decode_ints
 from scratchkit.data.file_source import FileSource
 from scratchkit.data.in_memory import table_sizes_from
@@ -140,8 +140,12 @@ class RatingsFormat:
     def parse_line(self, line: str, number: int):
         return parse_rating(line, self.source, number, self.fmt, self.sizes)
 
-    def fast(self, block) -> Chunk | None:
-        table = read_binary_columns(block.data, list(self.fmt.column_names), self.fmt.separator)
+    def split(self, block):
+        """The block's columns as raw bytes (pyarrow), or None; runs ahead on a thread."""
+        return read_columns(block.data, list(self.fmt.column_names), self.fmt.separator)
+
+    def fast(self, block, table=None) -> Chunk | None:
+        table = self.split(block) if table is None else table
         if table is None:
             return None
         decoders = (lambda f: _whole(decode_ints(f, signed=False)),
