@@ -105,7 +105,7 @@ class ColumnFiles:
     def append(self, chunk: Chunk) -> None:
         if len(chunk) and chunk.sparse.dtype.itemsize > 4 and self.sparse.dtype == np.uint32 \
                 and int(chunk.sparse.max()) > np.iinfo(np.uint32).max:
-            self.sparse.widen(np.uint64)
+            self.sparse.widen(np.uint64)             # a value past 32 bits: rare, once
         self.labels.append(chunk.labels)
         self.dense.append(chunk.dense)
         self.sparse.append(chunk.sparse)

@@ -122,26 +122,20 @@ class CriteoFormat:
         table = self.split(block) if table is None else table
         if table is None:
             return None
-        n = table.num_rows
-        values = np.empty((n, NUM_DENSE), np.float64)                             # [n, 13]
-        sparse = np.empty((n, NUM_CATEGORICAL), np.uint64)                        # [n, 26]
-        dense_missing = np.empty((n, NUM_DENSE), bool)
-        cat_missing = np.empty((n, NUM_CATEGORICAL), bool)
         labels = _decoded(table, COLUMN_NAMES[0], decode_labels)
         if labels is None:
             return None
-        for j, name in enumerate(COLUMN_NAMES[1:1 + NUM_DENSE]):
-            column = table.column(name)
-            dense_missing[:, j] = column.is_null().to_numpy(zero_copy_only=False)
-            values[:, j] = column.fill_null(0).to_numpy()
-        for t, name in enumerate(COLUMN_NAMES[1 + NUM_DENSE:]):
-            decoded = _decoded(table, name, decode_hex)
-            if decoded is None:
-                return None
-            sparse[:, t], cat_missing[:, t] = decoded
-        return Chunk(labels, _log_dense(values), sparse,
-                     {"dense_missing": dense_missing, "dense_negative": values < 0,
-                      "categorical_missing": cat_missing})
+        counts = [_int_column(table.column(name).combine_chunks())
+                  for name in COLUMN_NAMES[1:1 + NUM_DENSE]]
+        hexes = [_decoded(table, name, decode_hex) for name in COLUMN_NAMES[1 + NUM_DENSE:]]
+        if any(h is None for h in hexes):
+            return None
+        values = np.stack([v for v, _ in counts], axis=1)                            # int64 [n, 13]
+        return Chunk(labels, _log_dense(values),
+                     np.stack([v for v, _ in hexes], axis=1),                        # [n, 26]
+                     {"dense_missing": np.stack([m for _, m in counts], axis=1),   # [n, 13]
+                      "dense_negative": values < 0,
+                      "categorical_missing": np.stack([m for _, m in hexes], axis=1)})
 
     def rows_to_chunk(self, rows: list[list[str]]) -> Chunk:
         """The slow twin: rows of 40 strings (checked by `parse_line`) to a Chunk."""
@@ -168,6 +162,20 @@ class CriteoFormat:
                 report.missing_by_column[name] = report.missing_by_column.get(name, 0) + n
 
 
+def _int_column(array) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow int64 array (nulls where the field was empty) as (values with 0 for a missing
+    one, missing) from its buffers: ~10x pyarrow's fill_null + to_numpy on 130k values."""
+    n, offset = len(array), array.offset
+    validity, data = array.buffers()[:2]
+    values = np.frombuffer(data, np.int64, n, offset * 8).copy()
+    if validity is None or array.null_count == 0:
+        return values, np.zeros(n, bool)
+    bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[offset:offset + n]
+    missing = bits == 0
+    values[missing] = 0
+    return values, missing
+
+
 def _decoded(table, name: str, decode):
     """One column decoded per Arrow chunk and joined; None if any chunk declines."""
     parts = [decode(Fields.from_arrow(chunk)) for chunk in table.column(name).chunks]
@@ -183,13 +191,17 @@ def _decoded(table, name: str, decode):
 
 
 def _log_dense(values: np.ndarray) -> np.ndarray:
-    """[n, 13] float64 counts -> float32 log(1 + max(x, 0)): computed in float64, rounded once.
-    Counts below 65536 (most of them) are looked up in a table of the same values."""
-    clipped = np.maximum(values, 0.0)
+    """[n, 13] counts (int64, or float64 past int64) -> float32 log(1 + max(x, 0)), computed in
+    float64 and rounded once. Integer counts below 65536 (most of them) are looked up in a table
+    of those same values; the others are computed."""
+    if values.dtype.kind != "i":
+        return np.log1p(np.maximum(values, 0.0)).astype(np.float32)
+    clipped = np.maximum(values, 0)
     small = clipped < _LOG1P.size
-    out = _LOG1P[np.where(small, clipped, 0).astype(np.int64)]
-    if not small.all():
-        out[~small] = np.log1p(clipped[~small]).astype(np.float32)
+    if small.all():
+        return _LOG1P[clipped]
+    out = _LOG1P[np.where(small, clipped, 0)]
+    out[~small] = np.log1p(clipped[~small].astype(np.float64)).astype(np.float32)
     return out
 
 

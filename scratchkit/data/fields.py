@@ -119,20 +119,24 @@ def decode_ints(fields: Fields, signed: bool = True) -> tuple[np.ndarray, np.nda
 
 
 def decode_hex(fields: Fields) -> tuple[np.ndarray, np.ndarray] | None:
-    """`[0-9A-Fa-f]*` of at most 16 digits: (uint64 values [n], missing [n] bool), an empty field
-    reading 0 (as `int("0", 16)` in the DLRM reference); None otherwise."""
+    """`[0-9A-Fa-f]*` of at most 16 digits: (values [n], missing [n] bool), an empty field reading
+    0 (as `int("0", 16)` in the DLRM reference); None otherwise. Values are uint32 when every
+    field has at most 8 digits (Criteo's hashes: half the bytes to move), else uint64."""
     missing = fields.lengths == 0
-    values = np.zeros(len(fields), np.uint64)
     if ((fields.lengths == 8) | missing).all():        # Criteo's hashes: 8 digits, or none
         try:                                           # a2b_hex refuses any non-hex byte
-            values[~missing] = np.frombuffer(binascii.a2b_hex(fields.used), ">u4")
+            hashes = np.frombuffer(binascii.a2b_hex(fields.used), ">u4")
         except (binascii.Error, ValueError):
             return None
+        if not missing.any():
+            return hashes.astype(np.uint32), missing
+        values = np.zeros(len(fields), np.uint32)
+        values[~missing] = hashes
         return values, missing
     if not fields.only(HEX) or fields.lengths.max(initial=0) > MAX_HEX_DIGITS:
         return None
-    values[:] = np.frombuffer(binascii.a2b_hex(fields.right_aligned(MAX_HEX_DIGITS)), ">u8")
-    return values, missing
+    values = np.frombuffer(binascii.a2b_hex(fields.right_aligned(MAX_HEX_DIGITS)), ">u8")
+    return values.astype(np.uint64), missing
 
 
 def decode_decimals(fields: Fields) -> np.ndarray | None:
