@@ -2,7 +2,7 @@
 
 The kit ships a tiny synthetic Criteo file (`datasets/samples/criteo-synthetic.tsv`, 48 made-up
 rows). The real 7,200-row Criteo Kaggle sample lives outside the repository, in
-`../shared/data/criteo-kaggle-sample/train.tsv`, when it is there; a user's own file wins over both.
+`shared/data/criteo-kaggle-sample/train.tsv` beside the project, when it is there; a user's own file wins over both.
 """
 from __future__ import annotations
 
