@@ -126,3 +126,21 @@ def test_trace_help_lists_no_training_flags(capsys):
         main(["trace", "--help"])
     out = capsys.readouterr().out
     assert "--data" in out and not any(f in out for f in ("--optimizer", "--capacity", "--depth", "--lr"))
+
+
+@pytest.mark.parametrize("extra", [["--mrc"], ["--policy", "lru", "--capacity", "5"]])
+def test_a_data_file_given_as_a_trace_points_to_data(capsys, extra):
+    """It used to answer with numpy's 'pickled (object) data' under --mrc."""
+    code, out, err = run(capsys, "simulate", "--trace", CRITEO, *extra)
+    assert code == 2 and "pickle" not in err and "is not a .npy file (it is text" in err
+    assert "a data file goes in --data KIND:PATH" in err and err.count("\n") == 1
+
+
+def test_verify_on_torchrec_npy_files_is_exact(capsys, tmp_path):
+    from test_own_data import write_torchrec_days
+
+    write_torchrec_days(tmp_path, days=2, rows=48)
+    code, out, _ = run(capsys, "verify", "--data", f"criteo-npy:{tmp_path}", "--batch-size", "8",
+                       "--steps", "12", "--max-rows", "500", "--trainers", "hybrid,scratchpipe", "--json")
+    results = json.loads(out)
+    assert code == 0 and all(r["max_abs_diff"] == 0.0 for r in results)

@@ -90,9 +90,11 @@ def _takes_batches(args) -> bool:
 
 
 def _simulate(args) -> int:
-    from scratchkit.data.trace import read_trace
+    from scratchkit.data.trace import check_trace_file, read_trace
     from scratchkit.sim import simulate
 
+    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, "
+                                      "movielens:, criteo-npy:)")
     if args.depth is not None and args.depth < 1:
         raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
     if args.mrc:
