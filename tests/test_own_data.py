@@ -208,3 +208,21 @@ def test_a_config_not_made_from_the_source_says_how_to_make_one(tmp_path):
         scratchkit.make_trainer("hybrid", scratchkit.get_profile("tiny"), source=source)
     with pytest.raises(ValueError, match="unknown data kind 'parquet'"):
         scratchkit.data.open("parquet:x.parquet")
+
+
+def test_memory_does_not_grow_with_the_file(tmp_path, monkeypatch):
+    """Peak traced memory while loading a file 4x longer stays about the same: one block at a
+    time goes through, the columns go to disk (hashed tables: no dictionary to grow)."""
+    import tracemalloc
+
+    monkeypatch.setattr(loading, "convert", functools.partial(convert, block_bytes=16_384))
+    load_criteo(write(tmp_path / "warm.tsv", criteo_rows(100)), 1000, batch_size=8)  # imports
+    peaks = []
+    for n in (500, 4000):
+        path = write(tmp_path / f"{n}.tsv", criteo_rows(n, seed=n))
+        tracemalloc.start()
+        data = load_criteo(path, 1000, batch_size=8, progress=False)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert data.num_rows == n
+    assert peaks[1] < 1.5 * peaks[0], peaks          # the whole file in memory: ~8x
