@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, config_from_args, progress
+from scratchkit.commands.common import add_config_args, progress, source_and_config
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("verify", help="compare trainers' final parameters with plain PyTorch")
-    add_config_args(p)
-    p.set_defaults(profile="tiny")
+    add_config_args(p, default_profile="tiny")           # trains in about a second
     p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
     p.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
     p.add_argument("--tolerance", type=float, default=None, help="max abs difference allowed "
@@ -25,8 +24,8 @@ def run(args) -> int:
     if args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     trainers = parse_trainer_list(args.trainers)
-    config = config_from_args(args)
-    results = list(progress(verify(config, trainers, args.steps, device=args.device,
+    source, config, _ = source_and_config(args, args.steps)
+    results = list(progress(verify(config, trainers, args.steps, source=source, device=args.device,
                                    tolerance=args.tolerance), len(trainers), "verify"))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))

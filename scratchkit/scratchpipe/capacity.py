@@ -15,10 +15,20 @@ from scratchkit.scratchpipe.shards import sharded_minimum
 from scratchkit.sim.window import minimum_capacity
 
 
-def minimum_capacities(source, depth: int, start: int, stop: int, shards: int = 1) -> list[int]:
-    """Per table, the fewest slots ScratchPipe needs for batches start..stop-1 of `source`.
-    Each batch is checked at the door first (an id out of range would corrupt the count).
-    With plan shards (shards.py) each shard's slots must hold its own ids' window."""
+def minimum_capacities(source, depth: int = 2, start: int = 0, stop: int | None = None,
+                       shards: int = 1) -> list[int]:
+    """Per table, the fewest scratchpad rows ScratchPipe needs at look-ahead `depth` to train
+    batches start..stop-1 of `source` (stop None: to its end). `max()` of them is the one
+    capacity that fits every table: `CacheParams(capacity=max(...), depth=depth)`, what the CLI's
+    `--capacity min` asks for. Each batch is checked at the door first (an id out of range
+    would corrupt the count). With plan shards (`CacheParams.plan_shards`, shards.py) each
+    shard's slots must hold its own ids' window."""
+    if depth < 1:
+        raise ValueError(f"look-ahead depth must be >= 1, got {depth}")
+    stop = len(source) if stop is None else stop
+    if not 0 <= start < stop <= len(source):
+        raise ValueError(f"batches start={start} .. stop={stop} must lie in 0 .. {len(source)}, "
+                         f"the source's batches, with start < stop")
     sets = []                                   # [batches][tables] the distinct ids
     for b in range(start, stop):
         batch = source.batch(b)

@@ -67,8 +67,10 @@ class Trainer(ABC):
         self.config = config
         self.source = source if source is not None else SyntheticSource(config.data)
         if tuple(self.source.table_sizes) != tuple(config.data.table_sizes):
-            raise ValueError(f"the source's table sizes {self.source.table_sizes} differ from the "
-                             f"config's {config.data.table_sizes}")
+            raise ValueError(f"the source's table sizes {tuple(self.source.table_sizes)} differ from "
+                             f"the config's {config.data.table_sizes}: make the config from the "
+                             f"source, scratchkit.data.config_for(source) (scratchkit.data.open "
+                             f"returns both)")
         self.dev = as_device(device)
         self.device = self.dev.torch
         if config.cpu_threads is not None:
