@@ -4,8 +4,9 @@ What the launcher (`--world-size N`) starts, and what `torchrun --nproc-per-node
 scratchkit.distributed ...` starts. It takes bench's and verify's flags (`build_rank_parser` builds
 their very parsers) and runs the job on this rank (scratchkit/distributed/job.py); rank 0 prints
 the results as one process would. `train` trains one trainer with per-shard checkpoints
-(`--checkpoint-dir`, `--checkpoint-every`, `--resume`). A rank that fails prints one line on
-stderr and exits with status 1.
+(`--checkpoint-dir`, `--checkpoint-every`, `--resume`). Exit status: 0 done; 1 done, but verify found a
+difference (rank 0); 2 bad input; 3 this rank failed (one line on stderr, the report in the job's
+store: scratchkit/distributed/failure.py). The launcher tells a failure from a verdict by it.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 
 from scratchkit.commands import bench, verify
 from scratchkit.commands.common import add_config_args
@@ -41,14 +43,20 @@ def build_rank_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FAILED = 3   # this rank failed (a verdict of verify's is 1)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scratchkit.distributed COMMAND ...` as one rank (a failure: exit status 1)."""
+    """`python -m scratchkit.distributed COMMAND ...` as one rank (exit status: the module note)."""
     args = build_rank_parser().parse_args(argv)
     try:
         return run_rank_command(args)
-    except ValueError as error:
+    except (ValueError, FileNotFoundError) as error:
         print(f"scratchkit.distributed {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except Exception:   # noqa: BLE001 - not a verdict: say so by the status, keep the traceback
+        traceback.print_exc()
+        return FAILED
 
 
 def run_rank_command(args) -> int:
@@ -83,7 +91,7 @@ def run_rank_command(args) -> int:
             from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
 
             ErrorHandler().record_exception(failed)
-        return 1
+        return FAILED
     return 0 if result is None else show(args, spec, result)
 
 

@@ -43,6 +43,7 @@ POLL = 0.05         # seconds between looks at the ranks
 GRACE = 5.0         # seconds the others get to stop by themselves after a rank failed
 KILL_AFTER = 5.0    # seconds between SIGTERM and SIGKILL
 SETTLE = 2.0        # seconds the processes a rank forked get to exit after it
+VERDICT = 1         # a rank's exit status when the job ran but verify found a difference
 
 
 @dataclass
@@ -65,7 +66,7 @@ class RankExit:
 
 @dataclass
 class LaunchResult:
-    returncode: int                 # 0: every rank exited 0
+    returncode: int                 # 0: every rank exited 0; 1: a rank failed, or verify's verdict
     output: str                     # rank 0's stdout: the job's result
     ranks: list[RankExit]
     failure: str = ""               # one line: which rank failed, and why
@@ -129,12 +130,12 @@ def launch(rank_args: list[str], world_size: int, *, hang_timeout: float = DEFAU
     reports, progress = read_reports(store, world_size), read_progress(store, world_size)
     for e in exits:
         e.report, e.progress = reports.get(e.rank), progress.get(e.rank)
-    result = LaunchResult(0 if all(e.returncode == 0 for e in exits) else 1, output, exits,
-                          left_behind=left)
-    if result.returncode:
+    failed = [e for e in exits if e.returncode not in (0, VERDICT)]
+    result = LaunchResult(1 if failed else exits[0].returncode, output, exits, left_behind=left)
+    if failed:
         result.failure, fault_time = _root_cause(exits, hang_timeout)
-        started = min(t for t in (fault_time, first_failure) if t is not None)
-        result.stopped_after = gone - started
+        known = [t for t in (fault_time, first_failure) if t is not None]
+        result.stopped_after = gone - min(known) if known else None
     return result
 
 
@@ -149,7 +150,7 @@ def _watch(procs, store) -> tuple[float | None, set[int]]:
         if all(c is not None for c in codes):
             return first_failure, set(terminated)
         now = time.time()
-        if first_failure is None and any(c not in (None, 0) for c in codes):
+        if first_failure is None and any(c not in (None, 0, VERDICT) for c in codes):
             first_failure = now
         if first_failure is not None:
             blamed = {e["blamed"] for e in read_reports(store, len(procs)).values() if e["kind"] == "peer"}
