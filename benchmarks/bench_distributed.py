@@ -16,7 +16,8 @@ all-gather, processes taking turns), not what N machines would do. The cost mode
 (scratchkit.measure.sharded_cost) projects that.
 
     python benchmarks/bench_distributed.py --quick                  # a smoke run
-    python benchmarks/bench_distributed.py --rounds 3 --steps 60    # the figures in the README
+    python benchmarks/bench_distributed.py --rounds 3 --steps 40    # the figures in docs/distributed.md
+    python benchmarks/bench_distributed.py --projection             # the cost model's, 1 to 128 GPUs
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import subprocess
 import sys
 
 from scratchkit.distributed.launch import launch
+from scratchkit.measure.sharded_cost import Links, scaling
 from scratchkit.profiles import get_profile
 
 
@@ -48,6 +50,24 @@ def sharded(args, trainers: str, ranks: int) -> dict[str, float]:
     return {r["trainer"]: r["samples_per_s"] for r in json.loads(result.output)}
 
 
+def projection(args) -> None:
+    """The sharded cost model for the profile: each trainer, both shardings, the kit's exchanges
+    and TorchRec's traffic, 1 to 128 GPUs (8 per server)."""
+    config = get_profile(args.profile)
+    links = Links()
+    print(f"profile {args.profile}, batch {config.data.batch_size} per GPU; {links.gpus_per_server} GPUs a "
+          f"server, NVLink {links.nvlink_bw / 1e9:.0f} GB/s, NIC {links.nic_bw / 1e9:.0f} GB/s per GPU")
+    print(f"{'trainer':12s} {'sharding':8s} {'GPUs':>5s} {'servers':>7s} {'compute ms':>10s} {'kit ms':>8s} "
+          f"{'kit samples/s':>14s} {'KiB sent':>9s} {'TorchRec ms':>11s} {'TorchRec KiB':>12s}")
+    for trainer in args.trainers.split(","):
+        kit = scaling(config, trainer, links=links)
+        torchrec = scaling(config, trainer, links=links, torchrec=True)
+        for k, t in zip(kit, torchrec):
+            print(f"{trainer:12s} {k.sharding:8s} {k.gpus:5d} {k.servers:7d} {1e3 * k.compute_seconds:10.3f} "
+                  f"{1e3 * k.step_seconds:8.3f} {k.samples_per_s:14,.0f} {sum(k.sent_bytes.values()) / 1024:9,.0f} "
+                  f"{1e3 * t.step_seconds:11.3f} {sum(t.sent_bytes.values()) / 1024:12,.0f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="small")
@@ -60,7 +80,11 @@ def main() -> int:
     parser.add_argument("--strong", action="store_true", help="keep the global batch fixed")
     parser.add_argument("--quick", action="store_true", help="1 round of 10 steps")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--projection", action="store_true", help="print the cost model's projection only")
     args = parser.parse_args()
+    if args.projection:
+        projection(args)
+        return 0
     if args.quick:
         args.rounds, args.steps, args.warmup = 1, 10, 2
     trainers = args.trainers.split(",")

@@ -18,7 +18,7 @@ the very array, and so the very sums, of the reference's micro-batch (scratchkit
 reference.py). Each owner then adds the micro-batches' sums row by row in rank order,
 ((g_0 + g_1) + g_2) + ..., as the reference's gradient accumulation does. Coalescing at the
 owner instead, over the lookups it received, would sum in the order of an unstable sort of
-another array, and differ in the last bits (tests/test_distributed_exchange.py shows it).
+another array, and differ in the last bits (tests/test_distributed_exactness.py shows it).
 
 The all-to-alls run on the default process group: gloo on a CPU (CPU tensors), NCCL on GPUs
 (tensors on this rank's device). `timed` holds the seconds each took this step.

@@ -61,8 +61,8 @@ class RankTrainer:
         self.exchange = Exchange(plan, rank, self.dev.torch, board)
         self.replica = DenseReplica(config, self.source.num_dense, self.world_size, self.dev, board)
         rows = start.rows if start is not None else initial_rows(config, self.shards)
-        self.trainer = make_shard_trainer(name, config, self.shards, RoutedSource(self.source, plan, rank),
-                                          self.dev, rows, self._step)
+        self.routed = RoutedSource(self.source, plan, rank)
+        self.trainer = make_shard_trainer(name, config, self.shards, self.routed, self.dev, rows, self._step)
         if start is not None:
             self.replica.load(start.dense)
             self.trainer.next_batch = start.next_batch
@@ -81,7 +81,7 @@ class RankTrainer:
         batch b -> (this rank's micro-batch loss, their summed gradients, same shape)."""
         if self.on_step is not None:
             self.on_step(b)
-        batch = micro_batch(self.source.batch(b), self.rank, self.world_size)   # my samples [B/N]
+        batch = micro_batch(self.routed.whole(b), self.rank, self.world_size)   # my samples [B/N]
         route = Route.of(batch, self.plan)
         arrivals = self.exchange.send_ids(route, list(routed.ids), b)
         sizes = [len(ids) for ids in routed.ids]                    # per local table

@@ -47,6 +47,16 @@ class RoutedSource:
         self.table_sizes = tuple(s.rows for s in self.shards)
         self.num_dense = 0          # the samples' features stay with the rank that trains them
         self.num_batches = len(source)
+        self._last: tuple[int, Batch] | None = None
+
+    def whole(self, index: int) -> Batch:
+        """Global batch `index`, checked at the door; the last one read is kept, so the shard
+        trainer's read and the step's (rank.py) make it once per step in one process."""
+        if self._last is None or self._last[0] != index:
+            whole = self.source.batch(index)
+            check_batch(whole, self.plan.table_sizes, index)   # an id out of range would belong to no one
+            self._last = (index, whole)
+        return self._last[1]
 
     def __len__(self) -> int:
         return self.num_batches
@@ -54,8 +64,7 @@ class RoutedSource:
     def batch(self, index: int) -> Batch:
         """Per shard, the sorted distinct local ids of global batch `index` it owns, a bag each.
         Every shard has as many bags as the largest (at least one); the others' extra bags are empty."""
-        whole = self.source.batch(index)
-        check_batch(whole, self.plan.table_sizes, index)   # an id out of range would belong to no one
+        whole = self.whole(index)
         ids = [owned_ids(whole.ids[s.table], s.start, s.stop) for s in self.shards]   # [u_l]
         bags = max(1, *(len(i) for i in ids))
         offsets = [np.minimum(np.arange(bags, dtype=np.int64), len(i)) for i in ids]  # [bags]
