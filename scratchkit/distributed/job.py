@@ -13,7 +13,7 @@ raises RankFailed; the command exits non-zero then, and the launcher stops the r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -63,7 +63,6 @@ def run_rank(command: str, spec: JobSpec, env: RankEnv):
     """Join the job, run `command` on this rank. -> rank 0's result (None on other ranks)."""
     store = join(env, spec.device, spec.hang_timeout)
     board = ProgressBoard(store, env.rank).start()
-    plan = None
     try:
         plan = plan_shards(spec.sharding, spec.config.data.table_sizes, env.world_size)
         work = {"verify": verify_job, "bench": bench_job, "train": train_job}[command]
@@ -95,7 +94,17 @@ def gather(value, step: int, what: str) -> list | None:
 
 
 # --- verify --------------------------------------------------------------------------------------
-def assemble(plan: ShardingPlan, per_rank: list[list[torch.Tensor | None]]) -> list[torch.Tensor | None]:
+class Final(NamedTuple):
+    """One rank's end of one trainer's run, as verify gathers it to rank 0."""
+
+    weights: list[torch.Tensor]          # its shards' rows, in its shards' order
+    state: list[torch.Tensor | None]     # their optimizer state
+    dense: list[torch.Tensor]            # its replica's parameters
+    hits: int                            # Train's hits and lookups over the run, its shards'
+    lookups: int
+
+
+def whole_tables(plan: ShardingPlan, per_rank: list[list[torch.Tensor | None]]) -> list[torch.Tensor | None]:
     """Every rank's shards (each rank's list in its shards' order) -> whole global tables."""
     tables: list[list] = [[] for _ in plan.table_sizes]
     for rank, parts in enumerate(per_rank):
@@ -111,10 +120,10 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
         with _rank_trainer(name, spec, plan, rank, board) as trainer:
             records = list(trainer.train(spec.steps))
             trainer.close()   # flush: the host tables complete
-            mine = ([w.detach().cpu().clone() for w in trainer.embedding_weights()],
-                    [s.detach().cpu().clone() if s is not None else None for s in trainer.embedding_state()],
-                    [p.detach().cpu().clone() for p in trainer.model.parameters()],
-                    sum(r.hits or 0 for r in records), sum(r.lookups for r in records))
+            mine = Final([w.detach().cpu().clone() for w in trainer.embedding_weights()],
+                         [s.detach().cpu().clone() if s is not None else None for s in trainer.embedding_state()],
+                         [p.detach().cpu().clone() for p in trainer.model.parameters()],
+                         sum(r.hits or 0 for r in records), sum(r.lookups for r in records))
         finals.append(gather(mine, spec.steps, f"gather {name}"))
     if rank != 0:
         return None
@@ -127,15 +136,15 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
         GPU_TOLERANCE if spec.device.type == "cuda" else CPU_TOLERANCE)
     results = []
     for name, everyone in zip(spec.trainers, finals):
-        emb = assemble(plan, [w for w, *_ in everyone])
-        state = assemble(plan, [s for _, s, *_ in everyone])
-        d = max(largest_difference(dense, ref_dense) for _, _, dense, *_ in everyone)   # every replica
+        emb = whole_tables(plan, [f.weights for f in everyone])
+        state = whole_tables(plan, [f.state for f in everyone])
+        d = max(largest_difference(f.dense, ref_dense) for f in everyone)   # every replica
         e, s = largest_difference(emb, ref_emb), largest_difference(state, ref_state)
         extras = {"world_size": world, "sharding": plan.kind.value, "backend": backend_for(spec.device),
                   "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
                                "gradients accumulated in rank order)"}
         if name == "scratchpipe":   # Train's hits / lookups, every shard together: always 1.0
-            extras["train_hit_rate"] = sum(h for *_, h, _ in everyone) / max(sum(n for *_, n in everyone), 1)
+            extras["train_hit_rate"] = sum(f.hits for f in everyone) / max(sum(f.lookups for f in everyone), 1)
         results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance,
                                     str(spec.device), extras))
     return results
