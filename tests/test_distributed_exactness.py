@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,21 @@ def test_one_rank_of_every_trainer_equals_the_reference(tiny_config, one_rank_gr
             dense = [p.detach() for p in rank.model.parameters()]
             assert largest_difference(dense, reference.dense_parameters()) == 0.0, name
         assert [r.step for r in records] == list(range(8)) and records[-1].samples == 32
+
+
+def test_a_backend_without_all_to_all_is_refused_in_one_line_naming_torch(one_rank_group, monkeypatch):
+    from scratchkit.distributed.group import require_all_to_all
+
+    require_all_to_all(torch.device("cpu"))                       # this torch's gloo has it
+
+    def missing(*args, **kwargs):
+        raise RuntimeError("ProcessGroup gloo does not support alltoall_base\nmore lines")
+
+    monkeypatch.setattr(dist, "all_to_all_single", missing)
+    with pytest.raises(RuntimeError, match=rf"^torch {re.escape(torch.__version__)}'s gloo backend cannot run "
+                                           r"all_to_all_single with uneven splits \(ProcessGroup gloo does "
+                                           r"not support alltoall_base\); sharded training needs"):
+        require_all_to_all(torch.device("cpu"))
 
 
 # --- real jobs ---------------------------------------------------------------------------------------
