@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.distributed import add_sharding_args, run_sharded
 
 
 def add_parser(subparsers) -> None:
@@ -17,6 +18,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--project", default=None, metavar="PROFILE",
                    help="add the cost model's projection for a hardware profile: this-cpu, "
                         "v100-pcie3, h100-pcie5, a comma-separated list, or all")
+    add_sharding_args(p)
     p.set_defaults(run=run)
 
 
@@ -25,6 +27,8 @@ def run(args) -> int:
     from scratchkit.measure.bench import run_bench
     from scratchkit.commands.common import parse_trainer_list
 
+    if args.world_size is not None:
+        return run_sharded("bench", args)
     trainers = parse_trainer_list(args.trainers)
     profiles = None
     if args.project is not None:
