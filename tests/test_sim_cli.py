@@ -100,8 +100,10 @@ def test_mrc_table_and_single_curve(capsys, trace_file):
 
 @pytest.mark.parametrize("argv, message", [
     (["--policy", "fifo", "--capacity", "5"], "unknown cache policy 'fifo'"),
-    (["--policy", "lru", "--capacity", "0"], "capacity must be an integer >= 1, got 0"),
-    (["--policy", "lru", "--capacity", "-3"], "capacity must be an integer >= 1, got -3"),
+    (["--policy", "lru", "--capacity", "0"], "--capacity must be >= 1 (rows in the cache), got 0"),
+    (["--policy", "lru", "--capacity", "-3"], "--capacity must be >= 1 (rows in the cache), got -3"),
+    (["--policy", "lookahead", "--capacity", "5", "--batch-size", "0"],
+     "--batch-size must be >= 1 (lookups per batch), got 0"),
     (["--policy", "lookahead", "--capacity", "5"], "--policy lookahead needs --batch-size"),
     (["--policy", "lookahead", "--capacity", "5", "--batch-size", "100", "--depth", "0"],
      "--depth must be >= 1 (batches planned ahead of training), got 0"),

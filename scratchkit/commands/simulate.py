@@ -97,6 +97,10 @@ def _simulate(args) -> int:
                                       "movielens:, criteo-npy:)")
     if args.depth is not None and args.depth < 1:
         raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1 (lookups per batch), got {args.batch_size}")
+    if isinstance(args.capacity, int) and args.capacity < 1:
+        raise ValueError(f"--capacity must be >= 1 (rows in the cache), got {args.capacity}")
     if args.mrc:
         return curves.run_curves(args)
     stray = [flag for flag, value in (("--sample", args.sample), ("--sample-size", args.sample_size),
