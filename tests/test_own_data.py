@@ -94,6 +94,21 @@ def test_many_blocks_load_as_one_and_number_lines_across_them(tmp_path, small_bl
     assert str(skipped.report).count("\n") == str(whole.report).count("\n") + 2
 
 
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1 << 20])
+def test_blocks_hold_whole_lines_and_number_them_as_text_mode_does(tmp_path, block_bytes):
+    """Reference: Python's text mode (universal newlines) reading the whole file."""
+    data = b"a\tb\r\nlonger line than seven bytes\n\nc\rd\r\n" + b"x" * 100 + b"\nlast"
+    path = tmp_path / "t.tsv"
+    path.write_bytes(data)
+    blocks = list(read_blocks(path, block_bytes))
+    assert b"".join(b.data for b in blocks) == data
+    assert all(b.data.endswith(b"\n") for b in blocks[:-1])
+    lines = open(path, encoding="utf-8").read().splitlines()        # noqa: SIM115
+    assert [b.first_line for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
+    assert sum(b.lines for b in blocks) == len(lines) == 7
+    assert [line for b in blocks for line in b.text_lines().read().splitlines()] == lines
+
+
 def test_max_samples_stops_inside_a_later_block(tmp_path, small_blocks):
     path = write(tmp_path / "a.tsv", criteo_rows(200, seed=2))
     data = load_criteo(path, 100, batch_size=10, max_samples=123)

@@ -5,7 +5,7 @@
         block.first_line    # 1-based number of its first line in the file
         block.lines         # how many lines it holds, counted as Python's text mode counts them
 
-Memory: one block (BLOCK_BYTES) plus the part line carried to the next. Lines are counted as
+Memory: one block (`block_bytes`, and the rest of its last line). Lines are counted as
 Python's universal newlines split them ("\\n", "\\r\\n" and a lone "\\r" each end a line), so
 that a block read again line by line (`block.text_lines()`) numbers its lines as the file does.
 """
@@ -68,27 +68,17 @@ def read_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES, first_line: in
     with stream, raw:
         if skip_bytes:
             stream.read(skip_bytes)
-        carry, told = b"", raw.tell()
-        while True:
-            chunk = stream.read(block_bytes)
-            data = carry + chunk
-            if not chunk:                               # end of file: whatever is left
-                if data:
-                    yield Block(data, first_line, count_lines(data))
-                break
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:                                # a line longer than a block: read on
-                carry = data
-                continue
-            block, carry = Block(data[:cut], first_line, count_lines(data[:cut])), data[cut:]
+        told = raw.tell()
+        while data := stream.read(block_bytes):
+            if not data.endswith(b"\n"):
+                data += stream.readline()               # the rest of its last line (or the file)
+            block = Block(data, first_line, count_lines(data))
             first_line += block.lines
             if on_bytes is not None:
                 position = raw.tell()
                 on_bytes(position - told)
                 told = position
             yield block
-        if on_bytes is not None:
-            on_bytes(raw.tell() - told)
 
 
 def first_line_of(path: str | Path) -> tuple[str, int]:

@@ -117,15 +117,17 @@ class ColumnFiles:
 
 def convert(path, fmt, files: ColumnFiles, report, *, errors, max_samples: int | None,
             first_line: int = 1, skip_bytes: int = 0, on_bytes=None, on_chunk=None,
-            block_bytes: int = BLOCK_BYTES) -> int:
+            block_bytes: int | None = None) -> int:
     """Stream `path` through `fmt` into `files`; returns the rows written.
 
     `fmt` has `split(block)` (pyarrow's columns, or None), `fast(block, columns) -> Chunk |
     None`, `parse_line(line, number)`, `rows_to_chunk(rows)` and `count(chunk, report)`.
-    `on_chunk(chunk)` sees every chunk kept (distinct values...). The next block is read and
+    `on_chunk(chunk)` sees every chunk kept (distinct values...). Blocks are `fmt.block_bytes`
+    long where the format says, else BLOCK_BYTES. The next block is read and
     split on a thread while this one is decoded (pyarrow and most of NumPy let go of the GIL).
     """
     remaining, rows = max_samples, 0
+    block_bytes = block_bytes or getattr(fmt, "block_bytes", BLOCK_BYTES)
     for block, columns in _split_ahead(read_blocks(path, block_bytes, first_line, skip_bytes,
                                                    on_bytes), fmt):
         if remaining == 0:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scratchkit.data.blocks import BLOCK_BYTES
 from scratchkit.data.convert import Chunk, only_bytes, read_columns
 from scratchkit.data.criteo_native import LOG1P, decode_block, native_loader_available
 from scratchkit.data.fields import Fields, decode_hex, decode_labels
@@ -51,6 +52,10 @@ NUM_CATEGORICAL = 26
 NUM_COLUMNS = 1 + NUM_DENSE + NUM_CATEGORICAL  # 40
 COLUMN_NAMES = ("label", *(f"I{j}" for j in range(1, NUM_DENSE + 1)),
                 *(f"C{t}" for t in range(1, NUM_CATEGORICAL + 1)))
+# Blocks for the C++ loop: 8 MB (~33k lines) is one thread's work, and below glibc's 32 MB
+# limit for fresh pages from the kernel (mmap) on every block: at 32 MB, taking those pages
+# cost ~0.3 s of CPU per 1M lines, more than the loop; pyarrow keeps BLOCK_BYTES for its threads
+NATIVE_BLOCK_BYTES = 8 << 20
 DEFAULT_BATCH_SIZE = 128  # the DLRM reference's Criteo Kaggle run (bench/dlrm_s_criteo_kaggle.sh)
 
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -109,6 +114,7 @@ class CriteoFormat:
         self.source = source
         # the C++ decoder (criteo_native.py), else pyarrow + NumPy; None: C++ where it builds
         self.native = native_loader_available() if native is None else native
+        self.block_bytes = NATIVE_BLOCK_BYTES if self.native else BLOCK_BYTES
 
     def parse_line(self, line: str, number: int) -> list[str]:
         return parse_line(line, self.source, number)

@@ -80,9 +80,27 @@ inline bool count_field(const uint8_t *&p, const uint8_t *end, int64_t at, Outpu
     return true;
 }
 
+// Exactly 8 hex digits at p (and then no ninth), as Criteo writes its hashes: the 8 table
+// lookups do not wait on each other, where the loop's shift-or chain does (~2x the whole loop).
+inline bool eight_digits(const uint8_t *p, const uint8_t *end, uint32_t &value) {
+    if (end - p <= 8) return false;
+    const uint8_t *v = HEX.value;
+    uint32_t d[8] = {v[p[0]], v[p[1]], v[p[2]], v[p[3]], v[p[4]], v[p[5]], v[p[6]], v[p[7]]};
+    if ((d[0] | d[1] | d[2] | d[3] | d[4] | d[5] | d[6] | d[7]) >= 16 || v[p[8]] < 16) return false;
+    value = d[0] << 28 | d[1] << 24 | d[2] << 20 | d[3] << 16 | d[4] << 12 | d[5] << 8 | d[6] << 4 | d[7];
+    return true;
+}
+
 // One hex field; false if malformed (more than 16 digits), `wide` set past 8 digits.
 template <typename Out>
 inline bool hex_field(const uint8_t *&p, const uint8_t *end, int64_t at, Outputs &o, bool &wide) {
+    uint32_t eight;
+    if (eight_digits(p, end, eight)) {
+        static_cast<Out *>(o.sparse)[at] = eight;
+        o.categorical_missing[at] = 0;
+        p += 8;
+        return true;
+    }
     const uint8_t *digits = p;
     uint64_t v = 0;
     uint8_t d;
