@@ -27,7 +27,8 @@ alternating rounds (kit, pandas, kit, pandas, ...; medians):
     twin     the kit's line parser alone (what reads a block with a bad line), on the first
              50 MB: the fast paths' gain
 
-After the rounds: random batch reads from the converted columns (batches/s), and the
+After the rounds: random batch reads from the converted columns (batches/s; the dictionaries
+searched in C++, and by NumPy, in alternating rounds), and the
 extrapolation to the full Kaggle file: time = its bytes / the kit's MB/s; disk = converted bytes
 per line x its lines; memory = the capped run's peak (it does not grow with the file), and for
 derived sizes that peak plus 16 bytes (a value and its merge copy) per distinct value beyond this
@@ -131,12 +132,7 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
         folder = Path(source._labels.path).parent                                   # noqa: SLF001
         extra["converted_bytes"] = sum(f.stat().st_size for f in folder.iterdir())
         extra["distinct"] = int(sum(source.table_sizes))
-        rng = np.random.default_rng(0)
-        picks = rng.integers(0, len(source), 2000)
-        t = time.perf_counter()
-        for i in picks:
-            source.batch(int(i))
-        extra["batches_per_s"] = len(picks) / (time.perf_counter() - t)
+        extra.update(batch_reads(source))
         source.close()
         size = os.path.getsize(path)
     elif mode == "pandas":
@@ -153,7 +149,7 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
         from scratchkit.data.report import LoadReport
 
         fmt, report, rows, size = CriteoFormat(path), LoadReport(source=path), 0, 0
-        for block in read_blocks(path):
+        for block in read_blocks(path, 1 << 20):                  # 1 MB: stops near twin_bytes
             rows += len(fmt.rows_to_chunk(parse_lines(block.text_lines(), fmt.parse_line, report)))
             size += len(block.data)
             if size >= twin_bytes:
@@ -162,6 +158,25 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
     cpu = time.process_time() - cpu_started if cpu is None else cpu
     return {"mode": mode, "seconds": seconds, "rows": rows, "bytes": size, "cpu_seconds": cpu,
             "peak_mb": peak_rss_mb(), **extra}
+
+
+def batch_reads(source, picks: int = 1000, rounds: int = 3) -> dict:
+    """Random batches a second: the dictionaries searched in C++ (`RowMapper`, as loaded) and
+    by NumPy's searchsorted (its twin), in alternating rounds; medians."""
+    from scratchkit.data.row_maps import RowMapper
+
+    indices = np.random.default_rng(0).integers(0, len(source), picks).tolist()
+    mappers = {"batches_per_s": RowMapper(source.row_maps),
+               "batches_per_s_numpy": RowMapper(source.row_maps, native=False)}
+    speeds: dict[str, list[float]] = {key: [] for key in mappers}
+    for _ in range(rounds):
+        for key, mapper in mappers.items():
+            source._rows_of = mapper                                                 # noqa: SLF001
+            t = time.perf_counter()
+            for i in indices:
+                source.batch(i)
+            speeds[key].append(picks / (time.perf_counter() - t))
+    return {key: statistics.median(v) for key, v in speeds.items()}
 
 
 def peak_rss_mb() -> float:
@@ -242,7 +257,8 @@ def report(runs: dict[str, list[dict]], path: str) -> None:
     kit = runs["kit"][0]
     per_line = kit["converted_bytes"] / kit["rows"]
     print(f"  converted columns: {kit['converted_bytes'] / 1e9:.2f} GB ({per_line:.0f} bytes a line); "
-          f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128")
+          f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128 "
+          f"({median('kit', 'batches_per_s_numpy'):,.0f} with NumPy's searchsorted)")
     hours = KAGGLE_BYTES / speed["kit"] / 60
     derived = median("kit", "peak_mb") + 16 * max(0, KAGGLE_DISTINCT - kit["distinct"]) / 2**20
     print(f"full Criteo Kaggle ({KAGGLE_BYTES / 1e9:.1f} GB, {KAGGLE_LINES:,} lines): about "

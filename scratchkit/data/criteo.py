@@ -22,7 +22,7 @@ Categorical values of at most 16 hex digits (64 bits) are read; Criteo's have 8.
 reference's dictionary numbers them (`scratchkit/data/row_maps.py`; capped by `max_rows`), or
 `value % table_sizes[t]` when sizes are given: the hash trick the kit always offered.
 
-The file streams (`scratchkit/data/convert.py`): a C++ loop checks every field of each 32 MB
+The file streams (`scratchkit/data/convert.py`): a C++ loop checks every field of each 8 MB
 block against the grammar below and decodes it in one pass (`criteo_native.py`; where no compiler
 is found, pyarrow splits the block into columns and NumPy checks them, `fields.py`); a block with
 anything odd is read again line by line by `parse_line`, which names the line. The columns go to disk as they are

@@ -1,8 +1,8 @@
 """A block of Criteo lines decoded by a C++ loop (criteo_loop.c): the loader's fast path.
 
 One pass over the bytes checks every field against the Criteo grammar and decodes it (label,
-13 counts to log(1 + max(x, 0)), 26 hashes), ~10x pyarrow's tokenizer plus NumPy's checks on these
-40-column lines (benchmarks/bench_load.py). On anything outside the grammar it declines the
+13 counts to log(1 + max(x, 0)), 26 hashes): ~6x pyarrow's tokenizer plus NumPy's checks on these
+40-column lines, and ~1.7x pandas' parse alone (benchmarks/bench_load.py, datasets/README.md). On anything outside the grammar it declines the
 block, and the caller reads it again with the line parser (`criteo.parse_line`), which names the
 line: so errors and `LoadReport` counts do not depend on which path read a block, and
 tests/test_criteo_native.py holds the two equal on random and corrupted lines.
