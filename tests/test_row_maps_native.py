@@ -1,5 +1,7 @@
 """The dictionaries' searches in C++ (row_maps_loop.c) against NumPy's, map by map: every row of
 every batch equal, over random dictionaries, values present and absent, and both widths."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -51,3 +53,15 @@ def test_a_strided_batch_and_signed_values_read_as_numpy_reads_them():
     np.testing.assert_array_equal(RowMapper(maps)(raw), expected)
     signed = raw.astype(np.int32)                     # TorchRec's int32 ids: NumPy maps them
     np.testing.assert_array_equal(RowMapper(maps)(signed), expected)
+
+
+def test_a_source_still_pickles_and_maps_the_same_after(tmp_path):
+    """The mapper holds C pointers; pickling remakes them (a source may go to another process)."""
+    import pickle
+
+    from scratchkit.data.criteo import load_criteo
+
+    sample = Path(__file__).resolve().parents[1] / "datasets" / "samples" / "criteo-synthetic.tsv"
+    source = load_criteo(sample, batch_size=8, cache_dir=tmp_path)
+    copy = pickle.loads(pickle.dumps(source))
+    np.testing.assert_array_equal(copy.batch(2).ids, source.batch(2).ids)

@@ -74,7 +74,7 @@ class RowMapper:
     the values are signed, with NumPy (`map(values)`), the twin the tests hold it to."""
 
     def __init__(self, maps: list, native: bool | None = None):
-        self.maps = list(maps)
+        self.maps, self._asked = list(maps), native
         searched = [t for t, m in enumerate(self.maps) if isinstance(m, Dictionary)
                     and m.values.dtype in (np.uint32, np.uint64)]
         self.native = bool(searched) and (LOOP.available() if native is None else native)
@@ -87,6 +87,10 @@ class RowMapper:
                         np.array([d.dtype == np.uint64 for d in dicts], np.int64))
         self._table_args = (self._tables[0], self._tables[1].ctypes.data, self._tables[2],
                             self._tables[3].ctypes.data, self._tables[4].ctypes.data)
+
+    def __reduce__(self):
+        """Pickled as its maps (a source travels to another process): the pointers are remade."""
+        return RowMapper, (self.maps, self._asked)
 
     def __call__(self, raw: np.ndarray) -> np.ndarray:
         n, num_tables = raw.shape
