@@ -25,8 +25,8 @@ reference's dictionary numbers them (`scratchkit/data/row_maps.py`; capped by `m
 The file streams (`scratchkit/data/convert.py`): a C++ loop checks every field of each 8 MB
 block against the grammar below and decodes it in one pass (`criteo_native.py`; where no compiler
 is found, pyarrow splits the block into columns and NumPy checks them, `fields.py`); a block with
-anything odd is read again line by line by `parse_line`, which names the line. The columns go to disk as they are
-made (`scratchkit/data/file_source.py`), so memory does not grow with the file.
+anything odd is read again line by line by `parse_line`, which names the line. The columns go to
+disk as they are made (`scratchkit/data/file_source.py`), so memory does not grow with the file.
 """
 from __future__ import annotations
 

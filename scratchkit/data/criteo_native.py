@@ -1,11 +1,12 @@
 """A block of Criteo lines decoded by a C++ loop (criteo_loop.c): the loader's fast path.
 
 One pass over the bytes checks every field against the Criteo grammar and decodes it (label,
-13 counts to log(1 + max(x, 0)), 26 hashes): ~6x pyarrow's tokenizer plus NumPy's checks on these
-40-column lines, and ~1.7x pandas' parse alone (benchmarks/bench_load.py, datasets/README.md). On anything outside the grammar it declines the
-block, and the caller reads it again with the line parser (`criteo.parse_line`), which names the
-line: so errors and `LoadReport` counts do not depend on which path read a block, and
-tests/test_criteo_native.py holds the two equal on random and corrupted lines.
+13 counts to log(1 + max(x, 0)), 26 hashes): 6-8x pyarrow's tokenizer plus NumPy's checks on
+these 40-column lines, ~1.6x pandas' parse alone (benchmarks/bench_load.py, datasets/README.md).
+On anything outside the grammar it declines the block, and the caller reads it again with the
+line parser (`criteo.parse_line`), which names the line: so errors and `LoadReport` counts do not
+depend on which path read a block, and tests/test_criteo_native.py holds the two equal on random
+and corrupted lines.
 
 Built with g++ on first use, cached, called through ctypes with Python's lock released
 (scratchkit/native.py), so the next block is decoded on the reader thread while this one is
@@ -42,15 +43,15 @@ def decode_block(data: bytes, lines: int, loop: CLibrary = LOOP) -> Chunk | None
 
     Counts below 65536 are looked up in LOG1P (log1p in float64, rounded once to float32); larger
     ones come back from the loop as (position, value) and are computed here with NumPy's log1p,
-    as the other paths compute them. Sparse values are uint32 when every hash has at most 8 hex digits (Criteo's),
-    else uint64 (the loop is run again for those)."""
+    as the other paths compute them. Sparse values are uint32 when every hash has at most 8 hex
+    digits (Criteo's), else uint64 (the loop is run again for those). `data` must be `bytes`."""
     n = lines
-    labels = np.empty(n, np.uint8)
-    dense = np.empty((n, NUM_DENSE), np.float32)
-    missing = np.empty((n, NUM_DENSE), np.uint8)
-    negative = np.empty((n, NUM_DENSE), np.uint8)
-    cat_missing = np.empty((n, NUM_CATEGORICAL), np.uint8)
-    big_pos, big_val = np.empty(n * NUM_DENSE, np.int64), np.empty(n * NUM_DENSE, np.int64)
+    labels = np.empty(n, np.uint8)                                   # [n]
+    dense = np.empty((n, NUM_DENSE), np.float32)                     # [n, 13]
+    missing = np.empty((n, NUM_DENSE), np.uint8)                     # [n, 13]
+    negative = np.empty((n, NUM_DENSE), np.uint8)                    # [n, 13]
+    cat_missing = np.empty((n, NUM_CATEGORICAL), np.uint8)           # [n, 26]
+    big_pos, big_val = np.empty(n * NUM_DENSE, np.int64), np.empty(n * NUM_DENSE, np.int64)  # [<= 13n]
     big = np.zeros(1, np.int64)
     for dtype in (np.uint32, np.uint64):
         sparse = np.empty((n, NUM_CATEGORICAL), dtype)
