@@ -189,7 +189,9 @@ def smallest_capacity(hits, lookups, target):
     raise NotImplementedError("smallest_capacity: write it, then run this cell again")
 
 
-if check(smallest_capacity):
+outcome = check(smallest_capacity)
+display(outcome)
+if outcome:
     rows = smallest_capacity(curves.lru_hits(1.05), curves.trace(1.05).size, 0.8)
     print(f"LRU reaches 80% at {rows:,} rows: load factor {rows / curves.num_rows:.3f}")
 

@@ -92,7 +92,9 @@ def min_scratchpad(sets, depth):
     raise NotImplementedError("min_scratchpad: write it, then run this cell again")
 
 
-if check(min_scratchpad):
+outcome = check(min_scratchpad)
+display(outcome)
+if outcome:
     print(f"depth 2 over these 30 batches: {min_scratchpad(sets, 2):,} rows; the figure's largest window: "
           f"{int(sizes.max[2]):,}")
 
