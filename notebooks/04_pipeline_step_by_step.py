@@ -123,8 +123,9 @@ check(choose_victims)
 #
 # **step** and **step back** move one event at a time; **play** runs through them. Above the plot:
 # which batch each stage is on, what the current event did, and how many slots are in each state.
-# In the plot: the event highlighted in the timeline, the slot map at that moment, and, at the
-# bottom, the Train stage's hit rate and the loss's difference from the baseline, per step.
+# In the plot: the event highlighted in the timeline, the slot map at that moment, and, beside it,
+# the Train stage's hit rate and the loss's difference from the baseline, per step. The hazard lab's
+# switches are under the step controls (see the hazard lab below).
 
 # %%
 from scratchkit.course.widgets import PipelineVisualizer

@@ -190,7 +190,7 @@ class PipelineVisualizer(widgets.VBox):
         self.moments: list[Moment] = []
         self.run()
         super().__init__([widgets.HBox([self.back, self.forward, self.play, self.moment]),
-                          widgets.HBox([widgets.HTML("<b>Hazard lab</b>: untick a safety rule", layout=widgets.Layout(width="190px")),
+                          widgets.HBox([widgets.HTML('<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")),
                                         self.holds, self.write_back_order, self.rerun, self.progress]),
                           self.stages, self.words, self.figure, self.verdict])
 

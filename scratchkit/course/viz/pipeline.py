@@ -57,10 +57,10 @@ def _map_traces(moment: Moment, columns: int) -> list:
     heat = go.Heatmap(z=codes, customdata=text, hovertemplate="%{customdata}<extra></extra>",
                       colorscale=_discrete_colourscale(_CODE_COLOURS), zmin=-0.5,
                       zmax=len(_CODE_COLOURS) - 0.5, showscale=False, xgap=1, ygap=1, name="slots")
-    legend = [go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup="map",
+    legend = [go.Scatter(x=[None], y=[None], mode="markers", name=name,
                          marker=dict(symbol="square", size=12, color=colour)) for name, colour in _LEGEND]
     legend.append(go.Scatter(x=[None], y=[None], mode="markers", name="held: its batch's colour",
-                             legendgroup="map", marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0])))
+                             marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0])))
     return [heat, *legend]
 
 
@@ -129,7 +129,7 @@ def _divergence_traces(divergence, batch: int) -> list:
 
 def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=None) -> go.Figure:
     """Timeline above, slot map below (and, given `divergence`, the run against the baseline beside
-    the map, so the whole fits one screen with the controls around it: about 560 px tall).
+    the map, so the whole fits one screen with the controls around it: 580 px tall).
 
     `divergence`: (steps, Train hit rate per step, |loss - baseline loss| per step), as the hazard
     lab measures them. Traces are named, so a widget can find and update them: 'stage events',
@@ -142,7 +142,7 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
         fig = make_subplots(rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11,
                             subplot_titles=[timeline_title, map_title])
     else:
-        fig = make_subplots(rows=2, cols=2, row_heights=[0.46, 0.54], vertical_spacing=0.16, horizontal_spacing=0.1,
+        fig = make_subplots(rows=2, cols=2, row_heights=[0.44, 0.56], vertical_spacing=0.2, horizontal_spacing=0.1,
                             specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
                             subplot_titles=[timeline_title, map_title, "against the exact baseline, per step"])
     for trace in _timeline_traces(log, moment):
@@ -162,7 +162,7 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     fig.update_yaxes(title_text="Train hit rate", range=[0, 1.05], row=2, col=2, secondary_y=False)
     fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True)
     fig.update_xaxes(title_text="training step (batch)", row=2, col=2)
-    fig.update_layout(height=560, margin=dict(t=60, b=20, r=20),
-                      legend=dict(orientation="h", yanchor="top", y=-0.04, x=0, font_size=11),
+    fig.update_layout(height=580, margin=dict(t=60, b=70, r=20),
+                      legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),
                       title=f"{moment.event.stage.value}({moment.event.batch})")
     return fig

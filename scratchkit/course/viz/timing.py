@@ -43,8 +43,9 @@ def stage_breakdown(breakdown, share: bool = False, title: str = "Where a traini
         fig.add_bar(name=stage, y=trainers, x=values, orientation="h",
                     marker_color=stage_colour(stage, unknown.index(stage) if stage in unknown else 0),
                     hovertemplate=f"{stage}: %{{x:.2f}} {'%' if share else 'ms'}<extra>%{{y}}</extra>")
-    # tall enough for a bar per trainer and for every stage in the legend (else plotly scrolls it)
-    height = max(160 + 40 * len(trainers), MARGINS + LEGEND_ROW * len(stages))
+    # tall enough for a bar per trainer and for every stage in the legend, and its title: plotly
+    # scrolls a legend taller than the plot area
+    height = max(160 + 40 * len(trainers), MARGINS + LEGEND_ROW * (len(stages) + 2))
     fig.update_layout(barmode="stack", title=title, height=height,
                       xaxis_title="share of the step (%)" if share else "ms per step",
                       legend_title_text="stage", yaxis_autorange="reversed")
@@ -125,12 +126,12 @@ def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Ma
         fig.add_bar(name=name, x=trainers, y=y, marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
                     text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside",
                     textangle=-90, textfont_size=10, cliponaxis=False)
-    fig.update_layout(barmode="group", title=title, height=460, margin=dict(t=90, b=90),
+    fig.update_layout(barmode="group", title=title, height=480, margin=dict(t=90, b=110),
                       yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
                       yaxis_type=None if relative_to else "log")
     if step_errors:
         words = ", ".join(f"{t} {100 * e:+.0f}%" for t, e in step_errors.items())
-        fig.add_annotation(text=f"the cost model's step time vs the measurement on this machine: {words}",
-                           xref="paper", yref="paper", x=0, y=-0.22, showarrow=False, xanchor="left",
-                           font_size=11)
+        fig.add_annotation(text=f"How far the model can be trusted: its step time vs the measurement on this "
+                                f"machine<br>{words}", xref="paper", yref="paper", x=0, y=-0.2,
+                           showarrow=False, xanchor="left", yanchor="top", align="left", font_size=11)
     return fig
