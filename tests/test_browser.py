@@ -341,6 +341,13 @@ def assert_fits(page, drawn: Drawn, name: str) -> None:
     assert layout_problems(page, drawn.output) == []
 
 
+def use(page, drawn: Drawn, control: str, action, times: int = 1, quiet: float = 0.3) -> None:
+    """Use a control `times` times, each timed until it draws, then until the kernel is idle."""
+    for _ in range(times):
+        drawn.press(control, action)
+        wait_idle(page, settle=quiet)
+
+
 def no_errors_but_the_exercises(page) -> None:
     """Tracebacks only from exercise stubs (NotImplementedError) in the page."""
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -361,12 +368,9 @@ def test_notebook_02_every_explorer_control_redraws_the_figure(lab_session, late
                                      ("02 explorer: look-ahead depth slider (key)", 2, 4),
                                      ("02 explorer: locality slider (key)", 1, 2)):
         sliders.nth(slider).focus()
-        for _ in range(presses):
-            drawn.press(control, key)
-            wait_idle(page, settle=0.3)
+        use(page, drawn, control, key, presses)
     option = output.locator(".widget-select-multiple option", has_text="opt")
-    drawn.press("02 explorer: policies (ctrl-click)", lambda: option.click(modifiers=["Control"]))
-    wait_idle(page, settle=0.3)
+    use(page, drawn, "02 explorer: policies (ctrl-click)", lambda: option.click(modifiers=["Control"]))
     print("screenshot:", screenshot(page, "course-02.png"))
     no_errors_but_the_exercises(page)
     page.close()
@@ -383,13 +387,9 @@ def test_notebook_04_every_visualizer_control_redraws_the_figure(lab_session, la
     clicks = [("04 visualizer: step button", "button[title='step forward']", 6),
               ("04 visualizer: step back button", "button[title='step back']", 3)]
     for control, selector, times in clicks:
-        for _ in range(times):
-            drawn.press(control, output.locator(selector).first.click)
-            wait_idle(page, settle=0.3)
+        use(page, drawn, control, output.locator(selector).first.click, times)
     output.locator(".widget-slider .noUi-handle").first.focus()
-    for _ in range(3):
-        drawn.press("04 visualizer: moment slider (key)", lambda: page.keyboard.press("ArrowRight"))
-        wait_idle(page, settle=0.3)
+    use(page, drawn, "04 visualizer: moment slider (key)", lambda: page.keyboard.press("ArrowRight"), 3)
     play = output.locator(".widget-play button").first
     drawn.press("04 visualizer: play button", play.click)
     output.locator(".widget-play button").nth(1).click()          # pause
@@ -397,11 +397,8 @@ def test_notebook_04_every_visualizer_control_redraws_the_figure(lab_session, la
     for control, label in (("04 visualizer: holds switch", "holds"),
                            ("04 visualizer: write-back switch", "write-back before collect")):
         box = output.locator(".widget-checkbox", has_text=label).locator("input")
-        for _ in range(2):                                      # untick (a broken run), tick again
-            drawn.press(control, box.click)
-            wait_idle(page, settle=0.5)
-    drawn.press("04 visualizer: rerun button", output.locator("button", has_text="rerun").first.click)
-    wait_idle(page, settle=0.5)
+        use(page, drawn, control, box.click, 2, quiet=0.5)     # untick (a broken run), tick again
+    use(page, drawn, "04 visualizer: rerun button", output.locator("button", has_text="rerun").first.click, quiet=0.5)
     page.wait_for_timeout(300)
     print("screenshot:", screenshot(page, "course-04.png"))
     no_errors_but_the_exercises(page)
@@ -419,13 +416,11 @@ def test_notebook_05_every_dashboard_control_redraws_and_the_page_reads_well(lab
     assert_fits(page, drawn, "the training dashboard")
     select = output.locator(".widget-dropdown select").first
     for trainer in ("lru", "scratchpipe"):
-        drawn.press("05 dashboard: trainer dropdown (choice)", lambda: select.select_option(trainer))
-        wait_idle(page, settle=0.3)
+        use(page, drawn, "05 dashboard: trainer dropdown (choice)", lambda: select.select_option(trainer))
     sliders = output.locator(".widget-slider .noUi-handle")
     for control, slider in (("05 dashboard: load factor slider (key)", 0), ("05 dashboard: depth slider (key)", 1)):
         sliders.nth(slider).focus()
-        drawn.press(control, lambda: page.keyboard.press("ArrowRight"))
-        wait_idle(page, settle=0.3)
+        use(page, drawn, control, lambda: page.keyboard.press("ArrowRight"))
     start = output.locator("button", has_text="start").first
     drawn.press("05 dashboard: start button (first feedback)", start.click,
                 also={"05 dashboard: start button (first step drawn)": ".scatterlayer path"})
