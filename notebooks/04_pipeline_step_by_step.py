@@ -130,7 +130,7 @@ check(choose_victims)
 # %%
 from scratchkit.course.widgets import PipelineVisualizer
 
-PipelineVisualizer(lab, table=0, columns=12)
+PipelineVisualizer(lab, table=0, columns=12, result=result)   # the run recorded above
 
 # %% [markdown]
 # ## Invariant 5: the scratchpad must be big enough

@@ -10,6 +10,7 @@ from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
 from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
+from scratchkit.trainers.scratchpipe import Hazards
 
 
 def trace_named(fig, name):
@@ -215,3 +216,14 @@ def test_dashboard_start_shows_it_is_working_until_the_first_step(dashboard):
 def test_dashboard_stopped_run_is_made_when_the_learner_made_none(dashboard):
     run = dashboard.stopped_run(steps=5)
     assert run.closed and not run.running and 5 <= len(run.records) < 15
+
+
+def test_visualizer_shows_a_run_already_trained_without_training_again():
+    lab = HazardLab(visualizer_config(), steps=6, slow_write_back=0.0)
+    recorded = lab.run()
+    calls = []
+    lab.run = lambda *a, **k: calls.append(a) or recorded           # any training would be seen
+    shown = PipelineVisualizer(lab, columns=10, result=recorded)
+    assert shown.result is recorded and calls == [] and shown.progress.value == 6
+    with pytest.raises(ValueError, match="switches start with every rule on"):
+        PipelineVisualizer(lab, result=HazardLab(visualizer_config(), steps=4).run(Hazards(holds=False)))
