@@ -461,8 +461,8 @@ def take_screenshots(keys: list[str], docs: bool = False) -> None:
                 print(screenshot(page, f"course-{key}.png"))
                 if docs and key == "04":
                     page.set_viewport_size({"width": 1200, "height": 1000})
-                    page.locator("button[title='step forward']").first.scroll_into_view_if_needed()
-                    page.mouse.wheel(0, 560)
+                    widget = page.locator(".jp-OutputArea-output:has(button[title='step forward'])").first
+                    widget.evaluate("e => e.scrollIntoView({block: 'start'})")   # the whole widget: one screen
                     page.wait_for_timeout(1500)
                     (REPO / "docs").mkdir(exist_ok=True)
                     page.screenshot(path=str(REPO / "docs" / "course.png"))
