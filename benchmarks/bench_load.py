@@ -11,9 +11,9 @@ Zipf within each feature's Kaggle cardinality), ~243 bytes a line like the real 
 Candidates, each in a fresh process that reports its own peak resident memory (VmHWM), in
 alternating rounds (kit, pandas, kit, pandas, ...; medians):
 
-    parse    the kit's parser alone: each 32 MB block split into columns by pyarrow (the next
-             block on a thread meanwhile), every field checked and decoded by NumPy: what
-             pandas does below, and more (the checks, the hashes decoded)
+    parse    the kit's parser alone: each 8 MB block checked and decoded by the C++ loop
+             (scratchkit/data/criteo_loop.c; the next block on a thread meanwhile): what pandas
+             does below, and more (every field checked, the hashes decoded)
     kit      load_criteo(path): the parser, plus the columns written to disk and table sizes
              derived from the data (a dictionary of every feature's distinct values)
     kit-cap  the same with max_rows=100_000 (the dictionaries capped: memory independent of N)
@@ -21,9 +21,14 @@ alternating rounds (kit, pandas, kit, pandas, ...; medians):
              types inferred (hashes stay strings: pandas does less than the kit, which also
              checks every field and decodes the hashes). In chunks so memory stays bounded;
              the whole file at once would hold ~4M x 26 Python strings.
-    twin     the kit's line parser alone (the fallback), on the first 50 MB: the fast path's gain
+    arrow    the parser where no C++ compiler is found: 32 MB blocks split into columns by
+             pyarrow, every field checked and decoded by NumPy (scratchkit/data/fields.py); once,
+             after the rounds
+    twin     the kit's line parser alone (what reads a block with a bad line), on the first
+             50 MB: the fast paths' gain
 
-After the rounds: random batch reads from the converted columns (batches/s), and the
+After the rounds: random batch reads from the converted columns (batches/s; the dictionaries
+searched in C++, and by NumPy, in alternating rounds), and the
 extrapolation to the full Kaggle file: time = its bytes / the kit's MB/s; disk = converted bytes
 per line x its lines; memory = the capped run's peak (it does not grow with the file), and for
 derived sizes that peak plus 16 bytes (a value and its merge copy) per distinct value beyond this
@@ -101,17 +106,18 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
     import pandas  # noqa: F401  (imports are not timed: a few tenths of a second each)
     import pyarrow.csv  # noqa: F401
 
-    import scratchkit.data.criteo  # noqa: F401
+    from scratchkit.data.criteo_native import native_loader_available
 
+    native = native_loader_available()          # built (first run) or loaded before the clock
     started, cpu_started = time.perf_counter(), time.process_time()
-    extra = {}
-    if mode == "parse":
+    extra, cpu = {}, None                                    # cpu: set where more follows the load
+    if mode in ("parse", "arrow"):
         from scratchkit.data.blocks import read_blocks
         from scratchkit.data.convert import _split_ahead                           # noqa: PLC2701
         from scratchkit.data.criteo import CriteoFormat
 
-        fmt, rows = CriteoFormat(path), 0
-        for block, columns in _split_ahead(read_blocks(path), fmt):
+        fmt, rows = CriteoFormat(path, native=mode == "parse"), 0
+        for block, columns in _split_ahead(read_blocks(path, fmt.block_bytes), fmt):
             chunk = fmt.fast(block, columns)
             assert chunk is not None and len(chunk) == block.lines
             rows += len(chunk)
@@ -119,18 +125,14 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
     elif mode in ("kit", "kit-cap"):
         from scratchkit.data.criteo import load_criteo
 
+        extra["native"] = native
         source = load_criteo(path, max_rows=100_000 if mode == "kit-cap" else None, progress=False)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         rows = source.num_rows
         folder = Path(source._labels.path).parent                                   # noqa: SLF001
         extra["converted_bytes"] = sum(f.stat().st_size for f in folder.iterdir())
         extra["distinct"] = int(sum(source.table_sizes))
-        rng = np.random.default_rng(0)
-        picks = rng.integers(0, len(source), 2000)
-        t = time.perf_counter()
-        for i in picks:
-            source.batch(int(i))
-        extra["batches_per_s"] = len(picks) / (time.perf_counter() - t)
+        extra.update(batch_reads(source))
         source.close()
         size = os.path.getsize(path)
     elif mode == "pandas":
@@ -147,14 +149,34 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
         from scratchkit.data.report import LoadReport
 
         fmt, report, rows, size = CriteoFormat(path), LoadReport(source=path), 0, 0
-        for block in read_blocks(path):
+        for block in read_blocks(path, 1 << 20):                  # 1 MB: stops near twin_bytes
             rows += len(fmt.rows_to_chunk(parse_lines(block.text_lines(), fmt.parse_line, report)))
             size += len(block.data)
             if size >= twin_bytes:
                 break
         seconds = time.perf_counter() - started
-    return {"mode": mode, "seconds": seconds, "rows": rows, "bytes": size,
-            "cpu_seconds": time.process_time() - cpu_started, "peak_mb": peak_rss_mb(), **extra}
+    cpu = time.process_time() - cpu_started if cpu is None else cpu
+    return {"mode": mode, "seconds": seconds, "rows": rows, "bytes": size, "cpu_seconds": cpu,
+            "peak_mb": peak_rss_mb(), **extra}
+
+
+def batch_reads(source, picks: int = 1000, rounds: int = 3) -> dict:
+    """Random batches a second: the dictionaries searched in C++ (`RowMapper`, as loaded) and
+    by NumPy's searchsorted (its twin), in alternating rounds; medians."""
+    from scratchkit.data.row_maps import RowMapper
+
+    indices = np.random.default_rng(0).integers(0, len(source), picks).tolist()
+    mappers = {"batches_per_s": RowMapper(source.row_maps),
+               "batches_per_s_numpy": RowMapper(source.row_maps, native=False)}
+    speeds: dict[str, list[float]] = {key: [] for key in mappers}
+    for _ in range(rounds):
+        for key, mapper in mappers.items():
+            source._rows_of = mapper                                                 # noqa: SLF001
+            t = time.perf_counter()
+            for i in indices:
+                source.batch(i)
+            speeds[key].append(picks / (time.perf_counter() - t))
+    return {key: statistics.median(v) for key, v in speeds.items()}
 
 
 def peak_rss_mb() -> float:
@@ -203,6 +225,7 @@ def main() -> None:
             runs.setdefault(mode, []).append(result)
             print(f"round {r + 1} {mode:8s} {result['seconds']:7.1f} s  CPU {result['cpu_seconds']:6.1f} s"
                   f"  peak {result['peak_mb']:7.0f} MB", flush=True)
+    runs["arrow"] = [run_child("arrow", path, twin_bytes)]
     runs["twin"] = [run_child("twin", path, twin_bytes)]
     report(runs, path)
     if not args.keep:
@@ -214,9 +237,10 @@ def report(runs: dict[str, list[dict]], path: str) -> None:
         return statistics.median(r[key] for r in runs[mode])
 
     print(f"\nfile {path}: {runs['kit'][0]['bytes'] / 1e9:.2f} GB, {runs['kit'][0]['rows']:,} lines; "
-          f"medians of {len(runs['kit'])} rounds")
+          f"medians of {len(runs['kit'])} rounds; the kit's blocks read by "
+          f"{'the C++ loop' if runs['kit'][0]['native'] else 'pyarrow (no C++ compiler found)'}")
     speed = {}
-    for mode in ("parse", "pandas", "kit", "kit-cap", "twin"):
+    for mode in ("parse", "pandas", "kit", "kit-cap", "arrow", "twin"):
         seconds = median(mode, "seconds")
         rows, size = runs[mode][0]["rows"], runs[mode][0]["bytes"]
         speed[mode] = size / seconds
@@ -228,11 +252,13 @@ def report(runs: dict[str, list[dict]], path: str) -> None:
         cpu = [p["cpu_seconds"] / k["cpu_seconds"] for k, p in zip(runs[mode], runs["pandas"])]
         print(f"  {mode} / pandas speed: {statistics.median(ratios):.2f}x wall (rounds: "
               f"{', '.join(f'{x:.2f}' for x in ratios)}), {statistics.median(cpu):.2f}x CPU time")
-    print(f"  parse / the line parser alone: {speed['parse'] / speed['twin']:.1f}x")
+    print(f"  parse / the pyarrow path: {speed['parse'] / speed['arrow']:.1f}x; "
+          f"/ the line parser alone: {speed['parse'] / speed['twin']:.1f}x")
     kit = runs["kit"][0]
     per_line = kit["converted_bytes"] / kit["rows"]
     print(f"  converted columns: {kit['converted_bytes'] / 1e9:.2f} GB ({per_line:.0f} bytes a line); "
-          f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128")
+          f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128 "
+          f"({median('kit', 'batches_per_s_numpy'):,.0f} with NumPy's searchsorted)")
     hours = KAGGLE_BYTES / speed["kit"] / 60
     derived = median("kit", "peak_mb") + 16 * max(0, KAGGLE_DISTINCT - kit["distinct"]) / 2**20
     print(f"full Criteo Kaggle ({KAGGLE_BYTES / 1e9:.1f} GB, {KAGGLE_LINES:,} lines): about "

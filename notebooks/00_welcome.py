@@ -35,8 +35,12 @@
 # | `03_looking_forward` | the future is in the dataset: look-ahead windows, Belady/OPT, 100% hits |
 # | `04_pipeline_step_by_step` | ScratchPipe's stages batch by batch, the scratchpad's slots, the hazard lab |
 # | `05_scratchpipe_training` | all trainers side by side, live; equivalence; projection to GPU servers |
+# | `08_kernel_puzzles` | write the scratchpad's CUDA kernels; run and check them on a CPU |
 #
 # Everything runs on a laptop CPU; on a machine with an NVIDIA GPU the same code runs there.
+# From notebook 01 on, cells marked as exercises ask you to write a short function and `check` it:
+# until you do, its stub stops that cell with `NotImplementedError`, and the rest of the notebook
+# runs without it.
 # The logic lives in the `scratchkit` package; the notebooks call it and explain it.
 
 # %%
@@ -79,7 +83,7 @@ for result in verify(config, ["gpu-only", "hybrid"], steps=10):
 # ## Try this
 #
 # 1. Run the benchmark on the `small` profile (`get_profile("small")`) with `steps=30`. Which stage
-#    takes the most time per step? *Check:* the column with the largest number in the table.
+#    takes the most time per step? *Check:* the largest of the table's `... ms` rows.
 # 2. Verify with another optimizer: `from scratchkit.config import OptimizerConfig, OptimizerKind`,
 #    then `config.replace(optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))`. *Check:* the
 #    differences are still exactly 0.0.

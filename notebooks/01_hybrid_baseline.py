@@ -74,6 +74,30 @@ print("lookups in this batch:", batch.lookups(), "=", config.data.batch_size, "s
       len(config.data.table_sizes), "tables x", config.data.pooling, "ids")
 
 # %% [markdown]
+# ### Exercise: pool the bags yourself
+#
+# Write `bag_sums`: what an embedding bag's forward does. `check` runs it on a few inputs (two bags, an
+# id twice in a bag, an empty bag, the last bag, a real batch) and compares with PyTorch's own
+# `embedding_bag`; a wrong answer names the input that failed, what came back, what was expected, and a
+# hint. Until you write it, the stub raises `NotImplementedError` and the cell stops there: the rest
+# of the notebook does not need it.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def bag_sums(table, ids, offsets):
+    """Row b of the result is the sum of table[i] over the ids i of bag b.
+
+    table [num_rows, dim] float32, ids [n] int64, offsets [num_bags] int64: bag b is
+    ids[offsets[b]:offsets[b + 1]], and the last bag runs to the end of ids. Returns [num_bags, dim].
+    """
+    raise NotImplementedError("bag_sums: write it, then run this cell again")
+
+
+check(bag_sums)
+
+# %% [markdown]
 # ## One hybrid step, stage by stage
 #
 # The `hybrid` trainer does what hybrid CPU-GPU training does:
@@ -133,22 +157,37 @@ with make_trainer("hybrid", config) as trainer:
 training_curves({"hybrid": records})
 
 # %% [markdown]
-# ## Try this
+# ## Exercises
 #
-# 1. **More ids per bag.** Make the bags four times longer with `get_profile("small", pooling=32)`
-#    and rerun the benchmark. Does the embedding share of the step grow or shrink?
-#    *Check:* the cell below prints the embedding share for the config you give it.
-# 2. **Table memory.** At what Criteo scale do the tables need more than 1 GiB at `dim = 16`?
-#    *Check:* change `scale` in the second cell below until the printed size passes 1.0 GiB.
+# 1. **The embedding share.** Write `embedding_share(stage_seconds)`: from one trainer's seconds per
+#    stage (a dict, as `results[0].stage_seconds` above), the share the embedding stages take.
+# 2. **More ids per bag.** Make the bags four times longer (`pooling=32`) and guess first: does the
+#    embedding share of a hybrid step grow or shrink? The cell after the exercise measures it beside
+#    the course's `pooling=8`.
+# 3. **Table memory.** Write `criteo_scale_for(gib, dim)`: the smallest Criteo scale, in steps of
+#    0.01, at which the 26 tables (`criteo_like(scale).data.table_sizes`) need *more* than `gib` GiB
+#    of float32 at that `dim`.
+
+# %% tags=["exercise", "raises-exception"]
+def embedding_share(stage_seconds):
+    """Share of a step's time in the embedding stages: embedding_forward, embedding_backward, update."""
+    raise NotImplementedError("embedding_share: write it, then run this cell again")
+
+
+check(embedding_share)
 
 # %%
-from scratchkit.course.analysis import embedding_share
+from scratchkit.course.analysis import embedding_share as kit_share
 
-exercise = get_profile("small", pooling=32)    # try other values
-(result,) = run_bench(exercise, ["hybrid"], steps=15, warmup=3)
-print(f"embedding stages take {100 * embedding_share(result.stage_seconds):.0f}% of a hybrid step")
+longer = get_profile("small", pooling=32)
+(result32,) = run_bench(longer, ["hybrid"], steps=15, warmup=3)
+shares = {8: kit_share(results[0].stage_seconds), 32: kit_share(result32.stage_seconds)}
+print("embedding share of a hybrid step:", ", ".join(f"pooling {p}: {100 * share:.0f}%" for p, share in shares.items()))
 
-# %%
-scale = 0.5                                    # try other values
-tables = criteo_like(scale)
-print(f"scale {scale}: {sum(tables.data.table_sizes) * 16 * 4 / 2**30:.2f} GiB")
+# %% tags=["exercise", "raises-exception"]
+def criteo_scale_for(gib, dim):
+    """The smallest scale k / 100 (k = 1, 2, ...) at which the Criteo tables need more than gib GiB."""
+    raise NotImplementedError("criteo_scale_for: write it, then run this cell again")
+
+
+check(criteo_scale_for)

@@ -86,6 +86,47 @@ for policy in policies:
     print(f"{policy:6s} at {capacity} rows: {100 * curves.hit_rate(zipf, policy, capacity):.1f}% hits")
 
 # %% [markdown]
+# ### Exercise: count LRU's hits yourself
+#
+# Write `lru_hits(trace, capacity)`: how many lookups of `trace` find their id already cached in an
+# LRU cache of `capacity` rows that starts empty. (A Python `collections.OrderedDict` makes a fine
+# LRU list: `move_to_end` on a hit, `popitem(last=False)` to evict.) `check` compares your count with
+# the kit's simulator, which the tests hold to libCacheSim, on small traces that each test one rule.
+# Until you write it the stub raises `NotImplementedError`; nothing below needs it.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def lru_hits(trace, capacity):
+    """Hits of an LRU cache of `capacity` rows (empty at first) over the ids of `trace`, in order."""
+    raise NotImplementedError("lru_hits: write it, then run this cell again")
+
+
+check(lru_hits)
+
+# %% [markdown]
+# ## Exact or sampled?
+#
+# One pass of Mattson's stack gives LRU's hits at *every* size. On a trace of billions of lookups
+# even that pass is long, so profilers sample: **SHARDS** keeps only the ids whose hash falls below a
+# threshold (a share `R` of the ids, with all their reuses) and scales what it sees by `1/R`. Below
+# `1/R` rows a sampled curve has less than one sampled id per row, so it is trusted from there up.
+# Here the exact curve of the same trace beside two sampled ones, and what sampling costs: its error
+# against the exact curve (hit-rate percentage points) and its time. On a trace this small the exact
+# pass takes milliseconds too; sampling pays off on traces too long for one pass, and its memory
+# follows the sample, not the distinct ids.
+
+# %%
+from scratchkit.course.analysis import sampled_lru
+from scratchkit.course.tables import sampling_table
+from scratchkit.course.viz import sampled_curves
+
+samples = sampled_lru(curves.trace(zipf), rates=(1.0, 0.1, 0.01))
+display(sampling_table(samples))
+sampled_curves(samples, curves.num_rows)
+
+# %% [markdown]
 # ## Explore
 #
 # Move the sliders: **load factor** (cache size), **locality** (the Zipf exponent; a new value takes
@@ -122,17 +163,37 @@ for s in (10, 100, 1_000_000):
     print(f"LRU's {100 * lru_rate:.1f}% hits, hits {s:>9,}x faster: embedding work {amdahl_speedup(lru_rate, s):.2f}x faster")
 
 # %% [markdown]
-# ## Try this
+# ## Exercises
 #
-# 1. **Uniform ids.** With `zipf = 0` every row is equally likely. What hit rate does LRU get with a
-#    10% cache (2,000 rows)? Guess first, then *check* with the cell below.
-# 2. **Enough for 80%?** At `zipf = 1.05`, find the smallest load factor at which LRU reaches 80%
-#    hits, using the explorer's slider. *Check:* set `capacity` below to your answer x 20,000.
-# 3. **The cap.** If LRU hit 95%, what is the largest speed-up any hit speed could give?
-#    *Check:* `amdahl_speedup(0.95, 1e12)`.
+# 1. **Amdahl.** Write `embedding_speedup(hit_rate, hit_speedup)`: how much faster the embedding work
+#    gets when a `hit_rate` share of its lookups runs `hit_speedup` times faster and the misses do not.
+# 2. **Enough for 80%?** First find it with the explorer's slider: at `zipf = 1.05`, the smallest load
+#    factor at which LRU reaches 80% hits. Then write `smallest_capacity(hits, lookups, target)`, where
+#    `hits[c - 1]` is LRU's hit count with `c` rows (`curves.lru_hits(zipf)` is that array, from one
+#    pass): the smallest capacity whose hit rate reaches `target`, or `None`. The cell prints your
+#    function's answer on the real curve once its check passes.
+# 3. **Uniform ids.** With `zipf = 0` every row is equally likely. What hit rate does LRU get with a
+#    10% cache (2,000 rows)? Guess first, then run the last cell.
+
+# %% tags=["exercise", "raises-exception"]
+def embedding_speedup(hit_rate, hit_speedup):
+    """Speed-up of the embedding work when hits run hit_speedup times faster than misses."""
+    raise NotImplementedError("embedding_speedup: write it, then run this cell again")
+
+
+check(embedding_speedup)
+
+# %% tags=["exercise", "raises-exception"]
+def smallest_capacity(hits, lookups, target):
+    """The smallest capacity c >= 1 with hits[c - 1] / lookups >= target; None if there is none."""
+    raise NotImplementedError("smallest_capacity: write it, then run this cell again")
+
+
+outcome = check(smallest_capacity)
+display(outcome)
+if outcome:
+    rows = smallest_capacity(curves.lru_hits(1.05), curves.trace(1.05).size, 0.8)
+    print(f"LRU reaches 80% at {rows:,} rows: load factor {rows / curves.num_rows:.3f}")
 
 # %%
 print(f"uniform ids, LRU with 2,000 rows: {100 * curves.hit_rate(0.0, 'lru', 2000):.1f}% hits")
-capacity = 4000                                 # your answer to 2, in rows
-print(f"zipf 1.05, LRU with {capacity} rows: {100 * curves.hit_rate(1.05, 'lru', capacity):.1f}% hits")
-print(f"95% hits cap the speed-up at {amdahl_speedup(0.95, 1e12):.1f}x")

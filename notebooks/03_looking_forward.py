@@ -66,6 +66,39 @@ for d, largest, bound in zip(sizes.depths, sizes.max, sizes.no_reuse):
     print(f"depth {d}: the largest window touches {largest:6,} rows (no-reuse bound {bound:6,})")
 
 # %% [markdown]
+# ### Exercise: the working set of a window
+#
+# Write `window_working_set(sets, b, depth)`: `sets[k]` is `U_k`, the distinct ids of batch `k` (a
+# sorted NumPy array, as `sets` above holds them); return how many distinct rows batches `b .. b+depth`
+# touch together. `check` holds it to the kit's window count, the one the ScratchPipe trainer uses to
+# size its scratchpad. Then write `min_scratchpad(sets, depth)`: the fewest rows a scratchpad needs so
+# that *every* window of `depth + 1` consecutive batches fits (with fewer batches than that, the one
+# window is all of them). Until you write them, the stubs raise `NotImplementedError`.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def window_working_set(sets, b, depth):
+    """|U_b u U_b+1 u ... u U_b+depth|: the distinct ids of batches b .. b+depth."""
+    raise NotImplementedError("window_working_set: write it, then run this cell again")
+
+
+check(window_working_set)
+
+# %% tags=["exercise", "raises-exception"]
+def min_scratchpad(sets, depth):
+    """The largest working set of depth + 1 consecutive batches: the fewest rows that fit them all."""
+    raise NotImplementedError("min_scratchpad: write it, then run this cell again")
+
+
+outcome = check(min_scratchpad)
+display(outcome)
+if outcome:
+    print(f"depth 2 over these 30 batches: {min_scratchpad(sets, 2):,} rows; the figure's largest window: "
+          f"{int(sizes.max[2]):,}")
+
+# %% [markdown]
 # ## OPT: the best a cache can do when it knows the future
 #
 # Belady's OPT evicts the row whose next use is furthest away. No real cache that decides from the
@@ -127,12 +160,14 @@ except ValueError as error:
 # %% [markdown]
 # ## Try this
 #
+# Guess first, then run the cell below.
+#
 # 1. **Deeper look-ahead.** How many rows does a window need at depth 8? Read it off the window
-#    figure, then *check* with `curves.needed(1.05, 8)`.
+#    figure (or ask your `min_scratchpad`).
 # 2. **No skew.** With `zipf = 0`, how much of a batch's working set did the previous batch touch?
-#    Guess (think of how many of the 20,000 rows one batch touches), then *check* with the cell below.
+#    (Think of how many of the 20,000 rows one batch touches.)
 # 3. **OPT vs look-forward.** At the capacity `needed`, OPT also sees the future. Does it reach 100%?
-#    *Check:* `curves.hit_rate(1.05, "opt", needed)`. Why not? (Hint: OPT fetches on demand.)
+#    Why not? (Hint: OPT fetches on demand.)
 
 # %%
 print("depth 8 needs", curves.needed(1.05, 8), "rows")

@@ -30,13 +30,16 @@
 # |---|---|---|
 # | **Plan**(b) | host | find the distinct ids `U_b`; look them up in the scratchpad's id -> slot map; split **hits** and **misses**; give each miss a free slot or evict a **victim** (a slot no batch in flight needs); **hold** every slot of `U_b`; rewrite the batch's ids as slots |
 # | **Collect**(b) | host | gather the missed rows (and their optimizer state) from the host tables into a staging buffer |
-# | **Transfer**(b) | host <-> device | copy the staging buffer to the device, and the victims' rows back to the host |
-# | **Insert**(b) | device | write the fetched rows into their slots (the victims' rows are already out) |
-# | **Write-back**(b) | host | store the victims' rows into the host tables |
+# | **Write-back**(b) | host / copy | the victims' rows, read from their slots, go home into the host tables (only rows that changed) |
+# | **Transfer**(b) | host -> device | copy the staging buffer to the device |
+# | **Insert**(b) | device | write the fetched rows into their slots (the victims' rows are already home) |
 # | **Train**(b) | device | forward, backward and update, reading and writing rows only in the scratchpad, through slots; then release batch b's holds |
 #
 # Plan runs up to `D` batches ahead of Train (the look-ahead depth), so while batch `b` trains, the
-# host stages already work on batches `b+1 .. b+D`. Two rules keep it exact:
+# host stages already work on batches `b+1 .. b+D`. Write-back(b), Transfer(b) and Insert(b) are the
+# first stages to touch the slots Plan(b) took, so they wait for Train(b-D-1), the last batch that
+# trained with them; Write-back(b) lands before Insert(b) overwrites a victim's slot. Two more rules
+# keep it exact:
 # - **holds**: a victim is never a slot that a planned-but-not-yet-trained batch uses;
 # - **write-back ordering**: a row evicted by one batch and needed again soon is read from the host
 #   only after its write-back landed.
@@ -74,30 +77,60 @@ print("largest difference from the baseline's rows:", result.max_abs_diff)
 # ## The scratchpad at one moment
 #
 # `replay` walks the recorded events in order and rebuilds the slots of one table at every moment.
-# Here is the first Plan that had to evict: red slots are its victims, coloured slots are held by
-# the batch of that colour, grey slots hold a row no batch in flight needs, white slots are free.
+# Here is the first Write-back that sent victims home: red slots are the victims whose rows go back to
+# the host tables, coloured slots are held by the batch of that colour, grey slots hold a row no batch
+# in flight needs, white slots are free. What it says depends on the data alone (Plan decides from
+# the ids), so it is the same on every run; only the timeline around it changes.
 
 # %%
+# NBVAL_CHECK_OUTPUT
 from scratchkit.course.pipeline_replay import SlotState, replay
-from scratchkit.course.viz import scratchpad_map
+from scratchkit.scratchpipe.events import Stage
 
 moments = replay(result.events, table=0, capacity=result.capacities[0])
-evicting = next(m for m in moments if m.count(SlotState.VICTIM))
-print(evicting.words)
-scratchpad_map(evicting, columns=12)
+writing_back = next(m for m in moments if m.event.stage is Stage.WRITE_BACK and m.count(SlotState.VICTIM))
+print(writing_back.words)
+
+# %%
+from scratchkit.course.viz import scratchpad_map
+
+scratchpad_map(writing_back, columns=12)
+
+# %% [markdown]
+# ### Exercise: choose the victims
+#
+# Plan(b) must find a slot for each miss. Free slots first; then it evicts **victims**. Write
+# `choose_victims(slot_ids, held, next_use, count)`: `slot_ids[s]` is the id in slot `s` (-1: free),
+# `held[s]` says whether a batch in flight holds slot `s`, and `next_use` maps an id to the batch
+# that needs it next (an id missing from it is never needed again). Return the `count` slots to
+# evict, in ascending order: among the slots that hold a row and are not held, those whose next use
+# is furthest away (ties: the lowest slot). With fewer such slots than `count`, raise `ValueError`.
+# `check` holds it to the planner's own order.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def choose_victims(slot_ids, held, next_use, count):
+    """The `count` slots to evict (ascending): unheld, holding a row, furthest next use first."""
+    raise NotImplementedError("choose_victims: write it, then run this cell again")
+
+
+check(choose_victims)
 
 # %% [markdown]
 # ## Step through it yourself
 #
 # **step** and **step back** move one event at a time; **play** runs through them. Above the plot:
 # which batch each stage is on, what the current event did, and how many slots are in each state.
-# In the plot: the event highlighted in the timeline, the slot map at that moment, and, at the
-# bottom, the Train stage's hit rate and the loss's difference from the baseline, per step.
+# In the plot: the event highlighted in the timeline, the slot map at that moment, and, beside it,
+# the Train stage's hit rate and the loss's difference from the baseline, per step. The hazard lab's
+# switches are under the step controls (see the hazard lab below).
 
 # %%
 from scratchkit.course.widgets import PipelineVisualizer
 
-PipelineVisualizer(lab, table=0, columns=12)
+PipelineVisualizer(lab, table=0, columns=12, result=result)   # the run recorded above
 
 # %% [markdown]
 # ## Invariant 5: the scratchpad must be big enough
@@ -137,24 +170,32 @@ for hazards in (Hazards(holds=False), Hazards(write_back_order=False)):
         print("   ", line)
 
 # %% [markdown]
-# In the visualizer above, untick a rule and press **rerun**: black slots on the map are victims
-# that a batch in flight still held, and the bottom plot shows the Train hit rate dropping and the
+# In the visualizer above, untick a rule (the run is retrained at once with it off; **rerun** trains
+# again with the same switches, as races differ from run to run): black slots on the map are victims
+# that a batch in flight still held, and the plot of the run shows the Train hit rate dropping and the
 # loss leaving the baseline.
 #
-# ## Try this
+# ## Exercises and questions
 #
-# 1. **How far ahead?** At depth 2, while Train works on batch 3, what is the furthest batch whose
-#    Insert can have run? Think about the rule "Insert(b) waits for Train(b-D-1)" (Plan itself may
-#    run further ahead: it only decides). *Check:* the first cell below prints the Insert batches
-#    seen while Train(3) ran.
+# 1. **When may Insert start?** Write `insert_can_start(b, trained_through, depth)`: whether Insert(b)
+#    may run once every batch up to `trained_through` has trained (-1: none yet), by the rule above.
+#    Then: at depth 2, while Train works on batch 3, what is the furthest batch whose Insert can have
+#    run? (Plan itself may run further ahead: it only decides.) The cell after the exercise prints the
+#    Insert batches seen while Train(3) ran.
 # 2. **Find the hazard.** Switch off the holds and rerun. At which event does the first black slot
 #    appear, and which invariant does it break? *Check:* the second cell below.
 # 3. **Deeper pipeline, bigger scratchpad.** How many slots does the same data need at depth 4?
 #    *Check:* the third cell below.
 
-# %%
-from scratchkit.scratchpipe.events import Stage
+# %% tags=["exercise", "raises-exception"]
+def insert_can_start(b, trained_through, depth):
+    """Whether Insert(b) may run at look-ahead depth `depth` once Train has finished batches 0..trained_through."""
+    raise NotImplementedError("insert_can_start: write it, then run this cell again")
 
+
+check(insert_can_start)
+
+# %%
 train3 = next(m.event for m in moments if m.event.stage is Stage.TRAIN and m.event.batch == 3)
 inserted = [e.batch for e in result.events.stages if e.stage is Stage.INSERT and e.start < train3.end]
 print("Insert had reached batch", max(inserted), "by the end of Train(3); the rule allows at most", 3 + 2)

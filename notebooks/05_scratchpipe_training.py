@@ -31,7 +31,8 @@
 # %% [markdown]
 # ## Measured here
 #
-# `run_bench` trains each trainer for a few warm-up steps, then times 30 steps, on the same batches.
+# `run_bench` trains each trainer for a few warm-up steps, then times 30 steps, on the same batches
+# (about ten seconds in all; the bar counts the timed steps).
 # The caches and the scratchpad get a quarter of each table (`load_factor=0.25`); ScratchPipe plans 2
 # batches ahead. On this CPU-only machine "device" memory *is* host memory, so no trainer can gain
 # from moving rows to the device: what the measurements show here is each design's overhead, and
@@ -45,9 +46,11 @@ from scratchkit import get_profile
 from scratchkit import available_trainers
 from scratchkit.course.viz import stage_breakdown
 
+from scratchkit.course.live import BenchProgress
+
 config = get_profile("small").replace(cache=CacheParams(load_factor=0.25, depth=2))
 trainers = available_trainers()
-results = run_bench(config, trainers, steps=30, warmup=5)
+results = run_bench(config, trainers, steps=30, warmup=5, wrap=BenchProgress(trainers, 30))   # ~10 s
 display(bench_table(results))
 stage_breakdown(results)
 
@@ -63,7 +66,8 @@ stage_breakdown(results)
 # **load factor** or **depth** slider while it runs and the run restarts with the new setting;
 # **stop** ends it after the current step and closes the trainer, which writes the scratchpad's
 # changed rows back to the host tables. Run several trainers one after another to compare them on
-# one plot. (A scratchpad too small for the depth is refused, and the message says the minimum.)
+# one plot. (A scratchpad too small for the depth is refused, and the message says where to move the
+# load factor slider.)
 
 # %%
 from scratchkit.course.widgets import TrainingDashboard
@@ -98,43 +102,74 @@ for result in verify(config, trainers, steps=20):
 # and a PCIe-5 H100 server. For sequential trainers the step is the sum of its stages; for
 # ScratchPipe's pipeline it is the busiest resource (host stages, PCIe link, or GPU). The bars are
 # samples/s relative to `hybrid` in each series, the measurement here beside the projections.
+#
+# How far can the model be trusted? On this machine it can be held to the measurement: `validate`
+# sets the `this-cpu` prediction beside the stage times just measured (positive error: the model
+# predicts more time than was measured). The step's error of each trainer is written under the bars,
+# and the table after them gives it stage by stage. A projection onto a GPU server is no more exact
+# than the model is here.
 
 # %%
-from scratchkit.measure.costmodel import project_bench
+from scratchkit.measure.costmodel import project_bench, validate
+from scratchkit.course.tables import bound_table, validation_table
 from scratchkit.course.viz import trainer_comparison
 
 profiles = ["this-cpu", "v100-pcie3", "h100-pcie5"]
 projections = project_bench(config, results, profiles)
+report = {r.trainer: validate(r.stage_seconds, row["this-cpu"], r.seconds / r.steps)
+          for r, row in zip(results, projections)}
+step_errors = {t: rows[-1].error for t, rows in report.items()}        # the last row is the step's
 measured = {r.trainer: r.samples_per_s for r in results}
 projected = {p: {row[p].trainer: row[p].samples_per_s for row in projections} for p in profiles}
-trainer_comparison(measured, projected, relative_to="hybrid")
+trainer_comparison(measured, projected, relative_to="hybrid", step_errors=step_errors)
 
 # %%
-for row in projections:
-    print(f"{row['h100-pcie5'].trainer:12s}", "  ".join(f"{p}: bound by {row[p].bound_stage}" for p in profiles))
+display(validation_table({t: report[t] for t in ("hybrid", "scratchpipe")}))
+bound_table(projections)
 
 # %% [markdown]
-# How far can a model be trusted? `validate` sets the `this-cpu` prediction beside the stage times
-# just measured, stage by stage (positive error: the model predicts more time than measured).
+# ### Exercises: one stage of the model, and the step of a pipeline
+#
+# 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
+#    on hardware profile `hw` (`scratchkit.measure.hardware.get_hardware("v100-pcie3")`). Each step the
+#    pooled vectors (one of `config.model.dim` float32 numbers per sample and table) go to the device
+#    and their gradients come back: two copies over PCIe, each paying the link's latency once
+#    (`hw.pcie_bw` bytes/s, `hw.pcie_latency` s).
+# 2. Write `pipeline_step_seconds(stage_seconds, host_cores)`: ScratchPipe's step on a GPU server from
+#    the seconds of its six stages. Stages on different resources overlap, so the step is the busiest
+#    resource: the host threads (plan, collect and write_back, a thread each, sharing `host_cores`),
+#    the PCIe link (transfer), or the GPU (insert and train).
 
-# %%
-from scratchkit.course.tables import validation_table
-from scratchkit.measure.costmodel import validate
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
 
-report = {r.trainer: validate(r.stage_seconds, row["this-cpu"], r.seconds / r.steps)
-          for r, row in zip(results, projections) if r.trainer in ("hybrid", "scratchpipe")}
-validation_table(report)
+
+def hybrid_transfer_seconds(config, hw):
+    """Seconds per step of hybrid's transfer stage on hardware profile hw: pooled vectors up, gradients down."""
+    raise NotImplementedError("hybrid_transfer_seconds: write it, then run this cell again")
+
+
+check(hybrid_transfer_seconds)
+
+# %% tags=["exercise", "raises-exception"]
+def pipeline_step_seconds(stage_seconds, host_cores):
+    """ScratchPipe's step on a GPU server: its busiest resource (host threads, PCIe, GPU)."""
+    raise NotImplementedError("pipeline_step_seconds: write it, then run this cell again")
+
+
+check(pipeline_step_seconds)
 
 # %% [markdown]
 # ## Try this
 #
 # 1. **A smaller scratchpad.** Does ScratchPipe train with `load_factor=0.05` at depth 4? Guess from
-#    notebook 03's window sizes, then *check* with the first cell below (a refusal names the minimum).
-# 2. **Stop means flushed.** Start `scratchpipe` in the dashboard, press **stop** after a few
-#    seconds, then run the second cell below: it trains `gpu-only` for the same number of steps and
-#    compares its embedding rows with the host tables the stopped trainer left. *Check:* 0.0.
+#    notebook 03's window sizes, then run the first cell below (a refusal names the minimum).
+# 2. **Stop means flushed.** Start `scratchpipe` in the dashboard and press **stop** after a few
+#    seconds (if you have not, the second cell below starts and stops one itself). The cell trains
+#    `gpu-only` for the same number of steps and compares its embedding rows with the host tables the
+#    stopped trainer left: 0.0 means the scratchpad's changed rows all went home.
 # 3. **What bounds the pipeline?** On the H100 server, which stage bounds `scratchpipe`, and which
-#    bounds `lru`? *Check:* the table printed above the validation; then try `depth=1`.
+#    bounds `lru`? Read the table above the exercises; then try `depth=1`.
 
 # %%
 from scratchkit import make_trainer
@@ -148,12 +183,11 @@ except ValueError as error:
     print("refused:", error)
 
 # %%
-if board.run is None or board.run.running:
-    print("start a run in the dashboard and stop it first")
-else:
-    steps = len(board.run.records)
-    with make_trainer("gpu-only", board.train_config()) as reference:
-        list(reference.train(steps))
-        rows = reference.embedding_weights()
-    host = board.run.trainer.embedding_weights()
-    print(f"after {steps} steps: max |difference| =", max(float((a - b).abs().max()) for a, b in zip(host, rows)))
+run = board.stopped_run(steps=20)      # yours, or one started and stopped here
+steps = len(run.records)
+with make_trainer("gpu-only", board.train_config()) as reference:
+    list(reference.train(steps))
+    rows = reference.embedding_weights()
+host = run.trainer.embedding_weights()
+print(f"{board.trainer.value} stopped after {steps} steps: max |difference| from gpu-only =",
+      max(float((a - b).abs().max()) for a, b in zip(host, rows)))

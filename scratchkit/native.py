@@ -96,9 +96,18 @@ class CLibrary:
 
 def pointer(array: np.ndarray, dtype, kind):
     """A pointer to a C-contiguous array of `dtype` (checked: a wrong dtype would be read as garbage)."""
+    address(array, dtype)
+    return array.ctypes.data_as(kind)
+
+
+def address(array: np.ndarray, dtype) -> int:
+    """The address of a C-contiguous array of `dtype` (checked), for a `c_void_p` argument.
+    Unlike `pointer`, no ctypes object refers to the array: `data_as` ties it into a reference
+    cycle (through ctypes.cast), so it lives until the next garbage collection; for arrays made
+    per call and large (the loader's blocks), that held several at once."""
     if array.dtype != dtype or not array.flags.c_contiguous:
         raise ValueError(f"expected a C-contiguous {np.dtype(dtype).name} array, got {array.dtype}")
-    return array.ctypes.data_as(kind)
+    return array.ctypes.data
 
 
 def i64(array: np.ndarray):

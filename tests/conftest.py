@@ -78,7 +78,13 @@ def cupy_stand_in_engine(compute_capability: int):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line in every run's log: did the NVRTC compile checks and the CuPy stand-in run?"""
+    """One line in every run's log: did the NVRTC compile checks and the CuPy stand-in run? And,
+    when the browser test ran, its table of widget latencies (tests/test_browser.py)."""
+    latency = getattr(terminalreporter.config, "widget_latency", None)
+    if latency:
+        terminalreporter.write_line("widget latency in JupyterLab, key press or click to the first changed frame:")
+        for line in latency.splitlines():
+            terminalreporter.write_line("  " + line)
     counts = {}
     for outcome in ("passed", "failed", "skipped", "error"):
         for report in terminalreporter.stats.get(outcome, []):

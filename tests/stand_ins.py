@@ -3,7 +3,8 @@
 `StandInCuda` is a CUDA runtime for `scratchkit.device.Device`: the trainers' CUDA lines (pinning,
 copies, side stream, syncs) run on the CPU and every call is recorded (tests/test_device.py).
 
-`StandInCupy` is the three names of the cupy module that `CupyLauncher` uses. The launcher
+`StandInCupy` is the names of the cupy module that `CupyLauncher` uses (and asarray/asnumpy,
+which a kernel puzzle's check uses to move its arrays). The launcher
 compiles with the real NVRTC (kernels-ci extra), caches and loads the real cubin; the stand-in's
 RawModule looks each kernel up in that cubin's symbol table, as cuModuleGetFunction would, and its
 kernels check the argument types CuPy would pack (8-byte ints, 4-byte floats, arrays) against the
@@ -73,6 +74,15 @@ class StandInCupy:
         device = SimpleNamespace(compute_capability=str(compute_capability))
         self.cuda = SimpleNamespace(Device=lambda: device)
         self._host = host_launcher
+
+    @staticmethod
+    def asarray(array) -> np.ndarray:
+        """cupy.asarray: here the "device" array is a NumPy copy (a kernel puzzle moves its inputs so)."""
+        return np.array(array, copy=True)
+
+    @staticmethod
+    def asnumpy(array) -> np.ndarray:
+        return np.asarray(array)
 
     def RawModule(self, path: str) -> StandInModule:   # noqa: N802 (cupy's name)
         module = StandInModule(path, self._host, self.launches)

@@ -1,6 +1,7 @@
 """Each course notebook is a pair: NN_name.py (jupytext's percent format, the source reviewed in diffs)
 and NN_name.ipynb (what nbval runs, with the outputs it checks). A pair whose cells differ fails here,
 with the command that syncs it; JupyterLab writes both files on save (tests/test_browser.py)."""
+import re
 import shutil
 from itertools import zip_longest
 from pathlib import Path
@@ -100,3 +101,20 @@ def test_a_pair_edited_on_one_side_is_caught(tmp_path, edit):
     assert difference is not None
     assert ("import os" if edit == "change a line" else "cells, the .py") in difference
     assert "jupytext --sync notebooks/" in out_of_sync(notebook, difference)
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w./])/(?:work|tmp|home|root|Users)/")
+
+
+@pytest.mark.parametrize("notebook", PAIRS, ids=lambda p: p.name)
+def test_checked_outputs_name_no_machine_path(notebook):
+    """nbval compares the outputs of cells marked NBVAL_CHECK_OUTPUT as text: one that printed where
+    the repository was when it was recorded (/work/..., /home/...) fails on every other clone."""
+    nb = nbformat.read(notebook, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "NBVAL_CHECK_OUTPUT" not in cell.source:
+            continue
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + "".join(output.get("data", {}).get("text/plain", ""))
+            found = ABSOLUTE_PATH.search(text)
+            assert found is None, f"{notebook.name} cell {i} prints a machine's path: ...{text[found.start():][:60]}"

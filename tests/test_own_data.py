@@ -13,6 +13,7 @@ import scratchkit.data.loading as loading
 from scratchkit.data.blocks import read_blocks
 from scratchkit.data.convert import convert
 from scratchkit.data.criteo import CriteoFormat, load_criteo
+from scratchkit.data.criteo_native import native_loader_available
 from scratchkit.data.criteo_npy import load_criteo_npy
 from scratchkit.data.lines import parse_lines
 from scratchkit.data.movielens import MovieLensFormat, RatingsFormat
@@ -37,10 +38,16 @@ def write(path, rows, newline="\n"):
     return path
 
 
-def test_the_fast_reader_and_the_line_parser_give_the_same_chunk(tmp_path):
-    """pyarrow + NumPy against the regular expressions and Python's int(): every array equal."""
+FAST_READERS = [pytest.param(True, id="c++", marks=pytest.mark.skipif(
+    not native_loader_available(), reason="no C++ compiler here")), pytest.param(False, id="pyarrow")]
+
+
+@pytest.mark.parametrize("native", FAST_READERS)
+def test_the_fast_reader_and_the_line_parser_give_the_same_chunk(tmp_path, native):
+    """The C++ loop, and pyarrow + NumPy, against the regular expressions and Python's int():
+    every array equal."""
     path = write(tmp_path / "a.tsv", criteo_rows(500) + [["1", "0", *[""] * 12, "f", "ABC", *[""] * 24]])
-    fmt, report = CriteoFormat(str(path)), LoadReport(source=str(path))
+    fmt, report = CriteoFormat(str(path), native=native), LoadReport(source=str(path))
     (block,) = read_blocks(path)
     fast = fmt.fast(block)
     twin = fmt.rows_to_chunk(parse_lines(block.text_lines(), fmt.parse_line, report))
@@ -53,13 +60,14 @@ def test_the_fast_reader_and_the_line_parser_give_the_same_chunk(tmp_path):
 
 @pytest.mark.parametrize("odd", ["1\t 3" + "\t" * 38, "1\t0x10" + "\t" * 38, "1\t+3" + "\t" * 38,
                                  "1" + "\t" * 13 + "\tab cd12" + "\t" * 25, "", "1\t2"])
-def test_the_fast_reader_declines_a_block_with_an_odd_line(tmp_path, odd):
+@pytest.mark.parametrize("native", FAST_READERS)
+def test_the_fast_reader_declines_a_block_with_an_odd_line(tmp_path, odd, native):
     """What pyarrow alone would accept (" 3", "0x10") or mis-split must go to the line parser."""
     rows = ["\t".join(r) for r in criteo_rows(5)]
     path = tmp_path / "odd.tsv"
     path.write_text("\n".join(rows[:2] + [odd] + rows[2:]) + "\n")
     (block,) = read_blocks(path)
-    assert CriteoFormat(str(path)).fast(block) is None
+    assert CriteoFormat(str(path), native=native).fast(block) is None
     with pytest.raises(ValueError, match=r"odd\.tsv:3: "):
         load_criteo(path, 7, batch_size=1)
 
@@ -84,6 +92,21 @@ def test_many_blocks_load_as_one_and_number_lines_across_them(tmp_path, small_bl
     np.testing.assert_array_equal(skipped.ids, whole.ids[:, kept])
     np.testing.assert_array_equal(skipped.dense, whole.dense[kept])
     assert str(skipped.report).count("\n") == str(whole.report).count("\n") + 2
+
+
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1 << 20])
+def test_blocks_hold_whole_lines_and_number_them_as_text_mode_does(tmp_path, block_bytes):
+    """Reference: Python's text mode (universal newlines) reading the whole file."""
+    data = b"a\tb\r\nlonger line than seven bytes\n\nc\rd\r\n" + b"x" * 100 + b"\nlast"
+    path = tmp_path / "t.tsv"
+    path.write_bytes(data)
+    blocks = list(read_blocks(path, block_bytes))
+    assert b"".join(b.data for b in blocks) == data
+    assert all(b.data.endswith(b"\n") for b in blocks[:-1])
+    lines = open(path, encoding="utf-8").read().splitlines()        # noqa: SIM115
+    assert [b.first_line for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
+    assert sum(b.lines for b in blocks) == len(lines) == 7
+    assert [line for b in blocks for line in b.text_lines().read().splitlines()] == lines
 
 
 def test_max_samples_stops_inside_a_later_block(tmp_path, small_blocks):

@@ -180,6 +180,14 @@ def test_lookahead_refuses_capacity_below_the_window_and_names_the_minimum():
         simulate_lookahead(trace, need - 1, 64, 2)
 
 
+def test_the_refusal_says_batch_size_counts_lookups_not_samples():
+    """Notebook 03 cuts a trace of 256-sample batches into batch_size = 256 x 8 = 2048 lookups:
+    the refusal must not read as if a batch had 2048 samples."""
+    trace = skewed(2_000, 500, seed=5)
+    with pytest.raises(ValueError, match="with batches of 64 lookups \\(batch_size counts lookups, not samples\\)"):
+        simulate_lookahead(trace, window_reference(trace, 64, 2) - 1, 64, 2)
+
+
 def test_seeing_further_fetches_no_more_than_lru_victims():
     trace = skewed(6_000, 2_000, seed=6)
     capacity = min_capacity(trace, 128, 1) + 50

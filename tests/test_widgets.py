@@ -1,4 +1,5 @@
 """The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -9,6 +10,7 @@ from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
 from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
+from scratchkit.trainers.scratchpipe import Hazards
 
 
 def trace_named(fig, name):
@@ -30,6 +32,26 @@ def test_explorer_capacity_slider_moves_the_marker_and_the_readout(explorer):
     expected = simulate(explorer.curves.trace(1.0), "lru", 200).hit_rate
     assert "<b>200 rows</b>" in explorer.readout.value
     assert f"lru {100 * expected:.1f}%" in explorer.readout.value
+
+
+def test_explorer_lines_have_y_values_so_they_are_drawn(explorer):
+    """A line plotly holds with x values but no y values is never drawn: the chosen size and the
+    window's line were invisible in the browser although their x moved."""
+    explorer.load_factor.value = 0.1
+    explorer.depth.value = 3
+    for name in ("chosen size", "look-ahead window fits"):
+        line = trace_named(explorer.figure, name)
+        assert len(line.x) == 2 and tuple(line.y) == (0, 1), name
+    explorer.depth.value = 2
+
+
+def test_explorer_locality_change_shows_it_is_working_and_ends_idle(explorer):
+    seen = []
+    explorer.readout.observe(lambda change: seen.append(change["new"]), names="value")
+    explorer.zipf.value = 0.6
+    assert any("computing" in text for text in seen), seen
+    assert not explorer.zipf.disabled and "computing" not in explorer.readout.value
+    explorer.zipf.value = 1.0
 
 
 def test_explorer_locality_slider_redraws_the_curves(explorer):
@@ -99,9 +121,12 @@ def test_visualizer_map_is_the_replayed_moment(visualizer):
 
 def test_visualizer_hazard_switch_reruns(visualizer):
     assert "Every invariant held" in visualizer.verdict.value
-    visualizer.holds.value = False
+    first = visualizer.result
+    visualizer.holds.value = False              # unticking reruns at once: the figure changes
+    assert visualizer.result is not first and visualizer.result.hazards.holds is False
+    before = visualizer.result
     visualizer.rerun.click()
-    assert visualizer.result.hazards.holds is False
+    assert visualizer.result is not before and visualizer.result.hazards.holds is False
     assert len(trace_named(visualizer.figure, "stage events").x) == len(visualizer.result.events.stages)
     np.testing.assert_allclose(trace_named(visualizer.figure, "|loss - baseline loss|").y,
                                visualizer.result.loss_gap)
@@ -150,3 +175,55 @@ def test_dashboard_shows_a_trainers_error(dashboard):
     dashboard.start.click()
     dashboard.run.join(60)
     assert "stopped with an error" in dashboard.status.value and "too small" in dashboard.status.value
+
+
+def test_dashboard_too_small_error_names_the_slider_not_a_flag_or_a_parameter(dashboard):
+    """The learner holds a load-factor slider: the refusal says where to move it, and the load
+    factor it names does train."""
+    dashboard.load_factor.value = 0.02
+    dashboard.trainer.value = "scratchpipe"
+    dashboard.start.click()
+    dashboard.run.join(60)
+    status = dashboard.status.value
+    assert "--capacity" not in status and "CacheParams" not in status
+    found = re.search(r"move the load factor slider to ([0-9.]+) or more", status)
+    assert found, status
+    dashboard.load_factor.value = float(found.group(1))
+    dashboard.start.click()
+    dashboard.run.join(60)
+    assert dashboard.run.error is None and "finished" in dashboard.status.value
+
+
+def test_dashboard_settings_change_the_drawn_title_even_when_idle(dashboard):
+    before = dashboard.figure.layout.title.text
+    dashboard.depth.value = 4
+    assert dashboard.figure.layout.title.text != before and "depth 4" in dashboard.figure.layout.title.text
+    dashboard.trainer.value = "hybrid"
+    assert "hybrid" in dashboard.figure.layout.title.text
+
+
+def test_dashboard_start_shows_it_is_working_until_the_first_step(dashboard):
+    dashboard.trainer.value = "scratchpipe"
+    busy, said = [], []
+    dashboard.start.observe(lambda change: busy.append(change["new"]), names="disabled")
+    dashboard.status.observe(lambda change: said.append(change["new"]), names="value")
+    dashboard.start.click()
+    dashboard.run.join(60)
+    assert busy == [True, False] and "starting" in said[0]
+    assert dashboard.progress.value == 15 and not dashboard.start.disabled
+
+
+def test_dashboard_stopped_run_is_made_when_the_learner_made_none(dashboard):
+    run = dashboard.stopped_run(steps=5)
+    assert run.closed and not run.running and 5 <= len(run.records) < 15
+
+
+def test_visualizer_shows_a_run_already_trained_without_training_again():
+    lab = HazardLab(visualizer_config(), steps=6, slow_write_back=0.0)
+    recorded = lab.run()
+    calls = []
+    lab.run = lambda *a, **k: calls.append(a) or recorded           # any training would be seen
+    shown = PipelineVisualizer(lab, columns=10, result=recorded)
+    assert shown.result is recorded and calls == [] and shown.progress.value == 6
+    with pytest.raises(ValueError, match="switches start with every rule on"):
+        PipelineVisualizer(lab, result=HazardLab(visualizer_config(), steps=4).run(Hazards(holds=False)))

@@ -1,3 +1,4 @@
-"""What only the notebooks use: interactive widgets (`widgets.py`), plotly figures (`viz/`), the
-numbers the course plots (`analysis.py`, `hit_curves.py`), the hazard lab, the pipeline replay,
-and training in the background (`live.py`)."""
+"""What only the notebooks use: interactive widgets (`widgets.py`, `dashboard.py`), plotly figures
+(`viz/`), HTML tables (`tables.py`), the numbers the course plots (`analysis.py`, `hit_curves.py`),
+the hazard lab, the pipeline replay, training in the background (`live.py`), and the exercises the
+learner writes with the checks that grade them (`exercises/`)."""

@@ -8,14 +8,20 @@ already produces, so a learner can check any of them by hand on a tiny example:
     window         |U_b u U_b+1 u ... u U_b+D|: what a scratchpad must hold to run D batches ahead
     time           the share of a step the embedding stages take
     Amdahl         a step whose hits run s times faster is at most 1 / (1 - hit rate) faster
+    sampling       what a SHARDS-sampled LRU curve costs in accuracy against the exact one
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from scratchkit.sim.checks import as_trace
+from scratchkit.sim.curve import Curve
+from scratchkit.sim.mrc import lru_mrc
+from scratchkit.sim.profile import profile_lru
+from scratchkit.sim.shards import curve_error, smallest_trusted_capacity
 from scratchkit.sim.window import window_sizes as trailing_windows
 
 
@@ -137,3 +143,36 @@ def amdahl_speedup(hit_rate, hit_speedup: float):
         raise ValueError(f"hit_speedup must be >= 1 (hits are not slower than misses), got {hit_speedup}")
     result = 1.0 / ((1.0 - h) + h / hit_speedup)
     return float(result) if result.ndim == 0 else result
+
+
+# --- sampling --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sampled:
+    """One LRU curve of a trace, exact (rate 1.0) or sampled, with its error and its time."""
+
+    rate: float
+    curve: Curve
+    seconds: float               # fastest of `repeats` runs
+    trusted_from: int            # capacities below 1/rate rows are not to be trusted
+    mae: float                   # mean |hit rate - exact hit rate| over the trusted capacities
+    max_error: float             # largest such difference
+
+
+def sampled_lru(trace, rates=(1.0, 0.1, 0.01), repeats: int = 3) -> list[Sampled]:
+    """The exact LRU curve (rate 1.0, one pass of Mattson's stack) and SHARDS estimates at `rates`,
+    each timed and held to the exact one at every capacity from 1/rate rows to the distinct ids."""
+    trace = as_trace(trace)
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    exact = lru_mrc(trace)
+    out = []
+    for rate in rates:
+        best, curve = float("inf"), exact
+        for _ in range(repeats):
+            started = time.perf_counter()
+            curve = lru_mrc(trace) if rate == 1.0 else profile_lru(trace, rate=rate)
+            best = min(best, time.perf_counter() - started)
+        trusted = smallest_trusted_capacity(rate)
+        error = curve_error(curve, exact, trusted)
+        out.append(Sampled(rate, curve, best, trusted, error["mae"], error["max"]))
+    return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -105,12 +106,19 @@ class HazardLab:
         if stage is Stage.WRITE_BACK and self.slow_write_back:
             time.sleep(self.slow_write_back)
 
-    def run(self, hazards: Hazards = Hazards()) -> LabResult:
+    def run(self, hazards: Hazards = Hazards(),
+            on_step: Callable[[list[StepRecord]], None] | None = None) -> LabResult:
+        """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
+        called after every step (a widget draws its progress and the partial result)."""
         losses, rows = self.baseline()
         hook = None if hazards.write_back_order else self._slow
         trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook)
         try:
-            records = list(trainer.train(self.steps))
+            records = []
+            for record in trainer.train(self.steps):
+                records.append(record)
+                if on_step is not None:
+                    on_step(list(records))
             weights = trainer.embedding_weights()
         finally:
             trainer.close()

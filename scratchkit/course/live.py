@@ -6,6 +6,9 @@ every `every` seconds (a plot redrawn on every step would spend its time redrawi
 never prints (output from a thread lands in whichever cell runs at the time); an error is kept in
 `run.error` for the caller to show. `stop()` asks the loop to end after the current step, and the
 trainer's `close()` (which flushes a cache or scratchpad to the host tables) always runs.
+
+`BenchProgress` is one progress bar over a `run_bench` call's trainers (its `wrap` argument), so a
+benchmark cell that takes seconds shows how far it is.
 """
 from __future__ import annotations
 
@@ -102,3 +105,21 @@ class BackgroundRun:
                     self._on_finish(self)
                 except BaseException as error:  # noqa: BLE001
                     self.error = self.error or error
+
+
+class BenchProgress:
+    """`run_bench(..., wrap=BenchProgress(trainers, steps))`: one bar for all the timed steps, named
+    by the trainer timing now (tqdm: a widget in a notebook, text on a terminal)."""
+
+    def __init__(self, trainers: list[str], steps: int):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=len(trainers) * steps, desc="bench", unit="step")
+
+    def __call__(self, iterable, total: int, desc: str):
+        self.bar.set_description(desc)
+        for item in iterable:
+            yield item
+            self.bar.update(1)
+        if self.bar.n >= self.bar.total:
+            self.bar.close()

@@ -102,10 +102,10 @@ def _words(event: StageEvent, d: PlanDecision | None, table: int, conflicts: np.
     if stage is Stage.COLLECT:
         return f"Collect({b}): gather the {d.misses} missed rows from the host tables into a staging buffer."
     if stage is Stage.TRANSFER:
-        return (f"Transfer({b}): {d.misses} rows host -> device; "
-                f"{d.victim_ids.size} victim rows device -> host.")
+        return f"Transfer({b}): the {d.misses} collected rows host -> device."
     if stage is Stage.INSERT:
-        return f"Insert({b}): copy {d.victim_ids.size} victim rows out, write {d.misses} fetched rows into their slots."
+        gone = f" (their {d.victim_ids.size} victims' rows went home in Write-back({b}))" if d.victim_ids.size else ""
+        return f"Insert({b}): write the {d.misses} fetched rows into their slots{gone}."
     if stage is Stage.WRITE_BACK:
         if not d.victim_ids.size:
             return f"Write-back({b}): no victims, nothing to write back."

@@ -2,8 +2,10 @@
 no text wrapping a row onto two lines. (The command line prints the same data as text:
 scratchkit/commands/tables.py.)
 
-    bench_table(results, projections)   one row per trainer: samples/s, ratio, hit rate, ms per stage
+    bench_table(results, projections)   a column per trainer: samples/s, ratio, hit rate, ms per stage
+    bound_table(projections)            which stage bounds each trainer on each hardware profile
     validation_table(report)            the cost model beside the measurement, per trainer and stage
+    sampling_table(samples)             exact vs SHARDS-sampled LRU curves: error and time
 """
 from __future__ import annotations
 
@@ -30,19 +32,27 @@ class Table:
 
 
 def bench_table(results, projections: list[dict] | None = None) -> Table:
-    """`run_bench`'s results (and `project_bench`'s projections) as one table."""
+    """`run_bench`'s results (and `project_bench`'s projections) as one table: a column per trainer,
+    a row per figure and per stage (ms per step), so six trainers and a dozen stages fit 1,000 px."""
     stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
     profiles = list(projections[0]) if projections else []
-    head = (["trainer", "samples/s", "ratio", "hit rate"]
-            + [f"{p} {what}" for p in profiles for what in ("samples/s", "ratio", "bound by")]
-            + [f"{s} ms" for s in stages])
-    rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
-             "-" if r.hit_rate is None else f"{r.hit_rate:.3f}"]
-            + [cell for p in profiles for cell in (f"{projections[i][p].samples_per_s:,.0f}",
-                                                   f"{projections[i][p].ratio:.2f}",
-                                                   projections[i][p].bound_stage)]
-            + [f"{1000 * r.stage_seconds.get(s, 0.0):.2f}" for s in stages] for i, r in enumerate(results)]
-    return Table(head, rows)
+    rows = [["samples/s"] + [f"{r.samples_per_s:,.0f}" for r in results],
+            ["ratio"] + [f"{r.ratio:.2f}" for r in results],
+            ["hit rate"] + ["-" if r.hit_rate is None else f"{r.hit_rate:.3f}" for r in results]]
+    for p in profiles:
+        rows += [[f"{p} samples/s"] + [f"{row[p].samples_per_s:,.0f}" for row in projections],
+                 [f"{p} ratio"] + [f"{row[p].ratio:.2f}" for row in projections],
+                 [f"{p} bound by"] + [row[p].bound_stage for row in projections]]
+    rows += [[f"{s} ms"] + ([f"{1000 * r.stage_seconds[s]:.2f}" if s in r.stage_seconds else "-" for r in results])
+             for s in stages]
+    return Table([""] + [r.trainer for r in results], rows)
+
+
+def bound_table(projections: list[dict]) -> Table:
+    """Which stage bounds each trainer's step on each hardware profile (`project_bench`)."""
+    profiles = list(projections[0]) if projections else []
+    return Table(["trainer"] + profiles, [[next(iter(row.values())).trainer] + [row[p].bound_stage for p in profiles]
+                                          for row in projections], caption="bound by: the stage that sets the step time")
 
 
 def validation_table(report) -> Table:
@@ -52,3 +62,13 @@ def validation_table(report) -> Table:
              "-" if r.error is None else f"{100 * r.error:+.0f}%"]
             for trainer, stages in report.items() for r in stages]
     return Table(["trainer", "stage", "measured ms", "predicted ms", "error"], rows)
+
+
+def sampling_table(samples) -> Table:
+    """`analysis.sampled_lru`'s curves: what each rate lists, its error from 1/rate rows up, its time."""
+    rows = [["exact" if s.rate == 1.0 else f"{s.rate:g}", f"{s.curve.capacities.size:,}", f"{s.trusted_from:,}",
+             f"{100 * s.mae:.2f}", f"{100 * s.max_error:.1f}", f"{1000 * s.seconds:.2f}"] for s in samples]
+    return Table(["sample rate", "capacities listed", "trusted from (rows)", "mean error (points)",
+                  "largest error (points)", "ms"], rows,
+                 caption="Errors are hit-rate percentage points against the exact curve, at every capacity "
+                         "from the trusted one to the distinct ids.")

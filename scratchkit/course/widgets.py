@@ -1,21 +1,22 @@
-"""The course's interactive widgets; the only module of the kit that imports ipywidgets.
+"""The course's interactive widgets; with dashboard.py, the only modules of the kit that import ipywidgets.
 
     CacheExplorer        sliders for cache size, locality and look-ahead depth, a policy picker:
                          hit rate vs cache size, redrawn in a fraction of a second
     PipelineVisualizer   step through a small ScratchPipe run event by event: which batch is in
                          which stage, the scratchpad's slots, the step in words; hazard-lab switches
     TrainingDashboard    start/stop training in a background thread; one live figure of samples/s,
-                         loss and hit rate per trainer
+                         loss and hit rate per trainer (scratchkit/course/dashboard.py)
 
 Each is an `ipywidgets.VBox`: display it by leaving it last in a cell. Everything can be driven
 from Python too (set a slider's `.value`, call a button's `.click()`), which is how the tests
 drive them. The logic lives in the package (hit_curves, pipeline_replay, hazard_lab, live); these
-classes only wire controls to figures.
+classes only wire controls to figures. Every control changes the drawn figure; an action slower
+than about half a second (a new locality's curves, a rerun of the visualizer's run, a trainer's
+start) disables its control and says it is working, and draws what it has as it goes.
 """
 from __future__ import annotations
 
 import html
-import threading
 from dataclasses import replace
 
 import ipywidgets as widgets
@@ -23,20 +24,19 @@ import numpy as np
 import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
+from scratchkit.course.dashboard import LABEL, WIDE, TrainingDashboard
 from scratchkit.course.hazard_lab import HazardLab, LabResult
 from scratchkit.course.hit_curves import POLICIES, HitCurves
-from scratchkit.course.live import BackgroundRun
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState, replay
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import available_trainers, make_trainer
 from scratchkit.trainers.scratchpipe import Hazards
-from scratchkit.course.viz import hit_rate_curves, pipeline_view, training_curves
+from scratchkit.course.viz import hit_rate_curves, pipeline_view
 from scratchkit.course.viz.palette import CONFLICT, FREE, INSERTED, RESIDENT, VICTIM, batch_colour
 from scratchkit.course.viz.pipeline import map_grid
-from scratchkit.course.viz.timing import ROWS, training_series
 
-_WIDE = widgets.Layout(width="420px")
-_LABEL = {"description_width": "110px"}
+__all__ = ["CacheExplorer", "PipelineVisualizer", "TrainingDashboard", "visualizer_config"]
+# cheapest first, so a new locality shows its fast curves at once (opt ~15 ms, lfu ~0.5 s on small)
+DRAW_ORDER = ("lookahead", "lru", "static", "opt", "lfu")
 
 
 def _trace(fig: go.FigureWidget, name: str):
@@ -64,17 +64,19 @@ class CacheExplorer(widgets.VBox):
             raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
         self.load_factor = widgets.FloatSlider(value=load_factor, min=0.005, max=0.5, step=0.005,
                                                readout_format=".3f", description="load factor",
-                                               style=_LABEL, layout=_WIDE)
+                                               style=LABEL, layout=WIDE)
         self.zipf = widgets.FloatSlider(value=zipf, min=0.0, max=1.4, step=0.05, description="locality (zipf)",
-                                        continuous_update=False, style=_LABEL, layout=_WIDE)
+                                        continuous_update=False, style=LABEL, layout=WIDE)
         self.depth = widgets.IntSlider(value=depth, min=1, max=8, description="look-ahead depth",
-                                       style=_LABEL, layout=_WIDE)
+                                       style=LABEL, layout=WIDE)
         self.policies = widgets.SelectMultiple(options=POLICIES, value=tuple(policies), rows=len(POLICIES),
-                                               description="policies", style=_LABEL)
+                                               description="policies", style=LABEL)
         self.readout = widgets.HTML()
         x = 100 * self.curves.load_factors
         empty = {p: np.full(x.shape, np.nan) for p in POLICIES}
-        self.figure = go.FigureWidget(hit_rate_curves(x, empty, x_title="load factor (% of the table's rows)",
+        # the two vertical lines get their y (0 to 1) now: a line with x values only is never drawn
+        self.figure = go.FigureWidget(hit_rate_curves(x, empty, marker=0.0, needed=0.0,
+                                                      x_title="load factor (% of the table's rows)",
                                                       title="Hit rate vs cache size"))
         for name, slot in ((self.load_factor, self._on_size), (self.depth, self._on_size),
                            (self.zipf, self._on_curves), (self.policies, self._on_curves)):
@@ -88,14 +90,26 @@ class CacheExplorer(widgets.VBox):
         return max(1, min(self.curves.num_rows, int(round(self.load_factor.value * self.curves.num_rows))))
 
     def _on_curves(self, change=None) -> None:
+        """A new locality or policy choice: each curve drawn as soon as it is computed, cheapest
+        first, with the controls that would start another computation disabled meanwhile."""
         zipf, depth = self.zipf.value, self.depth.value
-        with self.figure.batch_update():
+        slow = not self.curves.has_trace(zipf) or any(
+            (round(zipf, 6), p) not in self.curves.computed() for p in self.policies.value if p in ("lfu", "opt"))
+        if slow:
+            self.zipf.disabled = self.policies.disabled = True
+            self.readout.value = f"<i>computing the curves for locality {zipf:.2f} (about a second the first time) ...</i>"
+        try:
             for policy in POLICIES:
-                trace = _trace(self.figure, policy)
-                shown = policy in self.policies.value
-                trace.visible = shown
-                if shown:
+                if policy not in self.policies.value:
+                    _trace(self.figure, policy).visible = False
+            for policy in (p for p in DRAW_ORDER if p in self.policies.value):
+                with self.figure.batch_update():
+                    _trace(self.figure, policy).visible = True
                     self._draw_curve(policy, zipf, depth)
+            for d in range(self.depth.min, self.depth.max + 1):
+                self.curves.needed(zipf, d)        # the depth slider then only reads a number
+        finally:
+            self.zipf.disabled = self.policies.disabled = False
         self._on_size()
 
     def _draw_curve(self, policy: str, zipf: float, depth: int) -> None:
@@ -109,8 +123,10 @@ class CacheExplorer(widgets.VBox):
         needed = self.curves.needed(zipf, depth)
         x_needed = 100 * needed / self.curves.num_rows
         with self.figure.batch_update():
-            _trace(self.figure, "chosen size").x = [100 * capacity / self.curves.num_rows] * 2
-            _trace(self.figure, "look-ahead window fits").x = [x_needed] * 2
+            chosen = _trace(self.figure, "chosen size")
+            chosen.x, chosen.y = [100 * capacity / self.curves.num_rows] * 2, [0, 1]
+            window = _trace(self.figure, "look-ahead window fits")
+            window.x, window.y = [x_needed] * 2, [0, 1]
             if "lookahead" in self.policies.value:
                 self._draw_curve("lookahead", zipf, depth)
         rates = []
@@ -134,20 +150,33 @@ def visualizer_config() -> TrainConfig:
 
 
 class PipelineVisualizer(widgets.VBox):
-    """Step event by event through a small ScratchPipe run; rerun it with a hazard switched on."""
+    """Step event by event through a small ScratchPipe run; rerun it with a hazard switched on.
 
-    def __init__(self, lab: HazardLab | None = None, table: int = 0, columns: int = 12):
+    Laid out to fit one screen: the step controls and the hazard switches above, the run in words,
+    then one figure: the timeline across the top, the slot map and the run against the exact
+    baseline side by side below it. Ticking a switch retrains at once; while a run trains (about
+    2 s), its controls are disabled, a bar counts its steps and the bottom-right plot fills in.
+    """
+
+    def __init__(self, lab: HazardLab | None = None, table: int = 0, columns: int = 12,
+                 result: LabResult | None = None):
+        """`result`: a run of `lab` already trained (with every rule on) to show first, instead
+        of training one now (about 2 s)."""
         self.lab = lab or HazardLab(visualizer_config(), steps=12)
         self.table, self.columns = table, columns
-        self.holds = widgets.Checkbox(value=True, description="holds (invariant 4)", indent=False)
+        self.holds = widgets.Checkbox(value=True, description="holds (invariant 4)", indent=False,
+                                      layout=widgets.Layout(width="170px"))
         self.write_back_order = widgets.Checkbox(value=True, description="write-back before collect (invariant 3)",
-                                                 indent=False)
-        self.rerun = widgets.Button(description="rerun with these switches", icon="refresh",
-                                    layout=widgets.Layout(width="240px"))
-        self.back = widgets.Button(description="step back", icon="step-backward", tooltip="step back")
-        self.forward = widgets.Button(description="step", icon="step-forward", tooltip="step forward")
-        self.moment = widgets.IntSlider(value=0, min=0, max=1, description="moment", style=_LABEL,
-                                        layout=widgets.Layout(width="520px"))
+                                                 indent=False, layout=widgets.Layout(width="300px"))
+        self.rerun = widgets.Button(description="rerun", icon="refresh", tooltip="train the run again",
+                                    layout=widgets.Layout(width="110px"))
+        self.progress = widgets.IntProgress(value=0, min=0, max=self.lab.steps, layout=widgets.Layout(width="160px"))
+        self.back = widgets.Button(description="step back", icon="step-backward", tooltip="step back",
+                                   layout=widgets.Layout(width="110px"))
+        self.forward = widgets.Button(description="step", icon="step-forward", tooltip="step forward",
+                                      layout=widgets.Layout(width="90px"))
+        self.moment = widgets.IntSlider(value=0, min=0, max=1, description="moment",
+                                        style={"description_width": "60px"}, layout=widgets.Layout(width="430px"))
         self.play = widgets.Play(value=0, min=0, max=1, interval=600, description="play")
         widgets.link((self.play, "value"), (self.moment, "value"))
         self.stages = widgets.HTML()
@@ -156,15 +185,19 @@ class PipelineVisualizer(widgets.VBox):
         self.back.on_click(lambda _: self._move(-1))
         self.forward.on_click(lambda _: self._move(+1))
         self.rerun.on_click(lambda _: self.run())
+        for switch in (self.holds, self.write_back_order):
+            switch.observe(lambda _: self.run(), names="value")
         self.moment.observe(lambda _: self.show(), names="value")
         self.figure: go.FigureWidget | None = None
         self.result: LabResult | None = None
         self.moments: list[Moment] = []
-        self.run()
-        super().__init__([widgets.HBox([self.back, self.forward, self.play, self.moment]), self.stages,
-                          self.words, self.figure, widgets.HTML("<b>Hazard lab</b>: untick a safety rule, rerun, "
-                                                                "and compare with the exact baseline."),
-                          widgets.HBox([self.holds, self.write_back_order, self.rerun]), self.verdict])
+        if result is not None and result.hazards != Hazards():
+            raise ValueError(f"result was trained with {result.hazards}; the switches start with every rule on")
+        self.run(result)
+        super().__init__([widgets.HBox([self.back, self.forward, self.play, self.moment]),
+                          widgets.HBox([widgets.HTML('<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")),
+                                        self.holds, self.write_back_order, self.rerun, self.progress]),
+                          self.stages, self.words, self.figure, self.verdict])
 
     @property
     def current(self) -> Moment:
@@ -173,10 +206,20 @@ class PipelineVisualizer(widgets.VBox):
     def _move(self, by: int) -> None:
         self.moment.value = int(np.clip(self.moment.value + by, 0, len(self.moments) - 1))
 
-    def run(self) -> LabResult:
-        """(Re)train the small run with the switches as set, and show its first moment."""
+    def run(self, result: LabResult | None = None) -> LabResult:
+        """(Re)train the small run with the switches as set (or take `result`), and show its first moment."""
         hazards = Hazards(holds=self.holds.value, write_back_order=self.write_back_order.value)
-        self.result = self.lab.run(hazards)
+        busy = (self.rerun, self.holds, self.write_back_order)
+        for control in busy:
+            control.disabled = True
+        self.rerun.description, self.progress.value = "training...", 0
+        try:
+            self.result = result or self.lab.run(hazards, on_step=self._partial)
+        finally:
+            for control in busy:
+                control.disabled = False
+            self.rerun.description = "rerun"
+            self.progress.value = len(self.result.records) if self.result else 0
         self.moments = replay(self.result.events, self.table, self.result.capacities[self.table])
         divergence = (np.array([r.step for r in self.result.records]), self.result.train_hit_rate,
                       self.result.loss_gap)
@@ -192,6 +235,19 @@ class PipelineVisualizer(widgets.VBox):
         self.moment.max = self.play.max = len(self.moments) - 1
         self.show()
         return self.result
+
+    def _partial(self, records) -> None:
+        """After each step of a rerun: the progress bar, and the run so far against the baseline."""
+        self.progress.value = len(records)
+        if self.figure is None:
+            return
+        losses = self.lab.baseline()[0][:len(records)]
+        steps = [r.step for r in records]
+        with self.figure.batch_update():
+            hit = _trace(self.figure, "Train hit rate")
+            hit.x, hit.y = steps, [r.hits / r.lookups if r.lookups else 1.0 for r in records]
+            gap = _trace(self.figure, "|loss - baseline loss|")
+            gap.x, gap.y = steps, np.abs(np.array([r.loss for r in records]) - losses)
 
     def show(self) -> None:
         """Draw the current moment: the highlighted event, the slot map, and the words."""
@@ -219,84 +275,3 @@ class PipelineVisualizer(widgets.VBox):
                   (INSERTED, "just inserted", SlotState.INSERTED), (CONFLICT, "hazard", SlotState.CONFLICT)]
         self.words.value = (f"<b>{html.escape(m.words)}</b><br>slots now: " +
                             " &nbsp; ".join(_swatch(c, f"{m.count(s)} {n}") for c, n, s in counts))
-
-
-# --- live training dashboard ---------------------------------------------------------------------
-class TrainingDashboard(widgets.VBox):
-    """Start/stop training in a background thread; samples/s, loss and hit rate per trainer, live.
-
-    Changing the capacity or depth while a run is going restarts it with the new setting. Stopping
-    ends the run after its current step and closes the trainer, which flushes its scratchpad.
-    """
-
-    def __init__(self, config: TrainConfig | None = None, steps: int = 200, every: float = 0.1,
-                 trainers: list[str] | None = None, load_factor: float = 0.25, depth: int = 2):
-        self.config = config or get_profile("small")
-        self.steps, self.every = steps, every
-        names = trainers or available_trainers()
-        self.trainer = widgets.Dropdown(options=names, value="scratchpipe" if "scratchpipe" in names else names[0],
-                                        description="trainer", style=_LABEL)
-        self.load_factor = widgets.FloatSlider(value=load_factor, min=0.02, max=1.0, step=0.01,
-                                               description="load factor", continuous_update=False,
-                                               style=_LABEL, layout=_WIDE)
-        self.depth = widgets.IntSlider(value=depth, min=1, max=8, description="look-ahead depth",
-                                       continuous_update=False, style=_LABEL, layout=_WIDE)
-        self.start = widgets.Button(description="start", icon="play", button_style="success")
-        self.stop = widgets.Button(description="stop", icon="stop", button_style="danger")
-        self.status = widgets.HTML("Pick a trainer and press start.")
-        self.figure = go.FigureWidget(training_curves(trainers=names, title="Live training"))
-        self.run: BackgroundRun | None = None
-        self._lock = threading.Lock()
-        self.start.on_click(lambda _: self.begin())
-        self.stop.on_click(lambda _: self.end())
-        for control in (self.load_factor, self.depth):
-            control.observe(self._on_setting, names="value")
-        super().__init__([widgets.HBox([self.trainer, self.start, self.stop]),
-                          widgets.HBox([self.load_factor, self.depth]), self.status, self.figure])
-
-    def train_config(self) -> TrainConfig:
-        cache = CacheParams(load_factor=self.load_factor.value, depth=self.depth.value,
-                            victim_policy=self.config.cache.victim_policy)
-        return self.config.replace(cache=cache)
-
-    def begin(self) -> BackgroundRun:
-        """Stop any run going, then train the picked trainer in a background thread."""
-        self.end()
-        name, config = self.trainer.value, self.train_config()
-        steps = min(self.steps, config.data.num_batches)   # a run cannot outlast its data
-        self.run = BackgroundRun(lambda: make_trainer(name, config), steps,
-                                 on_records=lambda records: self._draw(name, records), every=self.every,
-                                 on_finish=lambda run: self._finished(name, run))
-        self.status.value = f"training <b>{name}</b> (load factor {self.load_factor.value:.2f}, depth {self.depth.value}) ..."
-        return self.run.start()
-
-    def end(self) -> None:
-        """Stop the run after its current step; the trainer is closed (its scratchpad flushed)."""
-        if self.run is not None:
-            self.run.stop()
-
-    def _finished(self, name: str, run: BackgroundRun) -> None:
-        if run.error is not None:
-            self.status.value = (f"<b>{name} stopped with an error</b>: "
-                                 f"{html.escape(type(run.error).__name__)}: {html.escape(str(run.error))}")
-        else:
-            self.status.value += f" &mdash; {'stopped' if len(run.records) < run.steps else 'finished'}, trainer closed."
-
-    def _on_setting(self, change) -> None:
-        if self.run is not None and self.run.running:
-            self.begin()
-
-    def _draw(self, name: str, records) -> None:
-        """Called from the training thread, at most every `every` seconds: one batched redraw."""
-        series = training_series(records)
-        names = list(self.trainer.options)
-        with self._lock, self.figure.batch_update():
-            first = 3 * names.index(name)
-            for offset, key in enumerate(ROWS):
-                trace = self.figure.data[first + offset]
-                trace.x, trace.y = series["step"], series[key]
-        if records:
-            last = records[-1]
-            hit = "-" if last.hits is None else f"{last.hits / max(last.lookups, 1):.3f}"
-            self.status.value = (f"<b>{name}</b>: step {last.step}, {series['samples_per_s'][-1]:,.0f} samples/s, "
-                                 f"loss {last.loss:.4f}, hit rate {hit}")

@@ -1,11 +1,13 @@
 """Streaming a text data file into column files, a block at a time: the loaders' one loop.
 
-Each block of lines goes first to the format's fast reader (pyarrow splits it into columns, NumPy
-checks and decodes them: `fields.py`). If the fast reader declines the block (pyarrow is not
-installed, a field falls outside the grammar, a line has the wrong number of columns, a lone
-carriage return), the block is read again line by line by the format's line parser, the slow
-obvious twin, which names the line (`file:line: what is wrong`) or, under `errors="skip"`,
-leaves it out and counts it. Both produce the same `Chunk`, and the tests hold them equal.
+Each block of lines goes first to the format's fast reader (Criteo's: a C++ loop that checks
+and decodes every field, `criteo_native.py`; MovieLens', and Criteo's where no compiler is found:
+pyarrow splits it into columns, NumPy checks and decodes them, `fields.py`). If the fast reader
+declines the block (a field falls outside the grammar, a line has the wrong number of columns, a
+lone carriage return, pyarrow is not installed), the block is read again line by line by the
+format's line parser, the slow obvious twin, which names the line (`file:line: what is wrong`)
+or, under `errors="skip"`, leaves it out and counts it. All produce the same `Chunk`, and the
+tests hold them equal.
 
 Memory: one block, its columns and the chunk; the output goes to disk as it is made.
 """
@@ -117,15 +119,18 @@ class ColumnFiles:
 
 def convert(path, fmt, files: ColumnFiles, report, *, errors, max_samples: int | None,
             first_line: int = 1, skip_bytes: int = 0, on_bytes=None, on_chunk=None,
-            block_bytes: int = BLOCK_BYTES) -> int:
+            block_bytes: int | None = None) -> int:
     """Stream `path` through `fmt` into `files`; returns the rows written.
 
-    `fmt` has `split(block)` (pyarrow's columns, or None), `fast(block, columns) -> Chunk |
-    None`, `parse_line(line, number)`, `rows_to_chunk(rows)` and `count(chunk, report)`.
-    `on_chunk(chunk)` sees every chunk kept (distinct values...). The next block is read and
-    split on a thread while this one is decoded (pyarrow and most of NumPy let go of the GIL).
+    `fmt` has `split(block)` (the work done ahead: a decoded Chunk, pyarrow's columns, or
+    None), `fast(block, columns) -> Chunk | None`, `parse_line(line, number)`,
+    `rows_to_chunk(rows)` and `count(chunk, report)`; blocks are `fmt.block_bytes` long where
+    it says, else BLOCK_BYTES. `on_chunk(chunk)` sees every chunk kept (distinct values...).
+    The next block is read and split on a thread while this one is decoded (the C++ loop,
+    pyarrow and most of NumPy let go of the GIL).
     """
     remaining, rows = max_samples, 0
+    block_bytes = block_bytes or getattr(fmt, "block_bytes", BLOCK_BYTES)
     for block, columns in _split_ahead(read_blocks(path, block_bytes, first_line, skip_bytes,
                                                    on_bytes), fmt):
         if remaining == 0:

@@ -22,10 +22,11 @@ Categorical values of at most 16 hex digits (64 bits) are read; Criteo's have 8.
 reference's dictionary numbers them (`scratchkit/data/row_maps.py`; capped by `max_rows`), or
 `value % table_sizes[t]` when sizes are given: the hash trick the kit always offered.
 
-The file streams (`scratchkit/data/convert.py`): pyarrow splits each 32 MB block into columns,
-NumPy checks every field against the grammar below and decodes it; a block with anything odd is
-read again line by line by `parse_line`, which names the line. The columns go to disk as they are
-made (`scratchkit/data/file_source.py`), so memory does not grow with the file.
+The file streams (`scratchkit/data/convert.py`): a C++ loop checks every field of each 8 MB
+block against the grammar below and decodes it in one pass (`criteo_native.py`; where no compiler
+is found, pyarrow splits the block into columns and NumPy checks them, `fields.py`); a block with
+anything odd is read again line by line by `parse_line`, which names the line. The columns go to
+disk as they are made (`scratchkit/data/file_source.py`), so memory does not grow with the file.
 """
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from scratchkit.data.blocks import BLOCK_BYTES
 from scratchkit.data.convert import Chunk, only_bytes, read_columns
+from scratchkit.data.criteo_native import LOG1P, decode_block, native_loader_available
 from scratchkit.data.fields import Fields, decode_hex, decode_labels
 from scratchkit.data.file_source import FileSource
 from scratchkit.data.in_memory import table_sizes_from
@@ -49,6 +52,10 @@ NUM_CATEGORICAL = 26
 NUM_COLUMNS = 1 + NUM_DENSE + NUM_CATEGORICAL  # 40
 COLUMN_NAMES = ("label", *(f"I{j}" for j in range(1, NUM_DENSE + 1)),
                 *(f"C{t}" for t in range(1, NUM_CATEGORICAL + 1)))
+# Blocks for the C++ loop: 8 MB (~33k lines) is one thread's work, and below glibc's 32 MB
+# limit for fresh pages from the kernel (mmap) on every block: at 32 MB, taking those pages
+# cost ~0.3 s of CPU per 1M lines, more than the loop; pyarrow keeps BLOCK_BYTES for its threads
+NATIVE_BLOCK_BYTES = 8 << 20
 DEFAULT_BATCH_SIZE = 128  # the DLRM reference's Criteo Kaggle run (bench/dlrm_s_criteo_kaggle.sh)
 
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -61,7 +68,6 @@ MAX_HEX_DIGITS = 16  # 64 bits
 # The bytes a well-formed block can hold. With nothing else in it, pyarrow's int64 reading of
 # the counts accepts exactly `-?[0-9]+` (no space, '+' or 'x' for its leniency to act on).
 _BLOCK_BYTES = b"0123456789abcdefABCDEF-\t\n\r"
-_LOG1P = np.log1p(np.arange(1 << 16, dtype=np.float64)).astype(np.float32)  # small counts
 
 
 def parse_line(line: str, source: str, line_number: int) -> list[str]:
@@ -104,15 +110,21 @@ class CriteoFormat:
     name = "criteo"
     num_dense, num_tables, dense_dtype = NUM_DENSE, NUM_CATEGORICAL, np.float32
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, native: bool | None = None):
         self.source = source
+        # the C++ decoder (criteo_native.py), else pyarrow + NumPy; None: C++ where it builds
+        self.native = native_loader_available() if native is None else native
+        self.block_bytes = NATIVE_BLOCK_BYTES if self.native else BLOCK_BYTES
 
     def parse_line(self, line: str, number: int) -> list[str]:
         return parse_line(line, self.source, number)
 
     def split(self, block):
-        """The block's columns (pyarrow: counts as int64, the rest as bytes), or None if any
-        byte is out of place or pyarrow refuses a line; runs ahead on a thread."""
+        """What runs ahead on the reader thread: the whole block decoded by the C++ loop (a
+        Chunk), or else pyarrow's columns (counts as int64, the rest as bytes); None if the
+        block needs the line parser (a field out of place, a line pyarrow refuses)."""
+        if self.native:
+            return decode_block(block.data, block.lines)
         if not only_bytes(block.data, _BLOCK_BYTES):
             return None
         return read_columns(block.data, list(COLUMN_NAMES), "\t", COLUMN_NAMES[1:1 + NUM_DENSE])
@@ -120,8 +132,8 @@ class CriteoFormat:
     def fast(self, block, table=None) -> Chunk | None:
         """Every line of the block decoded at once, or None if any field is odd."""
         table = self.split(block) if table is None else table
-        if table is None:
-            return None
+        if table is None or isinstance(table, Chunk):
+            return table
         labels = _decoded(table, COLUMN_NAMES[0], decode_labels)
         if labels is None:
             return None
@@ -197,10 +209,10 @@ def _log_dense(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind != "i":
         return np.log1p(np.maximum(values, 0.0)).astype(np.float32)
     clipped = np.maximum(values, 0)
-    small = clipped < _LOG1P.size
+    small = clipped < LOG1P.size
     if small.all():
-        return _LOG1P[clipped]
-    out = _LOG1P[np.where(small, clipped, 0)]
+        return LOG1P[clipped]
+    out = LOG1P[np.where(small, clipped, 0)]
     out[~small] = np.log1p(clipped[~small].astype(np.float64)).astype(np.float32)
     return out
 

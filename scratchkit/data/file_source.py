@@ -9,7 +9,8 @@ TorchRec's Criteo preprocessing, `{dense, sparse, labels}.npy`, here under a fol
 
 `batch(i)` reads rows [i*B, (i+1)*B) of each column with one file read apiece (no memory map:
 the pages of a map stay resident, reads leave nothing behind) and maps each table's raw values
-to rows (`row_maps.py`: a dictionary of the distinct values, or value % size). So any batch is
+to rows (`row_maps.py`: a dictionary of the distinct values, searched in C++, or value % size).
+So any batch is
 random access in microseconds, as the trainers need (ScratchPipe's planner reads ahead, the
 static cache profiles a prefix), and memory holds a batch and the dictionaries, whatever N is.
 Why a converted file rather than a window over the text: random access by index into text needs
@@ -33,6 +34,7 @@ import numpy as np
 
 from scratchkit.data.batch import Batch
 from scratchkit.data.npy_files import NpyRows
+from scratchkit.data.row_maps import RowMapper
 
 
 class ConcatRows:
@@ -83,6 +85,7 @@ class FileSource:
             raise ValueError(f"{name}: sparse rows of shape {sparse.row_shape}, expected "
                              f"({len(row_maps)},): one value per table")
         self.row_maps = list(row_maps)
+        self._rows_of = RowMapper(self.row_maps)
         self.table_sizes = tuple(m.size for m in self.row_maps)
         self.batch_size = int(batch_size)
         self.report = report
@@ -118,8 +121,7 @@ class FileSource:
         if self._dense_transform is not None:
             dense = self._dense_transform(dense)
         raw = self._sparse.read(start, stop)                                 # [n, tables]
-        ids = np.stack([m(raw[:, t]) for t, m in enumerate(self.row_maps)]) if len(raw) else \
-            np.zeros((len(self.row_maps), 0), np.int64)
+        ids = self._rows_of(raw)                                             # [tables, n]
         labels = self._labels.read(start, stop).reshape(-1).astype(np.float32)
         return np.ascontiguousarray(dense, dtype=np.float32), ids, labels
 

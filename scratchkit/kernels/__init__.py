@@ -9,6 +9,8 @@
     cupy_loader.py    cupy.RawModule launcher for a real GPU (compiled on first use)
     launched.py       the kernels as Python functions, for either launcher
     engine.py         EngineKind (AUTO, TWIN, HOST, CUPY) and make_engine
+    traced.py         a kernel given as source text, built for the CPU with traced_launch.h: which
+                      thread wrote each element (notebook 08's puzzles, their race check)
 
 Nothing here imports CuPy or compiles anything at import time.
 """

@@ -53,32 +53,43 @@ static thread_local dim3 blockDim = {1, 1, 1};
 static thread_local dim3 gridDim = {1, 1, 1};
 
 // ---- atomics: each returns the old value, as CUDA's do --------------------------------------
+// SK_ATOMIC_HOOK(address) runs first in each: nothing here; traced_launch.h defines it to note
+// which elements a thread changed through an atomic (a race detector must not flag those).
+#ifndef SK_ATOMIC_HOOK
+#define SK_ATOMIC_HOOK(address)
+#endif
+
 inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
                                     unsigned long long value) {
+    SK_ATOMIC_HOOK(address);
     unsigned long long old = *address;
     if (old == compare) *address = value;
     return old;
 }
 
 inline unsigned long long atomicExch(unsigned long long* address, unsigned long long value) {
+    SK_ATOMIC_HOOK(address);
     unsigned long long old = *address;
     *address = value;
     return old;
 }
 
 inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    SK_ATOMIC_HOOK(address);
     unsigned long long old = *address;
     *address = old + value;
     return old;
 }
 
 inline float atomicAdd(float* address, float value) {
+    SK_ATOMIC_HOOK(address);
     float old = *address;
     *address = old + value;
     return old;
 }
 
 inline int atomicAdd(int* address, int value) {
+    SK_ATOMIC_HOOK(address);
     int old = *address;
     *address = old + value;
     return old;
@@ -92,6 +103,14 @@ struct launcher;
 
 // launcher<&k>::run(grid, block, args...) is the host version of k<<<grid, block>>>(args...):
 // a 1-D grid of 1-D blocks, every thread run to completion before the next one starts.
+// SK_BEFORE_THREAD / SK_AFTER_THREAD(global thread index) and SK_AFTER_LAUNCH() are empty here;
+// traced_launch.h defines them to record which thread changed what.
+#ifndef SK_BEFORE_THREAD
+#define SK_BEFORE_THREAD(thread)
+#define SK_AFTER_THREAD(thread)
+#define SK_AFTER_LAUNCH()
+#endif
+
 template <typename... Args, void (*Kernel)(Args...)>
 struct launcher<Kernel> {
     static void run(unsigned int grid, unsigned int block, Args... args) {
@@ -101,9 +120,12 @@ struct launcher<Kernel> {
             blockIdx = {b, 0, 0};
             for (unsigned int t = 0; t < block; ++t) {
                 threadIdx = {t, 0, 0};
+                SK_BEFORE_THREAD((long long)b * block + t);
                 Kernel(args...);
+                SK_AFTER_THREAD((long long)b * block + t);
             }
         }
+        SK_AFTER_LAUNCH();
     }
 };
 

@@ -82,13 +82,14 @@ def cupy_source(source: str, kernel_dir: Path = KERNEL_DIR) -> str:
     return with_line_directive(kernel_dir / source)
 
 
-def compile_checked(source: str, target: str, kernel_dir: Path = KERNEL_DIR) -> Compiled:
+def compile_checked(source: str, target: str, kernel_dir: Path = KERNEL_DIR, kernels=KERNELS) -> Compiled:
     """Compile one `.cu` file with NVRTC_OPTIONS for `target`, then check the result against the
     launch signatures (compiled.check_compiled): a kernel the launchers would call by a wrong name
     or with wrong arguments fails here, on any machine with NVRTC, not on the first GPU.
 
     target: "sm_90" gives a cubin (runs on exactly that architecture), "compute_90" gives PTX
     (the driver compiles it for any architecture >= 9.0). Needs CuPy and NVRTC, not a GPU.
+    `kernels`: the signature table to check against (a kernel puzzle brings its own).
     """
     nvrtc = get_nvrtc()
     path = kernel_dir / source
@@ -104,7 +105,7 @@ def compile_checked(source: str, target: str, kernel_dir: Path = KERNEL_DIR) -> 
     finally:
         nvrtc.destroyProgram(program)
     compiled = Compiled(source, target, binary, ptx.decode().rstrip("\0"))
-    check_compiled(source, compiled.ptx, compiled.cubin)
+    check_compiled(source, compiled.ptx, compiled.cubin, kernels)
     return compiled
 
 
@@ -152,22 +153,25 @@ class CupyLauncher:
     line here, compile and cache included, runs in CI without a GPU.
     """
 
-    def __init__(self, cp=None):
+    def __init__(self, cp=None, kernels=KERNELS, binary=None):
         self.cp = cp if cp is not None else get_cupy()
+        # `kernels` and `binary(source, target) -> path` default to this folder's .cu files; a
+        # kernel puzzle passes its own (scratchkit/course/exercises/kernels.py)
+        self.kernels, self.binary = kernels, binary or cuda_binary
         self._modules = {}     # source -> RawModule, created on first use
         self._functions = {}   # kernel name -> RawKernel
 
     def _function(self, name: str):
         if name not in self._functions:
-            source = KERNELS[name].source
+            source = self.kernels[name].source
             if source not in self._modules:
                 target = target_for(int(self.cp.cuda.Device().compute_capability))
-                self._modules[source] = self.cp.RawModule(path=str(cuda_binary(source, target)))
+                self._modules[source] = self.cp.RawModule(path=str(self.binary(source, target)))
             self._functions[name] = self._modules[source].get_function(name)
         return self._functions[name]
 
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
-        kernel = KERNELS[name]
+        kernel = self.kernels[name]
         check_arrays(kernel, args)
         converted = tuple(a if kind.is_array else _SCALAR[kind](a) for a, kind in zip(args, kernel.args))
         self._function(name)((grid,), (block,), converted)

@@ -32,7 +32,8 @@ from .signatures import COMPAT_HEADER, KERNEL_DIR, KERNELS, SOURCES, Arg, check_
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off")
 
-_CTYPES = {Arg.I64_ARRAY: ctypes.c_void_p, Arg.U64_ARRAY: ctypes.c_void_p,
+# the ctypes type a launcher passes for each kind of kernel argument
+CTYPES = {Arg.I64_ARRAY: ctypes.c_void_p, Arg.U64_ARRAY: ctypes.c_void_p,
            Arg.F32_ARRAY: ctypes.c_void_p, Arg.I64: ctypes.c_longlong, Arg.F32: ctypes.c_float}
 
 
@@ -125,7 +126,7 @@ class HostLauncher:
                 getter = getattr(lib, f"sk_launcher_{kernel.name}")
                 getter.restype, getter.argtypes = ctypes.c_void_p, []
                 prototype = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint,
-                                             *(_CTYPES[a] for a in kernel.args))
+                                             *(CTYPES[a] for a in kernel.args))
                 arrays = tuple((i, a.dtype) for i, a in enumerate(kernel.args) if a.is_array)
                 self._functions[kernel.name] = (prototype(getter()), arrays)
 

@@ -279,6 +279,21 @@ class Projection:
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 
+def pipeline_resources(stages: dict[str, float], host_cores: int,
+                       device_is_host: bool = False) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """ScratchPipe's busy seconds per resource, and the stages on each (see the module note): the
+    step of a pipeline is its busiest resource. (Notebook 05's exercise asks for this.)"""
+    if device_is_host:
+        groups = {"one stage": list(stages), "shared cores": list(stages)}
+        return {"one stage": max(stages.values()), "shared cores": sum(stages.values()) / host_cores}, groups
+    host = list(PIPELINE_HOST_STAGES)
+    groups = {"host threads": host, "pcie": ["transfer"], "device": ["insert", "train"]}
+    host_seconds = [stages[s] for s in host]
+    resources = {"host threads": max(max(host_seconds), sum(host_seconds) / host_cores),
+                 "pcie": stages["transfer"], "device": stages["insert"] + stages["train"]}
+    return resources, groups
+
+
 def project(trainer: str, work: StepWork, hw: HardwareProfile) -> Projection:
     stages = {name: part.seconds(hw) for name, part in stage_work(trainer, work).items()}
     if trainer == "prefetch-lru" and not hw.device_is_host:
@@ -294,15 +309,7 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile) -> Projection:
         step = sum(stages.values())
         return Projection(trainer, hw.name, stages, step, work.batch_size / step,
                           max(stages, key=stages.get), pipelined=False, resource_seconds={"serial": step})
-    if hw.device_is_host:
-        groups = {"one stage": list(stages), "shared cores": list(stages)}
-        resources = {"one stage": max(stages.values()), "shared cores": sum(stages.values()) / hw.host_cores}
-    else:
-        host = [s for s in PIPELINE_HOST_STAGES]
-        groups = {"host threads": host, "pcie": ["transfer"], "device": ["insert", "train"]}
-        host_seconds = [stages[s] for s in host]
-        resources = {"host threads": max(max(host_seconds), sum(host_seconds) / hw.host_cores),
-                     "pcie": stages["transfer"], "device": stages["insert"] + stages["train"]}
+    resources, groups = pipeline_resources(stages, hw.host_cores, hw.device_is_host)
     bound = max(resources, key=resources.get)
     step = resources[bound]
     bound_stage = max(groups[bound], key=stages.get)

@@ -19,9 +19,9 @@ class Stage(str, Enum):
 
     PLAN = "plan"              # host: unique ids, hits/misses, victims, holds, remap to slots
     COLLECT = "collect"        # host: gather missed rows (+ optimizer state) into a staging buffer
+    WRITE_BACK = "write_back"  # host / copy: the dirty victims' rows from their slots into the host tables
     TRANSFER = "transfer"      # host -> device copy of the staging buffer
-    INSERT = "insert"          # device: copy victims' rows out, write fetched rows into their slots
-    WRITE_BACK = "write_back"  # host: scatter victims' rows into the host tables
+    INSERT = "insert"          # device: write the fetched rows into their slots
     TRAIN = "train"            # device: forward, backward, optimizer, all through slots; release holds
 
 

@@ -124,8 +124,9 @@ def simulate_lookahead(trace, capacity: int, batch_size: int, depth: int,
     if capacity < need:
         k = int(np.argmax(sets))
         raise ValueError(
-            f"capacity {capacity} is too small for look-ahead depth {depth} with batch_size "
-            f"{batches.batch_size}: while batch {k} is planned, batches {max(k - depth, 0)}..{k} "
+            f"capacity {capacity} is too small for look-ahead depth {depth} with batches of "
+            f"{batches.batch_size} lookups (batch_size counts lookups, not samples): while batch {k} "
+            f"is planned, batches {max(k - depth, 0)}..{k} "
             f"are in flight and hold {need} distinct ids; the minimum capacity is {need} rows")
     nb = batches.num_batches
     hits, misses, fetched, written = (np.zeros(nb, dtype=np.int64) for _ in range(4))

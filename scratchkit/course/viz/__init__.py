@@ -6,11 +6,11 @@ it): display it in a notebook, or wrap it in a `FigureWidget` to update it live 
                sets, Amdahl's cap on the speed-up
     pipeline   the pipeline timeline (Gantt) and the scratchpad's slot map, from an EventLog
 """
-from scratchkit.course.viz.caches import (amdahl_figure, hit_rate_curves, reuse_figure, skew_cdf,
-                                   window_figure)
+from scratchkit.course.viz.caches import (amdahl_figure, hit_rate_curves, reuse_figure, sampled_curves,
+                                          skew_cdf, window_figure)
 from scratchkit.course.viz.pipeline import pipeline_view, scratchpad_map, timeline
 from scratchkit.course.viz.timing import stage_breakdown, trainer_comparison, training_curves
 
-__all__ = ["amdahl_figure", "hit_rate_curves", "reuse_figure", "skew_cdf", "window_figure",
+__all__ = ["amdahl_figure", "hit_rate_curves", "reuse_figure", "sampled_curves", "skew_cdf", "window_figure",
            "pipeline_view", "scratchpad_map", "timeline", "stage_breakdown", "trainer_comparison",
            "training_curves"]

@@ -92,3 +92,19 @@ def amdahl_figure(hit_speedups=(2, 10, 100), marker: float | None = None) -> go.
     fig.update_layout(title="Misses cap the speed-up (Amdahl's law)", height=400, yaxis_type="log",
                       xaxis_title="hit rate", yaxis_title="speed-up of the embedding work")
     return fig
+
+
+def sampled_curves(samples, num_rows: int, up_to: float = 0.5) -> go.Figure:
+    """LRU hit rate vs load factor, exact beside SHARDS estimates (`analysis.sampled_lru`); each
+    sampled curve is drawn from the capacity it can be trusted at, as the step function it is."""
+    fig = go.Figure()
+    for i, s in enumerate(samples):
+        keep = (s.curve.capacities >= s.trusted_from) & (s.curve.capacities <= up_to * num_rows)
+        name = "exact (every id)" if s.rate == 1.0 else f"sampled at rate {s.rate:g}"
+        fig.add_scatter(x=100 * s.curve.capacities[keep] / num_rows, y=s.curve.hit_rate[keep], name=name,
+                        mode="lines", line=dict(color=BATCH_COLOURS[i % len(BATCH_COLOURS)], shape="hv",
+                                                dash=None if s.rate == 1.0 else "dash"))
+    fig.update_layout(title="LRU hit rate: exact vs sampled (SHARDS)", height=400,
+                      xaxis_title="load factor (% of the table's rows)", yaxis_title="hit rate",
+                      yaxis_range=[0, 1.02])
+    return fig

@@ -13,9 +13,21 @@ VICTIM = "#d62728"
 INSERTED = "#2ca02c"
 CONFLICT = "#000000"
 
-# one colour per stage, for stage-time breakdown bars
-STAGE_COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
-                 "#ff9da6", "#9d755d", "#bab0ac")
+# One colour per stage name, the same in every figure, each a hue of its own (hybrid's six stages,
+# the caches' fetch and write-back, ScratchPipe's plan, collect, insert and train). Stages the kit
+# does not name yet take the spare colours in order.
+STAGE_COLOURS = {"data": "#7f7f7f", "embedding_forward": "#1f77b4", "transfer": "#ff7f0e", "mlp": "#2ca02c",
+                 "embedding_backward": "#d62728", "update": "#9467bd", "fetch": "#8c564b",
+                 "write_back": "#e377c2", "plan": "#bcbd22", "collect": "#17becf", "insert": "#393b79",
+                 "train": "#e7ba52"}
+SPARE_COLOURS = ("#637939", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1")
+# Series of a grouped bar chart (measured, then each projection): distinct from one another.
+SERIES_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2")
+
+
+def stage_colour(stage: str, others: int = 0) -> str:
+    """A stage's colour; `others` numbers the unknown stages of a figure, so they differ too."""
+    return STAGE_COLOURS.get(stage) or SPARE_COLOURS[others % len(SPARE_COLOURS)]
 
 
 def batch_colour(batch: int) -> str:

@@ -57,10 +57,10 @@ def _map_traces(moment: Moment, columns: int) -> list:
     heat = go.Heatmap(z=codes, customdata=text, hovertemplate="%{customdata}<extra></extra>",
                       colorscale=_discrete_colourscale(_CODE_COLOURS), zmin=-0.5,
                       zmax=len(_CODE_COLOURS) - 0.5, showscale=False, xgap=1, ygap=1, name="slots")
-    legend = [go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup="map",
+    legend = [go.Scatter(x=[None], y=[None], mode="markers", name=name,
                          marker=dict(symbol="square", size=12, color=colour)) for name, colour in _LEGEND]
     legend.append(go.Scatter(x=[None], y=[None], mode="markers", name="held: its batch's colour",
-                             legendgroup="map", marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0])))
+                             marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0])))
     return [heat, *legend]
 
 
@@ -128,7 +128,8 @@ def _divergence_traces(divergence, batch: int) -> list:
 
 
 def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=None) -> go.Figure:
-    """Timeline above, slot map below (and, given `divergence`, the run against the baseline).
+    """Timeline above, slot map below (and, given `divergence`, the run against the baseline beside
+    the map, so the whole fits one screen with the controls around it: 580 px tall).
 
     `divergence`: (steps, Train hit rate per step, |loss - baseline loss| per step), as the hazard
     lab measures them. Traces are named, so a widget can find and update them: 'stage events',
@@ -136,28 +137,32 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     'batch now'.
     """
     rows = math.ceil(moment.states.size / columns)
-    titles = ["pipeline timeline (bars labelled by batch)", "scratchpad slots of one table"]
-    heights = [0.42, 0.58]
-    if divergence is not None:
-        titles.append("against the exact baseline, per training step")
-        heights = [0.36, 0.4, 0.24]
-    fig = make_subplots(rows=len(titles), cols=1, row_heights=heights, vertical_spacing=0.11,
-                        subplot_titles=titles,
-                        specs=[[{}], [{}]] + ([[{"secondary_y": True}]] if divergence is not None else []))
+    timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "scratchpad slots of one table"
+    if divergence is None:
+        fig = make_subplots(rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11,
+                            subplot_titles=[timeline_title, map_title])
+    else:
+        fig = make_subplots(rows=2, cols=2, row_heights=[0.44, 0.56], vertical_spacing=0.2, horizontal_spacing=0.1,
+                            specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
+                            subplot_titles=[timeline_title, map_title, "against the exact baseline, per step"])
     for trace in _timeline_traces(log, moment):
         fig.add_trace(trace, row=1, col=1)
     for trace in _map_traces(moment, columns):
         fig.add_trace(trace, row=2, col=1)
     _style_timeline(fig, row=1)
     _style_map(fig, row=2)
-    if divergence is not None:
-        hit, gap, now = _divergence_traces(divergence, moment.event.batch)
-        fig.add_trace(hit, row=3, col=1)
-        fig.add_trace(gap, row=3, col=1, secondary_y=True)
-        fig.add_trace(now, row=3, col=1)
-        fig.update_yaxes(title_text="hit rate", range=[0, 1.05], row=3, col=1, secondary_y=False)
-        fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=3, col=1, secondary_y=True)
-        fig.update_xaxes(title_text="training step (batch)", row=3, col=1)
-    fig.update_layout(height=(560 if divergence is None else 760) + 14 * rows, margin=dict(t=60, b=30),
+    if divergence is None:
+        fig.update_layout(height=560 + 14 * rows, margin=dict(t=60, b=30),
+                          title=f"{moment.event.stage.value}({moment.event.batch})")
+        return fig
+    hit, gap, now = _divergence_traces(divergence, moment.event.batch)
+    fig.add_trace(hit, row=2, col=2)
+    fig.add_trace(gap, row=2, col=2, secondary_y=True)
+    fig.add_trace(now, row=2, col=2)
+    fig.update_yaxes(title_text="Train hit rate", range=[0, 1.05], row=2, col=2, secondary_y=False)
+    fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True)
+    fig.update_xaxes(title_text="training step (batch)", row=2, col=2)
+    fig.update_layout(height=580, margin=dict(t=60, b=70, r=20),
+                      legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),
                       title=f"{moment.event.stage.value}({moment.event.batch})")
     return fig

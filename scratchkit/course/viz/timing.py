@@ -7,7 +7,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from scratchkit.course.viz.palette import BATCH_COLOURS, STAGE_COLOURS
+from scratchkit.course.viz.palette import BATCH_COLOURS, SERIES_COLOURS, STAGE_COLOURS, stage_colour
+
+LEGEND_ROW = 20      # px per legend entry (plotly's default font): a legend taller than the plot scrolls
+MARGINS = 180       # the title and plotly's default top and bottom margins
 
 
 def _breakdown_table(breakdown) -> dict[str, dict[str, float]]:
@@ -31,15 +34,19 @@ def stage_breakdown(breakdown, share: bool = False, title: str = "Where a traini
     stages = list(dict.fromkeys(s for stages in table.values() for s in stages))
     trainers = list(table)
     fig = go.Figure()
-    for i, stage in enumerate(stages):
+    unknown = [s for s in stages if s not in STAGE_COLOURS]
+    for stage in stages:
         values = np.array([table[t].get(stage, 0.0) for t in trainers]) * 1000.0
         if share:
             totals = np.array([sum(table[t].values()) for t in trainers]) * 1000.0
             values = 100.0 * values / np.where(totals > 0, totals, 1.0)
         fig.add_bar(name=stage, y=trainers, x=values, orientation="h",
-                    marker_color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
+                    marker_color=stage_colour(stage, unknown.index(stage) if stage in unknown else 0),
                     hovertemplate=f"{stage}: %{{x:.2f}} {'%' if share else 'ms'}<extra>%{{y}}</extra>")
-    fig.update_layout(barmode="stack", title=title, height=160 + 40 * len(trainers),
+    # tall enough for a bar per trainer and for every stage in the legend, and its title: plotly
+    # scrolls a legend taller than the plot area
+    height = max(160 + 40 * len(trainers), MARGINS + LEGEND_ROW * (len(stages) + 2))
+    fig.update_layout(barmode="stack", title=title, height=height,
                       xaxis_title="share of the step (%)" if share else "ms per step",
                       legend_title_text="stage", yaxis_autorange="reversed")
     return fig
@@ -95,11 +102,15 @@ def training_curves(runs: Mapping[str, list] | None = None, trainers=(), window:
 
 
 def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Mapping[str, float]] | None = None,
-                       relative_to: str | None = None, title: str = "Trainers side by side") -> go.Figure:
+                       relative_to: str | None = None, title: str = "Trainers side by side",
+                       step_errors: Mapping[str, float] | None = None) -> go.Figure:
     """Grouped bars per trainer: the measured samples/s beside the cost model's projections.
 
     `projected` maps a hardware profile's name to {trainer: samples/s}. With `relative_to` a
     trainer's name, every series is divided by that trainer's value in the same series (speed-up).
+    `step_errors` {trainer: predicted / measured - 1 of the step on this machine} is written under
+    the bars: how far the projections can be trusted. Value labels stand upright above their bars,
+    so neighbours never overlap.
     """
     series = {"measured here": dict(measured)} | {f"projected: {p}": dict(v) for p, v in (projected or {}).items()}
     trainers = list(dict.fromkeys(t for s in series.values() for t in s))
@@ -112,9 +123,15 @@ def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Ma
             if relative_to not in values:
                 raise ValueError(f"{name}: no value for {relative_to!r} to divide by; it has {sorted(values)}")
             y = y / values[relative_to]
-        fig.add_bar(name=name, x=trainers, y=y, marker_color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
-                    text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside")
-    fig.update_layout(barmode="group", title=title, height=420,
+        fig.add_bar(name=name, x=trainers, y=y, marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
+                    text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside",
+                    textangle=-90, textfont_size=10, cliponaxis=False)
+    fig.update_layout(barmode="group", title=title, height=480, margin=dict(t=90, b=110),
                       yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
                       yaxis_type=None if relative_to else "log")
+    if step_errors:
+        words = ", ".join(f"{t} {100 * e:+.0f}%" for t, e in step_errors.items())
+        fig.add_annotation(text=f"How far the model can be trusted: its step time vs the measurement on this "
+                                f"machine<br>{words}", xref="paper", yref="paper", x=0, y=-0.2,
+                           showarrow=False, xanchor="left", yanchor="top", align="left", font_size=11)
     return fig
