@@ -24,7 +24,7 @@ def run_validation(args) -> int:
     steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
     configs = []
     for name in profiles_of(args):      # every config built (and checked) before anything trains
-        scale = args.scale if name in SCALABLE else None
+        scale = args.scale if name in SCALABLE or args.profile != "all" else None   # one profile: checked
         configs.append((name, config_from_args(Namespace(**{**vars(args), "profile": name, "scale": scale}))))
     validation = Validation()
     for name, config in configs:

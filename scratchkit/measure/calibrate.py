@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from scratchkit.config import TrainConfig
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
@@ -75,17 +76,17 @@ def machine_name() -> str:
 # ------------------------------------------------------------------------------------------ host
 def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     """Every host constant: (HardwareProfile fields and the CPU's mm/bmm curves, their sources)."""
-    bench = Bench(repeats=3 if quick else 11)
-    how = f"CPU time, median of {bench.repeats} runs, each after an 8 MiB flush"
+    bench = Bench(repeats=3 if quick else 7)
+    how = f"CPU time, median of {bench.repeats} runs, each after a 4 MiB flush"
     say("host memory: streaming copy of 64 MiB")
     host = {"host_stream_bw": numpy_stream_bandwidth(bench)}
     say("host memory: random rows from tables of 256 KiB to 256 MiB")
-    gathers, scatters, lookups = row_curves(bench, quick)
+    gathers, scatters, lookups, updates = row_curves(bench, quick)
     id_gathers, id_scatters = numpy_row_points(bench, quick)
     host["host_gather"], host["host_scatter"] = RowCurve(tuple(gathers + id_gathers)), RowCurve(tuple(scatters + id_scatters))
-    host["host_lookup"] = RowCurve(tuple(lookups))
+    host["host_lookup"], host["host_update"] = RowCurve(tuple(lookups)), RowCurve(tuple(updates))
     say("the fixed cost of each kit call (tiny inputs)")
-    calls = call_latencies(bench) | numpy_call_latencies(bench)
+    calls = call_latencies(bench) | numpy_call_latencies(bench) | {"plan_table": plan_table_seconds(bench)}
     say("sorting: embedding_backward and np.unique at 512 to 128k ids")
     host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
     host["host_numpy_sort"] = numpy_sort_rate(bench, quick, calls["unique"])
@@ -104,6 +105,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
         "host_gather": f"torch index_select (rows of {ROW_BYTES[not quick]} B) and np.take (8 B ids) {rows}, {how}",
         "host_scatter": f"torch index_copy_ and NumPy fancy assignment {rows}, {how}",
         "host_lookup": f"the kit's pooled_lookup (embedding_bag, bags of 8) {rows}, {how}",
+        "host_update": f"the kit's apply_update (SGD) of distinct rows {rows}, {how}",
         "host_calls": f"each kit call on tiny inputs (scratchkit.embedding.optim, the dense step, NumPy), {how}",
         "host_op_latency": f"a torch index_select of 3 rows (the kit's generic host op), {how}",
         "host_numpy_op_latency": "mean of tiny NumPy calls: take, fancy assignment, flatnonzero, zeros",
@@ -149,11 +151,31 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
             "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
 
 
+def plan_table_seconds(bench: Bench) -> float:
+    """The planner's cost per table and batch beyond its per-id work: `PlanAhead.plan` of tiny
+    batches (4 ids a table) with 2 and 8 tables, the difference per table."""
+    from scratchkit.config import CacheParams, DataConfig
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.measure.planning import fresh_planner
+
+    def seconds(tables: int) -> float:
+        config = TrainConfig(data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=4, num_dense=1,
+                                             num_batches=4 * bench.repeats + 8), cache=CacheParams(capacity=64))
+        planner, source, taken = fresh_planner(config, SyntheticSource(config.data)), None, []
+        for b in range(4 * bench.repeats + 4):   # wall time, as PlanAhead times its reading
+            start = time.perf_counter()
+            planned = planner.plan(b)
+            taken.append(time.perf_counter() - start - planned.read_seconds)
+        return float(bench.statistic(taken[4:]))
+    return max((seconds(8) - seconds(2)) / 6, 0.0)
+
+
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
     points = []
     for n in SORT_SIZES[not quick]:
-        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(TABLES)]    # a table's ids each
-        t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True))
+        tables = max(1, min(TABLES, 2**16 // n))
+        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]    # a table's ids each
+        t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
         points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
     return RateCurve(tuple(points))
 
@@ -231,7 +253,7 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
         device_activation_rate=host["activations"],
         **own, pcie_bw=float("inf"), pcie_latency=0.0,
         device_stream_bw=host["host_stream_bw"], device_gather=host["host_gather"],
-        device_scatter=host["host_scatter"], device_lookup=host["host_lookup"],
+        device_scatter=host["host_scatter"], device_lookup=host["host_lookup"], device_update=host["host_update"],
         device_op_latency=host["host_op_latency"],
         device_calls=host["host_calls"], device_sort=host["host_sort"],
         device_sort_value_rate=host["host_sort_value_rate"], device_flops=host["mm"],
@@ -243,7 +265,8 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
             "device_bmm_flops": "torch.bmm of 1024 (T+1) x dim matrices, less the op's fixed cost, CPU time",
             "device_activation_rate": "the kit's dense step at the MLPs' shapes: what its fixed costs and "
                                       "matmuls leave, over the floats its elementwise ops move, CPU time"}
-        | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_op_latency",
+        | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_update",
+                             "device_op_latency",
                              "device_calls", "device_sort", "device_sort_value_rate")})
 
 
@@ -253,15 +276,15 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     tests), with the same torch measurements the CPU had, timed by the wall clock between two
     synchronisations of the device."""
     sync = dev.stage_synchronizer() or (lambda: None)
-    bench = Bench(repeats=3 if quick else 11, to_device=dev.to_device, sync=sync, clock=time.perf_counter)
+    bench = Bench(repeats=3 if quick else 7, to_device=dev.to_device, sync=sync, clock=time.perf_counter)
     how = f"wall time between device synchronisations, median of {bench.repeats}"
     say(f"device {dev.torch}: streaming copy")
     stream = stream_bandwidth(bench)
     say(f"device {dev.torch}: random rows")
-    gathers, scatters, lookups = row_curves(bench, quick)
+    gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique")}   # NumPy runs on the host
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table")}   # on the host
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])
@@ -274,7 +297,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
         name="this-cpu", description=f"this machine: {machine_name()} + {name}",
         **own, pcie_bw=min(up, down), pcie_latency=copy_latency,
         device_stream_bw=stream, device_gather=RowCurve(tuple(gathers)), device_scatter=RowCurve(tuple(scatters)),
-        device_lookup=RowCurve(tuple(lookups)),
+        device_lookup=RowCurve(tuple(lookups)), device_update=RowCurve(tuple(updates)),
         device_op_latency=calls["op"], device_calls=calls, device_sort=sort,
         device_sort_value_rate=value_rate, device_flops=mm, device_bmm_flops=bmm,
         device_activation_rate=activations, device_is_host=False,
@@ -286,6 +309,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
             "device_gather": f"torch index_select on {name}, same sizes as the host's, {how}",
             "device_scatter": f"torch index_copy_ on {name}, {how}",
             "device_lookup": f"the kit's pooled_lookup (embedding_bag) on {name}, bags of 8, {how}",
+            "device_update": f"the kit's apply_update (SGD) on {name}, {how}",
             "device_op_latency": f"a tiny index_select on {name}, launched 200 times, {how}",
             "device_calls": f"each kit call on tiny inputs on {name}, {how}",
             "device_sort": f"embedding_backward on {name} at {SORT_SIZES[not quick]} lookups",

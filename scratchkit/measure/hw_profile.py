@@ -134,6 +134,7 @@ CALL_OPS = {
     "op": 1,                  # any other torch op
     "numpy": 1,               # a NumPy call (host only)
     "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
+    "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
 }
 
 
@@ -160,6 +161,7 @@ class HardwareProfile:
     host_gather: RowCurve            # random rows read (torch index_select, embedding_bag, NumPy fancy index)
     host_scatter: RowCurve           # random rows written (index_copy_, NumPy fancy assignment)
     host_lookup: RowCurve            # rows looked up and summed into bags (embedding_bag)
+    host_update: RowCurve            # rows updated in place by SGD (apply_update: gather, add, scatter)
     host_op_latency: float           # fixed cost of one host torch op (dispatch, allocation)
     host_numpy_op_latency: float     # fixed cost of one NumPy call
     host_calls: dict[str, float]     # fixed cost of each kit call on the host (CALL_OPS names)
@@ -175,13 +177,14 @@ class HardwareProfile:
     device_gather: RowCurve          # device memory, random rows read
     device_scatter: RowCurve         # device memory, random rows written
     device_lookup: RowCurve          # device memory, rows looked up and summed into bags
+    device_update: RowCurve          # device memory, rows updated in place by SGD
     device_op_latency: float         # fixed cost of one device kernel (eager launch)
     device_calls: dict[str, float]   # fixed cost of each kit call on the device
     device_sort: RateCurve           # coalesce on the device: keys x log2 n per second, at n keys
     device_sort_value_rate: float    # floats per second coalesce moves beside its keys
     device_flops: RateCurve          # float32 matmul FLOP/s, by FLOPs per call
     device_bmm_flops: RateCurve      # float32 batched small matmuls (the interaction), by FLOPs per matrix
-    device_activation_rate: float    # floats per second the dense step's elementwise ops move
+    device_activation_rate: RateCurve  # floats/s the dense step's elementwise ops move, by floats a step
     device_is_host: bool = False     # True: no GPU, the "device" stages share the host's cores
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)

@@ -33,9 +33,12 @@ def stream(device: bool, nbytes: float) -> Work:
 
 
 # ---------------------------------------------------------------------------------- torch calls
-def lookup(device: bool, n: float, bags: int, row_bytes: int, table_bytes: float) -> Work:
-    """`pooled_lookup`: one embedding_bag: n rows looked up and summed, ids read, bags written."""
-    return (calls(device, "lookup") + on(device, rows=(("lookup", n, row_bytes, table_bytes),))
+def lookup(device: bool, n: float, u: float, bags: int, row_bytes: int, table_bytes: float) -> Work:
+    """`pooled_lookup`: one embedding_bag of n lookups of u distinct rows: each distinct row
+    fetched from the table, each repeat found in the core's cache (priced as a table of 256 KiB),
+    ids read, bags written."""
+    return (calls(device, "lookup")
+            + on(device, rows=(("lookup", u, row_bytes, table_bytes), ("lookup", n - u, row_bytes, CACHED)))
             + stream(device, n * ID_BYTES + bags * (row_bytes + ID_BYTES)))
 
 
@@ -47,23 +50,24 @@ def backward(device: bool, n: float, bags: int, dim: int) -> Work:
 
 def slots_of_unique(device: bool, n: float, u: float) -> Work:
     """searchsorted of n ids in u sorted ids (n x log2 u dependent probes, priced as the
-    coalesce's sort of n keys), then one write per lookup."""
-    return (calls(device, "slots_of_unique") + on(device, sorts=(("torch", n, 1),))
+    coalesce's sort of n keys going log2 u deep), then one write per lookup."""
+    return (calls(device, "slots_of_unique") + on(device, sorts=(("torch", n, 1, log2(u)),))
             + scatter(device, n, ID_BYTES, u * ID_BYTES))
 
 
-UPDATE_STREAMS = {OptimizerKind.SGD: 3, OptimizerKind.ADAGRAD: 14, OptimizerKind.ROWWISE_ADAGRAD: 9}
+# elementwise passes over u x dim floats beyond SGD's (in the calibrated update curve): Adagrad's
+# accumulate, sqrt, divide and add about 11 more, row-wise Adagrad's about 6
+EXTRA_UPDATE_PASSES = {OptimizerKind.SGD: 0, OptimizerKind.ADAGRAD: 11, OptimizerKind.ROWWISE_ADAGRAD: 6}
+CACHED = 2.0**18      # bytes: a table this small stays in a core's cache (the curves' smallest)
 
 
 def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind,
            table_rows: float) -> Work:
-    """`apply_update`: the u touched rows (and their state) gathered, updated, scattered back.
-    Elementwise passes over u x dim floats: SGD's add_ reads two and writes one; Adagrad's
-    accumulate, sqrt, divide and add about 14; row-wise Adagrad's about 9."""
+    """`apply_update`: the u touched rows gathered, updated and scattered back (the calibrated
+    SGD update of a row), their optimizer state likewise, Adagrad's extra elementwise passes."""
     row, state = dim * FLOAT_BYTES, state_width * FLOAT_BYTES
-    work = (calls(device, f"update_{optimizer.value}") + gather(device, u, row, table_rows * row)
-            + scatter(device, u, row, table_rows * row)
-            + stream(device, UPDATE_STREAMS[optimizer] * u * row))
+    work = (calls(device, f"update_{optimizer.value}") + on(device, rows=(("update", u, row, table_rows * row),))
+            + stream(device, EXTRA_UPDATE_PASSES[optimizer] * u * row))
     if state:
         work = work + gather(device, u, state, table_rows * state) + scatter(device, u, state, table_rows * state)
     return work
@@ -121,6 +125,11 @@ def unique(n: float) -> Work:
     """np.unique(ids, return_inverse=True, return_counts=True): an argsort of n ids, then a few
     passes over them (about 6 arrays of n int64 written or read)."""
     return calls(False, "unique") + on(False, sorts=(("numpy", n, 1),), stream=6 * n * ID_BYTES)
+
+
+def from_numpy(count: float) -> Work:
+    """torch.from_numpy (or a move to a CPU "device"): it wraps an array, about a NumPy call."""
+    return numpy_calls(count)
 
 
 def map_lookup(u: float, table_rows: float) -> Work:

@@ -10,7 +10,7 @@ A call timed a hundred times in a row runs from warm caches, with the same rows 
 a training step it does not: the batch is new, and the stages before it (making the batch, the
 MLP) have streamed megabytes through the core's private caches. Measured in a loop, a lookup of
 `small` took a third of its time in a step. So each timed run here gets fresh random indices and
-follows a flush (8 MiB streamed: more than the private L1 + L2 of current server cores, a small
+follows a flush (4 MiB streamed: more than the private L1 + L2 of current server cores, a small
 part of their shared last-level cache), a call's fixed cost is timed over 8 tables' inputs in turn
 (as the trainers loop over tables), and each figure is the median of its runs.
 """
@@ -27,7 +27,7 @@ from scratchkit.measure.hw_profile import MB, RateCurve, RowCurve, sort_units
 
 # sizes measured: (quick, full)
 ROW_BYTES = ((64, 256), (64, 256, 512))
-FOOTPRINTS = ((2**18, 2**22, 2**26), (2**18, 2**20, 2**22, 2**24, 2**26, 2**28))
+FOOTPRINTS = ((2**18, 2**22, 2**26), (2**18, 2**20, 2**22, 2**25, 2**28))
 SORT_SIZES = ((2048, 32768), (512, 2048, 8192, 32768, 131072))
 MM_SHAPES = (((256, 64, 64), (2048, 128, 128)),
              ((256, 64, 16), (256, 64, 64), (1024, 128, 64), (2048, 128, 128), (4096, 128, 128),
@@ -35,9 +35,9 @@ MM_SHAPES = (((256, 64, 64), (2048, 128, 128)),
 BMM_SHAPES = (((9, 16), (27, 64)), ((9, 16), (9, 64), (9, 128), (27, 16), (27, 64)))
 CALL_ROWS = ((512, 8192), (256, 2048, 16384))      # rows moved by one call
 ROWS_PER_RUN = 2**14                                # rows moved by one timed run
+MAX_CALLS = 64                                      # calls of one timed run, at most
 
-
-FLUSH_BYTES = 8 * MB
+FLUSH_BYTES = 4 * MB
 TABLES = 8        # inputs a call's fixed cost is timed over, in turn
 
 
@@ -55,17 +55,19 @@ class Bench:
     statistic = staticmethod(np.median)   # of the timed runs (the median: robust to a noisy neighbour)
 
     def flush(self) -> None:
-        """Stream 8 MiB through the core, as a step's other stages do between two calls."""
+        """Stream 4 MiB through the core, as a step's other stages do between two calls."""
         self._junk += 1.0
 
-    def median(self, run: Callable[[int], object]) -> float:
+    def median(self, run: Callable[[int], object], prepare: Callable[[int], object] | None = None) -> float:
         """The median time of `run(k)` over k = 0 .. repeats-1 (each may use fresh inputs k),
-        each after a flush; one untimed run first."""
+        each after a flush (and `prepare(k)`, untimed); one untimed run first."""
         run(0)
         self.sync()
         times = []
         for k in range(self.repeats):
             self.flush()
+            if prepare is not None:
+                prepare(k)
             self.sync()
             start = self.clock()
             run(k)
@@ -73,9 +75,9 @@ class Bench:
             times.append(self.clock() - start)
         return max(float(self.statistic(times)), 1e-9)
 
-    def per_call(self, call: Callable[[int], object]) -> float:
-        """Seconds per call of `call(t)`, a tiny call on table t's inputs, over TABLES tables."""
-        return self.median(lambda _: [call(t) for t in range(TABLES)]) / TABLES
+    def per_call(self, call: Callable[[int], object], tables: int = TABLES) -> float:
+        """Seconds per call of `call(t)`, a call on table t's inputs, over `tables` tables in turn."""
+        return self.median(lambda _: [call(t) for t in range(tables)]) / tables
 
     def randint(self, high: int, n: int) -> torch.Tensor:
         return self.to_device(torch.from_numpy(self.rng.integers(0, high, n)))
@@ -88,15 +90,19 @@ class Bench:
         return [self.rng.integers(0, high, n) for _ in range(self.repeats)]
 
 
-def row_curves(bench: Bench, quick: bool) -> tuple[list, list, list]:
-    """Seconds per row gathered (index_select), scattered (index_copy_) and looked up into bags of
-    8 (the kit's pooled_lookup), as points (row bytes, table bytes, rows per call, seconds per
-    row), each call's fixed cost (its time on 2 rows) taken out. Tables are views of one buffer."""
-    from scratchkit.embedding.optim import pooled_lookup
+def row_curves(bench: Bench, quick: bool) -> tuple[list, list, list, list]:
+    """Seconds per row gathered (index_select), scattered (index_copy_), looked up into bags of 8
+    (the kit's pooled_lookup) and updated by SGD (the kit's apply_update of distinct rows just
+    read, as a step's update follows its lookups), as points (row bytes, table bytes, rows per
+    call, seconds per row), each call's fixed cost (its time on 2 rows) taken out. Tables are
+    views of one buffer."""
+    from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding.optim import apply_update, pooled_lookup
 
     footprints = FOOTPRINTS[not quick]
     buffer = bench.to_device(torch.ones(footprints[-1] // 4))
-    gathers, scatters, lookups = [], [], []
+    gathers, scatters, lookups, updates = [], [], [], []
+    sgd = OptimizerConfig()
     rows_out = lambda n, width: bench.to_device(torch.empty(n, width))
     for row in ROW_BYTES[not quick]:
         for footprint in footprints:
@@ -111,19 +117,26 @@ def row_curves(bench: Bench, quick: bool) -> tuple[list, list, list]:
                                    lambda r, index, o: tables[r].index_copy_(0, index, o))
             lookups += row_points(bench, quick, row, footprint, len(tables), bags, fresh,
                                   lambda r, index, offsets: pooled_lookup(tables[r], index, offsets))
-    return gathers, scatters, lookups
+            distinct = lambda n: torch.unique(fresh(n))           # coalesced rows: sorted, distinct
+            updates += row_points(bench, quick, row, footprint, len(tables), out, distinct,
+                                  lambda r, index, grads: apply_update(tables[r], None, index, grads[:len(index)], sgd),
+                                  warm=lambda r, index: torch.index_select(tables[r], 0, index))
+    return gathers, scatters, lookups, updates
 
 
 def row_points(bench: Bench, quick: bool, row: int, footprint: int, regions: int, make_out, fresh,
-               move) -> list:
+               move, warm=None) -> list:
     """(row, footprint, n, seconds per row) at each call size n. A timed run makes calls of n
     rows, `move(table, index, out)`, on as many different tables (up to `regions`) as it takes
-    to move ~16k rows, as a stage loops over its tables; indices are fresh for each call."""
+    to move ~16k rows (64 calls at most), as a stage loops over its tables; indices are fresh
+    for each call. `warm(table, index)`: done to each call's rows after the flush, untimed (the
+    rows an update writes were just read by the step's lookups)."""
     def seconds(n: int) -> float:
-        calls = max(1, min(regions, ROWS_PER_RUN // n))
+        calls = max(1, min(regions, ROWS_PER_RUN // n, MAX_CALLS))
         index = [[fresh(n) for _ in range(calls)] for _ in range(bench.repeats)]
         out = make_out(n)
-        return bench.median(lambda k: [move(r, index[k][r], out) for r in range(calls)]) / calls
+        prepare = None if warm is None else (lambda k: [warm(r, index[k][r]) for r in range(calls)])
+        return bench.median(lambda k: [move(r, index[k][r], out) for r in range(calls)], prepare) / calls
     fixed = seconds(2)
     return [(row, footprint, n, max(seconds(n) - fixed, 1e-3 * fixed) / n) for n in CALL_ROWS[not quick]]
 
@@ -151,10 +164,11 @@ def coalesce_rates(bench: Bench, quick: bool) -> tuple[RateCurve, float]:
     from scratchkit.embedding.optim import embedding_backward
 
     def seconds(n: int, dim: int) -> float:
-        ids = [bench.randint(4 * n, n) for _ in range(TABLES)]     # a table's ids each, as in a step
+        tables = max(1, min(TABLES, 2**16 // n))                   # a table's ids each, as in a step
+        ids = [bench.randint(4 * n, n) for _ in range(tables)]
         offsets = bench.to_device(torch.arange(0, n, 8))
         grad = bench.to_device(torch.randn(len(offsets), dim))
-        return bench.per_call(lambda t: embedding_backward(ids[t], offsets, grad, 4 * n))
+        return bench.per_call(lambda t: embedding_backward(ids[t], offsets, grad, 4 * n), tables)
 
     sizes = SORT_SIZES[not quick]
     fixed = seconds(2, 16)
@@ -191,15 +205,15 @@ DENSE_SHAPES = (((256, 8, 16, 64), (2048, 8, 64, 128)),
 
 
 def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve,
-                    scatter: RowCurve) -> float:
-    """Floats per second of the dense step's elementwise work (kit.dense_activations), from the
-    kit's dense step at the MLPs' shapes (batch, tables, dim, width): what its fixed costs, its
-    matmuls and the pairs' scatter leave of each step's time, over the floats it moves."""
+                    scatter: RowCurve) -> RateCurve:
+    """Floats per second of the dense step's elementwise work (kit.dense_activations), by the
+    floats of a step, from the kit's dense step at the MLPs' shapes (batch, tables, dim, width):
+    what its fixed costs, its matmuls and the pairs' scatter leave of each step's time."""
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
     from scratchkit.measure import kit
     from scratchkit.measure.work import StepWork
 
-    floats = rest = 0.0
+    points = []
     for batch, tables, dim, width in DENSE_SHAPES[not quick]:
         config = TrainConfig(data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=batch, num_dense=13),
                              model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
@@ -210,8 +224,9 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
         known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]
                  + sum(n * f / mm.at(f) for f, n in matmuls) + sum(n * f / bmm.at(f) for f, n in batched)
                  + scatter.seconds(batch * tables * vectors // 2, 4, batch * vectors * vectors * 4))
-        floats, rest = floats + kit.dense_activations(w), rest + max(step - known, 0.05 * step)
-    return floats / rest
+        floats = kit.dense_activations(w)
+        points.append((floats, floats / max(step - known, 0.05 * step)))
+    return RateCurve(tuple(points))
 
 
 def dense_step_seconds(bench: Bench, config) -> float:

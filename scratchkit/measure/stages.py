@@ -24,11 +24,6 @@ from scratchkit.measure import kit
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
 TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe")
-# The planner's calls per table and batch around its C++ loop: the output arrays, the decision,
-# shortfall, see, retire (scratchkit/scratchpipe/plan_native.py, plan_ahead.py)
-PLAN_CALLS = 16
-
-
 def _total(parts) -> Work:
     total = Work()
     for part in parts:
@@ -41,7 +36,7 @@ def train_stages(w: StepWork, *, footprint: str, by_slot: bool) -> dict[str, Wor
     (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`)."""
     B, rb, d = w.batch_size, w.row_bytes, w.dim
     rows = lambda t: t.rows if footprint == "table" else t.capacity
-    forward = _total(kit.lookup(True, t.lookups, B, rb, rows(t) * rb) for t in w.tables)
+    forward = _total(kit.lookup(True, t.lookups, t.unique, B, rb, rows(t) * rb) for t in w.tables)
     forward += kit.calls(True, "forward_stage") + kit.stream(True, 2 * B * w.num_tables * rb)  # the stack
     backward = _total(kit.backward(True, t.lookups, B, d) for t in w.tables) + kit.calls(True, "backward_stage")
     if by_slot:    # the coalesced ids' slots: searchsorted in the working set
@@ -116,7 +111,7 @@ def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
     plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m) for t, m in zip(w.tables, fetched)))
-            + kit.numpy_calls(PLAN_CALLS * w.num_tables))
+            + kit.calls(False, "plan_table", w.num_tables))
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
         for width in (w.dim, w.state_width):
@@ -133,7 +128,7 @@ def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
     train = _total(train_stages(w, footprint="capacity", by_slot=False).values())
     train += _total(kit.map_lookup(t.unique, t.capacity) + kit.scan(t.unique, 2)     # every lookup hits
                     + kit.map_write(t.unique, t.capacity) + kit.map_write(t.unique, t.capacity)
-                    for t in w.tables)
+                    + kit.from_numpy(4) for t in w.tables)                            # slots, ids, offsets
     transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(w, arrays=2)
     return {"plan": plan, "collect": collect, "write_back": write_back, "transfer": transfer,
             "insert": insert, "train": train}

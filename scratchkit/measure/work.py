@@ -9,7 +9,8 @@ work of one stage in the units the profiles price:
     rows            random rows gathered or scattered: (rows, row bytes, bytes of the table they
                     are in), priced by the profile's RowCurve at that table size
     sorts           keys sorted by the kit's coalesce (torch) or by NumPy (unique, argsort), per
-                    sort: (n keys, how many sorts), priced in n log2 n at that n
+                    sort: (n keys, how many sorts[, depth]), priced in n x depth (log2 n unless
+                    given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate
     sort_values     floats the coalesce moves and sums beside its keys
     calls           the kit's calls, each with its fixed cost (hw_profile.CALL_OPS)
     mm, bmm         matmuls: (FLOPs per call, calls), and the interaction's batched small ones
@@ -40,8 +41,8 @@ class Work:
     """One stage's work in one step, on the host and on the device (see the module note)."""
 
     host_stream: float = 0.0
-    host_rows: tuple = ()         # ("gather" | "scatter" | "lookup", rows of one call, row bytes, table bytes)
-    host_sorts: tuple = ()        # ("torch" | "numpy", n keys, sorts)
+    host_rows: tuple = ()         # (gather|scatter|lookup|update, rows of one call, row bytes, table bytes)
+    host_sorts: tuple = ()        # ("torch" | "numpy", n keys, sorts[, depth])
     host_sort_values: float = 0.0
     host_calls: tuple = ()        # (call name, count)
     host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses)
@@ -92,7 +93,7 @@ class Work:
                    + m / hw.host_plan_miss_rate.at(rows) for rows, n, u, m in self.host_plan)
         return (self.host_stream / hw.host_stream_bw
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
-                                              "lookup": hw.host_lookup})
+                                              "lookup": hw.host_lookup, "update": hw.host_update})
                 + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort)
                 + self.host_sort_values / hw.host_sort_value_rate
                 + sum(count * hw.call(False, name) for name, count in self.host_calls)
@@ -109,18 +110,22 @@ class Work:
     def device_seconds(self, hw: HardwareProfile) -> float:
         return (self.device_stream / hw.device_stream_bw
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
-                                                "lookup": hw.device_lookup})
+                                                "lookup": hw.device_lookup, "update": hw.device_update})
                 + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort)
                 + self.device_sort_values / hw.device_sort_value_rate
                 + sum(count * hw.call(True, name) for name, count in self.device_calls)
                 + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
                 + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
-                + self.device_activations / hw.device_activation_rate)
+                + self.device_activations / hw.device_activation_rate.at(self.device_activations))
 
 
 def _sorts(sorts: tuple, torch_rate, numpy_rate) -> float:
-    return sum(count * sort_units(n) / (torch_rate if kind == "torch" else numpy_rate).at(n)
-               for kind, n, count in sorts if n > 1)
+    total = 0.0
+    for kind, n, count, *depth in sorts:
+        if n > 1:
+            units = n * depth[0] if depth else sort_units(n)
+            total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
+    return total
 
 
 # ---------------------------------------------------------------------------------- a step's work
