@@ -27,11 +27,11 @@ plan_of() {   # plan_of SECTION: what the section runs, as one line
                 echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE -> bench_embedding.json"
             else echo "not available in this version: profile $EMBEDDING_PROFILE"; fi ;;
         calibrate)
-            if has_command calibrate; then echo "scratchkit calibrate --json -> calibrate.json"
+            if has_command calibrate; then echo "scratchkit calibrate --json${CALIBRATE_ARGS:+ $CALIBRATE_ARGS} -> calibrate.json (and this-cpu's profile)"
             else echo "not available in this version: scratchkit calibrate"; fi ;;
         validate)
             if has_bench_option --validate; then
-                echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 30 --validate --device $DEVICE"
+                echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 30 --validate --json --device $DEVICE -> validate.json"
             else echo "not available in this version: scratchkit bench --validate"; fi ;;
     esac
 }
