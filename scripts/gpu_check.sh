@@ -65,12 +65,19 @@ if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
 # rehearsal (a shared CPU takes longer than the section's budget for the full one)
 if [ "$MODE" = rehearse ]; then CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:---quick}"
 else CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:-}"; fi
+# The benches' and validation's sizes: a GPU runs them as written; a rehearsal only exercises the
+# plumbing, on a CPU that may have 2 shared cores, so it trains a sliver (the embedding-bound
+# profile at 1% of its rows and a batch of 256, few steps) to stay well inside each budget.
+if [ "$MODE" = rehearse ]; then
+    BENCH_STEPS="--steps 10 --warmup 2"; EMBEDDING_ARGS="--scale 0.01 --batch-size 256 --steps 4 --warmup 1"
+    VALIDATE_STEPS="--steps 8 --warmup 2"
+else BENCH_STEPS="--steps 50"; EMBEDDING_ARGS=""; VALIDATE_STEPS="--steps 30"; fi
 
 # ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
 PROBE_BUDGET=30
-SECTIONS=(wheels env kernel_tests kernel_bench verify bench_small bench_embedding calibrate validate)
-declare -A BUDGET=([wheels]=30 [env]=15 [kernel_tests]=75 [kernel_bench]=45 [verify]=60
-                   [bench_small]=50 [bench_embedding]=60 [calibrate]=40 [validate]=60)
+SECTIONS=(wheels env kernel_tests kernel_bench verify distributed bench_small bench_embedding calibrate validate)
+declare -A BUDGET=([wheels]=30 [env]=15 [kernel_tests]=75 [kernel_bench]=45 [verify]=60 [distributed]=25
+                   [bench_small]=50 [bench_embedding]=60 [calibrate]=40 [validate]=45)
 TOTAL_LIMIT=480
 
 say() { echo "$*" | tee -a "$REPORT"; }
@@ -160,10 +167,39 @@ section_verify() {
         --steps 20 --device "$DEVICE"
 }
 
-bench_profile() {   # bench_profile PROFILE OUTPUT.json: the trainers, with the cost model's projections
-    "$PY" -m scratchkit.commands.cli bench --profile "$1" --trainers "$(bench_trainers)" --steps 50 \
-        --project all --json --device "$DEVICE" >"$2" || return 1
-    "$PY" - "$2" <<'PYEOF'
+distributed_ranks() {   # one rank per GPU, at most 2 (NCCL refuses two ranks on one GPU); 2 on a CPU
+    if [ "$DEVICE" = cuda ]; then
+        local gpus
+        gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+        if [ "$gpus" -ge 2 ]; then echo 2; else echo 1; fi
+    else echo 2; fi
+}
+
+section_distributed() {
+    # Sharded training (scratchkit/distributed) on NCCL: every collective the kit uses on CUDA
+    # tensors (all_to_all_single with uneven splits, all_gather, gather_object), against plain
+    # PyTorch trained as N micro-batches. One GPU: a 1-rank job, which still runs them all.
+    local ranks
+    ranks=$(distributed_ranks)
+    echo "$ranks rank(s), backend $([ "$DEVICE" = cuda ] && echo nccl || echo gloo); tolerance 1e-4 on CUDA, 0 on a CPU"
+    "$PY" -m scratchkit.commands.cli verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 \
+        --world-size "$ranks" --sharding row --device "$DEVICE" --json >"$OUT/distributed.json" \
+        || { cat "$OUT/distributed.json"; return 1; }
+    "$PY" - "$OUT/distributed.json" <<'PYEOF'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    print(f"{r['trainer']:12s} {r['world_size']} rank(s) {r['backend']}: max |diff| {r['max_abs_diff']:.2e}"
+          f" (tolerance {r['tolerance']:g}) {'OK' if r['passed'] else 'FAIL'}")
+PYEOF
+}
+
+bench_profile() {   # bench_profile PROFILE OUTPUT.json [FLAGS...]: the trainers, with the cost model's projections
+    local profile="$1" json="$2"
+    shift 2
+    # shellcheck disable=SC2086  # word splitting of the step flags is intended
+    "$PY" -m scratchkit.commands.cli bench --profile "$profile" --trainers "$(bench_trainers)" $BENCH_STEPS \
+        --project all --json --device "$DEVICE" "$@" >"$json" || return 1
+    "$PY" - "$json" <<'PYEOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 for r in rows:
@@ -180,7 +216,8 @@ section_bench_small() {
 
 section_bench_embedding() {
     has_profile "$EMBEDDING_PROFILE" || { not_available "profile $EMBEDDING_PROFILE"; return; }
-    bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json"
+    # shellcheck disable=SC2086  # word splitting of the rehearsal's flags is intended
+    bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json" $EMBEDDING_ARGS
 }
 
 section_calibrate() {
@@ -194,7 +231,8 @@ section_calibrate() {
 section_validate() {
     # the calibrated this-cpu model beside the trainers on this device, stage by stage
     has_bench_option --validate || { not_available "scratchkit bench --validate"; return; }
-    "$PY" -m scratchkit.commands.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" --steps 30 \
+    # shellcheck disable=SC2086  # word splitting of the step flags is intended
+    "$PY" -m scratchkit.commands.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" $VALIDATE_STEPS \
         --validate --json --device "$DEVICE" >"$OUT/validate.json" || { cat "$OUT/validate.json"; return 1; }
     "$PY" -c "import json, sys; v = json.load(open(sys.argv[1])); print(v['hardware']); print(v['verdict'])" "$OUT/validate.json"
 }
@@ -264,8 +302,9 @@ main() {
 
 # `timeout` runs a program, not a shell function: export the sections and their helpers.
 export -f section_wheels section_env section_kernel_tests section_kernel_bench section_verify \
-    section_bench_small section_bench_embedding section_calibrate section_validate \
+    section_distributed distributed_ranks section_bench_small section_bench_embedding section_calibrate section_validate \
     bench_profile bench_trainers verify_trainers py_true has_trainer has_profile has_command \
     has_bench_option not_available
-export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE CALIBRATE_ARGS
+export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE CALIBRATE_ARGS \
+    BENCH_STEPS EMBEDDING_ARGS VALIDATE_STEPS
 main "$@"

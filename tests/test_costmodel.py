@@ -1,12 +1,14 @@
 """The cost model's arithmetic against hand-worked cases, on a toy profile whose every price is a
 round number; the work counted for each trainer's stages; pipelines bound by their slowest
 resource; the GPU profiles' sources. No timing asserts (bounds belong to benchmarks/bench_validate.py)."""
+import json
 import math
 from dataclasses import fields, replace
 
 import pytest
 import torch
 
+from scratchkit.commands.cli import main
 from scratchkit.config import DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure import kit
@@ -191,6 +193,22 @@ def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5
     assert p.resource_seconds["host process"] == pytest.approx(host)
     assert p.step_seconds == pytest.approx(max(host, p.stage_seconds["train"], (host + p.stage_seconds["train"]) / 2))
+
+
+def test_bench_project_adds_projections_to_json_and_table(capsys):
+    code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only,lru", "--capacity", "64",
+                 "--quick", "--json", "--project", "all"])
+    results = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for r in results:
+        assert set(r["projected"]) == set(PROFILE_NAMES)
+        for p in r["projected"].values():
+            assert p["samples_per_s"] > 0 and p["bound_stage"] in p["stage_seconds"]
+    assert results[0]["projected"]["v100-pcie3"]["ratio"] == 1.0
+    assert results[1]["fetched_rows_per_step"] > 0
+    code = main(["bench", "--profile", "tiny", "--trainers", "hybrid", "--quick", "--project", "h100-pcie5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "h100-pcie5 (ratio)" in out and "h100-pcie5 bound by: hybrid" in out
 
 
 def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu():

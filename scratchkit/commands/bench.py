@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, config_from_args, progress
+from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.distributed import add_sharding_args, run_sharded
+
+DEFAULT_TRAINERS = "gpu-only,hybrid"   # --validate's default is every trainer
 
 
 def add_parser(subparsers) -> None:
@@ -23,11 +26,14 @@ def add_parser(subparsers) -> None:
                         "FAIL against the bounds (25%% per stage over 10%% of the step, 15%% on the "
                         "step); --profile all validates every profile (--scale for the scalable ones)")
     p.add_argument("--strict", action="store_true", help="with --validate: exit 1 when it FAILs")
+    add_sharding_args(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     if args.validate:
+        if args.world_size is not None:
+            raise ValueError("--validate runs on one process; drop --world-size")
         from scratchkit.commands.validation import run_validation
         return run_validation(args)
     if args.profile == "all":
@@ -36,14 +42,17 @@ def run(args) -> int:
     from scratchkit.measure.bench import run_bench
     from scratchkit.commands.common import parse_trainer_list
 
-    trainers = parse_trainer_list(args.trainers or "gpu-only,hybrid")
-    config = config_from_args(args)
+    if args.world_size is not None:
+        return run_sharded("bench", args)
+    trainers = parse_trainer_list(args.trainers or DEFAULT_TRAINERS)
     profiles = None
     if args.project is not None:
         from scratchkit.measure.hardware import parse_profiles
         profiles = parse_profiles(args.project)      # bad names fail before anything trains
     steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
-    results = run_bench(config, trainers, steps, warmup=warmup, device=args.device, wrap=progress)
+    source, config, name = source_and_config(args, steps + warmup)
+    results = run_bench(config, trainers, steps, warmup=warmup, source=source, device=args.device,
+                        wrap=progress)
     projections = None
     if profiles:
         from scratchkit.measure.costmodel import project_bench
@@ -56,11 +65,11 @@ def run(args) -> int:
                                     "step_seconds": x.step_seconds} for p, x in projected.items()}
         print(json.dumps(rows, indent=2))
     else:
-        print(f"profile {args.profile}: {len(config.data.table_sizes)} tables, batch "
+        print(f"{name}: {len(config.data.table_sizes)} tables, batch "
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
         print(format_table(results, projections))
         if projections:
-            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work per step "
-                  "(working sets, rows fetched and written back); ratio = samples/s relative to the "
-                  "first trainer on the same profile; the data stage is not modelled.")
+            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work\n"
+                  "per step (working sets, rows fetched and written back); ratio = samples/s relative\n"
+                  "to the first trainer on the same profile; the data stage is not modelled.")
     return 0

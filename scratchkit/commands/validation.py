@@ -9,9 +9,11 @@ from scratchkit.profiles import PROFILES, SCALABLE
 
 
 def profiles_of(args) -> list[str]:
-    """--profile NAME, or all: every profile (the scalable ones at --scale)."""
+    """--profile NAME (default: the command's), or all: every profile (the scalable ones at --scale)."""
+    if getattr(args, "data", None) is not None:
+        raise ValueError("--validate runs on the synthetic profiles; drop --data")
     if args.profile != "all":
-        return [args.profile]
+        return [args.profile or args.default_profile]
     return list(PROFILES)
 
 

@@ -15,7 +15,7 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
                             the rest, in n log2 n, the sort rate at each n
     host_numpy_sort         np.unique(return_inverse, return_counts) at 512-128k ids
     device_flops            torch.mm at the MLPs' shapes; device_bmm_flops: the interaction's bmm
-    host_plan_*_rate        ScratchPipe's planner (NativeTablePlanner) on synthetic Zipf streams:
+    host_plan_*_rate        ScratchPipe's C++ planner (NativePlans) on synthetic Zipf streams:
                             lookups/s seeing batches, distinct ids/s and misses/s planning
 
 Times on the CPU are the calling thread's CPU time, the median of several runs, each after a
@@ -205,7 +205,7 @@ def plan_rates(quick: bool) -> tuple[RateCurve, RateCurve, RateCurve, str]:
         if misses["misses"] >= 0.1 * misses["ids"]:     # enough misses to time (a small table holds most)
             miss.append((rows, misses["misses"] / max(extra, 0.05 * misses["plan"])))
     return (RateCurve(tuple(lookup)), RateCurve(tuple(ident)), RateCurve(tuple(miss or [(1, 5e6)])),
-            f"NativeTablePlanner on one table of {PLAN_ROWS[not quick]} rows, Zipf 0.8, 32k lookups a "
+            f"the C++ planner (NativePlans, one planner) on one table of {PLAN_ROWS[not quick]} rows, Zipf 0.8, 32k lookups a "
             f"batch, depth 2, scratchpads of all rows (hits only) and of a quarter (misses), the "
             f"second half of {batches} batches, CPU time")
 
@@ -216,26 +216,28 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
     from scratchkit.config import DataConfig, VictimPolicy
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.scratchpipe.capacity import minimum_capacities
-    from scratchkit.scratchpipe.plan_native import NativeTablePlanner
+    from scratchkit.scratchpipe.plan_ahead import PlanSetup
+    from scratchkit.scratchpipe.plan_native import NativePlans
 
     source = SyntheticSource(DataConfig(table_sizes=(rows,), pooling=32, batch_size=1024, zipf=0.8,
                                         num_batches=batches + horizon + 1))
     needed = minimum_capacities(source, depth, 0, batches)[0]
     capacity = rows if capacity is None else min(rows, max(capacity, needed + needed // 4))
-    ids = [source.batch(b).ids[0] for b in range(batches + horizon + 1)]
-    planner = NativeTablePlanner(0, rows, np.full(capacity, -1, np.int64), np.zeros(capacity, np.uint8),
-                                 np.full(capacity, -1, np.int64), VictimPolicy.FURTHEST, True, False,
-                                 ring=depth + horizon + 3)
+    batch = [source.batch(b) for b in range(batches + horizon + 1)]
+    ids = [x.ids[0] for x in batch]
+    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
+                                    (np.full(capacity, -1, np.int64),), (np.zeros(capacity, bool),),
+                                    (np.full(capacity, -1, np.int64),)))     # one planner, one thread
     for k in range(horizon + 1):
-        planner.see(k, ids[k])
+        planner.see(k, batch[k])
     total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses"), 0.0)
     for b in range(batches):
         if b > depth:
             planner.retire(b - depth - 1)
         start = time.thread_time()
-        planner.see(b + horizon + 1, ids[b + horizon + 1])
+        planner.see(b + horizon + 1, batch[b + horizon + 1])
         middle = time.thread_time()
-        plan = planner.plan(b, b + horizon + 1)
+        (plan,) = planner.plan(b, b + horizon + 1)
         end = time.thread_time()
         if b >= batches // 2:            # past the filling
             for key, value in (("see", middle - start), ("plan", end - middle), ("lookups", len(ids[b])),

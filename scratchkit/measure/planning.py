@@ -9,7 +9,7 @@ from scratchkit.config import TrainConfig
 
 def fresh_planner(config: TrainConfig, source, threads: int = 1):
     """A `PlanAhead` over `source` with every scratchpad empty, the trainer's depth, victim policy
-    and horizon (4 x (depth + 1)), planning `threads` tables at once."""
+    and horizon (4 x (depth + 1)) and plan shards, `threads` planners at once."""
     from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 
     sizes = tuple(config.data.table_sizes)
@@ -19,5 +19,6 @@ def fresh_planner(config: TrainConfig, source, threads: int = 1):
                       horizon=4 * (depth + 1), record_events=False,
                       slot_ids=tuple(np.full(c, -1, np.int64) for c in capacities),
                       dirty=tuple(np.zeros(c, bool) for c in capacities),
-                      last_trained=tuple(np.full(c, -1, np.int64) for c in capacities), threads=threads)
+                      last_trained=tuple(np.full(c, -1, np.int64) for c in capacities), threads=threads,
+                      shards=config.cache.plan_shards)
     return PlanAhead(setup, source, 0)

@@ -6,7 +6,6 @@ import time
 import torch
 
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
-from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -17,7 +16,7 @@ class DeviceOnlyTrainer(Trainer):
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
-        host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer, config.seed)
+        host = self.make_tables(pin=False)
         self.weights = [self.dev.to_device(w) for w in host.weights]
         self.state = [self.dev.to_device(s) for s in host.state]          # None stays None
 

@@ -37,4 +37,4 @@ class HybridTrainer(HostTablesTrainer):
         with stage("update"):
             for t, (rows, grad_sum) in enumerate(coalesced):
                 apply_update(self.tables.weights[t], self.tables.state[t], rows, grad_sum, self.config.optimizer)
-        return self.make_record(loss, batch, started, hits=0)
+        return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"
