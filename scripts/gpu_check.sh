@@ -22,7 +22,10 @@
 #   <section>.log    full output of each section; <section>.json its figures
 # Knobs (environment): GPU_CHECK_BENCH_ARGS (bench_kernels.py's sizes, default --quick),
 # GPU_CHECK_CALIBRATE_ARGS (calibrate's, default none; --quick in a rehearsal),
-# GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE.
+# GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE,
+# GPU_CHECK_EMBEDDING_ARGS (bench options after the section's own: none on a GPU; in a rehearsal
+# "--scale 0.02 --batch-size 256 --steps 10 --warmup 2", as a 2-core CPU runs the full profile's
+# 655k lookups a step far slower than the section's budget allows).
 # Exit status: 0 every section passed (or is not available in this version); 1 a section failed
 # or timed out, or the dry run found something missing; 2 no usable GPU (nothing else runs).
 #
@@ -66,12 +69,13 @@ if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
 if [ "$MODE" = rehearse ]; then CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:---quick}"
 else CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:-}"; fi
 # The benches' and validation's sizes: a GPU runs them as written; a rehearsal only exercises the
-# plumbing, on a CPU that may have 2 shared cores, so it trains a sliver (the embedding-bound
-# profile at 1% of its rows and a batch of 256, few steps) to stay well inside each budget.
+# plumbing, on a CPU that may have 2 shared cores, so it trains slivers to stay well inside each
+# budget (the embedding-bound profile at 2% of its rows, a batch of 256).
 if [ "$MODE" = rehearse ]; then
-    BENCH_STEPS="--steps 10 --warmup 2"; EMBEDDING_ARGS="--scale 0.01 --batch-size 256 --steps 4 --warmup 1"
-    VALIDATE_STEPS="--steps 8 --warmup 2"
-else BENCH_STEPS="--steps 50"; EMBEDDING_ARGS=""; VALIDATE_STEPS="--steps 30"; fi
+    REHEARSAL_ARGS="--scale 0.02 --batch-size 256 --steps 10 --warmup 2"
+    BENCH_STEPS="--steps 10 --warmup 2"; VALIDATE_STEPS="--steps 8 --warmup 2"
+else BENCH_STEPS="--steps 50"; VALIDATE_STEPS="--steps 30"; fi
+EMBEDDING_ARGS="${GPU_CHECK_EMBEDDING_ARGS-${REHEARSAL_ARGS:-}}"
 
 # ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
 PROBE_BUDGET=30
@@ -216,7 +220,7 @@ section_bench_small() {
 
 section_bench_embedding() {
     has_profile "$EMBEDDING_PROFILE" || { not_available "profile $EMBEDDING_PROFILE"; return; }
-    # shellcheck disable=SC2086  # word splitting of the rehearsal's flags is intended
+    # shellcheck disable=SC2086   # EMBEDDING_ARGS is a list of options
     bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json" $EMBEDDING_ARGS
 }
 
