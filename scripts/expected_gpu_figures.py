@@ -11,7 +11,8 @@ train on this machine (`scratchkit.measure.bench.run_bench`), which measures the
 not depend on the hardware (working sets, hit rates, rows fetched and written back); the cost
 model (`scratchkit.measure.costmodel.project_bench`) prices that work on every hardware profile. This
 machine's speed does not enter the GPU projections. The kernel figures expected are the hardware
-profile's own numbers (device_stream_bw, device_gather_bw), which bench_kernels.py measures.
+profile's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB table), which
+bench_kernels.py measures.
 Regenerate whenever the cost model, the profiles or the trainers change.
 """
 from __future__ import annotations
@@ -74,7 +75,7 @@ def project_profile(name: str, steps: int) -> dict:
 
 def kernel_expectations() -> dict:
     return {hw: {"device_stream_gb_per_s": get_hardware(hw).device_stream_bw / GB,
-                 "device_gather_gb_per_s": get_hardware(hw).device_gather_bw / GB,
+                 "device_gather_gb_per_s": get_hardware(hw).device_gather.bandwidth(64, 2**30) / GB,
                  "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB} for hw in GPU_PROFILES}
 
 

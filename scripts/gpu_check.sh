@@ -18,8 +18,10 @@
 #   report.md        the text summary: each section's status, time and key lines, the figures
 #                    beside the cost model's projections (docs/gpu-expected.json)
 #   gpu_check.json   the same as one JSON (scripts/gpu_check_summary.py)
+#   calibrate.json   this machine's hardware profile; validate.json the cost model's validation
 #   <section>.log    full output of each section; <section>.json its figures
 # Knobs (environment): GPU_CHECK_BENCH_ARGS (bench_kernels.py's sizes, default --quick),
+# GPU_CHECK_CALIBRATE_ARGS (calibrate's, default none; --quick in a rehearsal),
 # GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE,
 # GPU_CHECK_EMBEDDING_ARGS (bench options after the section's own: none on a GPU; in a rehearsal
 # "--scale 0.02 --batch-size 256 --steps 10 --warmup 2", as a 2-core CPU runs the full profile's
@@ -62,7 +64,17 @@ PROFILE="${GPU_CHECK_PROFILE:-small}"   # verify's and the first bench's (tests 
 # The device the trainers must use: CUDA in a check, so a CPU-only torch fails loudly instead of
 # verifying and benchmarking the CPU; the CPU in a rehearsal.
 if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
-if [ "$MODE" = rehearse ]; then REHEARSAL_ARGS="--scale 0.02 --batch-size 256 --steps 10 --warmup 2"; fi
+# calibrate's arguments: the full calibration on a GPU (tens of seconds), a quick one in a
+# rehearsal (a shared CPU takes longer than the section's budget for the full one)
+if [ "$MODE" = rehearse ]; then CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:---quick}"
+else CALIBRATE_ARGS="${GPU_CHECK_CALIBRATE_ARGS:-}"; fi
+# The benches' and validation's sizes: a GPU runs them as written; a rehearsal only exercises the
+# plumbing, on a CPU that may have 2 shared cores, so it trains slivers to stay well inside each
+# budget (the embedding-bound profile at 2% of its rows, a batch of 256).
+if [ "$MODE" = rehearse ]; then
+    REHEARSAL_ARGS="--scale 0.02 --batch-size 256 --steps 10 --warmup 2"
+    BENCH_STEPS="--steps 10 --warmup 2"; VALIDATE_STEPS="--steps 8 --warmup 2"
+else BENCH_STEPS="--steps 50"; VALIDATE_STEPS="--steps 30"; fi
 EMBEDDING_ARGS="${GPU_CHECK_EMBEDDING_ARGS-${REHEARSAL_ARGS:-}}"
 
 # ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
@@ -185,11 +197,13 @@ for r in json.load(open(sys.argv[1])):
 PYEOF
 }
 
-bench_profile() {   # bench_profile PROFILE OUTPUT.json [BENCH OPTION...]: the trainers, with projections
-    local profile="$1" output="$2"; shift 2
-    "$PY" -m scratchkit.commands.cli bench --profile "$profile" --trainers "$(bench_trainers)" --steps 50 \
-        --project all --json --device "$DEVICE" "$@" >"$output" || return 1
-    "$PY" - "$output" <<'PYEOF'
+bench_profile() {   # bench_profile PROFILE OUTPUT.json [FLAGS...]: the trainers, with the cost model's projections
+    local profile="$1" json="$2"
+    shift 2
+    # shellcheck disable=SC2086  # word splitting of the step flags is intended
+    "$PY" -m scratchkit.commands.cli bench --profile "$profile" --trainers "$(bench_trainers)" $BENCH_STEPS \
+        --project all --json --device "$DEVICE" "$@" >"$json" || return 1
+    "$PY" - "$json" <<'PYEOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 for r in rows:
@@ -211,13 +225,20 @@ section_bench_embedding() {
 }
 
 section_calibrate() {
+    # this machine's constants, the GPU's and the link's included; saved where this-cpu finds it
+    # ($SCRATCHKIT_CACHE_DIR/hardware_profile.json), so the validate section uses them
     has_command calibrate || { not_available "scratchkit calibrate"; return; }
-    "$PY" -m scratchkit.commands.cli calibrate --json >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"
+    # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
+    "$PY" -m scratchkit.commands.cli calibrate --json $CALIBRATE_ARGS >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"
 }
 
 section_validate() {
+    # the calibrated this-cpu model beside the trainers on this device, stage by stage
     has_bench_option --validate || { not_available "scratchkit bench --validate"; return; }
-    "$PY" -m scratchkit.commands.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" --steps 30 --validate --device "$DEVICE"
+    # shellcheck disable=SC2086  # word splitting of the step flags is intended
+    "$PY" -m scratchkit.commands.cli bench --profile "$PROFILE" --trainers "$(bench_trainers)" $VALIDATE_STEPS \
+        --validate --json --device "$DEVICE" >"$OUT/validate.json" || { cat "$OUT/validate.json"; return 1; }
+    "$PY" -c "import json, sys; v = json.load(open(sys.argv[1])); print(v['hardware']); print(v['verdict'])" "$OUT/validate.json"
 }
 
 # ---- running a section -----------------------------------------------------------------------
@@ -288,5 +309,6 @@ export -f section_wheels section_env section_kernel_tests section_kernel_bench s
     section_distributed distributed_ranks section_bench_small section_bench_embedding section_calibrate section_validate \
     bench_profile bench_trainers verify_trainers py_true has_trainer has_profile has_command \
     has_bench_option not_available
-export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE EMBEDDING_ARGS PROFILE DEVICE NOT_AVAILABLE
+export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE CALIBRATE_ARGS \
+    BENCH_STEPS EMBEDDING_ARGS VALIDATE_STEPS
 main "$@"

@@ -22,17 +22,17 @@ plan_of() {   # plan_of SECTION: what the section runs, as one line
         kernel_bench) echo "benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick}: lookups/s, gather GB/s vs the device's copy GB/s -> kernel_bench.json" ;;
         verify) echo "scratchkit verify --profile $PROFILE --trainers $(verify_trainers) --steps 20 --device $DEVICE (tolerance 1e-4 on CUDA), and tiny with rowwise_adagrad -> verify.json" ;;
         distributed) echo "scratchkit verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 --world-size $(distributed_ranks) --sharding row --device $DEVICE: NCCL, one rank per GPU (at most 2) -> distributed.json" ;;
-        bench_small) echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE -> bench_small.json" ;;
+        bench_small) echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) $BENCH_STEPS --project all --device $DEVICE -> bench_small.json" ;;
         bench_embedding)
             if has_profile "$EMBEDDING_PROFILE"; then
-                echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE${EMBEDDING_ARGS:+ $EMBEDDING_ARGS} -> bench_embedding.json"
+                echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) $BENCH_STEPS --project all --device $DEVICE${EMBEDDING_ARGS:+ $EMBEDDING_ARGS} -> bench_embedding.json"
             else echo "not available in this version: profile $EMBEDDING_PROFILE"; fi ;;
         calibrate)
-            if has_command calibrate; then echo "scratchkit calibrate --json -> calibrate.json"
+            if has_command calibrate; then echo "scratchkit calibrate --json${CALIBRATE_ARGS:+ $CALIBRATE_ARGS} -> calibrate.json (and this-cpu's profile)"
             else echo "not available in this version: scratchkit calibrate"; fi ;;
         validate)
             if has_bench_option --validate; then
-                echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 30 --validate --device $DEVICE"
+                echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) $VALIDATE_STEPS --validate --json --device $DEVICE -> validate.json"
             else echo "not available in this version: scratchkit bench --validate"; fi ;;
     esac
 }

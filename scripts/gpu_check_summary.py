@@ -3,8 +3,8 @@
     python scripts/gpu_check_summary.py OUT MODE
 
 Reads what the sections left in OUT (sections.tsv, env.json, kernel_bench.json, verify.json,
-distributed.json, bench_small.json, bench_embedding.json, calibrate.json; any may be missing when its section did
-not run), writes OUT/gpu_check.json, and prints a text summary for report.md in which each
+distributed.json, bench_small.json, bench_embedding.json, calibrate.json, validate.json; any may
+be missing when its section did not run), writes OUT/gpu_check.json, and prints a text summary for report.md in which each
 measured trainer and kernel figure stands beside the projection docs/gpu-expected.json made
 before the run.
 """
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
            "distributed": load(out / "distributed.json"),
            "bench_small": load(out / "bench_small.json"),
            "bench_embedding": load(out / "bench_embedding.json"),
-           "calibrate": load(out / "calibrate.json"),
+           "calibrate": load(out / "calibrate.json"), "validate": load(out / "validate.json"),
            "expected": {"file": str(EXPECTED.relative_to(REPO)), "generated": (expected or {}).get("generated"),
                         "hardware": (expected or {}).get("hardware")}}
     (out / "gpu_check.json").write_text(json.dumps(run, indent=2) + "\n")
@@ -98,6 +98,8 @@ def main(argv: list[str]) -> int:
                          status.get("bench_small", "did not run"))
     lines += bench_lines("bench embedding-bound", run["bench_embedding"],
                          expected_for(expected, "embedding-bound"), status.get("bench_embedding", "did not run"))
+    if run["validate"]:
+        lines.append(f"cost model on this machine: {run['validate']['verdict']}")
     lines += ["```", f"JSON: {out / 'gpu_check.json'}"]
     print("\n".join(lines))
     return 0

@@ -1,5 +1,6 @@
-"""The cost model: profiles with sources, work counted right, monotone in bytes, pipelines bound by
-their slowest resource, and the plumbing of validation on a real (tiny) run. No timing asserts."""
+"""The cost model's arithmetic against hand-worked cases, on a toy profile whose every price is a
+round number; the work counted for each trainer's stages; pipelines bound by their slowest
+resource; the GPU profiles' sources. No timing asserts (bounds belong to benchmarks/bench_validate.py)."""
 import json
 import math
 from dataclasses import fields, replace
@@ -8,59 +9,97 @@ import pytest
 import torch
 
 from scratchkit.commands.cli import main
-from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
-from scratchkit.measure.costmodel import (PIPELINE_HOST_STAGES, StepWork, Work, mlp_flops, project, project_all,
-                                  stage_work, validate, validate_on_this_machine)
+from scratchkit.config import DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.commands.tables import describe_hardware
-from scratchkit.measure.hardware import PROFILE_NAMES, HardwareProfile, get_hardware, parse_profiles
-from scratchkit.trainers import available_trainers
+from scratchkit.measure import kit
+from scratchkit.measure.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
+                                          project_all, stage_work, validate)
+from scratchkit.measure.gpu_profiles import GPU_PROFILES
+from scratchkit.measure.hardware import PROFILE_NAMES, get_hardware, parse_profiles
+from scratchkit.measure.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
+from scratchkit.measure.work import TableWork
 
 TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe"]
-NUMBERS = [f.name for f in fields(HardwareProfile) if f.type in ("float", "int")]
+US = 1e-6
 
 
-@pytest.mark.parametrize("name", PROFILE_NAMES)
-def test_every_profile_number_is_positive_and_has_a_source(name):
-    assert len(NUMBERS) >= 12
-    hw = get_hardware(name)
-    for field_name in NUMBERS:
-        value = getattr(hw, field_name)
-        assert value >= 0 and not math.isnan(value), field_name
-        assert hw.sources.get(field_name), f"{name}: {field_name} has no source"
-    assert field_name in describe_hardware(hw)
+def toy(**changes) -> HardwareProfile:
+    """Round prices: 1 GB/s streams, 1 ns per row anywhere, 1 us per call, sorts of 1e9 key*log2
+    per second, 1 TFLOP/s, a planner of 1e8 lookups, 1e7 ids and 1e6 misses per second."""
+    flat = RowCurve(((64, 1e6, 1, 1e-9),))
+    fields_ = dict(
+        name="toy", description="round numbers", host_cores=4, host_stream_bw=1e9, host_gather=flat,
+        host_scatter=flat, host_lookup=flat, host_update=flat, host_op_latency=US, host_numpy_op_latency=US,
+        host_calls={c: US for c in CALL_OPS}, host_sort=RateCurve.constant(1e9), host_sort_value_rate=1e9,
+        host_numpy_sort=RateCurve.constant(1e9), host_plan_lookup_rate=RateCurve.constant(1e8),
+        host_plan_id_rate=RateCurve.constant(1e7), host_plan_miss_rate=RateCurve.constant(1e6),
+        pcie_bw=1e9, pcie_latency=US, device_stream_bw=1e9, device_gather=flat, device_scatter=flat,
+        device_lookup=flat, device_update=flat, device_op_latency=US, device_calls={c: US for c in CALL_OPS},
+        device_sort=RateCurve.constant(1e9), device_sort_value_rate=1e9, device_flops=RateCurve.constant(1e12),
+        device_bmm_flops=RateCurve.constant(1e12), device_activation_rate=RateCurve.constant(1e9))
+    return HardwareProfile(**(fields_ | changes))
 
 
-def test_this_cpu_is_measured_once_per_process():
-    assert get_hardware("this-cpu") is get_hardware("this-cpu")
-    hw = get_hardware("this-cpu")
-    assert hw.device_is_host and hw.pcie_bw == float("inf")
-    assert hw.host_gather_bw > 0 and hw.device_flops > 0 and hw.host_op_latency > 0
+def one_table(lookups=1000.0, unique=500.0, rows=10_000, capacity=2_000, **changes) -> StepWork:
+    """Batch 100, one table, dim 16, SGD, MLPs 13 -> 16 and (16 + 1) -> 1."""
+    w = StepWork(batch_size=100, dim=16, state_width=0, optimizer=OptimizerKind.SGD, num_dense=13,
+                 tables=(TableWork(rows, lookups, unique, capacity),), bottom=(13, 16), top=(17, 1))
+    return replace(w, **changes)
 
 
-def test_bad_profiles_are_refused():
-    good = get_hardware("v100-pcie3")
-    with pytest.raises(ValueError, match="pcie_bw must be > 0"):
-        replace(good, pcie_bw=0.0)
-    with pytest.raises(ValueError, match="host_cores must be >= 1"):
-        replace(good, host_cores=0)
-    with pytest.raises(ValueError, match="unknown hardware profile 'tpu'"):
-        get_hardware("tpu")
-    with pytest.raises(ValueError, match="unknown hardware profile 'x'"):
-        parse_profiles("v100-pcie3,x")
-    assert parse_profiles("all") == list(PROFILE_NAMES)
+# ---------------------------------------------------------------------------------- arithmetic
+def test_each_unit_of_work_is_priced_as_worked_by_hand():
+    hw = toy()
+    assert Work(host_stream=2e9).seconds(hw) == pytest.approx(2.0)                  # 2 GB at 1 GB/s
+    assert Work(host_rows=(("gather", 1000, 64, 1e6),)).seconds(hw) == pytest.approx(1e-6)
+    assert Work(host_sorts=(("torch", 1024, 3),)).seconds(hw) == pytest.approx(3 * 1024 * 10 / 1e9)
+    assert Work(host_sort_values=5e8).seconds(hw) == pytest.approx(0.5)
+    assert Work(host_calls=(("lookup", 7),)).seconds(hw) == pytest.approx(7e-6)
+    assert Work(pcie=1e9, pcie_copies=2).seconds(hw) == pytest.approx(1.0 + 2e-6)
+    assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)          # 3 x 2 GFLOP
+    assert Work(device_activations=1e9).seconds(hw) == pytest.approx(1.0)
+    # the planner: 1e6 lookups / 1e8 + 1e5 ids / 1e7 + 1e4 misses / 1e6 = 0.03 s, over 3 cores
+    plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4),))
+    assert plan.seconds(hw) == pytest.approx(0.03) and plan.seconds(hw, planners=3) == pytest.approx(0.01)
+    # the same work on the device is priced by the device's numbers; on_host moves it over
+    moved = Work(device_stream=1e9, device_calls=(("op", 1),)).on_host()
+    assert moved.device_stream == 0 and moved.host_stream == 1e9 and moved.host_calls == (("op", 1),)
+    assert moved.seconds(toy(host_stream_bw=2e9)) == pytest.approx(0.5 + 1e-6)
 
 
-def test_step_work_counts_lookups_and_working_sets_of_the_data(tiny_config):
-    source = SyntheticSource(tiny_config.data)
-    work = StepWork.from_config(tiny_config, source, batches=3)
-    assert work.lookups == 32 * 2 * 3     # batch x pooling x tables
-    expected = sum(len(set(ids.tolist())) for b in range(3) for ids in source.batch(b).ids) / 3
-    assert work.unique_rows == pytest.approx(expected)
-    with pytest.raises(ValueError, match="hit_rate must be in"):
-        work.with_hit_rate(1.5)
-    assert work.with_hit_rate(1.0).fetched_rows == 0
-    assert work.with_hit_rate(0.0).fetched_rows == work.unique_rows
+def test_rows_are_priced_at_the_size_of_what_the_step_touches():
+    curve = RowCurve(((64, 1e6, 1, 1e-9), (64, 1e8, 1, 1e-8)))           # 10x dearer beyond 100 MB
+    assert curve.seconds_per_row(64, 1e6) == pytest.approx(1e-9)
+    assert curve.seconds_per_row(64, 1e8) == pytest.approx(1e-8)
+    assert curve.seconds_per_row(64, 1e7) == pytest.approx(math.sqrt(1e-9 * 1e-8))  # log-log midpoint
+    assert curve.seconds_per_row(64, 1e12) == pytest.approx(1e-8)                   # ends held
+    assert curve.seconds_per_row(128, 1e6) == pytest.approx(2e-9)                   # wider: by bytes
+    far = Work(host_rows=(("gather", 1000, 64, 1e8),))
+    assert far.seconds(toy(host_gather=curve)) == pytest.approx(1e-5)
+    assert far.in_step(touched_rows=1e6 / 64).seconds(toy(host_gather=curve)) == pytest.approx(1e-6)
+
+
+def test_a_lookup_stage_counts_its_calls_rows_and_bytes_as_worked_by_hand():
+    w = one_table()
+    forward = stage_work("gpu-only", w)["embedding_forward"]
+    # one lookup call + the stage's own; 1000 rows of 64 B; ids (8 B each) read, 100 bags of
+    # 64 B written, offsets (8 B each), the stack (2 x 100 x 64 B)
+    expected = 2e-6 + 1000 * 1e-9 + (1000 * 8 + 100 * (64 + 8) + 2 * 100 * 64) / 1e9
+    assert forward.seconds(toy()) == pytest.approx(expected)
+    update = stage_work("gpu-only", w)["embedding_backward"]
+    assert update.seconds(toy()) == pytest.approx(2e-6 + sort_units(1000) / 1e9 + 1000 * 16 / 1e9)
+
+
+def test_the_dense_step_counts_matmuls_by_shape():
+    w = one_table()
+    mm, bmm = kit.dense_matmuls(w)
+    # bottom 13 -> 16 (no input gradient: 2 calls), top 17 -> 1 (3 calls); B = 100
+    assert mm == ((2.0 * 100 * 13 * 16, 2), (2.0 * 100 * 17 * 1, 3))
+    assert bmm == ((2.0 * 2 * 2 * 16, 300),)
+    config = TrainConfig(data=DataConfig(table_sizes=(50,), pooling=2, batch_size=100, num_dense=13),
+                         model=ModelConfig(dim=16, bottom_mlp=(16,), top_mlp=(1,)))
+    total, _ = mlp_flops(config, 13, 1)
+    assert sum(f * n for f, n in mm) + sum(f * n for f, n in bmm) == total
 
 
 def test_mlp_flops_match_torchs_flop_counter(tiny_config):
@@ -74,101 +113,86 @@ def test_mlp_flops_match_torchs_flop_counter(tiny_config):
     with FlopCounterMode(display=False) as counter:
         model(dense, pooled).sum().backward()
     flops, layers = mlp_flops(tiny_config, 4, 3)
-    assert flops == counter.get_total_flops()
-    assert layers == 4
+    assert flops == counter.get_total_flops() and layers == 4
 
 
-def test_more_bytes_predict_more_time(tiny_config):
+# ---------------------------------------------------------------------------------- the step
+def test_step_work_counts_lookups_and_working_sets_of_the_batches(tiny_config):
+    source = SyntheticSource(tiny_config.data)
+    work = StepWork.from_config(tiny_config, source, batches=3, start=2)
+    assert work.lookups == 32 * 2 * 3     # batch x pooling x tables
+    expected = sum(len(set(ids.tolist())) for b in range(2, 5) for ids in source.batch(b).ids) / 3
+    assert work.unique_rows == pytest.approx(expected)
+    assert [t.capacity for t in work.tables] == [200, 200, 200]
+    with pytest.raises(ValueError, match="hit_rate must be in"):
+        work.with_hit_rate(1.5)
+    assert work.with_hit_rate(1.0).fetched_rows == 0
+    assert work.with_hit_rate(0.0).fetched_rows == work.unique_rows
+    with pytest.raises(ValueError, match="batches must be positive"):
+        StepWork.from_config(tiny_config, source, batches=0)
+
+
+def test_rows_moved_are_split_over_the_tables_by_their_working_sets():
+    w = replace(one_table(), tables=(TableWork(1000, 100, 30, 1000), TableWork(1000, 100, 10, 500)))
+    assert w.share(40) == [30, 10]
+    assert w.share(40, evicting_only=True) == [0, 40]     # a cache that holds its whole table never evicts
+
+
+@pytest.mark.parametrize("trainer", TRAINERS)
+def test_every_trainer_has_stages_and_more_rows_cost_more(trainer, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
-    for name in PROFILE_NAMES:
+    few, many = work.with_counters(10, 10), work.with_counters(1000, 1000)
+    for name in PROFILE_NAMES[1:]:
         hw = get_hardware(name)
-        assert Work(host_gather=2e6).seconds(hw) > Work(host_gather=1e6).seconds(hw)
-        assert Work(device_stream=2e6).seconds(hw) > Work(device_stream=1e6).seconds(hw)
-        few, many = work.with_counters(10, 10), work.with_counters(1000, 1000)
-        assert project("lru", many, hw).stage_seconds["fetch"] > project("lru", few, hw).stage_seconds["fetch"]
-        assert project("lru", many, hw).step_seconds > project("lru", few, hw).step_seconds
-        wide = replace(work, dim=4 * work.dim)
-        assert project("hybrid", wide, hw).step_seconds > project("hybrid", work, hw).step_seconds
-
-
-@pytest.mark.parametrize("name", PROFILE_NAMES)
-def test_the_pipeline_is_bound_by_its_slowest_resource(tiny_config, name):
-    hw = get_hardware(name)
-    work = StepWork.from_config(tiny_config, batches=2).with_counters(40, 30)
-    p = project("scratchpipe", work, hw)
-    assert set(p.stage_seconds) == {"plan", "collect", "transfer", "insert", "write_back", "train"}
-    assert all(s > 0 for k, s in p.stage_seconds.items() if k != "transfer" or not hw.device_is_host)
-    assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
-    assert max(p.stage_seconds.values()) <= p.step_seconds <= sum(p.stage_seconds.values())
-    assert p.samples_per_s == pytest.approx(work.batch_size / p.step_seconds)
-    if not hw.device_is_host:   # host threads, PCIe and the device overlap
-        assert p.resource_seconds["device"] == p.stage_seconds["insert"] + p.stage_seconds["train"]
-        group = {"host threads": PIPELINE_HOST_STAGES, "pcie": ("transfer",), "device": ("insert", "train")}
-        bound = max(p.resource_seconds, key=p.resource_seconds.get)
-        assert p.bound_stage == max(group[bound], key=p.stage_seconds.get)
-    # a serial trainer's step is the sum of its stages
-    serial = project("lru", work, hw)
-    assert not serial.pipelined and serial.step_seconds == pytest.approx(sum(serial.stage_seconds.values()))
-    assert serial.bound_stage == max(serial.stage_seconds, key=serial.stage_seconds.get)
-
-
-def test_gpu_profiles_predict_hybrid_slower_than_gpu_only_when_embeddings_dominate():
-    heavy = TrainConfig(data=DataConfig(table_sizes=(100_000,) * 8, pooling=32, batch_size=2048,
-                                        num_dense=13, zipf=0.5, num_batches=2),
-                        model=ModelConfig(dim=64, bottom_mlp=(64,), top_mlp=(64, 1)))
-    work = StepWork.from_config(heavy, batches=1)
-    for name in ("v100-pcie3", "h100-pcie5"):
-        [gpu_only], [hybrid] = project_all(["gpu-only"], [work], [name]), project_all(["hybrid"], [work], [name])
-        assert hybrid[name].samples_per_s < gpu_only[name].samples_per_s
-        # and a cache that always hits does no better than the device itself
-        lru = project("lru", work.with_counters(0, 0), get_hardware(name))
-        assert lru.samples_per_s <= gpu_only[name].samples_per_s
-
-
-def test_stage_work_names_each_trainers_stages(tiny_config):
-    work = StepWork.from_config(tiny_config, batches=1)
-    for trainer in TRAINERS:
-        assert all(isinstance(w, Work) for w in stage_work(trainer, work).values())
-    assert "fetch" in stage_work("lru", work) and "write_back" in stage_work("static", work)
-    assert stage_work("hybrid", work)["embedding_forward"].device_gather == 0   # the host does it
+        low, high = project(trainer, few, hw), project(trainer, many, hw)
+        assert all(s >= 0 for s in high.stage_seconds.values()) and high.step_seconds > 0
+        if trainer not in ("gpu-only", "hybrid"):
+            assert sum(high.stage_seconds.values()) > sum(low.stage_seconds.values())
     with pytest.raises(ValueError, match="no cost model for trainer 'warp'"):
         stage_work("warp", work)
 
 
-@pytest.mark.parametrize("name", PROFILE_NAMES)
-def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu(tiny_config, name):
-    """prefetch-lru moves what lru does in the step to a side stream: on a GPU the step is the
-    larger of the two, never more than lru's; on a CPU nothing overlaps and it costs what lru does."""
+def test_hybrid_does_the_embedding_work_on_the_host():
+    stages = stage_work("hybrid", one_table())
+    assert stages["embedding_forward"].device_rows == () and stages["embedding_forward"].host_rows
+    assert stages["transfer"].pcie == 2 * 100 * 1 * 64           # pooled vectors up, gradients down
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES[1:])
+def test_the_pipeline_is_bound_by_its_slowest_resource(name):
     hw = get_hardware(name)
-    work = StepWork.from_config(tiny_config, batches=2).with_counters(40, 30)
-    lru, ahead = project("lru", work, hw), project("prefetch-lru", work, hw)
-    assert sum(ahead.stage_seconds.values()) == pytest.approx(sum(lru.stage_seconds.values()))
-    if hw.device_is_host:
-        assert ahead.step_seconds == pytest.approx(lru.step_seconds)
-    else:
-        assert ahead.pipelined and ahead.step_seconds == max(ahead.resource_seconds.values())
-        assert ahead.step_seconds < lru.step_seconds
+    w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
+    p = project("scratchpipe", w, hw)
+    assert set(p.stage_seconds) == {"plan", "collect", "write_back", "transfer", "insert", "train"}
+    assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
+    assert p.samples_per_s == pytest.approx(w.batch_size / p.step_seconds)
+    assert p.resource_seconds["write-back thread"] == pytest.approx(
+        p.stage_seconds["write_back"] + p.stage_seconds["transfer"] + p.stage_seconds["insert"])
+    assert p.resource_seconds["plan"] == p.stage_seconds["plan"]
+    serial = project("lru", w, hw)
+    assert not serial.pipelined and serial.step_seconds == pytest.approx(sum(serial.stage_seconds.values()))
+    assert serial.bound_stage == max(serial.stage_seconds, key=serial.stage_seconds.get)
 
 
-def test_validation_plumbing_on_a_real_run(tiny_config):
-    config = tiny_config.replace(cache=CacheParams(capacity=500))
-    trainers = [t for t in ["gpu-only", "hybrid", "lru", "static", "scratchpipe"] if t in available_trainers()]
-    report = validate_on_this_machine(config, trainers, steps=3, warmup=1, device="cpu")
-    assert list(report) == trainers
-    for trainer, rows in report.items():
-        by_stage = {r.stage: r for r in rows}
-        assert "step" in by_stage and by_stage["step"].predicted > 0 and by_stage["step"].measured > 0
-        modelled = [r for r in rows if r.predicted is not None and r.stage != "step"]
-        assert modelled and all(r.predicted >= 0 for r in modelled)
-        for r in modelled:
-            if r.measured > 0 and r.predicted > 0:
-                assert math.isfinite(r.error)
-        if "data" in by_stage:
-            assert by_stage["data"].predicted is None and by_stage["data"].error is None
-    rows = validate({"fetch": 0.002, "data": 0.001}, project("lru", StepWork.from_config(config, batches=1),
-                                                             get_hardware("v100-pcie3")), 0.01)
-    step = [r for r in rows if r.stage == "step"][0]
-    assert step.measured == pytest.approx(0.009)   # the unmodelled data stage is taken out
+def test_plan_spreads_over_the_cores_the_other_host_stages_leave():
+    w = replace(one_table(), tables=(TableWork(10_000, 1000, 500, 2000),) * 8)
+    assert plan_cores(w, toy(host_cores=16)) == 8                  # one planner per table
+    assert plan_cores(w, toy(host_cores=6)) == 3                   # less Train, Collect, write-back
+    assert plan_cores(replace(w, planners=32), toy(host_cores=16)) == 13
+    assert plan_cores(w, toy(host_cores=2, device_is_host=True)) == 1    # a CPU run: Train has the other
+    serial = project("scratchpipe", replace(w, planners=1), toy(host_cores=16)).stage_seconds["plan"]
+    spread = project("scratchpipe", w, toy(host_cores=16)).stage_seconds["plan"]
+    fixed = 8 * US                                                 # the planner's calls per table
+    assert (serial - fixed) == pytest.approx(8 * (spread - fixed))
+
+
+def test_on_a_cpu_the_host_process_and_train_share_the_cores():
+    w = one_table().with_counters(100, 50)
+    hw = toy(host_cores=2, device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
+    p = project("scratchpipe", w, hw, extra={"data": 0.5})
+    host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5
+    assert p.resource_seconds["host process"] == pytest.approx(host)
+    assert p.step_seconds == pytest.approx(max(host, p.stage_seconds["train"], (host + p.stage_seconds["train"]) / 2))
 
 
 def test_bench_project_adds_projections_to_json_and_table(capsys):
@@ -187,6 +211,62 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
     assert code == 0 and "h100-pcie5 (ratio)" in out and "h100-pcie5 bound by: hybrid" in out
 
 
-def test_bench_project_refuses_an_unknown_profile(capsys):
-    code = main(["bench", "--profile", "tiny", "--project", "tpu-v9"])
-    assert code == 2 and "unknown hardware profile 'tpu-v9'" in capsys.readouterr().err
+def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu():
+    w = one_table().with_counters(400, 300)
+    for hw in (toy(), toy(device_is_host=True)):
+        lru, ahead = project("lru", w, hw), project("prefetch-lru", w, hw)
+        assert sum(ahead.stage_seconds.values()) == pytest.approx(sum(lru.stage_seconds.values()))
+        if hw.device_is_host:
+            assert ahead.step_seconds == pytest.approx(lru.step_seconds)
+        else:
+            assert ahead.step_seconds == max(ahead.resource_seconds.values()) < lru.step_seconds
+
+
+def test_ratios_are_relative_to_the_first_trainer(tiny_config):
+    work = StepWork.from_config(tiny_config, batches=1)
+    rows = project_all(["gpu-only", "hybrid"], [work, work], ["v100-pcie3", "h200"])
+    assert rows[0]["h200"].ratio == 1.0
+    assert rows[1]["h200"].ratio == pytest.approx(rows[1]["h200"].samples_per_s / rows[0]["h200"].samples_per_s)
+
+
+def test_validate_compares_stage_by_stage_and_takes_unmodelled_stages_out_of_the_step():
+    p = Projection("lru", "toy", {"fetch": 0.003}, 0.008, 1.0, "fetch", False)
+    rows = {r.stage: r for r in validate({"fetch": 0.002, "data": 0.001}, p, 0.01)}
+    assert rows["fetch"].error == pytest.approx(0.5) and rows["data"].error is None
+    assert rows["step"].measured == pytest.approx(0.009)
+
+
+# ---------------------------------------------------------------------------------- profiles
+@pytest.mark.parametrize("name", list(GPU_PROFILES))
+def test_every_gpu_profile_constant_has_a_source(name):
+    hw = get_hardware(name)
+    for f in fields(HardwareProfile):
+        if f.name not in ("name", "description", "sources", "origin", "device_is_host"):
+            assert hw.sources.get(f.name), f"{name}: {f.name} has no source"
+    assert "PCIe" in hw.description and hw.host_cores >= 8 and not hw.device_is_host
+    # the device is faster than one host core at gathering rows, and the link slower than both
+    assert hw.device_gather.bandwidth(64, 2**30) > hw.host_gather.bandwidth(64, 2**30) > 0
+    assert hw.pcie_bw < hw.device_stream_bw
+
+
+def test_the_gpu_profiles_are_ordered_by_generation():
+    v100, a100, h100, h200 = (get_hardware(n) for n in ("v100-pcie3", "a100-pcie4", "h100-pcie5", "h200"))
+    for key in ("device_stream_bw", "pcie_bw"):
+        assert getattr(v100, key) < getattr(a100, key) <= getattr(h100, key) <= getattr(h200, key)
+    assert v100.device_flops.at(1e9) < a100.device_flops.at(1e9) < h100.device_flops.at(1e9)
+
+
+def test_bad_profiles_and_names_are_refused():
+    with pytest.raises(ValueError, match="pcie_bw must be > 0"):
+        replace(toy(), pcie_bw=0.0)
+    with pytest.raises(ValueError, match="host_cores must be >= 1"):
+        replace(toy(), host_cores=0)
+    with pytest.raises(ValueError, match="host_calls needs a fixed cost"):
+        replace(toy(), host_calls={"lookup": US})
+    with pytest.raises(ValueError, match="a row curve needs points"):
+        RowCurve(((64, 1e6, 1e-9),))
+    with pytest.raises(ValueError, match="unknown hardware profile 'tpu'"):
+        get_hardware("tpu")
+    with pytest.raises(ValueError, match="unknown hardware profile 'x'"):
+        parse_profiles("v100-pcie3,x")
+    assert parse_profiles("all") == list(PROFILE_NAMES)

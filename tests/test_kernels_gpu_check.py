@@ -65,6 +65,13 @@ def test_dry_run_prints_the_plan_and_checks_what_it_needs(tmp_path):
     assert "cupy_cuda12x-14.2.0" in plans["wheels"] and "--no-index --no-deps" in plans["wheels"]
     assert "tolerance 1e-4 on CUDA" in plans["verify"]
     assert "--world-size 1 --sharding row --device cuda" in plans["distributed"]   # a fake 1-GPU driver
+    # the commands the benches, calibrate and validate run are the CLI's real commands and flags
+    for section in ("bench_small", "bench_embedding", "calibrate", "validate"):
+        if later_features().get(section, True):
+            words = plans[section].split(" -> ")[0].split()
+            assert words[0] == "scratchkit", plans[section]
+            build_parser().parse_args(words[1:])          # an unknown flag exits (SystemExit 2)
+    assert "--steps 50" in plans["bench_embedding"] and "--scale" not in plans["bench_embedding"]   # GPU: full size
     for line in ("[OK  ] python:", "[OK  ] torch importable:", "[OK  ] carried wheels in",
                  "[NOTE] nvidia-smi: no GPU here", "[OK  ] budgets:"):
         assert line in out
@@ -139,4 +146,9 @@ def test_rehearsal_runs_every_section_and_writes_one_json(tmp_path):
     assert [(v["world_size"], v["backend"], v["max_abs_diff"]) for v in summary["distributed"]] == [
         (2, "gloo", 0.0)] * 3                                                         # 2 gloo ranks
     assert [r["trainer"] for r in summary["bench_small"]][:2] == ["gpu-only", "hybrid"]
+    if later["calibrate"] and later["validate"]:     # validate prices with the profile calibrate saved
+        assert summary["calibrate"]["name"] == "this-cpu"
+        assert summary["validate"]["hardware"].startswith("saved calibration")
+        assert summary["validate"]["verdict"].startswith(("PASS", "FAIL"))
+        assert {r["trainer"] for r in summary["validate"]["rows"]} >= {"gpu-only", "hybrid", "scratchpipe"}
     assert "expected before the run" in report and summary["kernel_bench"]["results"]

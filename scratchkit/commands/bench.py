@@ -6,30 +6,45 @@ import json
 from scratchkit.commands.common import add_config_args, progress, source_and_config
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
 
+DEFAULT_TRAINERS = "gpu-only,hybrid"   # --validate's default is every trainer
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("bench", help="measure trainers side by side on identical batches")
     add_config_args(p)
-    p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
+    p.add_argument("--trainers", default=None, help="comma-separated (default gpu-only,hybrid; "
+                                                    "with --validate every trainer)")
     p.add_argument("--steps", type=int, default=100, help="timed steps per trainer (default 100)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     p.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up: a smoke run")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--project", default=None, metavar="PROFILE",
                    help="add the cost model's projection for a hardware profile: this-cpu, "
-                        "v100-pcie3, h100-pcie5, a comma-separated list, or all")
+                        "v100-pcie3, a100-pcie4, h100-pcie5, h200, a comma-separated list, or all")
+    p.add_argument("--validate", action="store_true",
+                   help="compare the this-cpu cost model with this run, stage by stage, and say PASS or "
+                        "FAIL against the bounds (25%% per stage over 10%% of the step, 15%% on the "
+                        "step); --profile all validates every profile (--scale for the scalable ones)")
+    p.add_argument("--strict", action="store_true", help="with --validate: exit 1 when it FAILs")
     add_sharding_args(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    if args.validate:
+        if args.world_size is not None:
+            raise ValueError("--validate runs on one process; drop --world-size")
+        from scratchkit.commands.validation import run_validation
+        return run_validation(args)
+    if args.profile == "all":
+        raise ValueError("--profile all needs --validate; bench one profile at a time")
     from scratchkit.commands.tables import format_table
     from scratchkit.measure.bench import run_bench
     from scratchkit.commands.common import parse_trainer_list
 
     if args.world_size is not None:
         return run_sharded("bench", args)
-    trainers = parse_trainer_list(args.trainers)
+    trainers = parse_trainer_list(args.trainers or DEFAULT_TRAINERS)
     profiles = None
     if args.project is not None:
         from scratchkit.measure.hardware import parse_profiles

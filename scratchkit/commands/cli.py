@@ -6,7 +6,7 @@ import importlib
 import sys
 
 # Subcommand modules, in the order `scratchkit --help` lists them.
-COMMANDS = ("info", "bench", "verify", "trace", "simulate")
+COMMANDS = ("info", "bench", "verify", "calibrate", "trace", "simulate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -83,7 +83,7 @@ def run_rank_command(args) -> int:
     if args.command == "verify" and args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     quick = getattr(args, "quick", False)
-    spec = JobSpec(config=config_from_args(args), trainers=parse_trainer_list(args.trainers),
+    spec = JobSpec(config=config_from_args(args), trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),
                    sharding=Sharding.parse(args.sharding),
                    steps=10 if quick else args.steps, warmup=2 if quick else getattr(args, "warmup", 0),
                    device=rank_device(args.device, env.local_rank),

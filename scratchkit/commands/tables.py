@@ -5,8 +5,8 @@ return data. The notebooks show the same data as HTML (scratchkit/course).
 """
 from __future__ import annotations
 
-from scratchkit.measure.costmodel import StageError
 from scratchkit.measure.hardware import GB, US, HardwareProfile
+from scratchkit.measure.validate import Validation
 
 
 # Stages in the order a batch meets them, whatever trainers ran: a row per stage, so the table's
@@ -49,28 +49,51 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     return "\n".join(_lay_out(head, rows) + bounds + [""] + stage_table)
 
 
-def format_validation(report: dict[str, list[StageError]]) -> str:
-    """A plain-text table: ms per step measured and predicted, and the relative error."""
-    lines = [f"{'trainer':12s} {'stage':20s} {'measured ms':>12s} {'predicted ms':>13s} {'error':>8s}"]
-    for trainer, rows in report.items():
-        for r in rows:
-            pred = "not modelled" if r.predicted is None else f"{1000 * r.predicted:.3f}"
-            err = "-" if r.error is None else f"{100 * r.error:+.0f}%"
-            lines.append(f"{trainer:12s} {r.stage:20s} {1000 * r.measured:12.3f} {pred:>13s} {err:>8s}")
-    return "\n".join(lines)
+def format_validation(validation: Validation) -> str:
+    """A plain-text table: per profile, trainer and stage, ms per step measured and predicted, the
+    error and the share of the step; `!` marks a row outside its bound. Then the verdict."""
+    head = ["profile", "trainer", "stage", "measured ms", "predicted ms", "error", "of step", ""]
+    rows = [[r.profile, r.trainer, r.stage, f"{1000 * r.measured_s:.3f}",
+             "not modelled" if r.predicted_s is None else f"{1000 * r.predicted_s:.3f}",
+             "-" if r.error is None else f"{100 * r.error:+.0f}%", f"{100 * r.share:.0f}%",
+             "!" if r.within is False else ""] for r in validation.rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) if 3 <= i <= 6 else str(c).ljust(w)
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+                     + [f"this-cpu: {validation.hardware}", validation.verdict()])
 
 
 def describe_hardware(hw: HardwareProfile) -> str:
-    """Several lines: every number of a hardware profile and where it comes from."""
-    lines = [f"{hw.name}: {hw.description}"]
-    for name in ("host_stream_bw", "host_gather_bw", "pcie_bw", "device_stream_bw", "device_gather_bw"):
-        value = getattr(hw, name)
-        shown = "no copy" if value == float("inf") else f"{value / GB:,.1f} GB/s"
-        lines.append(f"  {name:18s} {shown:>14s}  {hw.sources.get(name, '')}")
-    for name in ("host_sort_rate", "device_sort_rate"):
-        lines.append(f"  {name:18s} {getattr(hw, name) / 1e6:>8,.0f} Mkey/s  {hw.sources.get(name, '')}")
-    lines.append(f"  {'device_flops':18s} {hw.device_flops / 1e12:>9.2f} TFLOP/s  {hw.sources.get('device_flops', '')}")
-    for name in ("host_op_latency", "pcie_latency", "device_op_latency"):
-        lines.append(f"  {name:18s} {getattr(hw, name) / US:>11.1f} us  {hw.sources.get(name, '')}")
-    lines.append(f"  {'host_cores':18s} {hw.host_cores:>14d}  {hw.sources.get('host_cores', '')}")
-    return "\n".join(lines)
+    """Several lines: every constant of a hardware profile (curves at a few sizes) and its source."""
+    src = lambda name: hw.sources.get(name, "")
+    bw = lambda value: "no copy" if value == float("inf") else f"{value / GB:,.1f} GB/s"
+    lines = [f"{hw.name}: {hw.description}", f"  origin: {hw.origin}" if hw.origin else ""]
+    for name in ("host_stream_bw", "pcie_bw", "device_stream_bw"):
+        lines.append(f"  {name:22s} {bw(getattr(hw, name)):>14s}  {src(name)}")
+    for name in ("host_gather", "host_scatter", "device_gather", "device_scatter"):
+        curve = getattr(hw, name)
+        at = ", ".join(f"{table} {curve.bandwidth(64, size) / GB:.1f}" for table, size in
+                       (("1 MiB", 2**20), ("64 MiB", 2**26), ("256 MiB", 2**28)))
+        lines.append(f"  {name:22s} 64 B rows, GB/s: {at}  {src(name)}")
+    for name in ("host_sort", "host_numpy_sort", "device_sort"):
+        curve = getattr(hw, name)
+        at = ", ".join(f"{n}: {curve.at(n) / 1e6:,.0f}" for n in (2048, 82000))
+        lines.append(f"  {name:22s} M key*log2(n)/s at n {at}  {src(name)}")
+    for name in ("host_sort_value_rate", "device_sort_value_rate", "device_activation_rate"):
+        lines.append(f"  {name:22s} {getattr(hw, name) / 1e6:>10,.1f} M floats/s  {src(name)}")
+    for name in ("host_plan_lookup_rate", "host_plan_id_rate", "host_plan_miss_rate"):
+        curve = getattr(hw, name)
+        lines.append(f"  {name:22s} M/s per core, tables of 64k rows: {curve.at(2**16) / 1e6:,.1f}, "
+                     f"of 1M: {curve.at(2**20) / 1e6:,.1f}  {src(name)}")
+    for name in ("device_flops", "device_bmm_flops"):
+        curve = getattr(hw, name)
+        lines.append(f"  {name:22s} {curve.at(1e6) / 1e9:,.1f} GFLOP/s at 1 MFLOP a call, "
+                     f"{curve.at(1e8) / 1e9:,.1f} at 100  {src(name)}")
+    for name in ("host_op_latency", "host_numpy_op_latency", "pcie_latency", "device_op_latency"):
+        lines.append(f"  {name:22s} {getattr(hw, name) / US:>11.1f} us  {src(name)}")
+    for name in ("host_calls", "device_calls"):
+        calls = ", ".join(f"{k} {v / US:.1f}" for k, v in getattr(hw, name).items())
+        lines.append(f"  {name:22s} us: {calls}  {src(name)}")
+    lines.append(f"  {'host_cores':22s} {hw.host_cores:>14d}  {src('host_cores')}")
+    return "\n".join(line for line in lines if line)

@@ -4,7 +4,7 @@ scratchkit/commands/tables.py.)
 
     bench_table(results, projections)   a column per trainer: samples/s, ratio, hit rate, ms per stage
     bound_table(projections)            which stage bounds each trainer on each hardware profile
-    validation_table(report)            the cost model beside the measurement, per trainer and stage
+    validation_table(validation)        the cost model beside the measurement, per trainer and stage
     sampling_table(samples)             exact vs SHARDS-sampled LRU curves: error and time
 """
 from __future__ import annotations
@@ -55,13 +55,24 @@ def bound_table(projections: list[dict]) -> Table:
                                           for row in projections], caption="bound by: the stage that sets the step time")
 
 
-def validation_table(report) -> Table:
-    """`validate_on_this_machine`'s report: ms per step measured and predicted, and the error."""
-    rows = [[trainer, r.stage, f"{1000 * r.measured:.3f}",
-             "not modelled" if r.predicted is None else f"{1000 * r.predicted:.3f}",
-             "-" if r.error is None else f"{100 * r.error:+.0f}%"]
-            for trainer, stages in report.items() for r in stages]
-    return Table(["trainer", "stage", "measured ms", "predicted ms", "error"], rows)
+def validation_table(validation) -> Table:
+    """A validation (scratchkit.measure.validate.Validation): per profile, trainer and stage, ms
+    per step measured and predicted, the error, the share of the step, and whether the row is
+    inside its bound; the caption is the verdict. (A {trainer: [StageError]} report of
+    `costmodel.validate` gives the first five columns.)"""
+    if isinstance(validation, dict):
+        rows = [[trainer, r.stage, f"{1000 * r.measured:.3f}",
+                 "not modelled" if r.predicted is None else f"{1000 * r.predicted:.3f}",
+                 "-" if r.error is None else f"{100 * r.error:+.0f}%"]
+                for trainer, stages in validation.items() for r in stages]
+        return Table(["trainer", "stage", "measured ms", "predicted ms", "error"], rows)
+    mark = {True: "yes", False: "NO", None: ""}
+    rows = [[r.profile, r.trainer, r.stage, f"{1000 * r.measured_s:.3f}",
+             "not modelled" if r.predicted_s is None else f"{1000 * r.predicted_s:.3f}",
+             "-" if r.error is None else f"{100 * r.error:+.0f}%", f"{100 * r.share:.0f}%", mark[r.within]]
+            for r in validation.rows]
+    return Table(["profile", "trainer", "stage", "measured ms", "predicted ms", "error", "of step",
+                  "within bound"], rows, caption=validation.verdict())
 
 
 def sampling_table(samples) -> Table:

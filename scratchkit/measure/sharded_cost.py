@@ -43,8 +43,9 @@ from scratchkit.config import TrainConfig
 from scratchkit.data.batch import micro_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
-from scratchkit.measure.costmodel import FLOAT_BYTES, ID_BYTES, StepWork, project
+from scratchkit.measure.costmodel import project
 from scratchkit.measure.hardware import GB, US, get_hardware
+from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork
 from scratchkit.model import init_dense_model
 
 # ScratchPipe's misses per distinct row, when no run measured them: `scratchkit bench --profile
@@ -167,12 +168,16 @@ def project_sharded(config: TrainConfig, trainer: str, sharding: str, gpus: int,
     work = work if work is not None else measure_work(config, sharding, gpus)
     G = min(gpus, links.gpus_per_server)
     hw = get_hardware(hardware)
+    # a GPU's share of the server's host: its cores and memory bandwidth (the row curves are one
+    # core's speeds, so they stay)
     hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G,
-                 host_gather_bw=hw.host_gather_bw / G, host_cores=max(1, hw.host_cores // G))
+                 host_cores=max(1, hw.host_cores // G))
     base = StepWork.from_config(config)
     moved = miss_share * work.owned_rows if trainer not in ("gpu-only", "hybrid") else 0.0
-    rank = replace(base, lookups=work.lookups, unique_rows=work.owned_rows,
-                   fetched_rows=moved, written_back_rows=moved)
+    # the rank's lookups and owned rows, spread over the tables as the whole model's are
+    lookups, unique = work.lookups / base.lookups, work.owned_rows / base.unique_rows
+    tables = tuple(replace(t, lookups=t.lookups * lookups, unique=t.unique * unique) for t in base.tables)
+    rank = replace(base, tables=tables).with_counters(moved, moved)
     one = project(trainer, rank, hw)
     sent = torchrec_traffic(config, sharding, gpus, work.lookups) if torchrec else work.traffic
     exchanges = {k: links.seconds(v, gpus) for k, v in sent.items()}

@@ -5,12 +5,14 @@ it): display it in a notebook, or wrap it in a `FigureWidget` to update it live 
     caches     access-skew CDFs, hit rate vs capacity, reuse between batches, look-ahead working
                sets, Amdahl's cap on the speed-up
     pipeline   the pipeline timeline (Gantt) and the scratchpad's slot map, from an EventLog
+    projections  the projected speed-up over hybrid against locality and table size
 """
 from scratchkit.course.viz.caches import (amdahl_figure, hit_rate_curves, reuse_figure, sampled_curves,
                                           skew_cdf, window_figure)
 from scratchkit.course.viz.pipeline import pipeline_view, scratchpad_map, timeline
+from scratchkit.course.viz.projections import speedup_figure
 from scratchkit.course.viz.timing import stage_breakdown, trainer_comparison, training_curves
 
 __all__ = ["amdahl_figure", "hit_rate_curves", "reuse_figure", "sampled_curves", "skew_cdf", "window_figure",
-           "pipeline_view", "scratchpad_map", "timeline", "stage_breakdown", "trainer_comparison",
+           "pipeline_view", "scratchpad_map", "timeline", "speedup_figure", "stage_breakdown", "trainer_comparison",
            "training_curves"]

@@ -1,0 +1,71 @@
+"""Projected samples/s of the issue-12 profiles at full size on every GPU server, with what bounds each.
+
+A laptop cannot train 8 tables of a million rows, so nothing here trains: the cost model
+(scratchkit.measure.counters.project_config) takes each profile's working sets from its first
+batches and the rows each trainer moves from the kit's own decisions on them (ScratchPipe's
+planner, a batch-granular LRU), and prices the step on each GPU profile. Then it checks the
+issue's target in the embedding-bound regime on the H100 profile: scratchpipe >= 3x hybrid and
+>= 0.9x gpu-only, with Plan not the bound, and says which of the three holds.
+
+    python benchmarks/bench_projections.py                     # the four profiles, ~2-3 min on 2 cores
+    python benchmarks/bench_projections.py --profiles embedding-bound --batches 8
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from scratchkit.measure.counters import project_config
+from scratchkit.measure.gpu_profiles import GPU_PROFILES
+from scratchkit.profiles import get_profile
+
+PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
+TRAINERS = ("gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe")
+TARGET = ("embedding-bound", "h100-pcie5")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", default=",".join(PROFILES))
+    parser.add_argument("--scale", type=float, default=None, help="the profiles' scale (default: full size)")
+    parser.add_argument("--batches", type=int, default=12, help="batches the counters run over (default 12)")
+    parser.add_argument("--json", default=None, metavar="PATH")
+    args = parser.parse_args(argv)
+    hardware = list(GPU_PROFILES)
+    report = {}
+    for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
+        started = time.perf_counter()
+        config = get_profile(name, scale=args.scale)
+        # the embedding-bound family's tables are alike: one table's rows moved stand for all
+        sample = 1 if name.startswith("embedding-bound") else None
+        rows = project_config(config, list(TRAINERS), hardware, args.batches, sample_tables=sample)
+        d = config.data
+        print(f"\n{name}: {len(d.table_sizes)} tables of up to {max(d.table_sizes):,} rows, batch {d.batch_size}, "
+              f"pooling {d.pooling}, dim {config.model.dim}, cache/scratchpad {config.cache.capacity:,} rows a "
+              f"table ({time.perf_counter() - started:.0f} s)")
+        print(f"  {'trainer':13s}" + "".join(f"{h:>32s}" for h in hardware))
+        for row in rows:
+            cells = "".join(f"{row[h].samples_per_s:>12,.0f} {row[h].ratio:5.2f}x {row[h].bound_stage:>12s}" for h in hardware)
+            print(f"  {row[hardware[0]].trainer:13s}{cells}")
+        report[name] = {row[hardware[0]].trainer: {h: row[h].to_dict() for h in hardware} for row in rows}
+    profile, hw = TARGET
+    if profile in report:
+        p = {t: report[profile][t][hw] for t in TRAINERS}
+        sp = p["scratchpipe"]["samples_per_s"]
+        checks = {"scratchpipe >= 3x hybrid": sp >= 3 * p["hybrid"]["samples_per_s"],
+                  "scratchpipe >= 0.9x gpu-only": sp >= 0.9 * p["gpu-only"]["samples_per_s"],
+                  "Plan not the bound": p["scratchpipe"]["bound_stage"] != "plan"}
+        print(f"\nissue-12 target, {profile} on {hw}: scratchpipe {sp:,.0f} samples/s = "
+              f"{sp / p['hybrid']['samples_per_s']:.1f}x hybrid, {sp / p['gpu-only']['samples_per_s']:.2f}x gpu-only, "
+              f"bound by {p['scratchpipe']['bound_stage']}; stages (ms): "
+              + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p["scratchpipe"]["stage_seconds"].items()))
+        print("  " + "; ".join(f"{k}: {'yes' if ok else 'NO'}" for k, ok in checks.items()))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""Where ScratchPipe wins, where a cache suffices: projected speed-ups over `hybrid` on a GPU
+server, across locality (the Zipf exponent) and table size.
+
+Each point is a model the cost model projects without training it (scratchkit/measure/counters.py:
+the working sets of its batches, and the rows the kit's own planner and a batch-granular LRU would
+move), so a notebook draws the whole map in seconds. `course.viz.projections.speedup_figure`
+draws it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scratchkit.measure.counters import project_config
+from scratchkit.profiles import get_profile
+
+COMPARED = ("scratchpipe", "prefetch-lru", "gpu-only")
+
+
+@dataclass
+class SpeedupGrid:
+    """Projected samples/s over hybrid's, per trainer, [table sizes x Zipf exponents]."""
+
+    hardware: str
+    profile: str
+    zipfs: tuple[float, ...]
+    table_rows: tuple[int, ...]
+    capacity: int                                   # cache and scratchpad rows per table
+    speedup: dict[str, np.ndarray] = field(default_factory=dict)
+    bound: dict[str, list[list[str]]] = field(default_factory=dict)   # the stage that bounds each point
+
+
+def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
+                 zipfs=(0.6, 0.8, 1.0, 1.2), scales=(0.05, 0.25, 1.0), trainers=COMPARED,
+                 batches: int = 8) -> SpeedupGrid:
+    """The profile at each `scale` (its tables' rows; the cache keeps its rows per table) and each
+    Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's. The tables of
+    the embedding-bound profiles are alike, so one table's rows moved stand for all of them."""
+    configs = {s: get_profile(profile, scale=s) for s in scales}
+    rows = tuple(int(c.data.table_sizes[0]) for c in configs.values())
+    grid = SpeedupGrid(hardware, profile, tuple(zipfs), rows, configs[scales[0]].cache.capacity or 0)
+    for name in trainers:
+        grid.speedup[name] = np.zeros((len(scales), len(zipfs)))
+        grid.bound[name] = [[""] * len(zipfs) for _ in scales]
+    for i, scale in enumerate(scales):
+        for j, zipf in enumerate(zipfs):
+            config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))
+            projected = project_config(config, ["hybrid", *trainers], [hardware], batches, sample_tables=1)
+            base = projected[0][hardware].samples_per_s
+            for name, row in zip(trainers, projected[1:]):
+                grid.speedup[name][i, j] = row[hardware].samples_per_s / base
+                grid.bound[name][i][j] = row[hardware].bound_stage
+    return grid

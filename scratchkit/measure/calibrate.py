@@ -1,0 +1,328 @@
+"""`scratchkit calibrate`: measure this machine's constants with the kit's own operations.
+
+Each constant of a `HardwareProfile` is measured by running what the trainers run, at the sizes
+they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
+
+    host_stream_bw          np.copyto of 64 MiB (read + write bytes)
+    host_gather/_scatter    torch index_select / index_copy_ of rows of 64, 256, 512 B, and NumPy
+                            take / fancy assignment of 8 B ids, from tables of 256 KiB to 256 MiB:
+                            in-cache against beyond-cache, interpolated by the table's bytes
+    host_calls              the fixed cost of each kit call (a lookup, a backward, an update per
+                            optimizer, the dense step's base and per layer, a torch op, a NumPy
+                            call, np.unique) on tiny inputs, where nothing else is left
+    host_sort               embedding_backward (the kit's coalescing) at 512-128k lookups of dim
+                            16 and 64: the part that grows with the dim is `host_sort_value_rate`,
+                            the rest, in n log2 n, the sort rate at each n
+    host_numpy_sort         np.unique(return_inverse, return_counts) at 512-128k ids
+    device_flops            torch.mm at the MLPs' shapes; device_bmm_flops: the interaction's bmm
+    host_plan_*_rate        ScratchPipe's C++ planner (NativePlans) on synthetic Zipf streams:
+                            lookups/s seeing batches, distinct ids/s and misses/s planning
+
+Times on the CPU are the calling thread's CPU time, the median of several runs, each after a
+flush and on fresh inputs (kit_timings.py says why).
+Where torch has CUDA (or when given a `Device`), the device and the link are measured as well,
+with the same torch measurements run on the device (`measure_device`); without one the device
+is the CPU itself (`device_is_host`) and nothing crosses a link.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Callable
+
+import numpy as np
+import torch
+
+from scratchkit.config import TrainConfig
+from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
+from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
+                                            activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
+                                            row_curves, row_points, stream_bandwidth)
+
+Progress = Callable[[str], None]
+
+
+def calibrate(quick: bool = False, progress: Progress | None = None, device=None) -> HardwareProfile:
+    """Measure this machine (tens of seconds; `quick`: fewer sizes and repeats, a few seconds).
+    `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
+    it, else the CPU is the device). `progress(text)` hears each step as it starts."""
+    say = progress or (lambda _: None)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        host, sources = measure_host(quick, say)
+        if device is None and torch.cuda.is_available():
+            from scratchkit.device import Device
+            device = Device("cuda")
+        profile = cpu_as_device(host, sources) if device is None else measure_device(device, host, sources, quick, say)
+    finally:
+        torch.set_num_threads(threads)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return replace(profile, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}")
+
+
+def machine_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores"
+
+
+# ------------------------------------------------------------------------------------------ host
+def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
+    """Every host constant: (HardwareProfile fields and the CPU's mm/bmm curves, their sources)."""
+    bench = Bench(repeats=3 if quick else 7)
+    how = f"CPU time, median of {bench.repeats} runs, each after a 4 MiB flush"
+    say("host memory: streaming copy of 64 MiB")
+    host = {"host_stream_bw": numpy_stream_bandwidth(bench)}
+    say("host memory: random rows from tables of 256 KiB to 256 MiB")
+    gathers, scatters, lookups, updates = row_curves(bench, quick)
+    id_gathers, id_scatters = numpy_row_points(bench, quick)
+    host["host_gather"], host["host_scatter"] = RowCurve(tuple(gathers + id_gathers)), RowCurve(tuple(scatters + id_scatters))
+    host["host_lookup"], host["host_update"] = RowCurve(tuple(lookups)), RowCurve(tuple(updates))
+    say("the fixed cost of each kit call (tiny inputs)")
+    calls = call_latencies(bench) | numpy_call_latencies(bench) | {"plan_table": plan_table_seconds(bench)}
+    say("sorting: embedding_backward and np.unique at 512 to 128k ids")
+    host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
+    host["host_numpy_sort"] = numpy_sort_rate(bench, quick, calls["unique"])
+    say("FLOP rate and the dense step at the MLPs' shapes")
+    host["mm"], host["bmm"] = matmul_rates(bench, quick, calls["op"])
+    host["activations"] = activation_rate(bench, quick, calls, host["mm"], host["bmm"], host["host_scatter"])
+    say("ScratchPipe's planner on a synthetic stream")
+    (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
+     plan_source) = plan_rates(quick)
+    host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
+             "host_cores": os.cpu_count() or 1}
+    rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
+           f"KiB to {FOOTPRINTS[not quick][-1] // MB} MiB, less the same call's time on 2 rows"
+    sources = {
+        "host_stream_bw": f"np.copyto of 64 MiB, read + write bytes, {how}",
+        "host_gather": f"torch index_select (rows of {ROW_BYTES[not quick]} B) and np.take (8 B ids) {rows}, {how}",
+        "host_scatter": f"torch index_copy_ and NumPy fancy assignment {rows}, {how}",
+        "host_lookup": f"the kit's pooled_lookup (embedding_bag, bags of 8) {rows}, {how}",
+        "host_update": f"the kit's apply_update (SGD) of distinct rows {rows}, {how}",
+        "host_calls": f"each kit call on tiny inputs (scratchkit.embedding.optim, the dense step, NumPy), {how}",
+        "host_op_latency": f"a torch index_select of 3 rows (the kit's generic host op), {how}",
+        "host_numpy_op_latency": "mean of tiny NumPy calls: take, fancy assignment, flatnonzero, zeros",
+        "host_sort": f"embedding_backward at {SORT_SIZES[not quick]} lookups less its time on 2 lookups "
+                     "and its per-float cost: keys x log2 n per second",
+        "host_sort_value_rate": "embedding_backward's extra time at dim 64 over dim 16, per float",
+        "host_numpy_sort": "np.unique(return_inverse, return_counts), less its fixed cost",
+        "host_plan_lookup_rate": plan_source, "host_plan_id_rate": plan_source,
+        "host_plan_miss_rate": plan_source,
+        "host_cores": "os.cpu_count()",
+    }
+    return host, sources
+
+
+def numpy_stream_bandwidth(bench: Bench) -> float:
+    src = np.ones(8 * MB)                       # 64 MiB of float64: beyond any last-level cache
+    dst = np.empty_like(src)
+    return 2 * src.nbytes / bench.median(lambda _: np.copyto(dst, src))
+
+
+def numpy_row_points(bench: Bench, quick: bool) -> tuple[list, list]:
+    """8-byte ids gathered (np.take) and scattered (fancy assignment): the caches' and the
+    scratchpad's maps, by the bytes of the map and the ids of the call."""
+    footprints = FOOTPRINTS[not quick]
+    ids = np.ones(footprints[-1] // 8, dtype=np.int64)
+    gathers, scatters = [], []
+    out = lambda n: np.empty(n, dtype=np.int64)
+    for footprint in footprints:
+        maps = [ids[r * footprint // 8: (r + 1) * footprint // 8] for r in range(ids.nbytes // footprint)]
+        fresh = lambda n: bench.rng.integers(0, len(maps[0]), n)
+        gathers += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
+                              lambda r, i, o: np.take(maps[r], i, out=o))
+        scatters += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
+                               lambda r, i, o: maps[r].__setitem__(i, o))
+    return gathers, scatters
+
+
+def numpy_call_latencies(bench: Bench) -> dict[str, float]:
+    small, pick = [np.arange(16) + t for t in range(TABLES)], np.array([1, 2])
+    kinds = (lambda t: small[t][pick], lambda t: small[t].__setitem__(pick, 3),
+             lambda t: np.flatnonzero(small[t] > 3), lambda t: np.zeros(16, dtype=bool))
+    return {"numpy": float(np.mean([bench.per_call(f) for f in kinds])),
+            "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
+
+
+def plan_table_seconds(bench: Bench) -> float:
+    """The planner's cost per table and batch beyond its per-id work: `PlanAhead.plan` of tiny
+    batches (4 ids a table) with 2 and 8 tables, the difference per table."""
+    from scratchkit.config import CacheParams, DataConfig
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.measure.planning import fresh_planner
+
+    def seconds(tables: int) -> float:
+        config = TrainConfig(data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=4, num_dense=1,
+                                             num_batches=4 * bench.repeats + 8), cache=CacheParams(capacity=64))
+        planner, source, taken = fresh_planner(config, SyntheticSource(config.data)), None, []
+        for b in range(4 * bench.repeats + 4):   # wall time, as PlanAhead times its reading
+            start = time.perf_counter()
+            planned = planner.plan(b)
+            taken.append(time.perf_counter() - start - planned.read_seconds)
+        return float(bench.statistic(taken[4:]))
+    return max((seconds(8) - seconds(2)) / 6, 0.0)
+
+
+def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
+    points = []
+    for n in SORT_SIZES[not quick]:
+        tables = max(1, min(TABLES, 2**16 // n))
+        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]    # a table's ids each
+        t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
+        points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
+    return RateCurve(tuple(points))
+
+
+PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
+
+
+def plan_rates(quick: bool) -> tuple[RateCurve, RateCurve, RateCurve, str]:
+    """ScratchPipe's planner (the C++ loop, one table) on synthetic Zipf(0.8) streams past their
+    filling, at tables of 32k to 1M rows (its per-row records and bitmaps grow with the table): a
+    scratchpad of the whole table (every id a hit) and one of a quarter of it (misses evict).
+    Seeing batches gives lookups/s; planning the first, distinct ids/s; the second's extra time per
+    miss, misses/s. -> (each as a RateCurve by table rows, source)."""
+    from scratchkit.scratchpipe.plan_native import native_planner_available
+
+    if not native_planner_available():
+        return (RateCurve.constant(4e7), RateCurve.constant(1e7), RateCurve.constant(5e6),
+                "assumption: no C++ compiler here for the planner; rates seen on a 2-core VM")
+    batches = 10 if quick else 24
+    lookup, ident, miss = [], [], []
+    for rows in PLAN_ROWS[not quick]:
+        hits, misses = _plan_stream(rows, None, batches), _plan_stream(rows, rows // 4, batches)
+        id_rate = hits["ids"] / hits["plan"]
+        extra = misses["plan"] - misses["ids"] / id_rate
+        lookup.append((rows, (hits["lookups"] + misses["lookups"]) / (hits["see"] + misses["see"])))
+        ident.append((rows, id_rate))
+        if misses["misses"] >= 0.1 * misses["ids"]:     # enough misses to time (a small table holds most)
+            miss.append((rows, misses["misses"] / max(extra, 0.05 * misses["plan"])))
+    return (RateCurve(tuple(lookup)), RateCurve(tuple(ident)), RateCurve(tuple(miss or [(1, 5e6)])),
+            f"the C++ planner (NativePlans, one planner) on one table of {PLAN_ROWS[not quick]} rows, Zipf 0.8, 32k lookups a "
+            f"batch, depth 2, scratchpads of all rows (hits only) and of a quarter (misses), the "
+            f"second half of {batches} batches, CPU time")
+
+
+def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, horizon: int = 12) -> dict[str, float]:
+    """Seconds seeing and planning batches of one stream, and what they held, past the filling.
+    `capacity`: slots (None: the whole table), at least what the batches in flight need."""
+    from scratchkit.config import DataConfig, VictimPolicy
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.scratchpipe.capacity import minimum_capacities
+    from scratchkit.scratchpipe.plan_ahead import PlanSetup
+    from scratchkit.scratchpipe.plan_native import NativePlans
+
+    source = SyntheticSource(DataConfig(table_sizes=(rows,), pooling=32, batch_size=1024, zipf=0.8,
+                                        num_batches=batches + horizon + 1))
+    needed = minimum_capacities(source, depth, 0, batches)[0]
+    capacity = rows if capacity is None else min(rows, max(capacity, needed + needed // 4))
+    batch = [source.batch(b) for b in range(batches + horizon + 1)]
+    ids = [x.ids[0] for x in batch]
+    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
+                                    (np.full(capacity, -1, np.int64),), (np.zeros(capacity, bool),),
+                                    (np.full(capacity, -1, np.int64),)))     # one planner, one thread
+    for k in range(horizon + 1):
+        planner.see(k, batch[k])
+    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses"), 0.0)
+    for b in range(batches):
+        if b > depth:
+            planner.retire(b - depth - 1)
+        start = time.thread_time()
+        planner.see(b + horizon + 1, batch[b + horizon + 1])
+        middle = time.thread_time()
+        (plan,) = planner.plan(b, b + horizon + 1)
+        end = time.thread_time()
+        if b >= batches // 2:            # past the filling
+            for key, value in (("see", middle - start), ("plan", end - middle), ("lookups", len(ids[b])),
+                               ("ids", len(plan.decision.unique_ids)), ("misses", plan.fetched_rows)):
+                total[key] += value
+    return total
+
+
+def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
+    """No GPU: the device is the host's CPU, and nothing crosses a link."""
+    same = "the CPU is the device (no GPU here)"
+    own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
+    return HardwareProfile(
+        name="this-cpu", description=f"this machine: {machine_name()}, no GPU (device = CPU)",
+        device_activation_rate=host["activations"],
+        **own, pcie_bw=float("inf"), pcie_latency=0.0,
+        device_stream_bw=host["host_stream_bw"], device_gather=host["host_gather"],
+        device_scatter=host["host_scatter"], device_lookup=host["host_lookup"], device_update=host["host_update"],
+        device_op_latency=host["host_op_latency"],
+        device_calls=host["host_calls"], device_sort=host["host_sort"],
+        device_sort_value_rate=host["host_sort_value_rate"], device_flops=host["mm"],
+        device_bmm_flops=host["bmm"], device_is_host=True,
+        sources=sources | {
+            "pcie_bw": "no copy: on a CPU-only machine device memory is host memory",
+            "pcie_latency": "no copy",
+            "device_flops": "torch.mm at the MLPs' shapes, less the op's fixed cost, CPU time",
+            "device_bmm_flops": "torch.bmm of 1024 (T+1) x dim matrices, less the op's fixed cost, CPU time",
+            "device_activation_rate": "the kit's dense step at the MLPs' shapes: what its fixed costs and "
+                                      "matmuls leave, over the floats its elementwise ops move, CPU time"}
+        | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_update",
+                             "device_op_latency",
+                             "device_calls", "device_sort", "device_sort_value_rate")})
+
+
+# ------------------------------------------------------------------------------------------ device
+def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: Progress) -> HardwareProfile:
+    """The device and the link of `dev` (a scratchkit.device.Device: a GPU, or a stand-in in the
+    tests), with the same torch measurements the CPU had, timed by the wall clock between two
+    synchronisations of the device."""
+    sync = dev.stage_synchronizer() or (lambda: None)
+    bench = Bench(repeats=3 if quick else 7, to_device=dev.to_device, sync=sync, clock=time.perf_counter)
+    how = f"wall time between device synchronisations, median of {bench.repeats}"
+    say(f"device {dev.torch}: streaming copy")
+    stream = stream_bandwidth(bench)
+    say(f"device {dev.torch}: random rows")
+    gathers, scatters, lookups, updates = row_curves(bench, quick)
+    say(f"device {dev.torch}: the fixed cost of each kit call")
+    calls = call_latencies(bench, device=dev)
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table")}   # on the host
+    say(f"device {dev.torch}: sorting and FLOPs")
+    sort, value_rate = coalesce_rates(bench, quick)
+    mm, bmm = matmul_rates(bench, quick, calls["op"])
+    activations = activation_rate(bench, quick, calls, mm, bmm, RowCurve(tuple(scatters)))
+    say(f"host <-> device {dev.torch}: pinned copies")
+    up, down, copy_latency = link_rates(bench, dev, quick)
+    own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
+    name = device_name(dev)
+    return HardwareProfile(
+        name="this-cpu", description=f"this machine: {machine_name()} + {name}",
+        **own, pcie_bw=min(up, down), pcie_latency=copy_latency,
+        device_stream_bw=stream, device_gather=RowCurve(tuple(gathers)), device_scatter=RowCurve(tuple(scatters)),
+        device_lookup=RowCurve(tuple(lookups)), device_update=RowCurve(tuple(updates)),
+        device_op_latency=calls["op"], device_calls=calls, device_sort=sort,
+        device_sort_value_rate=value_rate, device_flops=mm, device_bmm_flops=bmm,
+        device_activation_rate=activations, device_is_host=False,
+        sources=sources | {
+            "pcie_bw": f"pinned {'16' if quick else '64'} MiB copies: host->device {up / 1e9:.1f} GB/s, "
+                       f"device->host {down / 1e9:.1f} GB/s (the smaller kept), {how}",
+            "pcie_latency": "a non-blocking copy of 8 bytes from pinned memory, per copy",
+            "device_stream_bw": f"torch copy_ of 64 MiB on {name}, read + write bytes, {how}",
+            "device_gather": f"torch index_select on {name}, same sizes as the host's, {how}",
+            "device_scatter": f"torch index_copy_ on {name}, {how}",
+            "device_lookup": f"the kit's pooled_lookup (embedding_bag) on {name}, bags of 8, {how}",
+            "device_update": f"the kit's apply_update (SGD) on {name}, {how}",
+            "device_op_latency": f"a tiny index_select on {name}, launched 200 times, {how}",
+            "device_calls": f"each kit call on tiny inputs on {name}, {how}",
+            "device_sort": f"embedding_backward on {name} at {SORT_SIZES[not quick]} lookups",
+            "device_sort_value_rate": f"embedding_backward on {name}, dim 64 over dim 16",
+            "device_flops": f"torch.mm at the MLPs' shapes on {name}",
+            "device_bmm_flops": f"torch.bmm of 1024 (T+1) x dim matrices on {name}",
+            "device_activation_rate": f"the kit's dense step at the MLPs' shapes on {name}"})
+
+
+def device_name(dev) -> str:
+    """The GPU's name where torch knows it (a stand-in: its torch device)."""
+    if dev.torch.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(dev.torch)
+    return f"{dev.torch} ({type(dev.runtime).__name__})"

@@ -1,0 +1,196 @@
+"""GPU servers for the cost model, every constant with its source beside it.
+
+    v100-pcie3   NVIDIA V100 PCIe on PCIe 3.0 x16, Xeon Gold 6248 host (Cascade Lake, DDR4-2933)
+    a100-pcie4   NVIDIA A100 80GB PCIe on PCIe 4.0 x16, EPYC 7742 host (Rome, DDR4-3200)
+    h100-pcie5   NVIDIA H100 80GB PCIe on PCIe 5.0 x16, Xeon Platinum 8480+ host (Sapphire Rapids, DDR5-4800)
+    h200         NVIDIA H200 (SXM, HBM3e) on PCIe 5.0 x16 to the host, Xeon Platinum 8480+ host
+
+How the datasheet peaks are derated to what the kit's operations reach:
+
+- device memory, streaming: a published copy microbenchmark where there is one (Jia et al. 2018
+  for the V100; this workplace's own reading for the H200), else 85% of the datasheet's peak,
+  what BabelStream-style copies reach on HBM GPUs (an assumption, named as such).
+- device memory, random rows: a row of 64 B touches two 32 B sectors of a 128 B line and misses
+  DRAM's open rows, so random rows beyond the L2 reach half the streaming figure (assumption);
+  rows of a table inside the L2 move at half the L2's published bandwidth (assumption, same reason).
+- FLOPs: the float32 peak (torch's default float32 matmul uses no TF32 tensor cores) at 80% for
+  the MLPs' matmuls (cuBLAS SGEMM reaches 80-90% on large shapes: assumption at the low end); the
+  interaction's batched tiny matrices at 10% (assumption: (T+1) x dim matrices of a few KFLOP
+  each leave most of the GPU idle).
+- kernel launch: the fixed cost of one eager op, 5-8 us (CUDA's launch of ~4 us plus PyTorch's
+  dispatch on the server's core: assumption); each kit call costs its kernels
+  (hw_profile.CALL_OPS) times this.
+- PCIe: per direction, what pinned `cudaMemcpyAsync` reaches (NVIDIA's bandwidthTest class of
+  figure): ~80% of the link's raw rate after encoding and packet headers (assumption).
+- the host: `host_cores` is one GPU's share of its server's cores (the vendor's 8-GPU system
+  datasheet: cores / GPUs). Per core, the kit's host operations (one thread each: gathers,
+  NumPy calls, the planner) run at the speeds `scratchkit calibrate` measured on an Ice Lake-SP
+  Xeon core (HOST_CORE below; assumption: a server core of these generations runs them alike,
+  within the spread a faster clock or a slower memory makes).
+"""
+from __future__ import annotations
+
+from scratchkit.measure.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
+
+# ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
+# (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores, 2026-11-30. Rows: (row bytes, table bytes, s/row).
+HOST_CORE_SOURCE = ("scratchkit calibrate on an Ice Lake-SP Xeon @ 2.8 GHz core (2-core VM, 48 MB "
+                    "L3), 2026-11-30; assumption: a server core of this generation runs it alike")
+HOST_CORE = {
+    "host_stream_bw": 22.7 * GB,
+    "host_gather": RowCurve((
+        (64, 262144, 256, 2.12e-08), (64, 262144, 2048, 2.37e-08), (64, 262144, 16384, 6.89e-09), (64, 1048576, 256, 5.37e-08),
+        (64, 1048576, 2048, 2.09e-08), (64, 1048576, 16384, 9.03e-09), (64, 4194304, 256, 5.58e-08), (64, 4194304, 2048, 2.48e-08),
+        (64, 4194304, 16384, 1.97e-08), (64, 33554432, 256, 7.46e-08), (64, 33554432, 2048, 4.9e-08), (64, 33554432, 16384, 2.76e-08),
+        (64, 268435456, 256, 6.53e-08), (64, 268435456, 2048, 7.8e-08), (64, 268435456, 16384, 6.7e-08), (256, 262144, 256, 5.29e-08),
+        (256, 262144, 2048, 1.81e-08), (256, 262144, 16384, 2.51e-08), (256, 1048576, 256, 4.99e-08), (256, 1048576, 2048, 4.03e-08),
+        (256, 1048576, 16384, 1.98e-08), (256, 4194304, 256, 6.84e-08), (256, 4194304, 2048, 7.7e-08), (256, 4194304, 16384, 5e-08),
+        (256, 33554432, 256, 7.93e-08), (256, 33554432, 2048, 8.02e-08), (256, 33554432, 16384, 5.9e-08), (256, 268435456, 256, 9.06e-08),
+        (256, 268435456, 2048, 8.51e-08), (256, 268435456, 16384, 9.37e-08), (512, 262144, 256, 5.36e-08), (512, 262144, 2048, 2.64e-08),
+        (512, 262144, 16384, 5.18e-08), (512, 1048576, 256, 8.89e-08), (512, 1048576, 2048, 5.73e-08), (512, 1048576, 16384, 6.66e-08),
+        (512, 4194304, 256, 1.18e-07), (512, 4194304, 2048, 8.82e-08), (512, 4194304, 16384, 7.68e-08), (512, 33554432, 256, 1.27e-07),
+        (512, 33554432, 2048, 1.36e-07), (512, 33554432, 16384, 1.26e-07), (512, 268435456, 256, 1.28e-07), (512, 268435456, 2048, 1.49e-07),
+        (512, 268435456, 16384, 1.61e-07), (8, 262144, 256, 1.77e-08), (8, 262144, 2048, 1.31e-08), (8, 262144, 16384, 3.99e-09),
+        (8, 1048576, 256, 1.25e-08), (8, 1048576, 2048, 1.17e-08), (8, 1048576, 16384, 6.33e-09), (8, 4194304, 256, 1.53e-08),
+        (8, 4194304, 2048, 1.06e-08), (8, 4194304, 16384, 9.66e-09), (8, 33554432, 256, 3.37e-08), (8, 33554432, 2048, 1.54e-08),
+        (8, 33554432, 16384, 1.27e-08), (8, 268435456, 256, 4.5e-08), (8, 268435456, 2048, 3.15e-08), (8, 268435456, 16384, 1.78e-08),)),
+    "host_scatter": RowCurve((
+        (64, 262144, 256, 3.88e-08), (64, 262144, 2048, 2.82e-08), (64, 262144, 16384, 1.49e-08), (64, 1048576, 256, 6.45e-08),
+        (64, 1048576, 2048, 4.27e-08), (64, 1048576, 16384, 3.81e-08), (64, 4194304, 256, 9.34e-08), (64, 4194304, 2048, 4.88e-08),
+        (64, 4194304, 16384, 3.77e-08), (64, 33554432, 256, 8.76e-08), (64, 33554432, 2048, 9.49e-08), (64, 33554432, 16384, 5.7e-08),
+        (64, 268435456, 256, 1.46e-07), (64, 268435456, 2048, 1.3e-07), (64, 268435456, 16384, 1.12e-07), (256, 262144, 256, 1.18e-07),
+        (256, 262144, 2048, 9.94e-08), (256, 262144, 16384, 7.83e-08), (256, 1048576, 256, 1.4e-07), (256, 1048576, 2048, 1.02e-07),
+        (256, 1048576, 16384, 5.77e-08), (256, 4194304, 256, 2.4e-07), (256, 4194304, 2048, 1.88e-07), (256, 4194304, 16384, 1.43e-07),
+        (256, 33554432, 256, 2.27e-07), (256, 33554432, 2048, 2.06e-07), (256, 33554432, 16384, 1.31e-07), (256, 268435456, 256, 3.08e-07),
+        (256, 268435456, 2048, 2.44e-07), (256, 268435456, 16384, 2.1e-07), (512, 262144, 256, 1.4e-07), (512, 262144, 2048, 9.7e-08),
+        (512, 262144, 16384, 8.36e-08), (512, 1048576, 256, 2.07e-07), (512, 1048576, 2048, 1.32e-07), (512, 1048576, 16384, 9.73e-08),
+        (512, 4194304, 256, 2.43e-07), (512, 4194304, 2048, 1.84e-07), (512, 4194304, 16384, 1.36e-07), (512, 33554432, 256, 3.13e-07),
+        (512, 33554432, 2048, 2.88e-07), (512, 33554432, 16384, 2.39e-07), (512, 268435456, 256, 2.77e-07), (512, 268435456, 2048, 2.93e-07),
+        (512, 268435456, 16384, 2.68e-07), (8, 262144, 256, 1.77e-08), (8, 262144, 2048, 6.24e-09), (8, 262144, 16384, 3.09e-09),
+        (8, 1048576, 256, 1.65e-08), (8, 1048576, 2048, 1.28e-08), (8, 1048576, 16384, 7.22e-09), (8, 4194304, 256, 1.62e-08),
+        (8, 4194304, 2048, 1.18e-08), (8, 4194304, 16384, 1.36e-08), (8, 33554432, 256, 3.39e-08), (8, 33554432, 2048, 1.8e-08),
+        (8, 33554432, 16384, 1.21e-08), (8, 268435456, 256, 4.35e-08), (8, 268435456, 2048, 2.98e-08), (8, 268435456, 16384, 1.79e-08),)),
+    "host_lookup": RowCurve((
+        (64, 262144, 256, 1.33e-08), (64, 262144, 2048, 5.86e-09), (64, 262144, 16384, 2.8e-09), (64, 1048576, 256, 2.69e-08),
+        (64, 1048576, 2048, 1.11e-08), (64, 1048576, 16384, 4.71e-09), (64, 4194304, 256, 4.47e-08), (64, 4194304, 2048, 1.46e-08),
+        (64, 4194304, 16384, 8.53e-09), (64, 33554432, 256, 7.59e-08), (64, 33554432, 2048, 4.98e-08), (64, 33554432, 16384, 2.03e-08),
+        (64, 268435456, 256, 1.03e-07), (64, 268435456, 2048, 6.94e-08), (64, 268435456, 16384, 5.72e-08), (256, 262144, 256, 3.66e-08),
+        (256, 262144, 2048, 1.81e-08), (256, 262144, 16384, 8.84e-09), (256, 1048576, 256, 3.63e-08), (256, 1048576, 2048, 1.72e-08),
+        (256, 1048576, 16384, 7.77e-09), (256, 4194304, 256, 6.3e-08), (256, 4194304, 2048, 2.76e-08), (256, 4194304, 16384, 1.84e-08),
+        (256, 33554432, 256, 8.16e-08), (256, 33554432, 2048, 6.84e-08), (256, 33554432, 16384, 3.21e-08), (256, 268435456, 256, 1.26e-07),
+        (256, 268435456, 2048, 9.25e-08), (256, 268435456, 16384, 7.3e-08), (512, 262144, 256, 4.56e-08), (512, 262144, 2048, 1.2e-08),
+        (512, 262144, 16384, 9.3e-09), (512, 1048576, 256, 6.14e-08), (512, 1048576, 2048, 2.79e-08), (512, 1048576, 16384, 1.32e-08),
+        (512, 4194304, 256, 1.17e-07), (512, 4194304, 2048, 5.82e-08), (512, 4194304, 16384, 2.79e-08), (512, 33554432, 256, 1.08e-07),
+        (512, 33554432, 2048, 1.04e-07), (512, 33554432, 16384, 6.75e-08), (512, 268435456, 256, 1.01e-07), (512, 268435456, 2048, 1.03e-07),
+        (512, 268435456, 16384, 1.01e-07),)),
+    "host_update": RowCurve((
+        (64, 262144, 256, 1.22e-07), (64, 262144, 2048, 8.55e-08), (64, 262144, 16384, 1.19e-08), (64, 1048576, 256, 1.46e-07),
+        (64, 1048576, 2048, 1.1e-07), (64, 1048576, 16384, 5.12e-08), (64, 4194304, 256, 7.86e-08), (64, 4194304, 2048, 1.16e-07),
+        (64, 4194304, 16384, 5.75e-08), (64, 33554432, 256, 1.82e-07), (64, 33554432, 2048, 1.63e-07), (64, 33554432, 16384, 9.35e-08),
+        (64, 268435456, 256, 2.08e-07), (64, 268435456, 2048, 1.94e-07), (64, 268435456, 16384, 1.48e-07), (256, 262144, 256, 1.94e-07),
+        (256, 262144, 2048, 1.73e-07), (256, 262144, 16384, 6.08e-09), (256, 1048576, 256, 4.11e-07), (256, 1048576, 2048, 3.58e-07),
+        (256, 1048576, 16384, 1.2e-07), (256, 4194304, 256, 5.26e-07), (256, 4194304, 2048, 4.54e-07), (256, 4194304, 16384, 2.52e-07),
+        (256, 33554432, 256, 4.49e-07), (256, 33554432, 2048, 5.43e-07), (256, 33554432, 16384, 3.63e-07), (256, 268435456, 256, 1.92e-07),
+        (256, 268435456, 2048, 2.72e-07), (256, 268435456, 16384, 2.82e-07), (512, 262144, 256, 6.41e-07), (512, 262144, 2048, 4.76e-08),
+        (512, 262144, 16384, 5.94e-09), (512, 1048576, 256, 7.87e-07), (512, 1048576, 2048, 5.45e-07), (512, 1048576, 16384, 1e-07),
+        (512, 4194304, 256, 8.94e-07), (512, 4194304, 2048, 6.03e-07), (512, 4194304, 16384, 1.67e-07), (512, 33554432, 256, 8.81e-07),
+        (512, 33554432, 2048, 5.99e-07), (512, 33554432, 16384, 4.39e-07), (512, 268435456, 256, 7.61e-07), (512, 268435456, 2048, 6.38e-07),
+        (512, 268435456, 16384, 4.75e-07),)),
+    "host_op_latency": 4.3 * US,
+    "host_numpy_op_latency": 1.3 * US,
+    "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 53.0 * US},
+    "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
+    "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),
+    "host_plan_lookup_rate": RateCurve(((32768, 1.74e+08), (262144, 4.98e+07), (1048576, 1.89e+07))),
+    "host_plan_id_rate": RateCurve(((32768, 5.07e+07), (262144, 2.14e+07), (1048576, 1.28e+07))),
+    "host_plan_miss_rate": RateCurve(((262144, 8.93e+06), (1048576, 3.03e+06))),
+    "host_sort_value_rate": 1.1e+09,
+}
+HOST_SOURCES = {k: HOST_CORE_SOURCE for k in HOST_CORE}
+
+
+def _sort_curve(keys_per_s: float) -> RateCurve:
+    """A radix sort's keys/s, in the model's units (keys x log2 n per second) at each n."""
+    return RateCurve(tuple((2.0**p, keys_per_s * p) for p in (10, 14, 17, 20, 24)))
+
+
+# Each server's own figures, with their sources. `link`: the PCIe link's raw rate per direction
+# (pinned copies reach 80% of it); `launch`: the eager op's fixed cost on that server's cores.
+SERVERS = {
+    "v100-pcie3": dict(
+        description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
+        cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
+        stream=(750 * GB, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
+                          "Microbenchmarking': 750 GB/s measured (datasheet: 900 GB/s HBM2)"),
+        l2=(6 * MB, 2155 * GB, "V100 datasheet: 6 MB L2; Jia et al. 2018: 2155 GB/s L2 bandwidth"),
+        fp32=(14e12, "V100 PCIe datasheet: 14 TFLOP/s float32"),
+        sort=(1.0e9, "assumption: CUB radix sort of 64-bit (key, value) pairs, ~1G pairs/s on a V100"),
+        link=(15.75 * GB, "PCIe 3.0 x16: 15.75 GB/s per direction"), launch=8 * US, copy_latency=10 * US),
+    "a100-pcie4": dict(
+        description="A100 80GB PCIe on PCIe 4.0 x16; 2x EPYC 7742 (Rome, 64 cores, DDR4-3200)",
+        cores=(16, "DGX A100 datasheet: 2x 64-core EPYC 7742 for 8 GPUs, 16 cores per GPU"),
+        stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
+        l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
+        fp32=(19.5e12, "A100 datasheet: 19.5 TFLOP/s float32 (no TF32: torch's default for float32 matmul)"),
+        sort=(2.0e9, "assumption: CUB radix sort of 64-bit pairs, ~2G pairs/s on an A100"),
+        link=(31.5 * GB, "PCIe 4.0 x16: 31.5 GB/s per direction"), launch=6 * US, copy_latency=8 * US),
+    "h100-pcie5": dict(
+        description="H100 80GB PCIe on PCIe 5.0 x16; 2x Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, DDR5-4800)",
+        cores=(14, "DGX H100 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+        stream=(0.85 * 2000 * GB, "H100 PCIe datasheet: 2.0 TB/s HBM2e; assumption: 85% reached by copies"),
+        l2=(50 * MB, 5500 * GB, "H100 datasheet: 50 MB L2; assumption: ~5.5 TB/s L2 bandwidth"),
+        fp32=(51e12, "H100 PCIe datasheet: 51 TFLOP/s float32"),
+        sort=(3.0e9, "assumption: CUB radix sort of 64-bit pairs, ~3G pairs/s on an H100"),
+        link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"), launch=5 * US, copy_latency=8 * US),
+    "h200": dict(
+        description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
+        cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+        stream=(4300 * GB, "read on an H200 of this workplace (2026-10-28, 2026-11-04): a torch device "
+                           "copy moved 4.3 TB/s read + write (datasheet: 4.8 TB/s HBM3e)"),
+        l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
+        fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),
+        sort=(3.5e9, "assumption: CUB radix sort of 64-bit pairs, ~3.5G pairs/s (an H100's, more bandwidth)"),
+        link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"), launch=5 * US, copy_latency=8 * US),
+}
+
+
+def server(name: str) -> HardwareProfile:
+    """The GPU server `name` (a SERVERS key), derated as the module note says."""
+    f = SERVERS[name]
+    cores, cores_source = f["cores"]
+    stream, stream_source = f["stream"]
+    l2, l2_bw, l2_source = f["l2"]
+    fp32, fp32_source = f["fp32"]
+    link, link_source = f["link"]
+    device_rows = RowCurve.from_bandwidths(0.5 * l2_bw, 0.5 * stream, l2, line_bytes=32)
+    updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)   # read and written
+    return HardwareProfile(
+        name=name, description=f["description"], host_cores=cores, **HOST_CORE,
+        pcie_bw=0.8 * link, pcie_latency=f["copy_latency"], device_stream_bw=stream,
+        device_gather=device_rows, device_scatter=device_rows, device_lookup=device_rows, device_update=updated,
+        device_op_latency=f["launch"], device_calls=calls_from_ops(f["launch"]),
+        device_sort=_sort_curve(f["sort"][0]), device_sort_value_rate=stream / (3 * 4),
+        device_flops=RateCurve.constant(0.8 * fp32), device_bmm_flops=RateCurve.constant(0.1 * fp32),
+        device_activation_rate=RateCurve.constant(stream / 8),
+        origin="datasheets and published microbenchmarks (scratchkit/measure/gpu_profiles.py)",
+        sources=HOST_SOURCES | {
+            "host_cores": cores_source, "device_stream_bw": stream_source, "device_sort": f["sort"][1],
+            "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it",
+            "pcie_latency": f"assumption: a small cudaMemcpyAsync costs ~{f['copy_latency'] / US:.0f} us end to end",
+            "device_op_latency": f"assumption: CUDA's launch (~4 us) + PyTorch's dispatch on the host core: "
+                                 f"{f['launch'] / US:.0f} us",
+            "device_gather": "assumption: random rows at half the streaming bandwidth beyond the L2, half "
+                             f"the L2's inside it (two 32 B sectors of a 128 B line per 64 B row); {l2_source}",
+            "device_scatter": "assumption: as the gather",
+            "device_lookup": "assumption: as the gather (an embedding bag reads each row once)",
+            "device_update": "assumption: as the gather, twice (each row read, then written back)",
+            "device_calls": "each kit call's kernels (hw_profile.CALL_OPS) x the launch cost",
+            "device_sort_value_rate": "assumption: the coalesce passes over its values 3 times at the "
+                                      "streaming bandwidth (read, permute, reduce)",
+            "device_flops": f"assumption: 80% of the float32 peak (cuBLAS SGEMM on large shapes); {fp32_source}",
+            "device_bmm_flops": f"assumption: 10% of the float32 peak for batches of tiny matrices; {fp32_source}",
+            "device_activation_rate": "assumption: each activation float read and written once per pass "
+                                      "at the streaming bandwidth (8 bytes a float)"})
+
+
+GPU_PROFILES = {name: (lambda name=name: server(name)) for name in SERVERS}

@@ -1,0 +1,277 @@
+"""A hardware profile: the handful of speeds the cost model divides work by, each with its source.
+
+Most speeds are one number (a bandwidth, a latency). Three depend on the size of what is done, so
+they are small curves measured (or derived from a datasheet) at a few sizes and interpolated:
+
+    RowCurve    seconds per row of a random-row gather or scatter, by the row's bytes and the
+                footprint (bytes of the table the rows come from): a table inside the last-level
+                cache gathers several times faster than one beyond it
+    RateCurve   a rate by the size of one call: the kit's sorts (keys x log2 keys per second at n
+                keys: the n log n shape, and what is left of it measured at each n) and matrix
+                multiplications (FLOP/s by FLOPs per call: small matmuls run far below peak)
+
+Both interpolate log-linearly between their points and hold the end values beyond them: no
+extrapolation past what was measured. A profile round-trips through JSON (`to_json`,
+`from_json`); `load_profile` reads a saved one and names the file in any error.
+"""
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_left
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+GB = 1e9
+US = 1e-6
+MB = 2**20
+
+
+def _interp_log(xs: list[float], ys: list[float], x: float) -> float:
+    """y at x, interpolated linearly in (log x, log y) between sorted points; the ends held."""
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    i = bisect_left(xs, x)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + w * (math.log(y1) - math.log(y0)))
+
+
+@dataclass(frozen=True)
+class RowCurve:
+    """Seconds per row of a random-row gather (or scatter) call, by the row's bytes, the bytes of
+    the table, and the rows the call moves: points (row_bytes, footprint, rows, seconds per row).
+
+    The rows of one call matter: a call that moves a table's worth of rows pulls the table into
+    the core's caches as it goes, one that moves a few hundred pays a miss for each, and a call's
+    own fixed cost (counted apart, as a kit call's) is not in these figures."""
+
+    points: tuple[tuple[float, float, float, float], ...]
+
+    def __post_init__(self):
+        if not self.points or any(len(p) != 4 or not all(x > 0 for x in p) for p in self.points):
+            raise ValueError(f"a row curve needs points of four positive numbers (row_bytes, "
+                             f"footprint, rows, seconds), got {self.points!r}")
+
+    def seconds_per_row(self, row_bytes: float, footprint: float, rows: float = 1.0) -> float:
+        """Interpolated in the call's rows and the footprint at each measured row size, then in
+        the row size. Rows narrower than the narrowest measured cost what it costs (one cache
+        line either way); wider ones cost in proportion to their bytes."""
+        sizes = sorted({p[0] for p in self.points})
+        at = {r: self._at_row_size(r, footprint, rows) for r in sizes}
+        if row_bytes > sizes[-1]:
+            return at[sizes[-1]] * row_bytes / sizes[-1]
+        return _interp_log(sizes, [at[r] for r in sizes], max(row_bytes, 1.0))
+
+    def _at_row_size(self, row: float, footprint: float, rows: float) -> float:
+        grid: dict[float, list[tuple[float, float]]] = {}
+        for r, f, n, sec in self.points:
+            if r == row:
+                grid.setdefault(f, []).append((n, sec))
+        feet = sorted(grid)
+        per_foot = [_interp_log([n for n, _ in sorted(grid[f])], [sec for _, sec in sorted(grid[f])],
+                                max(rows, 1.0)) for f in feet]
+        return _interp_log(feet, per_foot, max(footprint, 1.0))
+
+    def seconds(self, rows: float, row_bytes: float, footprint: float) -> float:
+        """One call moving `rows` rows."""
+        return rows * self.seconds_per_row(row_bytes, footprint, rows) if rows else 0.0
+
+    def bandwidth(self, row_bytes: float, footprint: float, rows: float = 2**14) -> float:
+        """Row bytes per second (what a datasheet-style figure would say)."""
+        return row_bytes / self.seconds_per_row(row_bytes, footprint, rows)
+
+    @classmethod
+    def from_bandwidths(cls, in_cache_bw: float, beyond_bw: float, cache_bytes: float,
+                        line_bytes: int) -> "RowCurve":
+        """A curve from three figures: rows inside a cache of `cache_bytes` move at `in_cache_bw`,
+        rows of a table 8x larger at `beyond_bw` (log-interpolated between), whatever the rows of
+        the call; a row costs at least one `line_bytes` access (a cache line, a GPU sector)."""
+        points = []
+        for row in (line_bytes, 256, 512):
+            moved = max(row, line_bytes)
+            points += [(row, cache_bytes, 1, moved / in_cache_bw), (row, 8 * cache_bytes, 1, moved / beyond_bw)]
+        return cls(tuple(points))
+
+
+@dataclass(frozen=True)
+class RateCurve:
+    """A rate by the size of one call: points (size, rate), log-log interpolated, ends held."""
+
+    points: tuple[tuple[float, float], ...]
+
+    def __post_init__(self):
+        if not self.points or any(not (n > 0 and r > 0) for n, r in self.points):
+            raise ValueError(f"a rate curve needs points of positive (size, rate), got {self.points!r}")
+
+    def at(self, size: float) -> float:
+        pts = sorted(self.points)
+        return _interp_log([n for n, _ in pts], [r for _, r in pts], max(size, 1.0))
+
+    @classmethod
+    def constant(cls, rate: float) -> "RateCurve":
+        return cls(((1.0, rate),))
+
+
+# The kit's calls whose fixed cost a profile states, and how many ops (host torch ops, or device
+# kernels) each launches, counted in scratchkit/embedding/optim.py and scratchkit/model.py: a
+# datasheet profile prices a call as ops x its launch cost; `calibrate` times each call where it
+# occurs (scratchkit/measure/fixed_costs.py) or on tiny inputs (kit_timings.py).
+CALL_OPS = {
+    "forward_stage": 1,       # once per stage of lookups: the stack of the pooled vectors (and, timed
+    "backward_stage": 0,      # in a step, the first call's colder caches); likewise once per stage of
+    "update_stage": 0,        # backwards and of updates (no op of their own)
+    "lookup": 1,              # pooled_lookup: one embedding_bag
+    "backward": 9,            # embedding_backward: diff, arange, repeat_interleave, sparse tensor, coalesce
+    "slots_of_unique": 3,     # searchsorted, empty_like, index_put_
+    "update_sgd": 3,          # apply_update: index_select, add_, index_copy_
+    "update_adagrad": 10,
+    "update_rowwise_adagrad": 11,
+    "dense_base": 40,         # the dense step less its layers: interaction, loss, backward engine, optimizer
+    "dense_layer": 16,        # one Linear (+ ReLU) forward, backward, gradient and update
+    "op": 1,                  # any other torch op
+    "numpy": 1,               # a NumPy call (host only)
+    "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
+    "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
+}
+
+
+def calls_from_ops(op_latency: float) -> dict[str, float]:
+    """Each call's fixed cost as its op count times one op latency (datasheet profiles)."""
+    return {name: ops * op_latency for name, ops in CALL_OPS.items()}
+
+
+def sort_units(n: float) -> float:
+    """The work of sorting n keys, in key x log2(keys): the unit every sort rate counts in."""
+    return n * math.log2(n) if n > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """Bandwidths in bytes/s, latencies in seconds, rates per second. The host runs the kit's
+    Python, NumPy and host torch ops; the device runs the trainers' device-side torch ops (on a
+    machine without a GPU it is the same CPU: `device_is_host`)."""
+
+    name: str
+    description: str
+    host_cores: int                  # cores the host's threads (pipeline stages, planners) can use
+    host_stream_bw: float            # host DRAM, large sequential copies (read + write bytes)
+    host_gather: RowCurve            # random rows read (torch index_select, embedding_bag, NumPy fancy index)
+    host_scatter: RowCurve           # random rows written (index_copy_, NumPy fancy assignment)
+    host_lookup: RowCurve            # rows looked up and summed into bags (embedding_bag)
+    host_update: RowCurve            # rows updated in place by SGD (apply_update: gather, add, scatter)
+    host_op_latency: float           # fixed cost of one host torch op (dispatch, allocation)
+    host_numpy_op_latency: float     # fixed cost of one NumPy call
+    host_calls: dict[str, float]     # fixed cost of each kit call on the host (CALL_OPS names)
+    host_sort: RateCurve             # the kit's coalesce on the host: keys x log2 n per second, at n keys
+    host_sort_value_rate: float      # floats per second coalesce moves and sums beside its keys
+    host_numpy_sort: RateCurve       # np.unique / argsort: keys x log2 n per second, at n keys
+    host_plan_lookup_rate: RateCurve  # ScratchPipe's planner, per core, by table rows: lookups/s seeing a batch,
+    host_plan_id_rate: RateCurve      # distinct ids/s planning (hit or miss, hold, remap), and
+    host_plan_miss_rate: RateCurve    # misses/s beyond that (a victim chosen, the map updated)
+    pcie_bw: float                   # host <-> device copies, per direction
+    pcie_latency: float              # fixed cost of one host <-> device copy
+    device_stream_bw: float          # device memory, streaming
+    device_gather: RowCurve          # device memory, random rows read
+    device_scatter: RowCurve         # device memory, random rows written
+    device_lookup: RowCurve          # device memory, rows looked up and summed into bags
+    device_update: RowCurve          # device memory, rows updated in place by SGD
+    device_op_latency: float         # fixed cost of one device kernel (eager launch)
+    device_calls: dict[str, float]   # fixed cost of each kit call on the device
+    device_sort: RateCurve           # coalesce on the device: keys x log2 n per second, at n keys
+    device_sort_value_rate: float    # floats per second coalesce moves beside its keys
+    device_flops: RateCurve          # float32 matmul FLOP/s, by FLOPs per call
+    device_bmm_flops: RateCurve      # float32 batched small matmuls (the interaction), by FLOPs per matrix
+    device_activation_rate: RateCurve  # floats/s the dense step's elementwise ops move, by floats a step
+    device_is_host: bool = False     # True: no GPU, the "device" stages share the host's cores
+    sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
+    origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "float" and f.name.endswith(("_bw", "_rate")) and not value > 0:
+                raise ValueError(f"profile {self.name!r}: {f.name} must be > 0, got {value}")
+            if f.type == "float" and f.name.endswith("_latency") and not value >= 0:
+                raise ValueError(f"profile {self.name!r}: {f.name} must be >= 0, got {value}")
+        if self.host_cores < 1:
+            raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
+        for side in ("host_calls", "device_calls"):
+            calls = getattr(self, side)
+            missing = [c for c in CALL_OPS if c not in calls]
+            if missing or any(not v >= 0 for v in calls.values()):
+                raise ValueError(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
+                                 f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
+
+    def call(self, on_device: bool, name: str) -> float:
+        """The fixed cost of one kit call `name` (a CALL_OPS key) on the device or the host."""
+        return (self.device_calls if on_device else self.host_calls)[name]
+
+    # ---- JSON
+    def to_json(self) -> dict:
+        data = asdict(self)
+        for f in fields(self):   # curves as lists of points; infinities as strings JSON can hold
+            value = getattr(self, f.name)
+            if isinstance(value, (RowCurve, RateCurve)):
+                data[f.name] = [list(p) for p in value.points]
+            elif isinstance(value, float) and math.isinf(value):
+                data[f.name] = "inf"
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "HardwareProfile":
+        """The inverse of `to_json`. A missing or extra field, or a bad value, raises ValueError."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        names = {f.name: f for f in fields(cls)}
+        missing = [n for n, f in names.items() if n not in data and f.default is f.default_factory is _MISSING]
+        unknown = sorted(set(data) - set(names))
+        if missing or unknown:
+            raise ValueError(f"fields missing: {missing or 'none'}; unknown fields: {unknown or 'none'}")
+        kwargs = {}
+        for name, value in data.items():
+            kind = names[name].type
+            try:
+                if kind == "RowCurve":
+                    kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
+                elif kind == "RateCurve":
+                    kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))
+                elif kind == "float":
+                    kwargs[name] = float(value)
+                elif kind == "int":
+                    kwargs[name] = int(value)
+                elif kind == "bool":
+                    kwargs[name] = bool(value)
+                elif kind == "dict[str, float]":
+                    kwargs[name] = {str(k): float(v) for k, v in value.items()}
+                else:
+                    kwargs[name] = value
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"field {name!r}: {err}") from None
+        return cls(**kwargs)
+
+
+_MISSING = fields(HardwareProfile)[0].default   # dataclasses.MISSING, without importing a private name
+
+
+def save_profile(profile: HardwareProfile, path: Path) -> Path:
+    """Write `profile` as JSON to `path` (folders made), whole or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    partial.replace(path)
+    return path
+
+
+def load_profile(path: Path) -> HardwareProfile:
+    """A saved profile. Anything wrong with the file is one ValueError line that names it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        return HardwareProfile.from_json(data)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
+        raise ValueError(f"hardware profile {path}: cannot be read ({err}); run `scratchkit "
+                         "calibrate` to write it again, or delete it") from None

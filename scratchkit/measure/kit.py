@@ -1,0 +1,147 @@
+"""The kit's calls, counted in the cost model's units (scratchkit/measure/work.py's `Work`).
+
+Each function says what one call of the kit does, as its code does it, on the device
+(`device=True`) or the host; the stages of the trainers (stages.py) are sums of these. Sizes:
+n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`.
+"""
+from __future__ import annotations
+
+from scratchkit.config import OptimizerKind
+from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, Work, log2
+
+
+def on(device: bool, **parts) -> Work:
+    """A Work with `parts` (stream=, rows=, sorts=, sort_values=, calls=) on the device or the host."""
+    side = "device" if device else "host"
+    return Work(**{f"{side}_{k}": v for k, v in parts.items()})
+
+
+def gather(device: bool, rows: float, row_bytes: float, table_bytes: float) -> Work:
+    return on(device, rows=(("gather", rows, row_bytes, table_bytes),)) if rows else Work()
+
+
+def scatter(device: bool, rows: float, row_bytes: float, table_bytes: float) -> Work:
+    return on(device, rows=(("scatter", rows, row_bytes, table_bytes),)) if rows else Work()
+
+
+def calls(device: bool, name: str, count: float = 1) -> Work:
+    return on(device, calls=((name, count),)) if count else Work()
+
+
+def stream(device: bool, nbytes: float) -> Work:
+    return on(device, stream=nbytes)
+
+
+# ---------------------------------------------------------------------------------- torch calls
+def lookup(device: bool, n: float, u: float, bags: int, row_bytes: int, table_bytes: float) -> Work:
+    """`pooled_lookup`: one embedding_bag of n lookups of u distinct rows: each distinct row
+    fetched from the table, each repeat found in the core's cache (priced as a table of 256 KiB),
+    ids read, bags written."""
+    return (calls(device, "lookup")
+            + on(device, rows=(("lookup", u, row_bytes, table_bytes), ("lookup", n - u, row_bytes, CACHED)))
+            + stream(device, n * ID_BYTES + bags * (row_bytes + ID_BYTES)))
+
+
+def backward(device: bool, n: float, bags: int, dim: int) -> Work:
+    """`embedding_backward`: per-lookup gradients, then the coalesce: n keys sorted, n x dim
+    floats moved and summed (the calibrated value rate holds the repeat and the sums)."""
+    return calls(device, "backward") + on(device, sorts=(("torch", n, 1),), sort_values=n * dim)
+
+
+def slots_of_unique(device: bool, n: float, u: float) -> Work:
+    """searchsorted of n ids in u sorted ids (n x log2 u dependent probes, priced as the
+    coalesce's sort of n keys going log2 u deep), then one write per lookup."""
+    return (calls(device, "slots_of_unique") + on(device, sorts=(("torch", n, 1, log2(u)),))
+            + scatter(device, n, ID_BYTES, u * ID_BYTES))
+
+
+# elementwise passes over u x dim floats beyond SGD's (in the calibrated update curve): Adagrad's
+# accumulate, sqrt, divide and add about 11 more, row-wise Adagrad's about 6
+EXTRA_UPDATE_PASSES = {OptimizerKind.SGD: 0, OptimizerKind.ADAGRAD: 11, OptimizerKind.ROWWISE_ADAGRAD: 6}
+CACHED = 2.0**18      # bytes: a table this small stays in a core's cache (the curves' smallest)
+
+
+def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind,
+           table_rows: float) -> Work:
+    """`apply_update`: the u touched rows gathered, updated and scattered back (the calibrated
+    SGD update of a row), their optimizer state likewise, Adagrad's extra elementwise passes."""
+    row, state = dim * FLOAT_BYTES, state_width * FLOAT_BYTES
+    work = (calls(device, f"update_{optimizer.value}") + on(device, rows=(("update", u, row, table_rows * row),))
+            + stream(device, EXTRA_UPDATE_PASSES[optimizer] * u * row))
+    if state:
+        work = work + gather(device, u, state, table_rows * state) + scatter(device, u, state, table_rows * state)
+    return work
+
+
+def index_rows(device: bool, rows: float, row_bytes: float, from_rows: float, to_rows: float) -> Work:
+    """Rows copied between two tables by index: index_select from one, index_copy_ into the other
+    (a cache fill or eviction, a write-back), two torch ops."""
+    return (calls(device, "op", 2) + gather(device, rows, row_bytes, from_rows * row_bytes)
+            + scatter(device, rows, row_bytes, to_rows * row_bytes))
+
+
+def dense_matmuls(w) -> tuple[tuple, tuple]:
+    """The dense step's matmuls: ((FLOPs per call, calls), ...) of the MLPs (forward, and backward
+    for the input and the weights; the dense features need no gradient) and the interaction's
+    ((FLOPs per matrix, matrices),): one bmm forward, two backward."""
+    B, vectors = w.batch_size, w.num_tables + 1
+    mm = []
+    for k, widths in enumerate((w.bottom, w.top)):
+        for layer, (i, o) in enumerate(zip(widths[:-1], widths[1:])):
+            mm.append((2.0 * B * i * o, 2 if k == 0 and layer == 0 else 3))
+    return tuple(mm), ((2.0 * vectors * vectors * w.dim, 3 * B),)
+
+
+def dense_activations(w) -> float:
+    """Floats the dense step's elementwise work moves: each Linear output about 8 times (forward,
+    ReLU, their gradients, the bias gradient), the interaction's vectors, dot products and pairs
+    about 4 times, the parameters 3 times (gradient, update)."""
+    B, T, d = w.batch_size, w.num_tables, w.dim
+    vectors, pairs = T + 1, T * (T + 1) // 2
+    outputs = sum(w.bottom[1:]) + sum(w.top[1:])
+    params = sum(i * o + o for widths in (w.bottom, w.top) for i, o in zip(widths[:-1], widths[1:]))
+    return 8.0 * B * outputs + 4.0 * B * (vectors * d + vectors * vectors + d + pairs) + 3.0 * params
+
+
+def dense_step(w) -> Work:
+    """`Trainer.dense_step` on the device: the MLPs, the interaction, the loss and their backward,
+    the dense optimizer: its fixed costs (a base and one per Linear), its matmuls by their shapes,
+    its elementwise work, and the pairs' backward (one float scattered per pair)."""
+    B, vectors = w.batch_size, w.num_tables + 1
+    pairs = w.num_tables * vectors // 2
+    layers = len(w.bottom) + len(w.top) - 2
+    mm, bmm = dense_matmuls(w)
+    return (calls(True, "dense_base") + calls(True, "dense_layer", layers)
+            + scatter(True, B * pairs, FLOAT_BYTES, B * vectors * vectors * FLOAT_BYTES)
+            + Work(device_mm=mm, device_bmm=bmm, device_activations=dense_activations(w)))
+
+
+# ---------------------------------------------------------------------------------- NumPy calls
+def numpy_calls(count: float) -> Work:
+    return calls(False, "numpy", count)
+
+
+def unique(n: float) -> Work:
+    """np.unique(ids, return_inverse=True, return_counts=True): an argsort of n ids, then a few
+    passes over them (about 6 arrays of n int64 written or read)."""
+    return calls(False, "unique") + on(False, sorts=(("numpy", n, 1),), stream=6 * n * ID_BYTES)
+
+
+def from_numpy(count: float) -> Work:
+    """torch.from_numpy (or a move to a CPU "device"): it wraps an array, about a NumPy call."""
+    return numpy_calls(count)
+
+
+def map_lookup(u: float, table_rows: float) -> Work:
+    """u ids looked up in a dense id -> slot array of the table's rows (one 8 B read each)."""
+    return numpy_calls(1) + gather(False, u, ID_BYTES, table_rows * ID_BYTES)
+
+
+def map_write(u: float, slots: float) -> Work:
+    """u entries written into an array of `slots` int64 (a map, a clock, a dirty bit)."""
+    return numpy_calls(1) + scatter(False, u, ID_BYTES, slots * ID_BYTES)
+
+
+def scan(elements: float, passes: int = 1) -> Work:
+    """NumPy passes over an array of `elements` int64 (flatnonzero, a comparison, zeros)."""
+    return numpy_calls(passes) + stream(False, passes * elements * ID_BYTES)

@@ -1,0 +1,162 @@
+"""The work of each stage of each trainer in one step, as its code runs (kit.py's calls, added up).
+
+The stage names are the trainers' own (`StepRecord.stage_seconds`). Where a stage runs:
+
+- gpu-only: tables on the device; the ids cross (transfer).
+- hybrid: the embedding stages on the host (`Work.on_host`), pooled vectors and gradients cross.
+- static, lru, lfu (trainers/cached.py): `fetch` is the map lookup of the working set (np.unique,
+  the id -> slot array) and the demand fill (host rows gathered, sent, scattered into slots; for
+  a full cache first the victims' choice, a sort of the cached rows the batch does not use);
+  `write_back` the victims' rows home; then the batch trains on the cache's rows by slot.
+- prefetch-lru: the same fetch for the next batch, named `prefetch` / `prefetch_write_back`.
+- scratchpipe: Plan (the planner's per-lookup and per-id work, plus its per-table calls),
+  Collect (host rows gathered, pinned on a GPU), Write-back, Transfer, Insert (one scatter per
+  table into the scratchpad), Train (what gpu-only's stages do, on the scratchpad's rows by slot,
+  with the check that every lookup hits).
+
+A row of a cache or scratchpad moves with its optimizer state (`moved_row_bytes`); the rows
+fetched and written back in a step are the measured counters, split over the tables by their
+distinct ids (`StepWork.share`).
+"""
+from __future__ import annotations
+
+from scratchkit.measure import kit
+from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+
+TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe")
+def _total(parts) -> Work:
+    total = Work()
+    for part in parts:
+        total = total + part
+    return total
+
+
+def train_stages(w: StepWork, *, footprint: str, by_slot: bool) -> dict[str, Work]:
+    """Forward, MLP, backward and update with every row in device memory: in tables of their own
+    (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`)."""
+    B, rb, d = w.batch_size, w.row_bytes, w.dim
+    rows = lambda t: t.rows if footprint == "table" else t.capacity
+    forward = _total(kit.lookup(True, t.lookups, t.unique, B, rb, rows(t) * rb) for t in w.tables)
+    forward += kit.calls(True, "forward_stage") + kit.stream(True, 2 * B * w.num_tables * rb)  # the stack
+    backward = _total(kit.backward(True, t.lookups, B, d) for t in w.tables) + kit.calls(True, "backward_stage")
+    if by_slot:    # the coalesced ids' slots: searchsorted in the working set
+        backward += _total(kit.slots_of_unique(True, t.lookups, t.unique) for t in w.tables)
+    update = _total(kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables)
+    update += kit.calls(True, "update_stage")
+    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=2)
+    return {"embedding_forward": forward, "mlp": mlp, "embedding_backward": backward, "update": update}
+
+
+def id_transfer(w: StepWork, arrays: int) -> Work:
+    """Each table's ids (and slots: `arrays`=2) and offsets to the device."""
+    return Work(pcie=arrays * w.lookups * ID_BYTES + w.batch_size * w.num_tables * ID_BYTES,
+                pcie_copies=(arrays + 1) * w.num_tables)
+
+
+def move_rows(w: StepWork, rows: float, from_rows: float, to_rows: float, *, to_device: bool) -> Work:
+    """Rows with their state between a host table and device slots: gathered on one side,
+    copied over the link, scattered on the other (a fill, an eviction, a write-back)."""
+    if not rows:
+        return Work()
+    work = Work(pcie=rows * w.moved_row_bytes, pcie_copies=2 if w.state_width else 1)
+    for width in (w.dim, w.state_width):
+        if width:
+            rb = width * FLOAT_BYTES
+            work += (kit.calls(not to_device, "op") + kit.gather(not to_device, rows, rb, from_rows * rb)
+                     + kit.calls(to_device, "op") + kit.scatter(to_device, rows, rb, to_rows * rb))
+    return work
+
+
+def cache_fetch(w: StepWork, trainer: str) -> Work:
+    """A demand cache's fetch stage for one batch (trainers/cached.py: serve, admit, fill, touch)."""
+    fetched, victims = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
+    work = Work()
+    for t, m, v in zip(w.tables, fetched, victims):
+        C = t.capacity
+        work += (kit.unique(t.lookups) + kit.map_lookup(t.unique, t.rows) + kit.scan(t.unique, 3)
+                 + kit.scan(C, 2))                                  # misses; free slots
+        if trainer == "static":    # misses into transient slots past the cache
+            work += move_rows(w, m, t.rows, C + m, to_device=True)
+            continue
+        if v:                       # a full cache: the cached rows the batch does not use, sorted
+            candidates = max(C - t.unique, 1)
+            keys = 2 if trainer == "lfu" else 1
+            work += (kit.scan(C, 3) + kit.map_write(t.unique, C)
+                     + kit.gather(False, keys * candidates, ID_BYTES, C * ID_BYTES)
+                     + Work(host_sorts=(("numpy", candidates, keys),)) + kit.numpy_calls(2))
+        # the fill, the map (slot_of_id, id_of_slot, dirty, the batch's slots), the clock
+        work += (move_rows(w, m, t.rows, C, to_device=True) + kit.map_write(m, t.rows)
+                 + kit.map_write(m, C) + kit.map_write(m, C) + kit.map_write(m, t.unique)
+                 + kit.scan(t.unique, 2) + kit.map_write(t.unique, C))
+        if trainer == "lfu":
+            work += kit.gather(False, t.unique, ID_BYTES, C * ID_BYTES) + kit.map_write(t.unique, C)
+    return work
+
+
+def cache_write_back(w: StepWork, trainer: str) -> Work:
+    """Victims' rows home before their slots are reused (static: the step's transient rows)."""
+    work = Work()
+    for t, v in zip(w.tables, w.share(w.written_back_rows, evicting_only=trainer != "static")):
+        if not v:
+            continue
+        work += move_rows(w, v, t.capacity, t.rows, to_device=False)
+        if trainer != "static":     # the map: the victims' ids forgotten, slots freed
+            work += (kit.gather(False, v, 1, t.capacity) + kit.gather(False, v, ID_BYTES, t.capacity * ID_BYTES)
+                     + kit.map_write(v, t.rows) + kit.map_write(v, t.capacity) + kit.map_write(v, t.capacity))
+    return work
+
+
+def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
+    """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
+    fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
+    mb = w.moved_row_bytes
+    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m) for t, m in zip(w.tables, fetched)))
+            + kit.calls(False, "plan_table", w.num_tables))
+    collect, write_back, insert = Work(), Work(), Work()
+    for t, m, v in zip(w.tables, fetched, written):
+        for width in (w.dim, w.state_width):
+            if width:
+                rb = width * FLOAT_BYTES
+                collect += (kit.calls(False, "op", 2) + kit.gather(False, m, rb, t.rows * rb)
+                            + Work(host_pinned=2 * m * rb))      # pinned for Transfer, on a GPU
+                insert += kit.scatter(True, m, rb, t.capacity * rb) + kit.calls(True, "op")
+                if v:
+                    write_back += (kit.calls(True, "op", 2) + kit.gather(True, v, rb, t.capacity * rb)
+                                   + kit.calls(False, "op") + kit.scatter(False, v, rb, t.rows * rb)
+                                   + Work(pcie=v * rb, pcie_copies=1))
+        insert += kit.map_write(m, t.capacity) + kit.map_write(m, t.capacity)     # dirty bits, ids
+    train = _total(train_stages(w, footprint="capacity", by_slot=False).values())
+    train += _total(kit.map_lookup(t.unique, t.capacity) + kit.scan(t.unique, 2)     # every lookup hits
+                    + kit.map_write(t.unique, t.capacity) + kit.map_write(t.unique, t.capacity)
+                    + kit.from_numpy(4) for t in w.tables)                            # slots, ids, offsets
+    transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(w, arrays=2)
+    return {"plan": plan, "collect": collect, "write_back": write_back, "transfer": transfer,
+            "insert": insert, "train": train}
+
+
+def stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
+    """The work of each stage of `trainer` in one step (stage names as its StepRecords use),
+    its rows priced as in a step that touches the working set (`Work.in_step`)."""
+    return {name: work.in_step(w.unique_rows) for name, work in _stage_work(trainer, w).items()}
+
+
+def _stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
+    if trainer == "gpu-only":
+        return {"transfer": id_transfer(w, arrays=1), **train_stages(w, footprint="table", by_slot=False)}
+    if trainer == "hybrid":
+        device = train_stages(w, footprint="table", by_slot=False)
+        pooled = w.batch_size * w.num_tables * w.row_bytes
+        return {"embedding_forward": device["embedding_forward"].on_host(),
+                "transfer": Work(pcie=2 * pooled, pcie_copies=2),   # pooled up, their gradients down
+                "mlp": device["mlp"],
+                "embedding_backward": device["embedding_backward"].on_host(),
+                "update": device["update"].on_host()}
+    if trainer in ("static", "lru", "lfu", "prefetch-lru"):
+        train = train_stages(w, footprint="capacity", by_slot=True)
+        train["update"] += _total(kit.map_write(t.unique, t.capacity) for t in w.tables)   # dirty bits
+        names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
+        return {names[0]: cache_fetch(w, trainer), names[1]: cache_write_back(w, trainer),
+                "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables), **train}
+    if trainer == "scratchpipe":
+        return scratchpipe_stages(w)
+    raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")

@@ -1,0 +1,125 @@
+"""Validation: the `this-cpu` cost model beside what the trainers measure here, stage by stage.
+
+For each trainer, the timed steps (after a warm-up in the same `train()` call) give each stage's
+seconds per step (the mean over the steps) and the step's; the model predicts the same run from
+its work (the working sets of the very batches measured, the rows fetched and written back that
+the run counted) on `this-cpu` (the saved calibration, else one measured now). A row per trainer
+and stage carries `measured_s`, `predicted_s` and `error` (predicted / measured - 1).
+
+The bounds (the issue's): every stage that takes more than 10% of the step within 25%, and the
+step within 15%. `data` (making the batch) is not modelled: its measured seconds enter the
+predicted step where the trainer spends them (`costmodel.project(extra=...)`), so the step row
+compares like with like. The verdict names the worst stage among those the bound applies to.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from scratchkit.measure.costmodel import project
+from scratchkit.measure.hardware import get_hardware
+from scratchkit.measure.work import StepWork
+
+STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
+UNMODELLED = ("data",)
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One trainer's stage (or `step`) on one profile: measured and predicted seconds per step."""
+
+    profile: str
+    trainer: str
+    stage: str
+    measured_s: float
+    predicted_s: float | None     # None: not modelled (data)
+    share: float                  # of the measured step
+    error: float | None           # predicted / measured - 1
+    bounded: bool                 # whether a bound applies: the step, or a stage over 10% of it
+    within: bool | None           # inside its bound (None where none applies)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Validation:
+    """Rows of one or more validation runs, and the verdict against the bounds."""
+
+    rows: list[ValidationRow] = field(default_factory=list)
+    hardware: str = ""            # where this-cpu came from (`HardwareProfile.origin`)
+
+    def __add__(self, other: "Validation") -> "Validation":
+        return Validation(self.rows + other.rows, self.hardware or other.hardware)
+
+    def bounded(self) -> list[ValidationRow]:
+        return [r for r in self.rows if r.bounded]
+
+    def worst(self) -> ValidationRow | None:
+        """The stage (not step) with the largest error among those over 10% of their step."""
+        stages = [r for r in self.bounded() if r.stage != "step" and r.error is not None]
+        return max(stages, key=lambda r: abs(r.error) / STAGE_BOUND, default=None)
+
+    def failures(self) -> list[ValidationRow]:
+        return [r for r in self.rows if r.within is False]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures()
+
+    def verdict(self) -> str:
+        """One line: PASS or FAIL against the bounds, and the worst stage."""
+        worst = self.worst()
+        named = ("" if worst is None else f"; worst stage: {worst.trainer} {worst.stage} on {worst.profile} "
+                 f"{100 * worst.error:+.0f}% ({100 * worst.share:.0f}% of its step)")
+        steps = [r for r in self.rows if r.stage == "step" and r.error is not None]
+        worst_step = max(steps, key=lambda r: abs(r.error), default=None)
+        step = "" if worst_step is None else (f"; worst step: {worst_step.trainer} on {worst_step.profile} "
+                                              f"{100 * worst_step.error:+.0f}%")
+        failed = self.failures()
+        head = "PASS" if not failed else f"FAIL ({len(failed)} of {len(self.bounded())} bounded rows outside)"
+        return (f"{head}: bounds {100 * STAGE_BOUND:.0f}% per stage over {100 * SHARE:.0f}% of the step, "
+                f"{100 * STEP_BOUND:.0f}% on the step{named}{step}")
+
+    def to_json(self) -> list[dict]:
+        return [r.to_dict() for r in self.rows]
+
+
+def compare(profile: str, trainer: str, stage_seconds: dict[str, float], step_seconds: float,
+            projection) -> list[ValidationRow]:
+    """The rows of one trainer: each measured or predicted stage, then the step."""
+    def row(stage: str, measured: float, predicted: float | None, is_step: bool = False) -> ValidationRow:
+        share = measured / step_seconds if step_seconds > 0 else 0.0
+        error = None if predicted is None or measured <= 0 else predicted / measured - 1.0
+        bounded = error is not None and (is_step or share > SHARE)
+        bound = STEP_BOUND if is_step else STAGE_BOUND
+        return ValidationRow(profile, trainer, stage, measured, predicted, share, error, bounded,
+                             abs(error) <= bound if bounded else None)
+
+    predicted = projection.stage_seconds
+    stages = list(stage_seconds) + [s for s in predicted if s not in stage_seconds]
+    rows = [row(s, stage_seconds.get(s, 0.0), None if s in UNMODELLED else predicted.get(s)) for s in stages]
+    return rows + [row("step", step_seconds, projection.step_seconds, is_step=True)]
+
+
+def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
+                      source=None, device: str | None = None, wrap=None) -> Validation:
+    """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
+    timed ones, in one `train()` call: scratchkit.measure.bench.run_bench), predict each with
+    `this-cpu`, and compare."""
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.measure.bench import run_bench
+
+    if steps <= 0 or warmup < 0:
+        raise ValueError(f"steps must be positive and warmup >= 0, got steps={steps}, warmup={warmup}")
+    source = source if source is not None else SyntheticSource(config.data)
+    hw = get_hardware("this-cpu")
+    base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
+    validation = Validation(hardware=hw.origin)
+    for result in run_bench(config, trainers, steps, warmup=warmup, source=source, device=device, wrap=wrap):
+        work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step)
+        if result.trainer == "scratchpipe" and hw.device_is_host:
+            work = replace(work, planners=1)    # a CPU run plans its tables one after another
+        extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
+        validation.rows += compare(profile, result.trainer, result.stage_seconds, result.seconds / result.steps,
+                                   project(result.trainer, work, hw, extra=extra))
+    return validation

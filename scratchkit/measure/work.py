@@ -1,0 +1,251 @@
+"""What one training step does, counted: the cost model's first half (the second divides by a
+`HardwareProfile`: scratchkit/measure/costmodel.py).
+
+`StepWork` says what a step touches, per table (lookups, distinct ids, table and cache sizes) and
+for the whole model (batch, dim, the MLPs' widths, rows fetched and written back). `Work` is the
+work of one stage in the units the profiles price:
+
+    stream          bytes read or written in order (copies, elementwise ops, outputs)
+    rows            random rows gathered or scattered: (rows, row bytes, bytes of the table they
+                    are in), priced by the profile's RowCurve at that table size
+    sorts           keys sorted by the kit's coalesce (torch) or by NumPy (unique, argsort), per
+                    sort: (n keys, how many sorts[, depth]), priced in n x depth (log2 n unless
+                    given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate
+    sort_values     floats the coalesce moves and sums beside its keys
+    calls           the kit's calls, each with its fixed cost (hw_profile.CALL_OPS)
+    mm, bmm         matmuls: (FLOPs per call, calls), and the interaction's batched small ones
+    activations     floats the dense step's elementwise ops move
+    plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
+                    and the misses planned
+    pcie            bytes and copies between host and device
+
+`kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
+np.unique...), and `stages.py` adds them up stage by stage for each trainer, as its code runs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from scratchkit.config import OptimizerKind, TrainConfig
+from scratchkit.measure.hw_profile import HardwareProfile, sort_units
+
+FLOAT_BYTES = 4
+ID_BYTES = 8              # int64 ids, offsets and slots
+
+
+@dataclass(frozen=True)
+class Work:
+    """One stage's work in one step, on the host and on the device (see the module note)."""
+
+    host_stream: float = 0.0
+    host_rows: tuple = ()         # (gather|scatter|lookup|update, rows of one call, row bytes, table bytes)
+    host_sorts: tuple = ()        # ("torch" | "numpy", n keys, sorts[, depth])
+    host_sort_values: float = 0.0
+    host_calls: tuple = ()        # (call name, count)
+    host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses)
+    host_pinned: float = 0.0      # bytes copied into pinned memory (only where there is a GPU)
+    pcie: float = 0.0
+    pcie_copies: float = 0.0
+    device_stream: float = 0.0
+    device_rows: tuple = ()
+    device_sorts: tuple = ()
+    device_sort_values: float = 0.0
+    device_calls: tuple = ()
+    device_mm: tuple = ()         # (FLOPs per call, calls)
+    device_bmm: tuple = ()        # (FLOPs per matrix, matrices)
+    device_activations: float = 0.0   # floats the dense step's elementwise ops move
+    touched_rows: float = 0.0     # distinct rows the whole step touches (0: not known)
+
+    def __add__(self, other: "Work") -> "Work":
+        summed = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        return Work(**summed | {"touched_rows": max(self.touched_rows, other.touched_rows)})
+
+    def in_step(self, touched_rows: float) -> "Work":
+        """This work inside a step that touches `touched_rows` distinct rows in all: a random row
+        is found in the caches as far as the rows the step touches fit there, so a table counts
+        as no larger than those rows (at its row width) when its rows are priced."""
+        return replace(self, touched_rows=touched_rows)
+
+    def _footprint(self, footprint: float, row_bytes: float) -> float:
+        return min(footprint, self.touched_rows * max(row_bytes, 1.0)) if self.touched_rows else footprint
+
+    def on_host(self) -> "Work":
+        """The same work done by the host instead of the device (hybrid's embedding stages)."""
+        moved = {f"host_{k}": getattr(self, f"host_{k}") + getattr(self, f"device_{k}")
+                 for k in ("stream", "rows", "sorts", "sort_values", "calls")}
+        return replace(self, **moved, device_stream=0.0, device_rows=(), device_sorts=(),
+                       device_sort_values=0.0, device_calls=())
+
+    def bytes(self) -> float:
+        """Bytes moved through memories and the link: streams, rows, PCIe."""
+        rows = sum(r[1] * r[2] for r in self.host_rows + self.device_rows)
+        return self.host_stream + self.device_stream + self.pcie + rows
+
+    def seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+        """Time on `hw`, nothing overlapped; the planner's work spread over `planners` cores."""
+        return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
+
+    def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+        plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
+                   + m / hw.host_plan_miss_rate.at(rows) for rows, n, u, m in self.host_plan)
+        return (self.host_stream / hw.host_stream_bw
+                + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
+                                              "lookup": hw.host_lookup, "update": hw.host_update})
+                + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort)
+                + self.host_sort_values / hw.host_sort_value_rate
+                + sum(count * hw.call(False, name) for name, count in self.host_calls)
+                + plan / max(planners, 1.0)
+                + (0.0 if hw.device_is_host else self.host_pinned / hw.host_stream_bw))
+
+    def _rows(self, rows: tuple, curves: dict) -> float:
+        return sum(curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
+                   for kind, n, row_bytes, footprint in rows)
+
+    def pcie_seconds(self, hw: HardwareProfile) -> float:
+        return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
+
+    def device_seconds(self, hw: HardwareProfile) -> float:
+        return (self.device_stream / hw.device_stream_bw
+                + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
+                                                "lookup": hw.device_lookup, "update": hw.device_update})
+                + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort)
+                + self.device_sort_values / hw.device_sort_value_rate
+                + sum(count * hw.call(True, name) for name, count in self.device_calls)
+                + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
+                + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
+                + self.device_activations / hw.device_activation_rate.at(self.device_activations))
+
+
+def _sorts(sorts: tuple, torch_rate, numpy_rate) -> float:
+    total = 0.0
+    for kind, n, count, *depth in sorts:
+        if n > 1:
+            units = n * depth[0] if depth else sort_units(n)
+            total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
+    return total
+
+
+# ---------------------------------------------------------------------------------- a step's work
+@dataclass(frozen=True)
+class TableWork:
+    """One table in one step: its size, its lookups and distinct ids, its cache or scratchpad."""
+
+    rows: int
+    lookups: float
+    unique: float
+    capacity: int        # slots of a cache or scratchpad (capped at the table)
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """What one step touches. Build with `from_config`, then set the rows moved (`with_counters`)."""
+
+    batch_size: int
+    dim: int
+    state_width: int         # optimizer floats per row
+    optimizer: OptimizerKind
+    num_dense: int
+    tables: tuple[TableWork, ...]
+    bottom: tuple[int, ...]  # the bottom MLP's widths, its input first
+    top: tuple[int, ...]     # the top MLP's widths, its input (dim + pairs) first
+    fetched_rows: float = 0.0        # rows host -> device per step (caches, scratchpipe)
+    written_back_rows: float = 0.0   # rows device -> host per step
+    plan_horizon: int = 0            # batches ScratchPipe's Plan looks ahead for victims' next use
+    planners: int | None = None      # tables (or shards) ScratchPipe plans at once; None: one per table
+
+    # ---- totals over the tables
+    @property
+    def num_tables(self) -> int:
+        return len(self.tables)
+
+    @property
+    def lookups(self) -> float:
+        return float(sum(t.lookups for t in self.tables))
+
+    @property
+    def unique_rows(self) -> float:
+        return float(sum(t.unique for t in self.tables))
+
+    @property
+    def table_rows(self) -> int:
+        return int(sum(t.rows for t in self.tables))
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * FLOAT_BYTES
+
+    @property
+    def moved_row_bytes(self) -> int:
+        """A row travels with its optimizer state."""
+        return (self.dim + self.state_width) * FLOAT_BYTES
+
+    @property
+    def plan_parallelism(self) -> int:
+        return self.planners if self.planners is not None else self.num_tables
+
+    def share(self, total: float, evicting_only: bool = False) -> list[float]:
+        """`total` rows of the step split over the tables by their distinct ids (the measured
+        counters are totals); `evicting_only`: only tables whose cache is smaller than the table."""
+        weights = [t.unique if (t.capacity < t.rows or not evicting_only) else 0.0 for t in self.tables]
+        whole = sum(weights)
+        return [total * w / whole if whole else 0.0 for w in weights]
+
+    @classmethod
+    def from_config(cls, config: TrainConfig, source=None, batches: int = 4, start: int = 0) -> "StepWork":
+        """Lookups and working sets averaged over batches start .. start+batches-1."""
+        if source is None:
+            from scratchkit.data.synthetic import SyntheticSource
+            source = SyntheticSource(config.data)
+        if batches <= 0:
+            raise ValueError(f"batches must be positive, got {batches}")
+        taken = [source.batch(b) for b in range(start, min(start + batches, len(source)))]
+        if not taken:
+            raise ValueError(f"the source has {len(source)} batches; none from batch {start}")
+        sizes = config.data.table_sizes
+        tables = tuple(TableWork(rows=n, lookups=float(np.mean([len(b.ids[t]) for b in taken])),
+                                 unique=float(np.mean([len(np.unique(b.ids[t])) for b in taken])),
+                                 capacity=config.cache.capacity_for(n)) for t, n in enumerate(sizes))
+        m, num_dense, T = config.model, source.num_dense, len(sizes)
+        horizon = 4 * (config.cache.depth + 1) if config.cache.victim_policy == "furthest" else 0
+        return cls(batch_size=config.data.batch_size, dim=m.dim,
+                   state_width=config.optimizer.state_width(m.dim), optimizer=config.optimizer.kind,
+                   num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
+                   top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon)
+
+    def with_counters(self, fetched_rows: float, written_back_rows: float) -> "StepWork":
+        """The measured rows moved per step (a bench run's StepRecord counters)."""
+        return replace(self, fetched_rows=float(fetched_rows), written_back_rows=float(written_back_rows))
+
+    def with_hit_rate(self, hit_rate: float) -> "StepWork":
+        """Rows moved per step for a demand cache with this per-lookup hit rate, when no counters
+        were measured: each missed lookup of a cold row is roughly one missed distinct row, so
+        fetched = min(working set, missed lookups); in steady state every fetch evicts a victim."""
+        if not 0.0 <= hit_rate <= 1.0:
+            raise ValueError(f"hit_rate must be in [0, 1], got {hit_rate}")
+        rows = min(self.unique_rows, (1.0 - hit_rate) * self.lookups)
+        return self.with_counters(rows, rows)
+
+
+def mlp_flops(config: TrainConfig, num_dense: int, num_tables: int) -> tuple[float, int]:
+    """(forward + backward FLOPs per step, number of Linear layers) of the dense model.
+
+    A Linear of `i -> o` on B samples costs 2*B*i*o FLOPs forward and twice that backward (input
+    and weight gradients), except the first layer, whose input (the dense features) needs no
+    gradient; the interaction's batched dot products cost 2*B*(T+1)^2*dim, and twice that backward.
+    """
+    m, B = config.model, config.data.batch_size
+    vectors = num_tables + 1
+    top_in = m.dim + vectors * (vectors - 1) // 2
+    widths = [(max(num_dense, 1), *m.bottom_mlp), (top_in, *m.top_mlp)]
+    forward = sum(2 * B * i * o for w in widths for i, o in zip(w[:-1], w[1:]))
+    forward += 2 * B * vectors * vectors * m.dim
+    layers = sum(len(w) - 1 for w in widths)
+    first = widths[0]
+    return 3.0 * forward - 2 * B * first[0] * first[1], layers
+
+
+def log2(x: float) -> float:
+    return math.log2(x) if x > 1 else 0.0

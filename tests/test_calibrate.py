@@ -1,0 +1,108 @@
+"""`scratchkit calibrate`: what it measures, the JSON it saves and reads back, `this-cpu` using the
+saved profile (and saying so), a corrupt file refused in one line naming it, and the GPU path run
+through the CUDA stand-in (tests/stand_ins.py). No timing bound: the figures are only checked to
+be there, positive and ordered where physics orders them."""
+import json
+import math
+
+import pytest
+
+from scratchkit.commands.cli import main
+from scratchkit.device import Device
+from scratchkit.measure import hardware
+from scratchkit.measure.calibrate import calibrate
+from scratchkit.measure.hw_profile import HardwareProfile, load_profile, save_profile
+from stand_ins import StandInCuda
+
+
+@pytest.fixture(scope="module")
+def quick_profile() -> HardwareProfile:
+    return calibrate(quick=True)
+
+
+@pytest.fixture
+def saved_at(tmp_path, monkeypatch):
+    """$SCRATCHKIT_HARDWARE_PROFILE pointed at a file in tmp_path, and this-cpu forgotten."""
+    path = tmp_path / "profile.json"
+    monkeypatch.setenv(hardware.ENV_PATH, str(path))
+    hardware.forget_this_cpu()
+    yield path
+    hardware.forget_this_cpu()
+
+
+def test_a_quick_calibration_measures_every_constant(quick_profile):
+    p = quick_profile
+    assert p.name == "this-cpu" and p.device_is_host and p.pcie_bw == math.inf
+    assert p.host_stream_bw > 1e8 and p.device_flops.at(1e7) > 1e8
+    # a table far beyond the caches gathers slower than one inside them; a sort of more keys
+    # takes longer; the calls' fixed costs are positive and a backward costs more than a lookup
+    small, big = p.host_gather.seconds_per_row(64, 2**18, 8192), p.host_gather.seconds_per_row(64, 2**26, 8192)
+    assert 0 < small < big
+    assert p.host_sort.at(32768) > 0 and p.host_numpy_sort.at(2048) > 0
+    assert all(v >= 0 for v in p.host_calls.values()) and p.host_calls["backward"] > p.host_calls["lookup"]
+    assert p.host_plan_lookup_rate.at(2**16) > 0 and p.host_plan_id_rate.at(2**16) > 0
+    assert "calibrated (quick)" in p.origin and all(p.sources.get(k) for k in ("host_gather", "host_plan_id_rate"))
+
+
+def test_the_json_round_trips(quick_profile, tmp_path):
+    path = save_profile(quick_profile, tmp_path / "p.json")
+    assert load_profile(path) == quick_profile
+    data = json.loads(path.read_text())
+    assert data["pcie_bw"] == "inf" and isinstance(data["host_gather"], list)
+
+
+def test_this_cpu_uses_the_saved_profile_and_says_so(quick_profile, saved_at):
+    marked = HardwareProfile.from_json(quick_profile.to_json() | {"host_stream_bw": 1.25e9})
+    hardware.save_calibration(marked)
+    assert saved_at.exists()
+    hw = hardware.get_hardware("this-cpu")
+    assert hw.host_stream_bw == 1.25e9 and f"saved calibration {saved_at}" in hw.origin
+
+
+@pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),
+                                           ('{"name": "x"}', "fields missing"),
+                                           ("[1, 2]", "expected a JSON object")])
+def test_a_corrupt_calibration_file_is_one_line_naming_it(saved_at, content, what):
+    saved_at.write_text(content)
+    with pytest.raises(ValueError, match=what) as err:
+        hardware.get_hardware("this-cpu")
+    assert str(saved_at) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_cli_names_a_corrupt_file_and_exits_2(saved_at, capsys):
+    saved_at.write_text("{")
+    code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only", "--quick", "--project", "this-cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("scratchkit bench: error: hardware profile") and str(saved_at) in err
+
+
+def test_calibrate_command_saves_and_prints_json(quick_profile, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "cal" / "mine.json"
+
+    def measured(quick, progress, device):      # the command's own work, not the measuring again
+        progress("a step")
+        return HardwareProfile.from_json(quick_profile.to_json() | {"host_stream_bw": 2e9})
+    monkeypatch.setattr("scratchkit.measure.calibrate.calibrate", measured)
+    code = main(["calibrate", "--quick", "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0 and json.loads(captured.out)["name"] == "this-cpu"
+    assert load_profile(out).host_stream_bw == 2e9
+    assert "calibrate [" in captured.err and f"saved {out}" in captured.err      # progress on stderr
+    code = main(["calibrate", "--out", str(tmp_path)])
+    assert code == 2 and "is a folder" in capsys.readouterr().err
+
+
+def test_the_gpu_path_runs_through_the_stand_in():
+    """The device measurements run on a Device whose CUDA runtime is the stand-in: the same lines
+    a GPU runs (pinned memory, non-blocking copies, synchronisation), the device being the CPU."""
+    runtime = StandInCuda()
+    steps = []
+    p = calibrate(quick=True, device=Device("cpu", runtime), progress=steps.append)
+    assert not p.device_is_host and p.pcie_bw > 0 and p.pcie_latency > 0
+    assert p.device_gather.seconds_per_row(64, 2**22, 8192) > 0 and p.device_calls["backward"] > 0
+    assert "StandInCuda" in p.description and "pinned" in p.sources["pcie_bw"]
+    calls = [c for c, _ in runtime.calls_of()]
+    assert "pin" in calls and "synchronize" in calls
+    copies = [d for c, d in runtime.calls_of() if c == "to_device" and d["non_blocking"]]
+    assert copies and all(d["pinned"] for d in copies)        # the link timed from pinned memory
+    assert any("host <-> device" in s for s in steps)
