@@ -97,11 +97,26 @@ def run_rank_command(args) -> int:
     except RankFailed as failed:
         print(f"scratchkit.distributed rank {env.rank}: error: {failed}", file=sys.stderr)
         if "TORCHELASTIC_ERROR_FILE" in os.environ:   # torchrun's summary then quotes it
-            from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
-
-            ErrorHandler().record_exception(failed)
+            record_for_torchrun(failed, os.environ["TORCHELASTIC_ERROR_FILE"])
         return FAILED
     return 0 if result is None else show(args, spec, result)
+
+
+def record_for_torchrun(failed, path: str) -> None:
+    """Write this rank's error where torchrun reads it. torchrun names as root cause the failure
+    with the earliest timestamp, in whole seconds, the lowest rank on a tie: a rank stopped by a
+    peer's failure (`blame`) noticed it in the same second or later, so its file says one second
+    later than its clock, and the rank that failed first is the one named."""
+    from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
+
+    ErrorHandler().record_exception(failed)
+    if failed.entry.get("blame"):
+        with open(path) as file:
+            data = json.load(file)
+        info = data["message"]["extraInfo"]
+        info["timestamp"] = str(int(info["timestamp"]) + 1)
+        with open(path, "w") as file:
+            json.dump(data, file)
 
 
 def show(args, spec, result) -> int:
