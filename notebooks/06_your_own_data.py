@@ -17,7 +17,8 @@
 # - load a data file in one call, and read what the loader did to it (its report);
 # - see how skewed real ids are, and what that means for LRU and OPT caches (miss-ratio curves);
 # - find the smallest scratchpad ScratchPipe accepts for this data, at each look-ahead depth;
-# - run every trainer on it, side by side.
+# - run every trainer on it, side by side;
+# - write two of the kit's measures yourself: the rows a loaded column gets, and the skew of a trace.
 #
 # The kit ships a tiny *synthetic* file in the Criteo format (`datasets/samples/criteo-synthetic.tsv`,
 # 48 made-up rows). Where the real 7,200-row Criteo Kaggle sample sits beside the project
@@ -61,6 +62,27 @@ print(source)
 print(source.report)
 
 # %% [markdown]
+# ### Exercise: a column's rows
+#
+# Write `table_rows(values, max_rows)`: `values` is one categorical column as the loader reads it
+# (the 8 hex digits of a Criteo hash as a `uint32`, a missing value as 0); return the row of its
+# table that each value lands in, as `scratchkit/data/row_maps.py` maps them: one row per distinct
+# value, in sorted order of the values, unless the column has more than `max_rows` distinct values
+# (`max_rows=None`: no cap); then it is hashed, `value % max_rows`. `check` holds it to the loader's
+# own maps. Until you write it, the stub raises `NotImplementedError`.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def table_rows(values, max_rows):
+    """values [n] uint32 -> [n] rows: the rank among the sorted distinct values, or value % max_rows."""
+    raise NotImplementedError("table_rows: write it, then run this cell again")
+
+
+check(table_rows)
+
+# %% [markdown]
 # ## How skewed are real ids?
 #
 # The access trace lists every lookup in order (each table's rows offset so that tables do not
@@ -76,6 +98,26 @@ trace = make_trace(source, len(source))
 print(f"{trace.size:,} lookups of {len(set(trace.tolist())):,} distinct ids; the hottest 1% "
       f"serve {100 * top_share(trace, 0.01):.0f}% of them")
 skew_cdf({path.name: trace})
+
+# %% [markdown]
+# ### Exercise: how skewed is a trace?
+#
+# Write `hottest_share(trace, fraction)`: the share of the lookups in `trace` (ids, one per lookup)
+# that the hottest `fraction` of its *distinct* ids serve, the ids ranked by their number of lookups
+# and their number rounded up (at least one id). An empty trace has no share: refuse it with a
+# `ValueError`. `check` holds it to `top_share`, the measure printed above.
+
+# %% tags=["exercise", "raises-exception"]
+def hottest_share(trace, fraction):
+    """Share of trace's lookups served by the ceil(fraction x distinct ids) most looked-up ids."""
+    raise NotImplementedError("hottest_share: write it, then run this cell again")
+
+
+outcome = check(hottest_share)
+display(outcome)
+if outcome:
+    print(f"the hottest 1% of {path.name}'s ids: {100 * hottest_share(trace, 0.01):.1f}% of its lookups "
+          f"(top_share: {100 * top_share(trace, 0.01):.1f}%)")
 
 # %% [markdown]
 # ## Miss-ratio curves: LRU and OPT at every size

@@ -20,7 +20,8 @@
 # - follow what crosses the network in one step, and why the kit sends rows, not pooled sums;
 # - see why ScratchPipe's look-ahead still guarantees hits: each rank plans its own shard;
 # - run 2 ranks from this notebook, check them against plain PyTorch (0.0), and watch a failure;
-# - project the same steps onto GPU servers: 8 GPUs on NVLink, then 2 to 16 servers.
+# - project the same steps onto GPU servers: 8 GPUs on NVLink, then 2 to 16 servers;
+# - write two of the kit's rules yourself: who owns a row, and how many bytes a rank sends.
 
 # %% [markdown]
 # ## Who owns which rows
@@ -33,6 +34,7 @@
 # - **row-wise**: every table cut into blocks of `ceil(rows / N)` rows, block `r` on rank `r`.
 
 # %%
+import numpy as np
 from scratchkit import get_profile
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
@@ -47,6 +49,29 @@ ownership_figure(row_wise)
 # %%
 # NBVAL_CHECK_OUTPUT
 print(table_wise.describe())
+
+# %% [markdown]
+# ### Exercise: who owns a row?
+#
+# Write `row_owner(ids, rows, world_size)`: for a table of `rows` rows sharded row-wise over
+# `world_size` ranks, the rank that owns each of `ids` (a NumPy array). `check` holds it to the
+# plan's own `owners`, the rule every rank routes its ids by. Until you write it, the stub raises
+# `NotImplementedError`.
+
+# %% tags=["exercise", "raises-exception"]
+from scratchkit.course.exercises import check
+
+
+def row_owner(ids, rows, world_size):
+    """ids [n] int64 -> [n] the rank owning each row, the table cut into blocks of ceil(rows / N) rows."""
+    raise NotImplementedError("row_owner: write it, then run this cell again")
+
+
+outcome = check(row_owner)
+display(outcome)
+if outcome:
+    print("table 0's rows 0, 4999, 5000 and 19999 over 4 ranks:",
+          row_owner(np.array([0, 4999, 5000, 19999]), config.data.table_sizes[0], 4))
 
 # %% [markdown]
 # ## What a rank sees, and what it sends
@@ -87,6 +112,31 @@ for row in shards.rows:   # the same numbers as text: rank, rows owned, owned id
 
 # %%
 traffic_table(config, gpus=8)
+
+# %% [markdown]
+# ### Exercise: what one rank sends
+#
+# Write `request_bytes(micro_ids, plan, rank, dim)`: the bytes rank `rank` sends in one step for its
+# micro-batch, whose ids are `micro_ids` (one array per table). It sends, to the other ranks, the
+# `[N, T]` counts first (8 bytes each: `T` counts to each of the `N - 1` others), then each id that
+# another rank owns (8 bytes), and after the backward pass a gradient for each (`dim` float32s).
+# Only distinct ids travel, table by table (steps 1 and 4 above); `plan.owners(table, ids)` says
+# who owns what. `check` holds it to the count `scratchkit.measure.sharded_cost` projects from.
+
+# %% tags=["exercise", "raises-exception"]
+def request_bytes(micro_ids, plan, rank, dim):
+    """Bytes rank `rank` sends for its micro-batch micro_ids [T arrays]: counts, ids, gradients."""
+    raise NotImplementedError("request_bytes: write it, then run this cell again")
+
+
+outcome = check(request_bytes)
+display(outcome)
+if outcome:
+    from scratchkit.data.batch import micro_batch
+
+    eight = plan_shards("row", config.data.table_sizes, 8)
+    sent = request_bytes(micro_batch(source.batch(0), 1, 8).ids, eight, 1, config.model.dim)
+    print(f"rank 1 of 8, row-wise, global batch 0: {sent:,} bytes of counts, ids and gradients")
 
 # %% [markdown]
 # ## Why it is exact

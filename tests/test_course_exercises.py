@@ -53,6 +53,16 @@ def _victims_ignoring_holds(slot_ids, held, next_use, count):
     return sorted(sorted(candidates, key=lambda s: (-next_use.get(int(slot_ids[s]), 1e18), s))[:count])
 
 
+def _first_ids_share(trace, fraction):          # the smallest ids, not the hottest
+    ids, counts = np.unique(trace, return_counts=True)
+    return counts[:max(1, int(np.ceil(fraction * ids.size)))].sum() / len(trace)
+
+
+def _request_bytes_over_lookups(micro_ids, plan, rank, dim):   # every lookup travels, duplicates too
+    remote = sum(int((plan.owners(t, ids) != rank).sum()) for t, ids in enumerate(micro_ids))
+    return 8 * len(micro_ids) * (plan.world_size - 1) + remote * (8 + 4 * dim)
+
+
 # exercise -> (a wrong answer, words its failure must contain)
 WRONG = {
     "bag_sums": (_reduceat_bags, ["case 3 of 6 (an empty bag in the middle)", "its pooled row is all zeros"]),
@@ -78,6 +88,16 @@ WRONG = {
                                 ["case 1 of 4", "pooled vectors up, their gradients down"]),
     "pipeline_step_seconds": (lambda stages, cores: sum(stages.values()),
                               ["(the host threads are busiest)", "each run on a thread of their own"]),
+    "hottest_share": (_first_ids_share, ["case 2 of 6 (the hottest ids are not the smallest)",
+                                         "returned 0.5, expected 0.833333", "by their number of lookups"]),
+    "table_rows": (lambda values, max_rows: np.searchsorted(np.unique(values), values) if max_rows is None
+                   or np.unique(values).size < max_rows else values % max_rows,
+                   ["case 3 of 6 (exactly max_rows distinct values)", "max_rows distinct values or fewer"]),
+    "row_owner": (lambda ids, rows, world_size: np.asarray(ids) // (rows // world_size),
+                  ["case 2 of 5 (10 rows over 4 ranks: blocks of 3)", "element [2] is 1, expected 0",
+                   "block = ceil(rows / world_size)"]),
+    "request_bytes": (_request_bytes_over_lookups, ["case 2 of 5 (an id asked for twice)",
+                                                    "returned 88, expected 64", "id 7, looked up twice"]),
 }
 
 

@@ -122,13 +122,26 @@ def measure_work(config: TrainConfig, sharding: str, gpus: int, batches: int = 2
         owned.append(per_rank.max())
         for rank in range(gpus):                      # each micro-batch's ids that go elsewhere
             part = micro_batch(whole, rank, gpus)
-            sent.append(sum(int((plan.owners(t, np.unique(ids)) != rank).sum()) for t, ids in enumerate(part.ids)))
+            sent.append(remote_ids(plan, part.ids, rank))
             lookups.append(part.lookups())
     ids = float(np.mean(sent))
-    row = dim * FLOAT_BYTES
-    traffic = {"ids": ids * ID_BYTES + ID_BYTES * T * (gpus - 1), "rows": ids * row, "grads": ids * row,
-               "dense": (gpus - 1) * dense_parameters(config, source.num_dense) * FLOAT_BYTES}
+    traffic = exchange_bytes(ids, T, gpus, dim) | {
+        "dense": (gpus - 1) * dense_parameters(config, source.num_dense) * FLOAT_BYTES}
     return ShardedWork(gpus, sharding, float(np.mean(lookups)), float(np.mean(owned)), ids, traffic)
+
+
+def remote_ids(plan, ids_by_table, rank: int) -> int:
+    """The distinct ids of rank `rank`'s micro-batch (its ids [n_t], table by table) that other
+    ranks own: the ids it sends, and the rows and gradients that travel for them."""
+    return sum(int((plan.owners(t, np.unique(ids)) != rank).sum()) for t, ids in enumerate(ids_by_table))
+
+
+def exchange_bytes(remote: float, tables: int, gpus: int, dim: int) -> dict[str, float]:
+    """Bytes of the three exchanges for `remote` distinct ids (module note): ids and their [N, T]
+    counts go to the owners, a row comes back for each id, a gradient goes to its owner."""
+    row = dim * FLOAT_BYTES
+    return {"ids": remote * ID_BYTES + ID_BYTES * tables * (gpus - 1), "rows": remote * row,
+            "grads": remote * row}
 
 
 def torchrec_traffic(config: TrainConfig, sharding: str, gpus: int, lookups: float) -> dict[str, float]:
