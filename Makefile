@@ -11,7 +11,10 @@ EXTRAS := notebooks,dev,kernels-ci$(shell nvidia-smi >/dev/null 2>&1 && echo ,gp
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 PORT ?= 8888
-TOKEN ?= $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(16))")
+# TOKEN: pass one, or the lab recipe makes one. Made in the recipe's one shell, once: a make
+# variable `TOKEN ?= $(shell ...)` is expanded again at each use, so the URL printed and the
+# server's token would be two different random tokens.
+TOKEN ?=
 
 .PHONY: lab test install bench clean
 
@@ -25,13 +28,14 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 lab: install
-	@echo "Open http://127.0.0.1:$(PORT)/lab?token=$(TOKEN)"
-	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-	  --ServerApp.token=$(TOKEN) --ServerApp.root_dir=notebooks --LabApp.news_url=None \
+	@token="$(TOKEN)"; [ -n "$$token" ] || token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))"); \
+	echo "Open http://127.0.0.1:$(PORT)/lab?token=$$token"; \
+	exec $(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	  --ServerApp.token=$$token --ServerApp.root_dir=notebooks --LabApp.news_url=None \
 	  $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 test: install
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -rs   # -rs: every skip and why (no GPU, no chromium) in the summary
 
 bench: install
 	$(VENV)/bin/scratchkit bench --profile small --trainers gpu-only,hybrid

@@ -37,8 +37,18 @@ class Backend:
             kernels = f"CuPy {self.cupy_version} installed but no GPU: kernels run as host builds / NumPy twins"
         else:
             kernels = "CuPy not installed: kernels run as host builds / NumPy twins"
-        return (f"scratchkit on Python {platform.python_version()}, torch {self.torch_version}, "
-                f"{gpu}; {kernels}")
+        return (f"scratchkit {kit_version()} on Python {platform.python_version()}, torch "
+                f"{self.torch_version}, {gpu}; {kernels}")
+
+
+def kit_version() -> str:
+    """The installed kit's version (pyproject.toml), "unknown" in a never-installed checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scratchkit")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _probe_cupy() -> tuple[str, bool, bool]:

@@ -62,9 +62,9 @@ if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
 
 # ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
 PROBE_BUDGET=30
-SECTIONS=(wheels env kernel_tests kernel_bench verify bench_small bench_embedding calibrate validate)
-declare -A BUDGET=([wheels]=30 [env]=15 [kernel_tests]=75 [kernel_bench]=45 [verify]=60
-                   [bench_small]=50 [bench_embedding]=60 [calibrate]=40 [validate]=60)
+SECTIONS=(wheels env kernel_tests kernel_bench verify distributed bench_small bench_embedding calibrate validate)
+declare -A BUDGET=([wheels]=30 [env]=15 [kernel_tests]=75 [kernel_bench]=45 [verify]=60 [distributed]=25
+                   [bench_small]=50 [bench_embedding]=60 [calibrate]=40 [validate]=45)
 TOTAL_LIMIT=480
 
 say() { echo "$*" | tee -a "$REPORT"; }
@@ -152,6 +152,32 @@ section_verify() {
         >"$OUT/verify.json" || { cat "$OUT/verify.json"; return 1; }
     "$PY" -m scratchkit.commands.cli verify --profile tiny --optimizer rowwise_adagrad --trainers "$trainers" \
         --steps 20 --device "$DEVICE"
+}
+
+distributed_ranks() {   # one rank per GPU, at most 2 (NCCL refuses two ranks on one GPU); 2 on a CPU
+    if [ "$DEVICE" = cuda ]; then
+        local gpus
+        gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+        if [ "$gpus" -ge 2 ]; then echo 2; else echo 1; fi
+    else echo 2; fi
+}
+
+section_distributed() {
+    # Sharded training (scratchkit/distributed) on NCCL: every collective the kit uses on CUDA
+    # tensors (all_to_all_single with uneven splits, all_gather, gather_object), against plain
+    # PyTorch trained as N micro-batches. One GPU: a 1-rank job, which still runs them all.
+    local ranks
+    ranks=$(distributed_ranks)
+    echo "$ranks rank(s), backend $([ "$DEVICE" = cuda ] && echo nccl || echo gloo); tolerance 1e-4 on CUDA, 0 on a CPU"
+    "$PY" -m scratchkit.commands.cli verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 \
+        --world-size "$ranks" --sharding row --device "$DEVICE" --json >"$OUT/distributed.json" \
+        || { cat "$OUT/distributed.json"; return 1; }
+    "$PY" - "$OUT/distributed.json" <<'PYEOF'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    print(f"{r['trainer']:12s} {r['world_size']} rank(s) {r['backend']}: max |diff| {r['max_abs_diff']:.2e}"
+          f" (tolerance {r['tolerance']:g}) {'OK' if r['passed'] else 'FAIL'}")
+PYEOF
 }
 
 bench_profile() {   # bench_profile PROFILE OUTPUT.json: the trainers, with the cost model's projections
@@ -252,7 +278,7 @@ main() {
 
 # `timeout` runs a program, not a shell function: export the sections and their helpers.
 export -f section_wheels section_env section_kernel_tests section_kernel_bench section_verify \
-    section_bench_small section_bench_embedding section_calibrate section_validate \
+    section_distributed distributed_ranks section_bench_small section_bench_embedding section_calibrate section_validate \
     bench_profile bench_trainers verify_trainers py_true has_trainer has_profile has_command \
     has_bench_option not_available
 export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE

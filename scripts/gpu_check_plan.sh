@@ -21,6 +21,7 @@ plan_of() {   # plan_of SECTION: what the section runs, as one line
         kernel_tests) echo "pytest tests/test_kernels_nvrtc.py tests/test_device.py; pytest -m gpu tests/test_kernels*.py tests/test_scratchpad*.py" ;;
         kernel_bench) echo "benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick}: lookups/s, gather GB/s vs the device's copy GB/s -> kernel_bench.json" ;;
         verify) echo "scratchkit verify --profile $PROFILE --trainers $(verify_trainers) --steps 20 --device $DEVICE (tolerance 1e-4 on CUDA), and tiny with rowwise_adagrad -> verify.json" ;;
+        distributed) echo "scratchkit verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 --world-size $(distributed_ranks) --sharding row --device $DEVICE: NCCL, one rank per GPU (at most 2) -> distributed.json" ;;
         bench_small) echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE -> bench_small.json" ;;
         bench_embedding)
             if has_profile "$EMBEDDING_PROFILE"; then

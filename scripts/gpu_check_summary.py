@@ -3,7 +3,7 @@
     python scripts/gpu_check_summary.py OUT MODE
 
 Reads what the sections left in OUT (sections.tsv, env.json, kernel_bench.json, verify.json,
-bench_small.json, bench_embedding.json, calibrate.json; any may be missing when its section did
+distributed.json, bench_small.json, bench_embedding.json, calibrate.json; any may be missing when its section did
 not run), writes OUT/gpu_check.json, and prints a text summary for report.md in which each
 measured trainer and kernel figure stands beside the projection docs/gpu-expected.json made
 before the run.
@@ -76,6 +76,7 @@ def main(argv: list[str]) -> int:
     expected = load(EXPECTED)
     run = {"mode": mode, "sections": sections(out), "env": load(out / "env.json"),
            "kernel_bench": load(out / "kernel_bench.json"), "verify": load(out / "verify.json"),
+           "distributed": load(out / "distributed.json"),
            "bench_small": load(out / "bench_small.json"),
            "bench_embedding": load(out / "bench_embedding.json"),
            "calibrate": load(out / "calibrate.json"),
@@ -88,6 +89,9 @@ def main(argv: list[str]) -> int:
     for v in run["verify"] or []:
         lines.append(f"verify {v['trainer']:13s} max |diff| {v['max_abs_diff']:.2e} (tolerance "
                      f"{v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}")
+    for v in run["distributed"] or []:
+        lines.append(f"sharded {v['trainer']:12s} {v['world_size']} rank(s), {v['backend']}: max |diff| "
+                     f"{v['max_abs_diff']:.2e} (tolerance {v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}")
     lines += kernel_lines(run["kernel_bench"], expected)
     status = {s["section"]: s["status"] for s in run["sections"]}
     lines += bench_lines("bench small", run["bench_small"], expected_for(expected, "small"),

@@ -54,7 +54,7 @@ def test_bench_json_has_the_documented_keys(capsys):
 
 def test_bench_table_lists_stages(capsys):
     code, out, _ = run(capsys, "bench", "--profile", "tiny", "--trainers", "hybrid", "--quick")
-    assert code == 0 and "samples/s" in out and "embedding_forward ms" in out
+    assert code == 0 and "samples/s" in out and "embedding_forward" in out
 
 
 def test_trace_writes_npy(capsys, tmp_path):

@@ -184,7 +184,7 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
     assert results[1]["fetched_rows_per_step"] > 0
     code = main(["bench", "--profile", "tiny", "--trainers", "hybrid", "--quick", "--project", "h100-pcie5"])
     out = capsys.readouterr().out
-    assert code == 0 and "h100-pcie5 samples/s" in out and "h100-pcie5 bound by: hybrid" in out
+    assert code == 0 and "h100-pcie5 (ratio)" in out and "h100-pcie5 bound by: hybrid" in out
 
 
 def test_bench_project_refuses_an_unknown_profile(capsys):

@@ -120,16 +120,16 @@ def test_batches_are_deterministic_and_bounded(tmp_path, rows):
         data.batch(-1)
 
 
-def test_max_rows_stops_early_and_says_so(tmp_path, rows):
-    data = load_criteo(write(tmp_path / "train.tsv", rows), SIZES, batch_size=4, max_rows=12)
-    assert data.num_rows == 12 and data.report.stopped_at_max_rows
+def test_max_samples_stops_early_and_says_so(tmp_path, rows):
+    data = load_criteo(write(tmp_path / "train.tsv", rows), SIZES, batch_size=4, max_samples=12)
+    assert data.num_rows == 12 and data.report.stopped_at_max_samples
     _, dense, _ = reference(rows[:12], SIZES)
     np.testing.assert_allclose(data.dense, dense, rtol=1e-6)
-    exact = load_criteo(tmp_path / "train.tsv", SIZES, batch_size=4, max_rows=30)
-    assert not exact.report.stopped_at_max_rows
+    exact = load_criteo(tmp_path / "train.tsv", SIZES, batch_size=4, max_samples=30)
+    assert not exact.report.stopped_at_max_samples
     for bad in (0, -1, 2.5):
-        with pytest.raises(ValueError, match="max_rows"):
-            load_criteo(tmp_path / "train.tsv", SIZES, max_rows=bad)
+        with pytest.raises(ValueError, match="max_samples"):
+            load_criteo(tmp_path / "train.tsv", SIZES, max_samples=bad)
 
 
 # Each malformed kind: how to break a good row, and the message expected for line 3.

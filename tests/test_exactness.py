@@ -117,3 +117,20 @@ def test_source_with_other_table_sizes_is_refused(tiny_config):
         make_trainer("hybrid", tiny_config, source=source)
     with pytest.raises(ValueError, match="unknown trainer 'fast'"):
         make_trainer("fast", tiny_config)
+
+
+def test_the_reference_runs_on_the_trainers_thread_count():
+    """The dense matmuls of a 512-sample batch split their sums by thread: a reference trained on
+    torch's default threads and a trainer on `cpu_threads` = 1 differ in the last bits (found on
+    embedding-bound: 7e-9). The reference must use the config's thread count, as trainers do."""
+    from scratchkit.profiles import get_profile
+
+    config = get_profile("embedding-bound", scale=0.001)
+    config = config.replace(data=replace(config.data, batch_size=512))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)           # what a 2-core machine starts with
+    try:
+        (result,) = verify(config, ["gpu-only"], 1)
+    finally:
+        torch.set_num_threads(threads)
+    assert result.max_abs_diff == 0.0

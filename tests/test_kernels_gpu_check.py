@@ -15,7 +15,7 @@ from scratchkit.commands.cli import build_parser
 from scratchkit.profiles import PROFILES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"
-SECTIONS = ["wheels", "gpu_probe", "env", "kernel_tests", "kernel_bench", "verify", "bench_small",
+SECTIONS = ["wheels", "gpu_probe", "env", "kernel_tests", "kernel_bench", "verify", "distributed", "bench_small",
             "bench_embedding", "calibrate", "validate", "summary"]
 
 
@@ -64,6 +64,7 @@ def test_dry_run_prints_the_plan_and_checks_what_it_needs(tmp_path):
         assert plans[section].startswith("not available in this version") != here, plans[section]
     assert "cupy_cuda12x-14.2.0" in plans["wheels"] and "--no-index --no-deps" in plans["wheels"]
     assert "tolerance 1e-4 on CUDA" in plans["verify"]
+    assert "--world-size 1 --sharding row --device cuda" in plans["distributed"]   # a fake 1-GPU driver
     for line in ("[OK  ] python:", "[OK  ] torch importable:", "[OK  ] carried wheels in",
                  "[NOTE] nvidia-smi: no GPU here", "[OK  ] budgets:"):
         assert line in out
@@ -127,13 +128,15 @@ def test_rehearsal_runs_every_section_and_writes_one_json(tmp_path):
     assert f"  {wheel}" in report and (site / "nvidia" / "sk_carried_test" / "lib").is_dir()
     assert f"carried libraries: {site}/nvidia/sk_carried_test/lib" in report
     later = later_features()
-    for section in ("wheels", "env", "kernel_tests", "kernel_bench", "verify", "bench_small",
+    for section in ("wheels", "env", "kernel_tests", "kernel_bench", "verify", "distributed", "bench_small",
                     "bench_embedding", "calibrate", "validate"):
         expected = "passed" if later.get(section, True) else "not available in this version"
         assert f"## {section}\nstatus: {expected} in" in report
     summary = json.loads((tmp_path / "report" / "gpu_check.json").read_text())
-    assert summary["mode"] == "rehearse" and len(summary["sections"]) == 9
+    assert summary["mode"] == "rehearse" and len(summary["sections"]) == 10
     assert {v["trainer"] for v in summary["verify"]} >= {"gpu-only", "hybrid", "scratchpipe"}
     assert all(v["passed"] and v["max_abs_diff"] == 0.0 for v in summary["verify"])   # CPU: exact
+    assert [(v["world_size"], v["backend"], v["max_abs_diff"]) for v in summary["distributed"]] == [
+        (2, "gloo", 0.0)] * 3                                                         # 2 gloo ranks
     assert [r["trainer"] for r in summary["bench_small"]][:2] == ["gpu-only", "hybrid"]
     assert "expected before the run" in report and summary["kernel_bench"]["results"]

@@ -151,10 +151,10 @@ def test_bad_arguments_are_refused(tmp_path):
         load_movielens(path, batch_size=-1)
 
 
-def test_max_rows_and_equal_timestamps(tmp_path):
+def test_max_samples_and_equal_timestamps(tmp_path):
     same_time = [(u, m, r, 5) for u, m, r, _ in RATINGS]
-    data = load_movielens(write_u_data(tmp_path / "u.data", same_time), batch_size=3, max_rows=6)
-    assert data.num_rows == 6 and data.report.stopped_at_max_rows
+    data = load_movielens(write_u_data(tmp_path / "u.data", same_time), batch_size=3, max_samples=6)
+    assert data.num_rows == 6 and data.report.stopped_at_max_samples
     assert (data.dense == 0).all()  # no spread in time: the feature is 0, not a division by zero
 
 

@@ -255,3 +255,19 @@ def test_shared_arrays_are_shared_with_a_forked_child():
     assert child.exitcode == 0
     assert array[1].tolist() == [7.0, 7.0] and array[0].tolist() == [0.0, 0.0]
     assert private[1].tolist() == [0.0, 0.0]   # ordinary memory is the child's own copy
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.integers(0, 300), shards=st.integers(1, 7), data=st.data())
+def test_shard_slots_split_a_table_and_the_sharded_minimum_is_the_least_that_fits(capacity, shards, data):
+    from scratchkit.scratchpipe.shards import ShardOf, shard_slots, sharded_minimum
+
+    ranges = shard_slots(capacity, shards)
+    # the ranges tile [0, capacity); a whole table's split gives each shard exactly its ids
+    assert [o for o, _ in ranges] == list(np.cumsum([0] + [n for _, n in ranges])[:-1])
+    assert sum(n for _, n in ranges) == capacity
+    assert [n for _, n in ranges] == [ShardOf(s, shards).local_rows(capacity) for s in range(shards)]
+    needs = data.draw(st.lists(st.integers(0, 40), min_size=shards, max_size=shards))
+    fits = lambda c: all(n >= need for (_, n), need in zip(shard_slots(c, shards), needs))
+    least = sharded_minimum(needs, shards)
+    assert fits(least) and not any(fits(c) for c in range(least))   # brute force

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, config_from_args, progress
+from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.distributed import add_sharding_args, run_sharded
 
 
 def add_parser(subparsers) -> None:
@@ -17,6 +18,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--project", default=None, metavar="PROFILE",
                    help="add the cost model's projection for a hardware profile: this-cpu, "
                         "v100-pcie3, h100-pcie5, a comma-separated list, or all")
+    add_sharding_args(p)
     p.set_defaults(run=run)
 
 
@@ -25,14 +27,17 @@ def run(args) -> int:
     from scratchkit.measure.bench import run_bench
     from scratchkit.commands.common import parse_trainer_list
 
+    if args.world_size is not None:
+        return run_sharded("bench", args)
     trainers = parse_trainer_list(args.trainers)
-    config = config_from_args(args)
     profiles = None
     if args.project is not None:
         from scratchkit.measure.hardware import parse_profiles
         profiles = parse_profiles(args.project)      # bad names fail before anything trains
     steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
-    results = run_bench(config, trainers, steps, warmup=warmup, device=args.device, wrap=progress)
+    source, config, name = source_and_config(args, steps + warmup)
+    results = run_bench(config, trainers, steps, warmup=warmup, source=source, device=args.device,
+                        wrap=progress)
     projections = None
     if profiles:
         from scratchkit.measure.costmodel import project_bench
@@ -45,11 +50,11 @@ def run(args) -> int:
                                     "step_seconds": x.step_seconds} for p, x in projected.items()}
         print(json.dumps(rows, indent=2))
     else:
-        print(f"profile {args.profile}: {len(config.data.table_sizes)} tables, batch "
+        print(f"{name}: {len(config.data.table_sizes)} tables, batch "
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
         print(format_table(results, projections))
         if projections:
-            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work per step "
-                  "(working sets, rows fetched and written back); ratio = samples/s relative to the "
-                  "first trainer on the same profile; the data stage is not modelled.")
+            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work\n"
+                  "per step (working sets, rows fetched and written back); ratio = samples/s relative\n"
+                  "to the first trainer on the same profile; the data stage is not modelled.")
     return 0

@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv   # `--world-size N` hands them to the ranks (commands/distributed.py)
     try:
         return int(args.run(args) or 0)
     except (ValueError, FileNotFoundError) as err:  # bad input: say what and where, no traceback

@@ -5,31 +5,48 @@ import argparse
 import sys
 from dataclasses import replace
 
+from scratchkit.commands import data_args
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 
 
-def add_config_args(parser) -> None:
-    parser.add_argument("--profile", default="small", help=f"one of {', '.join(PROFILES)} (default small)")
+def add_config_args(parser, default_profile: str = "small") -> None:
+    """The data flags and the training flags (bench, verify)."""
+    add_data_args(parser, default_profile)
+    add_training_args(parser)
+
+
+def add_data_args(parser, default_profile: str = "small") -> None:
+    """Which batches: a synthetic profile, or --data (trace takes only these)."""
+    parser.set_defaults(default_profile=default_profile)
+    parser.add_argument("--profile", default=None,
+                        help=f"one of {', '.join(PROFILES)} (default {default_profile})")
     parser.add_argument("--scale", type=float, default=None,
                         help=f"share of the full-size table rows, for {', '.join(SCALABLE)} "
                              "(default: the profile's; criteo-like 0.01, criteo-skew 0.25, the others 1)")
     parser.add_argument("--zipf", type=float, default=None, help="locality: Zipf exponent of the ids (0 = uniform)")
-    parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's)")
+    parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's; 128 for --data)")
+    parser.add_argument("--seed", type=int, default=0, help="initial weights and data seed")
+    data_args.add_arguments(parser)
+
+
+def add_training_args(parser) -> None:
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0, help="initial weights and data seed")
-    parser.add_argument("--capacity", type=_capacity, default=None,
+    parser.add_argument("--capacity", type=capacity_arg, default=None,
                         help="cache/scratchpad rows per table, or 'min': the fewest ScratchPipe "
                              "accepts for this data and depth")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
-    parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
+    parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D >= 1 (default 2)")
+    parser.add_argument("--plan-shards", type=int, default=1,
+                        help="ScratchPipe planners per table, each on its own core (default 1)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
 
-def _capacity(text: str):
+def capacity_arg(text: str):
+    """A number of rows, or 'min' (every command's --capacity)."""
     if text == "min":
         return text
     try:
@@ -38,27 +55,59 @@ def _capacity(text: str):
         raise argparse.ArgumentTypeError(f"expected a number of rows or 'min', got {text!r}") from None
 
 
-def config_from_args(args):
+
+def source_and_config(args, batches: int):
+    """(source, config, a few words naming the data) for a run of `batches` batches: --data or a
+    profile, with the training flags applied where the command has them."""
+    depth = getattr(args, "depth", None) or 2
+    if args.data is not None:
+        source, config, name = data_args.open_from_args(args, depth)
+    else:
+        data_args.refuse_without_data(args)
+        args.profile = args.profile or args.default_profile
+        config, name = _profile_config(args), f"profile {args.profile}"
+        source = SyntheticSource(config.data)
+    data_args.check_batches(source, batches)
+    if hasattr(args, "optimizer"):
+        config = _training(args, config, source, batches)
+    return source, config, name
+
+
+def config_from_args(args, batches: int | None = None):
+    """The TrainConfig the flags describe (the source: `source_and_config`)."""
+    if batches is None:
+        batches = getattr(args, "steps", 100) + getattr(args, "warmup", 0)
+    return source_and_config(args, batches)[1]
+
+
+def _profile_config(args):
     if args.scale is not None and args.profile not in SCALABLE:
         raise ValueError(f"--scale applies to the profiles {', '.join(SCALABLE)}, not {args.profile!r}")
     config = get_profile(args.profile, scale=args.scale)
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
+    return config.replace(data=replace(config.data, seed=args.seed, **data), seed=args.seed)
+
+
+def _training(args, config, source, batches: int):
+    """The optimizer and cache flags applied to `config`; --capacity min measured on `source`."""
+    if args.depth < 1:
+        raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
+    if args.plan_shards < 1:
+        raise ValueError(f"--plan-shards must be >= 1, got {args.plan_shards}")
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))
-    if args.capacity == "min":
-        steps = getattr(args, "steps", 100) + getattr(args, "warmup", 0)
-        per_table = minimum_capacities(SyntheticSource(config.replace(
-            data=replace(config.data, seed=args.seed, **data)).data), args.depth, 0, steps)
-        args.capacity = max(per_table)
-        print(f"capacity min = {args.capacity} rows (per table: {per_table}) for depth {args.depth} "
-              f"over {steps} batches", file=sys.stderr)
-    if args.capacity is None and args.load_factor is None:   # the profile's own cache size
-        cache = replace(config.cache, depth=args.depth)
+    capacity = args.capacity
+    if capacity == "min":
+        per_table = minimum_capacities(source, args.depth, 0, batches, args.plan_shards)
+        capacity = max(per_table)
+        print(f"capacity min = {capacity} rows (per table: {per_table}) for depth {args.depth} "
+              f"over {batches} batches", file=sys.stderr)
+    if capacity is None and args.load_factor is None:   # the profile's (or data's) own cache size
+        cache = replace(config.cache, depth=args.depth, plan_shards=args.plan_shards)
     else:
-        cache = CacheParams(capacity=args.capacity, load_factor=args.load_factor, depth=args.depth,
-                            victim_policy=config.cache.victim_policy)
-    return config.replace(data=replace(config.data, seed=args.seed, **data), optimizer=optimizer,
-                          cache=cache, seed=args.seed)
+        cache = CacheParams(capacity=capacity, load_factor=args.load_factor, depth=args.depth,
+                            victim_policy=config.cache.victim_policy, plan_shards=args.plan_shards)
+    return config.replace(optimizer=optimizer, cache=cache)
 
 
 def parse_trainer_list(text: str) -> list[str]:
@@ -71,8 +120,6 @@ def parse_trainer_list(text: str) -> list[str]:
     for n in names:
         TrainerKind.parse(n)
     return names
-
-
 
 
 def in_cli_words(error: Exception) -> str:

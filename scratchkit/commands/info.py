@@ -15,6 +15,12 @@ def run(args) -> int:
 
     from scratchkit.backend import detect
 
+    import platform
+
+    from scratchkit.backend import kit_version
+
     backend = detect()
-    print(json.dumps(asdict(backend) | {"device": backend.device}) if args.json else backend.describe())
+    versions = {"scratchkit_version": kit_version(), "python_version": platform.python_version()}
+    print(json.dumps(versions | asdict(backend) | {"device": backend.device}) if args.json
+          else backend.describe())
     return 0

@@ -4,12 +4,21 @@
     scratchkit simulate --trace ids.npy --policy lookahead --capacity 4096 --batch-size 2048 --depth 2
     scratchkit simulate --trace ids.npy --mrc [--capacities 64,1024] [--json]
     scratchkit simulate --trace ids.npy --mrc --sample 0.1 [--sample-size 100000] [--vs-exact]
+    scratchkit simulate --data criteo:train.tsv --mrc                   # via `scratchkit trace`
+    scratchkit simulate --trace ids.npy --policy lru --capacity min --batch-size 3328
+
+`--data` writes the data's trace to a temporary `.npy` a batch at a time (`scratchkit trace`'s
+writer) and simulates on that, so the trace is never held whole for the curves. `--capacity min`
+is the smallest scratchpad ScratchPipe accepts at `--depth` (default 2), as in bench and verify:
+the most distinct ids that D+1 consecutive batches of `--batch-size` lookups touch together
+(`scratchkit/sim/window.py`), here over the trace's one id space.
 """
 from __future__ import annotations
 
 import json
 
 from scratchkit.commands import curves
+from scratchkit.commands.common import capacity_arg
 
 
 def add_parser(subparsers) -> None:
@@ -19,13 +28,24 @@ def add_parser(subparsers) -> None:
                     "`scratchkit trace` writes) and print lookups, hits, misses, fetched and "
                     "written-back rows. With --mrc, print LRU hits at every capacity (exact, or "
                     "SHARDS-sampled with --sample) and OPT at a few.")
-    p.add_argument("--trace", required=True, help="access trace: a 1-D int64 .npy of row ids")
+    p.add_argument("--trace", help="access trace: a 1-D int64 .npy of row ids")
+    p.add_argument("--data", metavar="KIND:PATH", help="simulate on a data file's trace instead "
+                   "(criteo:, movielens:, criteo-npy:), written by `scratchkit trace`'s writer")
+    p.add_argument("--steps", type=int, help="--data: batches to trace (default: all)")
+    p.add_argument("--max-rows", type=int, metavar="N", help="--data: at most N rows a table")
+    p.add_argument("--max-samples", type=int, metavar="N", help="--data: only the first N samples")
+    p.add_argument("--cache-dir", metavar="DIR", help="--data: keep the converted columns here")
+    p.add_argument("--bad-lines", choices=("raise", "skip"), default="raise",
+                   help="--data: stop at a malformed line (raise) or skip and count it")
     p.add_argument("--policy", help="static, lru, lfu, opt, lookahead or setassoc "
                                     "(with --mrc: lru or opt to print only that curve)")
-    p.add_argument("--capacity", type=int, help="cache rows")
-    p.add_argument("--batch-size", type=int, help="lookahead: lookups per batch (a trace from "
-                                                  "`scratchkit trace` has samples x tables x pooling per batch)")
-    p.add_argument("--depth", type=int, help="lookahead: batches planned ahead of training")
+    p.add_argument("--capacity", type=capacity_arg, help="cache rows, or 'min': the fewest "
+                   "ScratchPipe accepts at --depth for batches of --batch-size lookups")
+    p.add_argument("--batch-size", type=int, help="lookahead, --capacity min: lookups per batch "
+                   "(a trace from `scratchkit trace` has samples x tables x pooling per batch; "
+                   "default with --data: the data's)")
+    p.add_argument("--depth", type=int, help="lookahead, --capacity min: look-ahead depth D >= 1, "
+                   "batches planned ahead of training (default 2, as in bench and verify)")
     p.add_argument("--horizon", type=int, help="lookahead: batches past the plan the victim "
                                                "choice may read (default: the whole trace; 0 = LRU)")
     p.add_argument("--ways", type=int, help="setassoc: rows per set (default 32)")
@@ -38,22 +58,58 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from scratchkit.data.trace import read_trace
+    if (args.trace is None) == (args.data is None):
+        raise ValueError("give --trace FILE.npy or --data KIND:PATH (one of them)")
+    if args.data is None:
+        stray = [flag for flag, value in (("--steps", args.steps), ("--max-rows", args.max_rows),
+                                          ("--max-samples", args.max_samples),
+                                          ("--cache-dir", args.cache_dir)) if value is not None]
+        if stray:
+            raise ValueError(f"{', '.join(stray)} apply to --data only")
+        return _simulate(args)
+    import tempfile
+
+    from scratchkit.commands.trace import write_from_args
+
+    with tempfile.TemporaryDirectory(prefix="scratchkit-trace-") as folder:
+        data_batch = args.batch_size                      # lookups, not samples: keep it aside
+        args.batch_size = None
+        path, accesses, batches = write_from_args(args, f"{folder}/trace.npy")
+        args.trace = str(path)
+        args.batch_size = data_batch or (accesses // batches if not args.mrc else None)
+        if args.mrc or not _takes_batches(args):
+            args.batch_size = data_batch
+        return _simulate(args)
+
+
+def _takes_batches(args) -> bool:
+    from scratchkit.sim import Policy
+
+    return args.capacity == "min" or (args.policy is not None and
+                                      Policy.parse(args.policy) is Policy.LOOKAHEAD)
+
+
+def _simulate(args) -> int:
+    from scratchkit.data.trace import check_trace_file, read_trace
     from scratchkit.sim import simulate
 
+    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, "
+                                      "movielens:, criteo-npy:)")
+    if args.depth is not None and args.depth < 1:
+        raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
     if args.mrc:
         return curves.run_curves(args)
     stray = [flag for flag, value in (("--sample", args.sample), ("--sample-size", args.sample_size),
                                       ("--capacities", args.capacities)) if value is not None]
     if stray or args.vs_exact:
         raise ValueError(f"{', '.join(stray) or '--vs-exact'} applies to --mrc curves only")
-    trace = read_trace(args.trace)
-
     if args.policy is None or args.capacity is None:
         raise ValueError("--policy and --capacity are required (or --mrc for the curves)")
-    result = simulate(trace, args.policy, args.capacity, batch_size=args.batch_size,
-                      depth=args.depth, horizon=args.horizon, ways=args.ways,
-                      prefix_share=args.prefix_share)
+    options = _policy_options(args)
+    trace = read_trace(args.trace)
+    if args.capacity == "min":
+        args.capacity = _minimum_capacity(trace, args.batch_size, args.depth or 2)
+    result = simulate(trace, args.policy, args.capacity, **options)
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
@@ -65,3 +121,47 @@ def run(args) -> int:
     if result.batch_hits is not None:
         print(f"{'batches':<{width}}  {result.num_batches} (per-batch series: --json)")
     return 0
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _policy_options(args) -> dict:
+    """The policy's options from the flags, refused in the flags' own words (`--depth`, not
+    `depth`): a flag the policy does not take, one it needs and lacks."""
+    from scratchkit.sim import Policy
+    from scratchkit.sim.simulate import OPTIONS
+
+    policy = Policy.parse(args.policy)
+    given = {"batch_size": args.batch_size, "depth": args.depth, "horizon": args.horizon,
+             "ways": args.ways, "prefix_share": args.prefix_share}
+    for_min = ("batch_size", "depth") if args.capacity == "min" else ()
+    stray = [_flag(n) for n, v in given.items()
+             if v is not None and n not in OPTIONS[policy] and n not in for_min]
+    if stray:
+        takes = ", ".join(_flag(n) for n in OPTIONS[policy]) or "no options"
+        raise ValueError(f"--policy {policy.value} does not take {', '.join(stray)} (it takes {takes})")
+    if policy is Policy.LOOKAHEAD and args.depth is None:
+        args.depth = 2                                   # the default everywhere
+    needed = OPTIONS[Policy.LOOKAHEAD] if policy is Policy.LOOKAHEAD else ()
+    if (policy is Policy.LOOKAHEAD or args.capacity == "min") and args.batch_size is None:
+        what = "--policy lookahead" if policy is Policy.LOOKAHEAD else "--capacity min"
+        raise ValueError(f"{what} needs --batch-size: the trace is cut into batches of that many "
+                         f"lookups (samples x tables x pooling for a trace of `scratchkit trace`)")
+    return {n: given[n] if n != "depth" else args.depth for n in OPTIONS[policy]
+            if n in needed or given[n] is not None}
+
+
+def _minimum_capacity(trace, batch_size: int, depth: int) -> int:
+    import sys
+
+    import numpy as np
+
+    from scratchkit.sim.window import minimum_capacity
+
+    sets = [np.unique(trace[i:i + batch_size]) for i in range(0, trace.size, batch_size)]
+    need = minimum_capacity(sets, depth)
+    print(f"capacity min = {need} rows for depth {depth} over {len(sets)} batches of "
+          f"{batch_size} lookups", file=sys.stderr)
+    return need

@@ -9,29 +9,44 @@ from scratchkit.measure.costmodel import StageError
 from scratchkit.measure.hardware import GB, US, HardwareProfile
 
 
-def format_table(results: list[BenchResult], projections: list[dict] | None = None) -> str:
-    """A plain-text table: one row per trainer, stage times in ms per step.
+# Stages in the order a batch meets them, whatever trainers ran: a row per stage, so the table's
+# width follows the trainers (a column each), not the stages, and rows never change order.
+STAGE_ORDER = ("data", "plan", "collect", "fetch", "write_back", "transfer", "insert",
+               "embedding_forward", "mlp", "embedding_backward", "update", "train")
 
-    `projections` (from `scratchkit.measure.costmodel.project_bench`), one {profile: Projection} per
-    result, add each profile's projected samples/s and ratio beside the measurement, and a line
-    per profile naming the stage that bounds each trainer.
-    """
-    stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
-    profiles = list(projections[0]) if projections else []
-    head = (["trainer", "samples/s", "ratio", "hit rate"]
-            + [f"{p} {what}" for p in profiles for what in ("samples/s", "ratio")]
-            + [f"{s} ms" for s in stages])
-    rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
-             "-" if r.hit_rate is None else f"{r.hit_rate:.3f}"]
-            + [cell for p in profiles for cell in (f"{projections[i][p].samples_per_s:,.0f}",
-                                                   f"{projections[i][p].ratio:.2f}")]
-            + [f"{1000 * r.stage_seconds.get(s, 0.0):.2f}" for s in stages] for i, r in enumerate(results)]
-    bounds = [f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}"
-                                            for i, r in enumerate(results)) for p in profiles]
+
+def _lay_out(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns lined up: the first left-aligned, the others right-aligned."""
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
                                    for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows] + bounds)
+    return [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def format_table(results: list[BenchResult], projections: list[dict] | None = None) -> str:
+    """Two plain-text tables: one row per trainer (samples/s, ratio, hit rate, ms per step and
+    any projections), then ms per step in each stage, one row per stage and a column per trainer
+    ("-": the trainer has no such stage). `hit rate` is "-" for a trainer with no device cache.
+
+    `projections` (from `scratchkit.measure.costmodel.project_bench`), one {profile: Projection} per
+    result, add a column per profile, projected samples/s (ratio), and a line per profile
+    naming the stage that bounds each trainer.
+    """
+    profiles = list(projections[0]) if projections else []
+    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in profiles]
+    rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
+             "-" if r.hit_rate is None else f"{r.hit_rate:.3f}",
+             f"{1000 * r.seconds / max(r.steps, 1):.2f}"]
+            + [f"{projections[i][p].samples_per_s:,.0f} ({projections[i][p].ratio:.2f})"
+               for p in profiles] for i, r in enumerate(results)]
+    bounds = [f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}"
+                                            for i, r in enumerate(results)) for p in profiles]
+    seen = {k for r in results for k, v in r.stage_seconds.items() if v > 0}
+    stages = [s for s in STAGE_ORDER if s in seen] + sorted(seen - set(STAGE_ORDER))
+    stage_rows = [[s] + [f"{1000 * r.stage_seconds[s]:.2f}" if r.stage_seconds.get(s, 0) > 0
+                                 else "-" for r in results] for s in stages]
+    stage_table = _lay_out(["stage ms/step"] + [r.trainer for r in results], stage_rows)
+    return "\n".join(_lay_out(head, rows) + bounds + [""] + stage_table)
 
 
 def format_validation(report: dict[str, list[StageError]]) -> str:

@@ -1,24 +1,40 @@
-"""`scratchkit trace`: write the access trace of a profile's batches as a `.npy` of int64 ids."""
+"""`scratchkit trace`: write the access trace of a profile's or a data file's batches as a
+`.npy` of int64 ids, a batch at a time (memory: one batch, whatever the length)."""
 from __future__ import annotations
 
-from scratchkit.commands.common import add_config_args, config_from_args
+from scratchkit.commands.common import add_data_args, progress_counter, source_and_config
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("trace", help="write an access trace (.npy int64 ids) for the simulators")
-    add_config_args(p)
-    p.add_argument("--steps", type=int, default=100, help="batches to include (default 100)")
+    add_data_args(p)
+    p.add_argument("--steps", type=int, default=None,
+                   help="batches to include (default: 100 of a profile, every batch of --data)")
     p.add_argument("--out", required=True, help="output path, e.g. ids.npy")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.data.trace import make_trace, write_trace
+    path, accesses, batches = write_from_args(args, args.out)
+    distinct = "?"
+    if accesses < 5_000_000:
+        import numpy as np
 
-    config = config_from_args(args)
-    trace = make_trace(SyntheticSource(config.data), args.steps)
-    path = write_trace(trace, args.out)
-    print(f"wrote {len(trace):,} accesses ({len(set(trace.tolist())) if len(trace) < 5_000_000 else '?'} "
-          f"distinct ids) of {args.steps} batches to {path}")
+        distinct = f"{np.unique(np.load(path)).size:,}"
+    print(f"wrote {accesses:,} accesses ({distinct} distinct ids) of {batches} batches to {path}")
     return 0
+
+
+def write_from_args(args, out) -> tuple:
+    """(path, accesses, batches): the trace the data flags describe, streamed to `out`."""
+    from scratchkit.data.trace import stream_trace
+
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    batches = args.steps if args.steps is not None else (100 if args.data is None else 1)
+    source, _, _ = source_and_config(args, batches)
+    if args.steps is None and args.data is not None:
+        batches = len(source)
+    with progress_counter(batches, "trace", unit="batch") as bar:
+        path, accesses = stream_trace(source, batches, out, on_batch=bar.update)
+    return path, accesses, batches

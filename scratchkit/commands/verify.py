@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, config_from_args, progress
+from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.distributed import add_sharding_args, run_sharded
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("verify", help="compare trainers' final parameters with plain PyTorch")
-    add_config_args(p)
-    p.set_defaults(profile="tiny")
+    add_config_args(p, default_profile="tiny")           # trains in about a second
     p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
     p.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
     p.add_argument("--tolerance", type=float, default=None, help="max abs difference allowed "
                    "(default 0 on CPU: deterministic runs agree bit for bit; 1e-4 on CUDA)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of lines")
+    add_sharding_args(p)
     p.set_defaults(run=run)
 
 
@@ -24,19 +25,29 @@ def run(args) -> int:
 
     if args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
+    if args.world_size is not None:
+        return run_sharded("verify", args)
     trainers = parse_trainer_list(args.trainers)
-    config = config_from_args(args)
-    results = list(progress(verify(config, trainers, args.steps, device=args.device,
+    source, config, _ = source_and_config(args, args.steps)
+    results = list(progress(verify(config, trainers, args.steps, source=source, device=args.device,
                                    tolerance=args.tolerance), len(trainers), "verify"))
-    if args.json:
+    return show(results, args.json)
+
+
+def show(results, as_json: bool) -> int:
+    """Print verify's results (a JSON list, or a line each); -> the exit status (1: any failed)."""
+    if as_json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         for r in results:
             verdict = "OK" if r.passed else "FAIL"
             exact = " (bit-exact)" if r.max_abs_diff == 0.0 else ""
-            extra = "".join(f", {k} {v:.6f}" for k, v in r.extras.items())
-            print(f"{r.trainer:12s} max |diff| {r.max_abs_diff:.3e}{exact} vs plain PyTorch after "
-                  f"{r.steps} steps on {r.device} (tolerance {r.tolerance:g}){extra}: {verdict}")
+            extra = "".join(f", {k} {v:.6f}" for k, v in r.extras.items() if isinstance(v, float))
+            against = r.extras.get("reference", "plain PyTorch")
+            ranks = (f" on {r.extras['world_size']} ranks ({r.extras['sharding']}-wise, "
+                     f"{r.extras['backend']})" if "world_size" in r.extras else "")
+            print(f"{r.trainer:12s} max |diff| {r.max_abs_diff:.3e}{exact} vs {against} after "
+                  f"{r.steps} steps{ranks} on {r.device} (tolerance {r.tolerance:g}){extra}: {verdict}")
         if results and results[0].tolerance == 0.0:
             print("On the CPU in deterministic mode the kit and the reference do the same float "
                   "operations in the same order, so every difference must be exactly 0.0.")

@@ -30,3 +30,25 @@ class Batch:
     def lookups(self) -> int:
         """Embedding lookups in this batch, all tables together."""
         return int(sum(len(i) for i in self.ids))
+
+
+def micro_batch(batch: Batch, part: int, parts: int) -> Batch:
+    """Samples part*B/parts .. (part+1)*B/parts - 1 of `batch`, as a batch of their own.
+
+    A global batch trained as `parts` micro-batches (gradient accumulation), or by `parts` ranks
+    that each take one (scratchkit/distributed): rank r's share is `micro_batch(batch, r, N)`.
+    """
+    size = batch.batch_size
+    if parts <= 0 or size % parts:
+        raise ValueError(f"a batch of {size} samples does not split into {parts} equal micro-batches: "
+                         f"the batch size must be a multiple of the number of parts (ranks)")
+    if not 0 <= part < parts:
+        raise ValueError(f"part {part} is out of range [0, {parts})")
+    lo, hi = part * size // parts, (part + 1) * size // parts
+    ids, offsets = [], []
+    for table_ids, table_offsets in zip(batch.ids, batch.offsets):
+        first = int(table_offsets[lo])
+        end = int(table_offsets[hi]) if hi < size else len(table_ids)
+        ids.append(table_ids[first:end])
+        offsets.append(table_offsets[lo:hi] - first)
+    return Batch(dense=batch.dense[lo:hi], ids=tuple(ids), offsets=tuple(offsets), labels=batch.labels[lo:hi])

@@ -1,8 +1,10 @@
-"""A batch source over arrays already in memory: what the real-format loaders return.
+"""A batch source over arrays already in memory: your own NumPy arrays as batches.
+
+(The real-format loaders stream to disk instead: `scratchkit/data/file_source.py`, same interface.)
 
 Each sample has `num_dense` dense features, exactly one id per table (a bag of one, as in the
 Criteo and MovieLens data) and a 0/1 label. Batch `i` is samples `[i*B, (i+1)*B)`, in file order;
-the incomplete last batch is left out (the loader counts those rows in its `LoadReport`).
+the incomplete last batch is left out.
 """
 from __future__ import annotations
 

@@ -73,20 +73,22 @@ def positive_int(name: str, value) -> int:
 
 
 def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report,
-                errors: OnBadLine | str = OnBadLine.RAISE, max_rows: int | None = None,
+                errors: OnBadLine | str = OnBadLine.RAISE, max_samples: int | None = None,
                 first_line_number: int = 1) -> list[Row]:
     """`parse(line, line_number)` on each line (newline removed); the rows it returns, in order.
 
     `parse` raises `MalformedLineError` for a bad line: re-raised under `errors="raise"`, counted
-    in `report` (a LoadReport, scratchkit/data/report.py) and left out under `errors="skip"`. Reading stops once `max_rows` rows are parsed.
+    in `report` (a LoadReport, scratchkit/data/report.py) and left out under `errors="skip"`.
+    Reading stops once `max_samples` rows are parsed (the report says so if lines were left).
+    Adds to the report's counts, so a file read in blocks calls it once a block.
     """
     errors = OnBadLine.parse(errors)
-    if max_rows is not None:
-        positive_int("max_rows", max_rows)
+    if max_samples is not None:
+        positive_int("max_samples", max_samples)
     rows: list[Row] = []
     for line_number, line in enumerate(lines, start=first_line_number):
-        if max_rows is not None and len(rows) >= max_rows:
-            report.stopped_at_max_rows = True
+        if max_samples is not None and len(rows) >= max_samples:
+            report.stopped_at_max_samples = True
             break
         report.lines_read += 1
         try:
@@ -95,5 +97,5 @@ def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report,
             if errors is OnBadLine.RAISE:
                 raise
             report.record_skip(error)
-    report.rows_loaded = len(rows)
+    report.rows_loaded += len(rows)
     return rows

@@ -4,14 +4,14 @@ Real logs have holes and the odd broken line. The rule of the kit is that nothin
 defaulted silently: every loader counts what it skipped, filled in or clipped, and hands that back
 as a `LoadReport`, printable in one glance:
 
-    >>> print(load_criteo("train.tsv", table_sizes=100_000).report)
+    >>> print(load_criteo("train.tsv").report)
     train.tsv: 7,200 of 7,200 lines loaded as rows, 0 skipped
       dense values missing, set to 0: ...
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from scratchkit.data.lines import FIRST_ERRORS_KEPT, MalformedLineError
 
@@ -33,7 +33,7 @@ class LoadReport:
     missing_by_column: dict[str, int] = field(default_factory=dict)  # column name -> missing values
     batch_size: int = 0
     rows_dropped: int = 0       # rows of the incomplete last batch, left out of every batch
-    stopped_at_max_rows: bool = False  # reading stopped early because max_rows rows were loaded
+    stopped_at_max_samples: bool = False  # reading stopped early: max_samples rows were loaded
 
     @property
     def rows_skipped(self) -> int:
@@ -49,8 +49,20 @@ class LoadReport:
         if len(self.first_errors) < FIRST_ERRORS_KEPT:
             self.first_errors.append(str(error))
 
+    def to_dict(self) -> dict:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return values | {"skip_reasons": dict(self.skip_reasons),
+                         "first_errors": list(self.first_errors),
+                         "missing_by_column": dict(self.missing_by_column)}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "LoadReport":
+        report = cls(**values)
+        report.skip_reasons = Counter(report.skip_reasons)
+        return report
+
     def __str__(self) -> str:
-        stop = " (stopped at max_rows)" if self.stopped_at_max_rows else ""
+        stop = " (stopped at max_samples)" if self.stopped_at_max_samples else ""
         lines = [f"{self.source}: {self.rows_loaded:,} of {self.lines_read:,} lines loaded as rows, "
                  f"{self.rows_skipped:,} skipped{stop}"]
         for kind, n in sorted(self.skip_reasons.items()):

@@ -38,6 +38,25 @@ def make_trace(source, num_batches: int, start: int = 0) -> np.ndarray:
                            for i in range(start, start + num_batches)])
 
 
+def stream_trace(source, num_batches: int, path: str | Path, start: int = 0,
+                 on_batch=None) -> tuple[Path, int]:
+    """Write the trace of batches `start .. start+num_batches-1` to a `.npy` a batch at a time
+    (memory: one batch, whatever the length); returns (the path written, accesses)."""
+    from scratchkit.data.npy_files import NpyAppender
+
+    if num_batches <= 0:
+        raise ValueError(f"number of batches must be positive, got {num_batches}")
+    path = Path(path)
+    path = path if path.suffix == ".npy" else path.with_name(path.name + ".npy")
+    offsets = table_offsets(source.table_sizes)
+    with NpyAppender(path, np.int64) as out:
+        for i in range(start, start + num_batches):
+            out.append(batch_trace(source.batch(i), offsets))
+            if on_batch is not None:
+                on_batch(1)
+    return path, out.rows
+
+
 def write_trace(trace: np.ndarray, path: str | Path) -> Path:
     path = Path(path)
     np.save(path, np.ascontiguousarray(trace, dtype=np.int64))
@@ -47,20 +66,27 @@ def write_trace(trace: np.ndarray, path: str | Path) -> Path:
 WHAT_A_TRACE_IS = "a trace is a .npy file of a 1-D int64 array of ids (`scratchkit trace` writes one)"
 
 
-def read_trace(path: str | Path) -> np.ndarray:
-    """Load and check a trace file: a `.npy` holding a 1-D, non-empty, non-negative integer array.
-    Anything else (a folder, an `.npz`, a text or TSV file) is refused in one line naming it."""
+def check_trace_file(path: str | Path, hint: str = "") -> Path:
+    """Refuse, in one line naming it, a path that cannot hold a trace: missing, a folder, an
+    `.npz`, a text or TSV file (`hint` is added to that line). Reads the first bytes only."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"trace file {path} does not exist")
     if path.is_dir():
-        raise ValueError(f"{path} is a folder, not a trace file: {WHAT_A_TRACE_IS}")
+        raise ValueError(f"{path} is a folder, not a trace file: {WHAT_A_TRACE_IS}{hint}")
     with open(path, "rb") as file:
         magic = file.read(6)
     if magic.startswith(b"PK"):                        # a zip: np.savez's archive of arrays
-        raise ValueError(f"{path} is an .npz archive, not a single array: {WHAT_A_TRACE_IS}")
+        raise ValueError(f"{path} is an .npz archive, not a single array: {WHAT_A_TRACE_IS}{hint}")
     if magic != b"\x93NUMPY":                          # text, a TSV, a pickle, anything else
-        raise ValueError(f"{path} is not a .npy file ({_looks_like(path)}): {WHAT_A_TRACE_IS}")
+        raise ValueError(f"{path} is not a .npy file ({_looks_like(path)}): {WHAT_A_TRACE_IS}{hint}")
+    return path
+
+
+def read_trace(path: str | Path) -> np.ndarray:
+    """Load and check a trace file: a `.npy` holding a 1-D, non-empty, non-negative integer array.
+    Anything else (a folder, an `.npz`, a text or TSV file) is refused in one line naming it."""
+    path = check_trace_file(path)
     try:
         trace = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:   # Python objects inside, a truncated file

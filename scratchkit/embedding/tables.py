@@ -44,6 +44,21 @@ class HostTables:
             self.weights = [pin(w) for w in self.weights]
             self.state = [pin(s) if s is not None else None for s in self.state]
 
+    @classmethod
+    def from_rows(cls, weights: list[torch.Tensor], state: list[torch.Tensor | None],
+                  pin: Callable[[torch.Tensor], torch.Tensor] | None = None) -> "HostTables":
+        """Tables holding the given rows and optimizer state (copied): a shard of global tables, or
+        a checkpoint's (scratchkit/distributed/shard.py). `state[t]` None: SGD, no state."""
+        tables = cls.__new__(cls)
+        tables.table_sizes = tuple(int(w.shape[0]) for w in weights)
+        tables.dim = int(weights[0].shape[1])
+        tables.weights = [w.detach().clone().contiguous() for w in weights]
+        tables.state = [s.detach().clone().contiguous() if s is not None else None for s in state]
+        if pin is not None:
+            tables.weights = [pin(w) for w in tables.weights]
+            tables.state = [pin(s) if s is not None else None for s in tables.state]
+        return tables
+
     @property
     def num_tables(self) -> int:
         return len(self.table_sizes)

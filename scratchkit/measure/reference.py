@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from scratchkit.config import OptimizerKind, TrainConfig
+from scratchkit.data.batch import micro_batch
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.tables import init_embedding_weights
 
@@ -77,6 +78,10 @@ class ReferenceRun:
 
     def __init__(self, config: TrainConfig, source, device: str = "cpu"):
         self.config, self.source, self.device = config, source, torch.device(device)
+        if config.cpu_threads is not None:
+            # the trainers' thread count (trainers/base.py): a matmul splits its sums by thread, so
+            # another count would give other last bits (7e-9 on embedding-bound's 512-sample batch)
+            torch.set_num_threads(config.cpu_threads)
         model = ReferenceDLRM(config, source.num_dense)
         # initial weights: the same data every trainer starts from
         kit_dense = init_dense_model(config.model, source.num_dense, len(config.data.table_sizes), config.seed)
@@ -86,6 +91,8 @@ class ReferenceRun:
                                                                   config.model.dim, config.seed)):
             table.weight.data.copy_(w)
         self.model = model.to(self.device)
+        for table in self.model.tables:   # each backward's sparse gradient coalesced as it arrives
+            table.weight.register_hook(lambda grad: grad.coalesce())
         dense_params = [*self.model.bottom.parameters(), *self.model.top.parameters()]
         sparse_params = [t.weight for t in self.model.tables]
         o = config.optimizer
@@ -98,22 +105,39 @@ class ReferenceRun:
                                if o.kind is OptimizerKind.ADAGRAD else RowwiseAdagrad(sparse_params, o.lr, o.eps))
         self.steps_done = 0
 
-    def train(self, steps: int) -> list[float]:
+    def train(self, steps: int, micro_batches: int = 1) -> list[float]:
+        """Train `steps` batches; returns each batch's loss.
+
+        micro_batches N > 1: each batch as N micro-batches of B/N samples (`micro_batch`) with
+        gradient accumulation in order: micro-batch r's loss / N goes backward, autograd adds its
+        gradients to those of micro-batches 0..r-1, and one optimizer step follows the last. The
+        tables' sparse gradient of each micro-batch is coalesced as it arrives (the hook in
+        __init__), then added to the sum so far, row by row: ((g_0 + g_1) + g_2) + ... Without the
+        hook autograd would concatenate the micro-batches' lookups and coalesce them once, summing
+        each row's duplicates in the order of an unstable sort of the whole batch's ids, an order
+        a rank that owns only some rows cannot reproduce (scratchkit/distributed/exchange.py).
+        The loss returned is the mean of the micro-batches' losses.
+        """
         losses = []
         for _ in range(steps):
             batch = self.source.batch(self.steps_done)
+            parts = [batch] if micro_batches == 1 else [micro_batch(batch, r, micro_batches)
+                                                        for r in range(micro_batches)]
             to = lambda a: torch.from_numpy(a).to(self.device)
-            logits = self.model(to(batch.dense), [to(i) for i in batch.ids], [to(o) for o in batch.offsets])
-            loss = F.binary_cross_entropy_with_logits(logits, to(batch.labels))
             self.dense_opt.zero_grad(set_to_none=True)
             self.sparse_opt.zero_grad(set_to_none=True)
-            loss.backward()
+            total = 0.0
+            for part in parts:
+                logits = self.model(to(part.dense), [to(i) for i in part.ids], [to(o) for o in part.offsets])
+                loss = F.binary_cross_entropy_with_logits(logits, to(part.labels))
+                (loss if micro_batches == 1 else loss / micro_batches).backward()
+                total += float(loss.detach())
             with torch.sparse.check_sparse_tensor_invariants(enable=False):
                 for table in self.model.tables:   # sum duplicate ids once, in lookup order
                     table.weight.grad = table.weight.grad.coalesce()
                 self.dense_opt.step()
                 self.sparse_opt.step()
-            losses.append(float(loss.detach()))
+            losses.append(total / micro_batches)
             self.steps_done += 1
         return losses
 

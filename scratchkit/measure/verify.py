@@ -39,7 +39,8 @@ class VerifyResult:
         return asdict(self) | {"passed": self.passed} | self.extras
 
 
-def _max_diff(left, right) -> float:
+def largest_difference(left, right) -> float:
+    """The largest |a - b| over two lists of tensors, pair by pair (None pairs skipped)."""
     if len(left) != len(right):
         raise ValueError(f"cannot compare {len(left)} tensors with {len(right)}")
     diffs = [float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
@@ -73,7 +74,8 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
             trainer.close()   # flush any cache so the host tables are complete
             dense = [p.detach().cpu() for p in trainer.model.parameters()]
             emb, state = trainer.embedding_weights(), trainer.embedding_state()
-        d, e, s = _max_diff(dense, ref_dense), _max_diff(emb, ref_emb), _max_diff(state, ref_state)
+        d, e, s = (largest_difference(dense, ref_dense), largest_difference(emb, ref_emb),
+                   largest_difference(state, ref_state))
         extras = {}
         if name == "scratchpipe":
             lookups = sum(r.lookups for r in records)

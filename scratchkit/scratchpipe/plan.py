@@ -21,7 +21,8 @@ slots *will* hold once the batches planned so far are inserted.
 A table's planner sees each batch (reads its working set), plans batches in order, and retires
 each once Train has finished with it: `see`, `shortfall`, `plan`, `retire`. This class is the
 NumPy twin, the specification; `plan_native.py` runs the same decisions as a C++ loop
-(plan_loop.c), about 15x faster and on many cores at once, and the tests hold the two equal.
+(plan_loop.c; ~2x faster on one core, and on many cores at once: benchmarks/bench_planner.py),
+and the tests hold the two equal.
 """
 from __future__ import annotations
 
@@ -81,8 +82,9 @@ class TablePlanner:
         misses = int(np.count_nonzero(self.slot_map.query(self._seen[b][0]) < 0))
         return misses - len(self.slot_map.free_slots())
 
-    def plan(self, batch_index: int, stop: int) -> TablePlan:
-        """Plan batch b (seen). Batches b+1 .. stop-1 are the look-ahead, seen when it evicts."""
+    def plan(self, batch_index: int, stop: int, lookup_slots: np.ndarray | None = None) -> TablePlan:
+        """Plan batch b (seen). Batches b+1 .. stop-1 are the look-ahead, seen when it evicts.
+        `lookup_slots` [n]: where to write each lookup's slot (else a new array)."""
         unique, inverse = self._seen[batch_index]
         for k in [k for k in self._seen if k < batch_index]:
             del self._seen[k]
@@ -111,7 +113,11 @@ class TablePlanner:
         self._planned[batch_index] = slots
         decision = PlanDecision(batch_index, self.table, unique, slots, hit, victim_ids,
                                 victim_slots, held_before)
-        return TablePlan(decision, slots[inverse], miss_ids, miss_slots,
+        if lookup_slots is None:
+            lookup_slots = slots[inverse]
+        else:
+            lookup_slots[:] = slots[inverse]
+        return TablePlan(decision, lookup_slots, miss_ids, miss_slots,
                          victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
 
     def retire(self, k: int) -> None:

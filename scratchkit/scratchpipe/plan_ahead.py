@@ -7,8 +7,9 @@ the trainer, and may run ahead on a thread or in a process of its own, making th
 
     PlanSetup   what a `train()` call starts from: the row stores as they are between calls
     PlanAhead   reads each batch once (`read_seconds`: the time that is the data's, not Plan's),
-                shows it to every table's planner, and plans batch after batch; the tables are
-                independent, so they are planned on `setup.threads` threads at once
+                shows it to every table's planners, and plans batch after batch; the tables (and
+                a table's shards, shards.py) are independent, so they are planned on
+                `setup.threads` threads at once
     Planned     Plan(b): the batch and one TablePlan per table
 
 A table's planner is the C++ loop (plan_native.py) where it builds, else its NumPy twin
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,8 @@ import numpy as np
 from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import check_batch
 from scratchkit.scratchpipe.plan import TablePlan, TablePlanner
-from scratchkit.scratchpipe.plan_native import NativeTablePlanner, native_planner_available
+from scratchkit.scratchpipe.plan_native import NativePlans, native_planner_available
+from scratchkit.scratchpipe.shards import ShardOf, TwinShard, merge_plans, shard_slots
 from scratchkit.scratchpipe.slot_map import SlotMap
 
 
@@ -45,18 +46,19 @@ class PlanSetup:
     slot_ids: tuple[np.ndarray, ...]   # per table [capacity] id in each slot now, -1 free
     dirty: tuple[np.ndarray, ...]      # per table [capacity] bool, changed since filled
     last_trained: tuple[np.ndarray, ...]  # per table [capacity] batch that last trained it
-    threads: int = 1                   # tables planned at once (the C++ loop releases the GIL)
+    threads: int = 1                   # planners run at once (the C++ loop releases the GIL)
     native: bool | None = None         # the C++ planner (True), the NumPy twin (False), or where it builds
+    shards: int = 1                    # planners per table, each owning ids id % shards (shards.py)
 
     @classmethod
     def from_rows(cls, pads, table_sizes, depth: int, policy: VictimPolicy, holds: bool,
                   horizon: int, record_events: bool, threads: int = 1,
-                  native: bool | None = None) -> "PlanSetup":
+                  native: bool | None = None, shards: int = 1) -> "PlanSetup":
         """The row stores (scratchpipe/rows.py) as they are now, copied: the planner's start."""
         return cls(tuple(table_sizes), tuple(pad.capacity for pad in pads), depth, policy, holds,
                    horizon, record_events, tuple(pad.slot_ids.copy() for pad in pads),
                    tuple(pad.dirty.copy() for pad in pads),
-                   tuple(pad.last_trained.copy() for pad in pads), threads, native)
+                   tuple(pad.last_trained.copy() for pad in pads), threads, native, shards)
 
 
 @dataclass
@@ -69,6 +71,54 @@ class Planned:
     read_seconds: float = 0.0    # of the planning time, spent reading batches from their source
 
 
+class TwinPlans:
+    """Every table's planners in NumPy (plan.py; `TwinShard`s when a table has shards), one after
+    another: the specification `NativePlans` (plan_native.py) is held to, with its interface."""
+
+    def __init__(self, setup: PlanSetup):
+        self.planners = [[self._planner(setup, t, ShardOf(s, setup.shards, offset), size)
+                          for s, (offset, size) in enumerate(shard_slots(setup.capacities[t], setup.shards))]
+                         for t in range(len(setup.table_sizes))]      # [tables][shards]
+        self._lookups: dict[int, list[int]] = {}                      # batch -> lookups per table
+
+    @staticmethod
+    def _planner(setup: PlanSetup, t: int, shard: ShardOf, size: int):
+        """Table t's planner for `shard` (its slots: [shard.offset, shard.offset + size))."""
+        mine = slice(shard.offset, shard.offset + size)
+        slot_ids, dirty, clock = setup.slot_ids[t][mine], setup.dirty[t][mine], setup.last_trained[t][mine]
+        if ((slot_ids >= 0) & (slot_ids % shard.shards != shard.shard)).any():
+            raise ValueError(f"table {t}: slots {shard.offset}.. hold ids of another shard "
+                             f"(the scratchpad was filled with a different number of plan shards)")
+        slot_map = SlotMap(shard.local_rows(setup.table_sizes[t]), size)   # the map; rows stay put
+        resident = np.flatnonzero(slot_ids >= 0)
+        slot_map.insert(slot_ids[resident] // shard.shards, resident)
+        slot_map.mark_dirty(np.flatnonzero(dirty))
+        twin = TablePlanner(t, slot_map, clock.copy(), setup.policy, holds=setup.holds,
+                            record_held=setup.record_events)
+        return twin if shard.shards == 1 else TwinShard(twin, shard)
+
+    def see(self, k: int, batch) -> None:
+        self._lookups[k] = [len(ids) for ids in batch.ids]
+        for ids, shards in zip(batch.ids, self.planners):
+            for planner in shards:
+                planner.see(k, ids)
+
+    def shortfall(self, b: int) -> int:
+        return max(p.shortfall(b) for shards in self.planners for p in shards)
+
+    def plan(self, b: int, stop: int) -> list[TablePlan]:
+        plans = []
+        for n, shards in zip(self._lookups.pop(b), self.planners):
+            lookup_slots = np.empty(n, np.int64)    # [n] each shard fills its lookups' slots
+            plans.append(merge_plans([planner.plan(b, stop, lookup_slots) for planner in shards]))
+        return plans
+
+    def retire(self, k: int) -> None:
+        for shards in self.planners:
+            for planner in shards:
+                planner.retire(k)
+
+
 class PlanAhead:
     """Plans batches one after another on a host copy of the map (see the module docstring)."""
 
@@ -76,31 +126,11 @@ class PlanAhead:
         """Plans batches start, start+1, ... of `source`."""
         self.setup, self.source = setup, source
         native = native_planner_available() if setup.native is None else setup.native
-        self.planners = [self._planner(t, native) for t in range(len(setup.table_sizes))]
+        self.plans = NativePlans(setup) if native else TwinPlans(setup)
         self._in_flight: deque[int] = deque()     # batches planned, not yet retired
         self._batches: dict[int, object] = {}     # batch index -> the batch, while Plan needs it
         self._seen_upto = start - 1                # the last batch shown to the planners
         self._read = 0.0                           # seconds spent reading, since the last plan
-        self._pool = ThreadPoolExecutor(setup.threads) if setup.threads > 1 else None
-
-    def _planner(self, t: int, native: bool):
-        setup = self.setup
-        if native:   # the ring must hold every batch from the oldest in flight to the furthest seen
-            return NativeTablePlanner(t, setup.table_sizes[t], setup.slot_ids[t], setup.dirty[t],
-                                      setup.last_trained[t], setup.policy, setup.holds,
-                                      setup.record_events, ring=setup.depth + setup.horizon + 3)
-        slot_map = SlotMap(setup.table_sizes[t], setup.capacities[t])   # the map; the rows stay put
-        resident = np.flatnonzero(setup.slot_ids[t] >= 0)
-        slot_map.insert(setup.slot_ids[t][resident], resident)
-        slot_map.mark_dirty(np.flatnonzero(setup.dirty[t]))
-        return TablePlanner(t, slot_map, setup.last_trained[t].copy(), setup.policy,
-                            holds=setup.holds, record_held=setup.record_events)
-
-    def _each_table(self, call) -> list:
-        """call(t, planner) for every table: on the pool's threads, or one after another."""
-        if self._pool is None:
-            return [call(t, p) for t, p in enumerate(self.planners)]
-        return list(self._pool.map(lambda tp: call(*tp), enumerate(self.planners)))
 
     def _see_upto(self, k: int) -> None:
         """Read batches up to k (once each, in order) and show each to every table's planner."""
@@ -111,7 +141,7 @@ class PlanAhead:
             check_batch(batch, self.setup.table_sizes, index)   # an id out of range: never planned
             self._read += time.perf_counter() - start
             self._batches[index] = batch
-            self._each_table(lambda t, p: p.see(index, batch.ids[t]))
+            self.plans.see(index, batch)
             self._seen_upto = index
 
     def plan_bytes(self, b: int) -> int:
@@ -127,12 +157,12 @@ class PlanAhead:
         """Plan(b). Call for b = start, start+1, ... in order (rule 1)."""
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
             k = self._in_flight.popleft()                      # b-D-1 and older: trained
-            self._each_table(lambda t, p: p.retire(k))
+            self.plans.retire(k)
         self._see_upto(b)
         stop = min(b + 1 + self.setup.horizon, len(self.source))
-        if self.setup.policy is VictimPolicy.FURTHEST and max(self._each_table(lambda t, p: p.shortfall(b))) > 0:
+        if self.setup.policy is VictimPolicy.FURTHEST and self.plans.shortfall(b) > 0:
             self._see_upto(stop - 1)                           # the look-ahead, only to evict
-        tables = self._each_table(lambda t, p: p.plan(b, stop))
+        tables = self.plans.plan(b, stop)
         self._in_flight.append(b)
         batch = self._batches.pop(b)
         read, self._read = self._read, 0.0

@@ -2,9 +2,9 @@
  * decision for decision (tests/test_plan_native.py holds the two equal, plan by plan).
  *
  * Why. On a GPU server the planner must keep up with Train: for the embedding-bound profile
- * (655k lookups a step, 450k distinct rows) an H100 trains a batch in about 2.4 ms, and NumPy plans
- * it in about 150 ms on one core. This loop plans one table per call and releases Python's lock
- * while it runs (ctypes), so the tables of a batch are planned on as many cores at once.
+ * (655k lookups a step, 450k distinct rows) an H100 trains a batch in about 2.4 ms; NumPy plans
+ * it in ~145 ms of CPU on one core here, this loop in ~80 ms (benchmarks/bench_planner.py), and
+ * plan_group.c runs the tables (and their shards, shards.py) on as many cores at once.
  *
  * Where the time goes. A table of a million rows is far bigger than the CPU's caches, and each
  * distinct id of a batch is a random access into it: ~100 ns when it misses every cache. So all
@@ -23,6 +23,12 @@
  * position: 2^26 distinct ids a batch for a ring of 32);
  * next_occ chains an id's occurrences, so its next use after the batch being planned is its FIFO's
  * head: O(1), with no array over all rows to fill per batch (NumPy's NextUses fills one).
+ *
+ * Shards. One table may be planned by several Planners at once (scratchpipe/shards.py): shard s of
+ * S plans the ids with id % S == s, as local ids id / S, in its own range of the scratchpad's
+ * slots [offset, offset + capacity). It reads the whole batch and keeps its own lookups; it
+ * writes global ids and slots out, and its lookups' slots into the table's shared lookup_slots
+ * (the shards write disjoint positions). S = 1 is the whole table.
  */
 #include <algorithm>
 #include <cstdint>
@@ -34,6 +40,7 @@
 namespace {
 
 const int32_t NONE = std::numeric_limits<int32_t>::max();   // no seen use ahead
+const int64_t AHEAD = 16;                         // prefetch distance, in ids: ~ memory latency / work per id
 
 struct Row { int32_t slot, head, tail, evicted_by; };          // 16 B: one cache miss per id
 struct Slot { int32_t id, next_use, last_trained, holds; uint8_t dirty, in_batch, pad[2]; };
@@ -41,11 +48,14 @@ struct Slot { int32_t id, next_use, last_trained, holds; uint8_t dirty, in_batch
 struct Seen {                                     // one batch in the ring
     int64_t batch = -1;
     std::vector<int32_t> unique, inverse, slots;  // sorted working set; lookup -> position; decisions
+    std::vector<int32_t> lookups;                 // this shard's lookups' positions in the batch (S > 1)
     std::vector<int32_t> next_occ;                // per position: the id's next occurrence, -1
 };
 
 struct Planner {
     int64_t num_rows, capacity, ring, holds_on, furthest, record_held, used = 0, first_free = 0;
+    int64_t shard, shards, offset;                // ids id % shards == shard, slots from offset
+    std::vector<int64_t> local;                   // [n] this shard's ids of a batch, as local ids
     int pos_bits;                                 // an occurrence: ring slot << pos_bits | position
     int32_t pack(int64_t r, int64_t pos) const { return (int32_t)((r << pos_bits) | pos); }
     int64_t ring_of(int32_t occ) const { return occ >> pos_bits; }
@@ -54,8 +64,7 @@ struct Planner {
     std::vector<Slot> slots;
     std::vector<uint64_t> bits;                   // [num_rows / 64] working-set scratch
     std::vector<int32_t> where;                   // [num_rows] position scratch
-    std::vector<uint64_t> keys;                   // victim search scratch: candidates' keys,
-    std::vector<int32_t> cand;                    // their slots,
+    std::vector<uint64_t> keys;                   // victim search scratch: each slot's key,
     std::vector<int64_t> count;                   // and a count per bucket
     std::vector<Seen> seen;
 };
@@ -89,39 +98,42 @@ void working_set(Planner *p, const int64_t *ids, int64_t n, Seen &s) {
 }
 
 // The v slots to evict: unheld, not this batch's, least (urgency level, clock, slot) first.
-// Key = level << 32 | clock + 1: one integer orders the first two. Sorting ~200k candidate keys a
-// batch (or nth_element) would cost more than the rest of the plan, so: count the candidates by
-// bucket (level, then age = b - clock up to AGES, older ones share the first bucket), find the
-// bucket that holds the v-th key, and only if that bucket is the shared one, select within it.
-// A last pass in slot order takes every key below the v-th and, of the keys equal to it, the lowest
-// slots: exactly the three-key order. -> victims found (< v: too few unheld slots).
+// Key = level << 32 | clock + 1: one integer orders the first two; a slot that may not go gets
+// the largest key. Sorting ~200k candidate keys a batch (or nth_element) would cost more than the
+// rest of the plan, so: count the keys by bucket (level, then age = b - clock up to AGES, older
+// ones share the level's first bucket), find the bucket that holds the v-th key, and only if that
+// bucket is a shared one, select within it. A last pass in slot order takes every key below the
+// v-th and, of the keys equal to it, the lowest slots: exactly the three-key order. The passes
+// read the slots in order and branch little: the CPU streams them.
+// -> victims found (< v: too few unheld slots).
 const int64_t AGES = 1024;
+const uint64_t KEEP = ~0ull;                      // the key of a slot that may not be a victim
 
 int64_t choose_victims(Planner *p, int64_t b, int64_t seen_ahead, int64_t v, int64_t *victim_slots) {
     std::vector<uint64_t> &keys = p->keys;
-    std::vector<int32_t> &cand = p->cand;
     std::vector<int64_t> &count = p->count;
-    keys.clear(); cand.clear();
-    count.assign((seen_ahead + 2) * AGES, 0);
-    auto bucket = [b](uint64_t key) {             // ascending keys -> non-decreasing buckets
+    keys.resize(p->capacity);
+    const int64_t buckets = (seen_ahead + 2) * AGES;
+    count.assign(buckets + 1, 0);                 // the last: slots that may not go
+    auto bucket = [b, buckets](uint64_t key) {    // ascending keys -> non-decreasing buckets
+        if (key == KEEP) return buckets;
         const int64_t level = (int64_t)(key >> 32), clock = (int64_t)(key & 0xffffffffu) - 1;
         return level * AGES + (AGES - 1 - std::min(b - clock, AGES - 1));
     };
+    const bool furthest = p->furthest, holds_on = p->holds_on;
     for (int64_t slot = 0; slot < p->capacity; ++slot) {
         const Slot &s = p->slots[slot];
-        if (s.id < 0 || s.in_batch || (p->holds_on && s.holds > 0)) continue;
-        uint64_t level = 0;                       // urgency: seen_ahead + 1 - k for a use in b+k
-        if (p->furthest && s.next_use != NONE) {
-            const int64_t k = (int64_t)s.next_use - b;
-            if (k >= 1 && k <= seen_ahead) level = (uint64_t)(seen_ahead + 1 - k);
-        }
-        const uint64_t key = level << 32 | (uint64_t)(uint32_t)(s.last_trained + 1);
-        keys.push_back(key); cand.push_back((int32_t)slot);
+        const int64_t k = (int64_t)s.next_use - b;    // urgency: seen_ahead + 1 - k for a use in b+k
+        const uint64_t level = (furthest && s.next_use != NONE && k >= 1 && k <= seen_ahead)
+                               ? (uint64_t)(seen_ahead + 1 - k) : 0;
+        const bool keep = s.id < 0 || s.in_batch || (holds_on && s.holds > 0);
+        const uint64_t key = keep ? KEEP : (level << 32 | (uint64_t)(uint32_t)(s.last_trained + 1));
+        keys[slot] = key;
         count[bucket(key)] += 1;
     }
-    if ((int64_t)keys.size() < v) return (int64_t)keys.size();
     int64_t j = 0, below = 0;                     // the bucket of the v-th key, and keys before it
-    while (below + count[j] < v) below += count[j++];
+    while (j < buckets && below + count[j] < v) below += count[j++];
+    if (j == buckets) return below;               // too few candidates
     uint64_t kth;
     if (j % AGES != 0) {                          // one clock: the v-th key is the bucket's key
         const int64_t level = j / AGES, clock = b - (AGES - 1 - j % AGES);
@@ -135,8 +147,10 @@ int64_t choose_victims(Planner *p, int64_t b, int64_t seen_ahead, int64_t v, int
     below = 0;
     for (uint64_t key : keys) below += key < kth;
     int64_t equal_wanted = v - below, found = 0;
-    for (size_t c = 0; c < keys.size(); ++c)      // candidates are in slot order
-        if (keys[c] < kth || (keys[c] == kth && equal_wanted-- > 0)) victim_slots[found++] = cand[c];
+    for (int64_t slot = 0; slot < p->capacity; ++slot) {
+        const uint64_t key = keys[slot];
+        if (key < kth || (key == kth && equal_wanted-- > 0)) victim_slots[found++] = slot;
+    }
     return found;                                 // in slot order: the same on every engine
 }
 
@@ -144,12 +158,16 @@ int64_t choose_victims(Planner *p, int64_t b, int64_t seen_ahead, int64_t v, int
 
 extern "C" {
 
+// A planner for shard `shard` of `shards` of a table of `num_rows` (local) rows, with `capacity`
+// slots from `offset`, starting from what those slots hold now (global ids: all of this shard's,
+// else -> NULL).
 void *sk_plan_new(int64_t num_rows, int64_t capacity, int64_t ring, int64_t holds_on, int64_t furthest,
-                  int64_t record_held, const int64_t *slot_ids, const uint8_t *dirty,
-                  const int64_t *last_trained) {
+                  int64_t record_held, int64_t shard, int64_t shards, int64_t offset,
+                  const int64_t *slot_ids, const uint8_t *dirty, const int64_t *last_trained) {
     Planner *p = new Planner();
     p->num_rows = num_rows; p->capacity = capacity; p->ring = ring; p->holds_on = holds_on;
     p->furthest = furthest; p->record_held = record_held;
+    p->shard = shard; p->shards = shards; p->offset = offset;
     p->rows.assign(num_rows, Row{-1, -1, -1, -1});
     p->slots.assign(capacity, Slot{-1, NONE, -1, 0, 0, 0, {0, 0}});
     p->bits.assign((num_rows + 63) / 64, 0);
@@ -160,7 +178,9 @@ void *sk_plan_new(int64_t num_rows, int64_t capacity, int64_t ring, int64_t hold
     p->pos_bits = 31 - ring_bits;
     for (int64_t s = 0; s < capacity; ++s) {
         Slot &slot = p->slots[s];
-        slot.id = (int32_t)slot_ids[s]; slot.dirty = dirty[s]; slot.last_trained = (int32_t)last_trained[s];
+        if (slot_ids[s] >= 0 && slot_ids[s] % shards != shard) { delete p; return nullptr; }
+        slot.id = slot_ids[s] < 0 ? -1 : (int32_t)(slot_ids[s] / shards);
+        slot.dirty = dirty[s]; slot.last_trained = (int32_t)last_trained[s];
         if (slot.id >= 0) { p->rows[slot.id].slot = (int32_t)s; p->used += 1; }
     }
     while (p->first_free < capacity && p->slots[p->first_free].id >= 0) ++p->first_free;
@@ -176,11 +196,22 @@ int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n) {
     const int64_t r = k % p->ring;
     Seen &s = p->seen[r];
     s.batch = k;
+    if (p->shards > 1) {                          // this shard's lookups, as local ids
+        p->local.clear(); s.lookups.clear();
+        for (int64_t i = 0; i < n; ++i)
+            if (ids[i] % p->shards == p->shard) { p->local.push_back(ids[i] / p->shards); s.lookups.push_back((int32_t)i); }
+        ids = p->local.data(); n = (int64_t)p->local.size();
+    }
     working_set(p, ids, n, s);
     const int64_t u = (int64_t)s.unique.size();
     if (u >= (1ll << p->pos_bits)) return -1;
     s.next_occ.assign(u, -1);
     for (int64_t pos = 0; pos < u; ++pos) {
+        if (pos + AHEAD < u) __builtin_prefetch(&p->rows[s.unique[pos + AHEAD]]);
+        if (pos + AHEAD / 2 < u) {                 // where its occurrence is chained
+            const int32_t near = p->rows[s.unique[pos + AHEAD / 2]].tail;
+            if (near >= 0) __builtin_prefetch(&p->seen[p->ring_of(near)].next_occ[p->pos_of(near)]);
+        }
         Row &row = p->rows[s.unique[pos]];
         const int32_t occ = p->pack(r, pos);
         if (row.tail >= 0) {
@@ -222,6 +253,11 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
     int64_t m = 0;
     for (int64_t pos = 0; pos < u; ++pos) {        // planned now: off the FIFO of its id
         const int32_t id = s.unique[pos];
+        if (pos + AHEAD < u) __builtin_prefetch(&p->rows[s.unique[pos + AHEAD]]);
+        if (pos + AHEAD / 2 < u) {                 // its slot, once its row has arrived
+            const int32_t near = p->rows[s.unique[pos + AHEAD / 2]].slot;
+            if (near >= 0) __builtin_prefetch(&p->slots[near]);
+        }
         Row &row = p->rows[id];
         row.head = s.next_occ[pos];
         if (row.head < 0) row.tail = -1;
@@ -245,7 +281,8 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
             counts[0] = found; counts[2] = v;
             return -1;
         }
-        for (int64_t i = 0; i < v; ++i) {           // evict
+        for (int64_t i = 0; i < v; ++i) {           // evict (their rows are cold: prefetch)
+            if (i + AHEAD < v) __builtin_prefetch(&p->rows[p->slots[victim_slots[i + AHEAD]].id]);
             Slot &slot = p->slots[victim_slots[i]];
             victim_ids[i] = slot.id;
             victim_dirty[i] = slot.dirty;
@@ -277,8 +314,15 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
     while (p->first_free < p->capacity && p->slots[p->first_free].id >= 0) ++p->first_free;
     for (int64_t i = 0; i < v; ++i) if (victim_dirty[i]) p->rows[victim_ids[i]].evicted_by = (int32_t)b;
     if (p->holds_on) for (int64_t i = 0; i < u; ++i) p->slots[slots[i]].holds += 1;
-    for (int64_t i = 0; i < n; ++i) lookup_slots[i] = slots[s.inverse[i]];
     s.slots.assign(slots, slots + u);
+    // out: global slots and ids (local id * shards + shard), lookups at their batch positions
+    const int64_t S = p->shards, shard = p->shard, off = p->offset;
+    for (int64_t i = 0; i < u; ++i) { slots[i] += off; unique[i] = unique[i] * S + shard; }
+    for (int64_t i = 0; i < m; ++i) { miss_slots[i] += off; miss_ids[i] = miss_ids[i] * S + shard; }
+    for (int64_t i = 0; i < v; ++i) { victim_slots[i] += off; victim_ids[i] = victim_ids[i] * S + shard; }
+    for (int64_t i = 0; i < held; ++i) held_before[i] += off;
+    if (S > 1) for (int64_t i = 0; i < n; ++i) lookup_slots[s.lookups[i]] = slots[s.inverse[i]];
+    else for (int64_t i = 0; i < n; ++i) lookup_slots[i] = slots[s.inverse[i]];
     counts[0] = u; counts[1] = m; counts[2] = v; counts[3] = held; counts[4] = wait;
     return 0;
 }

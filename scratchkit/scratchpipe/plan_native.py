@@ -1,10 +1,10 @@
-"""ScratchPipe's Plan for one table as a C++ loop (plan_loop.c), with the NumPy twin's interface.
+"""ScratchPipe's Plan as C++ loops: plan_loop.c plans one table (or one shard of it), and
+plan_group.c runs every planner of a batch on a pool of threads, in one call per step.
 
-`NativeTablePlanner` makes exactly the decisions of `plan.TablePlanner` (the tests compare every
-array of every plan) and holds its state in NumPy arrays that the loop updates in place. Each call
-releases Python's lock while the loop runs, so `PlanAhead` plans a batch's tables on several
-threads at once (`PlanSetup.threads`). Built with g++ on first use (scratchkit/native.py); where
-no compiler is found, `native_planner_available()` is False and the twin plans.
+`NativePlans` makes exactly the decisions of the NumPy twin (`TwinPlans` in plan_ahead.py over
+`plan.TablePlanner`; tests/test_plan_native.py compares every array of every plan). Each call
+releases Python's lock while the loops run. Built with g++ on first use (scratchkit/native.py);
+where no compiler is found, `native_planner_available()` is False and the twin plans.
 """
 from __future__ import annotations
 
@@ -17,18 +17,21 @@ from scratchkit.config import VictimPolicy
 from scratchkit.native import I64P, U8P, CLibrary, i64, u8
 from scratchkit.scratchpipe.events import PlanDecision
 from scratchkit.scratchpipe.plan import TablePlan
+from scratchkit.scratchpipe.shards import ShardOf, shard_slots
 
 _VOID, _I64 = ctypes.c_void_p, ctypes.c_int64
+_PTRS = ctypes.POINTER(I64P)
 _SIGNATURES = {
-    "sk_plan_new": (_VOID, [_I64] * 6 + [I64P, U8P, I64P]),
+    "sk_plan_new": (_VOID, [_I64] * 9 + [I64P, U8P, I64P]),
     "sk_plan_free": (None, [_VOID]),
-    "sk_plan_see": (_I64, [_VOID, _I64, I64P, _I64]),
-    "sk_plan_shortfall": (_I64, [_VOID, _I64]),
-    "sk_plan_batch": (_I64, [_VOID, _I64, _I64, I64P, I64P, U8P, I64P, I64P, I64P, I64P, I64P, U8P,
-                             I64P, I64P]),
-    "sk_plan_retire": (None, [_VOID, _I64]),
+    "sk_group_new": (_VOID, [ctypes.POINTER(_VOID), _I64, _I64, _I64]),
+    "sk_group_free": (None, [_VOID]),
+    "sk_group_see": (_I64, [_VOID, _I64, _PTRS, I64P]),
+    "sk_group_shortfall": (_I64, [_VOID, _I64]),
+    "sk_group_plan": (_I64, [_VOID, _I64, _I64, I64P, I64P, _PTRS, I64P]),
+    "sk_group_retire": (None, [_VOID, _I64]),
 }
-LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.c",), _SIGNATURES)
+LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.c", "plan_group.c"), _SIGNATURES)
 
 
 def native_planner_available() -> bool:
@@ -36,65 +39,94 @@ def native_planner_available() -> bool:
     return LOOP.available()
 
 
-class NativeTablePlanner:
-    """One table's planner, in plan_loop.c. Same arguments and decisions as `TablePlanner`, whose
-    map is a `SlotMap`: here the same arrays, given whole (`slot_ids`, `dirty`, `last_trained`) and
-    copied into the loop's own records."""
+class NativePlans:
+    """Every table's planners (`setup.shards` per table) in plan_loop.c, run as one group
+    (plan_group.c) on `setup.threads` threads: one call per batch and step. The same interface and
+    decisions as `TwinPlans` (plan_ahead.py), the NumPy twin."""
 
-    def __init__(self, table: int, num_rows: int, slot_ids: np.ndarray, dirty: np.ndarray,
-                 last_trained: np.ndarray, policy: VictimPolicy, holds: bool, record_held: bool,
-                 ring: int):
-        if policy not in (VictimPolicy.FURTHEST, VictimPolicy.LRU):
-            raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
-                             f"not {policy.value!r}")
-        self.table, self.capacity, self.record_held = table, len(slot_ids), record_held
-        if num_rows >= 2**31 or self.capacity >= 2**31:
-            raise ValueError(f"table {table}: the C++ planner numbers rows and slots with int32; "
-                             f"{num_rows} rows, {self.capacity} slots are too many (use the twin)")
-        slot_ids = np.ascontiguousarray(slot_ids, dtype=np.int64)          # [capacity], copied in
-        dirty = np.ascontiguousarray(dirty, dtype=np.uint8)                 # [capacity]
-        last_trained = np.ascontiguousarray(last_trained, dtype=np.int64)   # [capacity]
-        self._lib = LOOP.library
-        self._handle = self._lib.sk_plan_new(
-            num_rows, self.capacity, ring, int(holds), int(policy is VictimPolicy.FURTHEST),
-            int(record_held), i64(slot_ids), u8(dirty), i64(last_trained))
-        self._lookups: dict[int, int] = {}   # batch -> its number of lookups
+    def __init__(self, setup):
+        self.setup, self._lib = setup, LOOP.library
+        handles = []
+        try:
+            for t, num_rows in enumerate(setup.table_sizes):
+                for s, (offset, size) in enumerate(shard_slots(setup.capacities[t], setup.shards)):
+                    handles.append(self._planner(t, num_rows, ShardOf(s, setup.shards, offset), size))
+        except Exception:
+            for handle in handles:
+                self._lib.sk_plan_free(handle)
+            raise
+        self._group = self._lib.sk_group_new((_VOID * len(handles))(*handles), len(handles),
+                                             setup.shards, setup.threads)
+        self._lookups: dict[int, list[int]] = {}   # batch -> lookups per table
+
+    def _planner(self, t: int, num_rows: int, shard: ShardOf, size: int):
+        setup, mine = self.setup, slice(shard.offset, shard.offset + size)
+        local_rows = shard.local_rows(num_rows)
+        if local_rows >= 2**31 or size >= 2**31:
+            raise ValueError(f"table {t}: the C++ planner numbers rows and slots with int32; "
+                             f"{local_rows} rows, {size} slots a shard are too many (use more "
+                             "plan_shards, or the twin: native_planner=False)")
+        slot_ids = np.ascontiguousarray(setup.slot_ids[t][mine], dtype=np.int64)      # [size], copied in
+        dirty = np.ascontiguousarray(setup.dirty[t][mine], dtype=np.uint8)
+        clock = np.ascontiguousarray(setup.last_trained[t][mine], dtype=np.int64)
+        ring = setup.depth + setup.horizon + 3   # every batch from the oldest in flight to the furthest seen
+        handle = self._lib.sk_plan_new(local_rows, size, ring, int(setup.holds),
+                                       int(setup.policy is VictimPolicy.FURTHEST), int(setup.record_events),
+                                       shard.shard, shard.shards, shard.offset, i64(slot_ids), u8(dirty),
+                                       i64(clock))
+        if not handle:
+            raise ValueError(f"table {t}: slots {shard.offset}.. hold ids of another shard "
+                             f"(the scratchpad was filled with a different number of plan shards)")
+        return handle
 
     def __del__(self):
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle:
-            self._lib.sk_plan_free(handle)
+        group, self._group = getattr(self, "_group", None), None
+        if group:
+            self._lib.sk_group_free(group)
 
-    def see(self, k: int, ids: np.ndarray) -> None:
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        if self._lib.sk_plan_see(self._handle, k, i64(ids), ids.size) < 0:
-            raise ValueError(f"table {self.table}, batch {k}: too many distinct ids for the C++ "
+    def _where(self, t: int, s: int) -> str:
+        return f"table {t}" + (f", shard {s}" if self.setup.shards > 1 else "")
+
+    def see(self, k: int, batch) -> None:
+        ids = [np.ascontiguousarray(i, dtype=np.int64) for i in batch.ids]
+        failed = self._lib.sk_group_see(self._group, k, (I64P * len(ids))(*[i64(i) for i in ids]),
+                                        i64(np.array([i.size for i in ids], np.int64)))
+        if failed:
+            t, s = divmod(-1 - failed, self.setup.shards)
+            raise ValueError(f"{self._where(t, s)}, batch {k}: too many distinct ids for the C++ "
                              "planner's ring (lower the horizon, or use the twin: native_planner=False)")
-        self._lookups[k] = ids.size
+        self._lookups[k] = [i.size for i in ids]
 
     def shortfall(self, b: int) -> int:
-        return int(self._lib.sk_plan_shortfall(self._handle, b))
+        return int(self._lib.sk_group_shortfall(self._group, b))
 
-    def plan(self, batch_index: int, stop: int) -> TablePlan:
-        n = self._lookups.pop(batch_index)
-        unique, slots, lookup_slots = (np.empty(n, np.int64) for _ in range(3))   # u <= n
-        miss_ids, miss_slots, victim_ids, victim_slots = (np.empty(n, np.int64) for _ in range(4))
-        hit, victim_dirty = np.empty(n, np.uint8), np.empty(n, np.uint8)
-        held_before = np.empty(self.capacity if self.record_held else 0, np.int64)
-        counts = np.zeros(5, np.int64)
-        failed = self._lib.sk_plan_batch(
-            self._handle, batch_index, stop, i64(unique), i64(slots), u8(hit), i64(lookup_slots),
-            i64(miss_ids), i64(miss_slots), i64(victim_ids), i64(victim_slots), u8(victim_dirty),
-            i64(held_before), i64(counts))
+    def plan(self, b: int, stop: int) -> list[TablePlan]:
+        n = self._lookups.pop(b)
+        held = [c if self.setup.record_events else 0 for c in self.setup.capacities]
+        arrays = []   # per table: unique, slots, hit, miss ids, miss slots, victim ids, slots, dirty, held, lookup slots
+        for size, h in zip(n, held):
+            arrays.append([np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.uint8),
+                           *(np.empty(size, np.int64) for _ in range(4)), np.empty(size, np.uint8),
+                           np.empty(h, np.int64), np.empty(size, np.int64)])
+        pointers = (I64P * (10 * len(n)))(*[a.ctypes.data_as(I64P) for table in arrays for a in table])
+        counts = np.zeros(5 * len(n), np.int64)
+        failed = self._lib.sk_group_plan(self._group, b, stop, i64(np.array(n, np.int64)),
+                                         i64(np.array(held, np.int64)), pointers, i64(counts))
         if failed:
-            raise RuntimeError(f"table {self.table}: need {counts[2]} victims but only {counts[0]} "
-                               "slots are unheld (the capacity check should have refused this)")
+            t, s = divmod(-1 - failed, self.setup.shards)
+            raise RuntimeError(f"{self._where(t, s)}: Plan({b}) needs more victims than unheld slots "
+                               "(the capacity check should have refused this)")
+        return [self._table_plan(b, t, table, counts[5 * t:5 * t + 5]) for t, table in enumerate(arrays)]
+
+    @staticmethod
+    def _table_plan(b: int, t: int, arrays: list, counts) -> TablePlan:
+        unique, slots, hit, miss_ids, miss_slots, victim_ids, victim_slots, victim_dirty, held, lookup_slots = arrays
         u, m, v, h, wait = (int(c) for c in counts)
         dirty = victim_dirty[:v].astype(bool)
-        decision = PlanDecision(batch_index, self.table, unique[:u], slots[:u], hit[:u].astype(bool),
-                                victim_ids[:v], victim_slots[:v], held_before[:h])
+        decision = PlanDecision(b, t, unique[:u], slots[:u], hit[:u].astype(bool), victim_ids[:v],
+                                victim_slots[:v], held[:h])
         return TablePlan(decision, lookup_slots, miss_ids[:m], miss_slots[:m], victim_ids[:v][dirty],
                          victim_slots[:v][dirty], wait)
 
     def retire(self, k: int) -> None:
-        self._lib.sk_plan_retire(self._handle, k)
+        self._lib.sk_group_retire(self._group, k)

@@ -42,13 +42,18 @@ def available_trainers() -> list[str]:
     return names
 
 
-def make_trainer(name: str, config, source=None, device=None) -> Trainer:
-    """A trainer by name; device: a torch device name or a scratchkit.device.Device (None: auto)."""
+def trainer_class(name: str) -> type[Trainer]:
+    """The class of a trainer by name (a sharded rank subclasses it: scratchkit/distributed/shard.py)."""
     kind = TrainerKind.parse(name)
     module, cls = _IMPLEMENTATIONS[kind]
     if importlib.util.find_spec(module) is None:
         raise ValueError(f"trainer {name!r} is not built yet; available: {', '.join(available_trainers())}")
-    return getattr(importlib.import_module(module), cls)(config, source=source, device=device)
+    return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "available_trainers"]
+def make_trainer(name: str, config, source=None, device=None) -> Trainer:
+    """A trainer by name; device: a torch device name or a scratchkit.device.Device (None: auto)."""
+    return trainer_class(name)(config, source=source, device=device)
+
+
+__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "trainer_class", "available_trainers"]

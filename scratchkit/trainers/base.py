@@ -67,8 +67,10 @@ class Trainer(ABC):
         self.config = config
         self.source = source if source is not None else SyntheticSource(config.data)
         if tuple(self.source.table_sizes) != tuple(config.data.table_sizes):
-            raise ValueError(f"the source's table sizes {self.source.table_sizes} differ from the "
-                             f"config's {config.data.table_sizes}")
+            raise ValueError(f"the source's table sizes {tuple(self.source.table_sizes)} differ from "
+                             f"the config's {config.data.table_sizes}: make the config from the "
+                             f"source, scratchkit.data.config_for(source) (scratchkit.data.open "
+                             f"returns both)")
         self.dev = as_device(device)
         self.device = self.dev.torch
         if config.cpu_threads is not None:
@@ -121,6 +123,14 @@ class Trainer(ABC):
     def close(self) -> None:
         """Flush and stop anything running. Safe to call twice."""
 
+    def make_tables(self, pin: bool = True) -> HostTables:
+        """The host tables this trainer starts from: drawn from the config's seed
+        (`init_embedding_weights`), pinned on a GPU if `pin`. A sharded rank's trainer starts
+        from its shard of the global tables, or from a checkpoint, instead
+        (scratchkit/distributed/shard.py overrides this)."""
+        return HostTables(self.config.data.table_sizes, self.config.model.dim, self.config.optimizer,
+                          self.config.seed, pin=self.dev.pin if pin else None)
+
     def __enter__(self):
         return self
 
@@ -144,19 +154,11 @@ class Trainer(ABC):
         stops here, before the backward pass, so step `step` changes no weight
         (`TrainConfig.nonfinite_loss` may let it through).
         """
-        dense = self.dev.to_device(torch.from_numpy(batch.dense))
-        labels = self.dev.to_device(torch.from_numpy(batch.labels))
-        pooled = pooled.detach().requires_grad_(True)
-        loss = F.binary_cross_entropy_with_logits(self.model(dense, pooled), labels)
-        value = float(loss.detach())
-        if not math.isfinite(value) and self.config.nonfinite_loss is OnNonFiniteLoss.RAISE:
-            raise NonFiniteLossError(f"step {step}: the loss is {value}, so training stopped before "
-                                     "this step changed any weight (nonfinite_loss='continue' in "
-                                     "TrainConfig trains on)")
+        loss, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
         self.dense_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.dense_optimizer.step()
-        return value, pooled.grad
+        return float(loss.detach()), pooled.grad
 
     def make_record(self, loss: float, batch, started: float, **counters) -> StepRecord:
         record = StepRecord(step=self.next_batch, loss=loss, samples=batch.batch_size,
@@ -164,6 +166,24 @@ class Trainer(ABC):
                             stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
         self.next_batch += 1
         return record
+
+
+def dense_loss(model, dev: Device, batch, pooled: torch.Tensor, step: int,
+               nonfinite_loss: OnNonFiniteLoss) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dense model's loss on `batch`: (loss, `pooled` [B, T, dim] as a leaf whose .grad the
+    backward fills). A NaN or infinite loss raises NonFiniteLossError naming the step, before any
+    backward, unless `nonfinite_loss` is CONTINUE. Every trainer's dense step starts here (and a
+    sharded rank's: scratchkit/distributed/replica.py)."""
+    dense = dev.to_device(torch.from_numpy(batch.dense))
+    labels = dev.to_device(torch.from_numpy(batch.labels))
+    pooled = pooled.detach().requires_grad_(True)
+    loss = F.binary_cross_entropy_with_logits(model(dense, pooled), labels)
+    value = float(loss.detach())
+    if not math.isfinite(value) and nonfinite_loss is OnNonFiniteLoss.RAISE:
+        raise NonFiniteLossError(f"step {step}: the loss is {value}, so training stopped before "
+                                 "this step changed any weight (nonfinite_loss='continue' in "
+                                 "TrainConfig trains on)")
+    return loss, pooled
 
 
 class HostTablesTrainer(Trainer):
@@ -175,8 +195,7 @@ class HostTablesTrainer(Trainer):
 
     def __init__(self, config: TrainConfig, source=None, device: Device | str | None = None):
         super().__init__(config, source, device)
-        self.tables = HostTables(config.data.table_sizes, config.model.dim, config.optimizer,
-                                 config.seed, pin=self.dev.pin)
+        self.tables = self.make_tables()
 
     def flush(self) -> int:
         """Write cached changes back to the host tables; returns the rows written."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
-from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -15,7 +14,7 @@ class DeviceOnlyTrainer(Trainer):
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
-        host = HostTables(config.data.table_sizes, config.model.dim, config.optimizer, config.seed)
+        host = self.make_tables(pin=False)
         self.weights = [self.dev.to_device(w) for w in host.weights]
         self.state = [self.dev.to_device(s) for s in host.state]          # None stays None
 

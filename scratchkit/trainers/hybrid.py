@@ -32,4 +32,4 @@ class HybridTrainer(HostTablesTrainer):
             coalesced = embedding_backward_tables(ids, offsets, grad, self.tables.table_sizes)
         with stage("update"):
             apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
-        return self.make_record(loss, batch, started, hits=0)
+        return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"

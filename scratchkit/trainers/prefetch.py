@@ -22,10 +22,20 @@ from __future__ import annotations
 import time
 
 from scratchkit.config import VictimPolicy
+from scratchkit.data.checks import BadBatchError, check_batch
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.cached import DemandFilledTrainer, Served
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
+
+
+def batch_is_good(batch, table_sizes, index: int) -> bool:
+    """Whether `batch` would pass the door (data/checks.py); the prefetch leaves a bad one alone."""
+    try:
+        check_batch(batch, table_sizes, index)
+    except BadBatchError:
+        return False
+    return True
 
 
 class PrefetchLRUTrainer(DemandFilledTrainer):
@@ -44,13 +54,15 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
         with self.timer.stage("data"):
             batch, ids, offsets = self.load_batch()
         served = self._take_ahead(b) or self.serve(batch, b)   # the first step: a demand fill
-        if b + 1 < len(self.source):                           # while b "trains": fetch b+1
-            nxt = self.source.batch(b + 1)
-            locked = [slot_u for _, _, _, slot_u in served.tables]
+        nxt = self.source.batch(b + 1) if b + 1 < len(self.source) else None
+        if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, b + 1):
+            locked = [slot_u for _, _, _, slot_u in served.tables]   # while b "trains": fetch b+1
             self._ahead = (b + 1, self.serve(nxt, b + 1, locked=locked, stages=PREFETCH_STAGES))
         return self.train_served(batch, ids, offsets, served, started)
 
     def _take_ahead(self, b: int) -> Served | None:
+        """Batch b's rows, if they were prefetched (a bad batch is not: its step refuses it at the
+        door, as every trainer's does, after batch b-1 has trained)."""
         ahead, self._ahead = self._ahead, None
         return ahead[1] if ahead is not None and ahead[0] == b else None
 

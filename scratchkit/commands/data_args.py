@@ -1,0 +1,64 @@
+"""`--data KIND:PATH` and its flags: a data file instead of a synthetic profile, for every command.
+
+    scratchkit bench  --data criteo:train.tsv --max-rows 100000 --trainers hybrid,scratchpipe
+    scratchkit verify --data movielens:u.data --batch-size 16 --trainers hybrid,lru,scratchpipe
+    scratchkit trace  --data criteo-npy:/data/criteo --steps 1000 --out ids.npy
+    scratchkit simulate --data criteo:train.tsv --mrc
+
+The model and table sizes come from the data (`scratchkit.data.open`), so --data excludes
+--profile, --scale and --zipf; --max-rows, --max-samples, --cache-dir and --bad-lines apply to
+--data only.
+"""
+from __future__ import annotations
+
+
+def add_arguments(parser, batch_size: bool = True) -> None:
+    group = parser.add_argument_group("your own data (instead of --profile)")
+    group.add_argument("--data", metavar="KIND:PATH",
+                       help="criteo:FILE (Criteo TSV, .gz too), movielens:FILE (u.data, "
+                            "ratings.csv) or criteo-npy:DIR (TorchRec's preprocessed .npy)")
+    group.add_argument("--max-rows", type=int, metavar="N",
+                       help="at most N rows a table: features with more values are hashed "
+                            "(default: a row per distinct value)")
+    group.add_argument("--max-samples", type=int, metavar="N", help="read only the first N samples")
+    group.add_argument("--cache-dir", metavar="DIR", help="keep the converted columns here and "
+                                                          "reuse them next time (default: a temporary folder)")
+    group.add_argument("--bad-lines", choices=("raise", "skip"), default="raise",
+                       help="a malformed line stops with its file and line number (raise, the "
+                            "default), or is left out and counted (skip)")
+
+
+def open_from_args(args, depth: int = 2):
+    """(source, config, a few words naming the data) from --data and its flags."""
+    from scratchkit.data.open_data import open_data
+
+    stray = [flag for flag, value in (("--profile", getattr(args, "profile", None)),
+                                      ("--scale", getattr(args, "scale", None)),
+                                      ("--zipf", getattr(args, "zipf", None))) if value is not None]
+    if stray:
+        raise ValueError(f"--data derives the model from the data: drop {', '.join(stray)}")
+    options = {"batch_size": getattr(args, "batch_size", None), "max_rows": args.max_rows,
+               "max_samples": args.max_samples, "seed": getattr(args, "seed", 0), "depth": depth}
+    if not args.data.startswith("criteo-npy:"):
+        options |= {"errors": args.bad_lines, "cache_dir": args.cache_dir}
+    elif args.cache_dir is not None or args.bad_lines != "raise":
+        raise ValueError("--cache-dir and --bad-lines apply to text files, not criteo-npy")
+    source, config = open_data(args.data, **options)
+    return source, config, f"data {args.data}"
+
+
+def refuse_without_data(args) -> None:
+    stray = [flag for flag, value in (("--max-rows", args.max_rows), ("--max-samples", args.max_samples),
+                                      ("--cache-dir", args.cache_dir)) if value is not None]
+    if args.bad_lines != "raise":
+        stray.append("--bad-lines")
+    if stray:
+        raise ValueError(f"{', '.join(stray)} apply to --data only")
+
+
+def check_batches(source, wanted: int, flag: str = "--steps") -> None:
+    """Refuse a run longer than the data, naming the flag."""
+    if wanted > len(source):
+        raise ValueError(f"{flag} asks for {wanted} batches; the data has {len(source)} batches of "
+                         f"{source.batch_size}: use {flag} {len(source)} or less, or a smaller "
+                         f"--batch-size")

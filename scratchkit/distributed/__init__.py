@@ -1,0 +1,1 @@
+"""Sharded training on torch.distributed: each rank owns a shard of the tables and runs its own trainer over it."""
