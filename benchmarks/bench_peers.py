@@ -2,7 +2,7 @@
 same batches, in one run.
 
     .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like] [--threads 1,2]
-                                               [--steps 100] [--rounds 3] [--json]
+                                               [--steps 100] [--rounds 5] [--json] [--embeddings]
 
 The three peers, each training the same DLRM (same initial weights, same batches, SGD):
     gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU)
@@ -13,10 +13,13 @@ The three peers, each training the same DLRM (same initial weights, same batches
                the SGD update fused into its backward; the reference's dense model around it.
                Optional: `make peers` installs it (the `peers` extra); skipped with a message where
                fbgemm_gpu is not importable.
-Each makes its batches inside the timed loop. Thread counts go through the config
+`--embeddings` times the embedding work alone (gpu-only's table-batched loops, the per-table torch
+ops they replaced, FBGEMM's TBE forward + fused backward), on batches made beforehand. In the
+full step each peer makes its batches inside the timed loop. Thread counts go through the config
 (`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
 all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
-machine slows them alike; the median round is reported, with its ratio to plain PyTorch.
+machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
+PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load).
 """
 from __future__ import annotations
 
@@ -52,20 +55,24 @@ def fbgemm_missing() -> str | None:
 class FbgemmRun:
     """The reference DLRM with its EmbeddingBags replaced by one FBGEMM table-batched embedding."""
 
-    def __init__(self, config, source):
+    @staticmethod
+    def make_tbe(config):
+        """Every table of `config` in one TBE in host memory, computed on the CPU, with exact SGD."""
         from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation, PoolingMode
         from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
             ComputeDevice, OptimType, SparseType, SplitTableBatchedEmbeddingBagsCodegen)
 
+        return SplitTableBatchedEmbeddingBagsCodegen(
+            [(n, config.model.dim, EmbeddingLocation.HOST, ComputeDevice.CPU) for n in config.data.table_sizes],
+            optimizer=OptimType.EXACT_SGD, learning_rate=config.optimizer.lr,
+            pooling_mode=PoolingMode.SUM, weights_precision=SparseType.FP32, device=torch.device("cpu"))
+
+    def __init__(self, config, source):
         if config.optimizer.kind is not OptimizerKind.SGD:
             raise ValueError(f"FbgemmRun: optimizer {config.optimizer.kind.value}: only sgd is compared")
         reference = ReferenceRun(config, source)   # the dense model, initial weights, cpu_threads
         self.config, self.source, self.model = config, source, reference.model
-        dim = config.model.dim
-        self.tbe = SplitTableBatchedEmbeddingBagsCodegen(
-            [(n, dim, EmbeddingLocation.HOST, ComputeDevice.CPU) for n in config.data.table_sizes],
-            optimizer=OptimType.EXACT_SGD, learning_rate=config.optimizer.lr,
-            pooling_mode=PoolingMode.SUM, weights_precision=SparseType.FP32, device=torch.device("cpu"))
+        self.tbe = self.make_tbe(config)
         with torch.no_grad():
             for mine, table in zip(self.tbe.split_embedding_weights(), self.model.tables):
                 mine.copy_(table.weight)
@@ -115,8 +122,66 @@ def time_run(name: str, config, source, steps: int) -> float:
     return steps * config.data.batch_size / (time.perf_counter() - start)
 
 
+def embedding_steps(profile: str, threads: int, steps: int) -> dict:
+    """The embedding work alone (lookup, backward, SGD of every table; no data, no MLP), on `steps`
+    of the profile's batches made beforehand, with one fixed pooled gradient: a thunk per peer,
+    each training its own copy of the tables. The dense step is the same code in every peer, so
+    this is where they differ."""
+    from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding import table_batched as tb
+
+    config = get_profile(profile)
+    torch.set_num_threads(threads)
+    source, sizes, dim = SyntheticSource(config.data), list(config.data.table_sizes), config.model.dim
+    batches = [source.batch(b) for b in range(steps)]
+    inputs = [([torch.from_numpy(i) for i in b.ids], [torch.from_numpy(o) for o in b.offsets]) for b in batches]
+    grad = torch.randn(config.data.batch_size, len(sizes), dim, generator=torch.Generator().manual_seed(0))
+    sgd, states = OptimizerConfig(OptimizerKind.SGD, lr=config.optimizer.lr), [None] * len(sizes)
+
+    def kit(lookup, backward, update):
+        weights = [torch.randn(n, dim) for n in sizes]
+
+        def run():
+            for ids, offsets in inputs:
+                lookup(weights, ids, offsets)
+                update(weights, states, backward(ids, offsets, grad, sizes), sgd)
+        return run
+    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, tb.embedding_backward_tables, tb.apply_updates),
+              "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
+                               tb.apply_updates_twin)}
+    if fbgemm_missing() is None:
+        tbe = FbgemmRun.make_tbe(config)
+        flat = [table_batched_inputs(b.ids, b.offsets) for b in batches]
+        flat_grad = grad.view(config.data.batch_size, -1)
+        thunks["fbgemm"] = lambda: [tbe(i, o).backward(flat_grad) for i, o in flat]
+    return thunks
+
+
+def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]:
+    """One row per profile, thread count and peer of the embedding work alone: median ms per step,
+    and the median over rounds of the ratio of per-table torch ops' time to the peer's."""
+    rows = []
+    for profile in profiles:
+        for n in threads:
+            thunks = embedding_steps(profile, n, steps)
+            times = {peer: [] for peer in thunks}
+            for run in thunks.values():   # warm-up: the loops' first use builds and checks them
+                run()
+            for _ in range(rounds):
+                for peer, run in thunks.items():
+                    start = time.perf_counter()
+                    run()
+                    times[peer].append((time.perf_counter() - start) / steps)
+            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
+                          ms_per_step=1e3 * statistics.median(times[peer]),
+                          speedup_over_per_table=statistics.median(
+                              p / t for p, t in zip(times["per-table"], times[peer]))) for peer in thunks]
+    return rows
+
+
 def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str]) -> list[dict]:
-    """One row per profile, thread count and peer: median samples/s and the ratio to plain PyTorch."""
+    """One row per profile, thread count and peer: median samples/s, and the median over rounds of
+    the ratio to plain PyTorch."""
     rows = []
     for profile in profiles:
         base = get_profile(profile)
@@ -127,10 +192,10 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
             for r in range(rounds):
                 for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
-            plain = statistics.median(runs["pytorch"])
+            ratio = lambda peer: statistics.median(a / p for a, p in zip(runs[peer], runs["pytorch"]))
             rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
                           samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
-                          ratio_to_pytorch=statistics.median(runs[peer]) / plain) for peer in peers]
+                          ratio_to_pytorch=ratio(peer)) for peer in peers]
     return rows
 
 
@@ -146,8 +211,10 @@ def main(argv=None) -> None:
     parser.add_argument("--profiles", default="small,criteo-like", help="comma-separated profiles")
     parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
     parser.add_argument("--steps", type=int, default=100, help="timed steps per round")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (the median is shown)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
     args = parser.parse_args(argv)
     try:
         threads = [int(t) for t in args.threads.split(",")]
@@ -155,6 +222,17 @@ def main(argv=None) -> None:
         parser.error(f"--threads {args.threads!r}: expected comma-separated whole numbers, e.g. 1,2")
     if min(threads) < 1 or args.steps < 1 or args.rounds < 1:
         parser.error("--threads, --steps and --rounds must be at least 1")
+    if args.embeddings:
+        rows = measure_embeddings(args.profiles.split(","), threads, args.steps, args.rounds)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+            return
+        print(f"embedding work alone, {args.steps} steps x {args.rounds} alternating rounds (medians)")
+        print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
+        for row in rows:
+            print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
+                  f"{row['speedup_over_per_table']:11.2f}")
+        return
     peers = ["gpu-only", "pytorch"]
     why = fbgemm_missing()
     if why is None:
@@ -166,7 +244,7 @@ def main(argv=None) -> None:
     if args.json:
         print(json.dumps(rows, indent=1))
         return
-    print(f"{args.steps} steps x {args.rounds} alternating rounds, median round")
+    print(f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios")
     print_table(rows)
 
 
