@@ -181,7 +181,7 @@ def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]
 
 def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str]) -> list[dict]:
     """One row per profile, thread count and peer: median samples/s, and the median over rounds of
-    the ratio to plain PyTorch."""
+    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run)."""
     rows = []
     for profile in profiles:
         base = get_profile(profile)
@@ -192,18 +192,21 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
             for r in range(rounds):
                 for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
-            ratio = lambda peer: statistics.median(a / p for a, p in zip(runs[peer], runs["pytorch"]))
+            ratio = lambda peer, to: statistics.median(a / p for a, p in zip(runs[peer], runs[to]))
             rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
                           samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
-                          ratio_to_pytorch=ratio(peer)) for peer in peers]
+                          ratio_to_pytorch=ratio(peer, "pytorch"),
+                          ratio_to_fbgemm=ratio(peer, "fbgemm") if "fbgemm" in runs else None)
+                     for peer in peers]
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'samples/s':>11s} {'x pytorch':>9s}")
+    print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
     for row in rows:
+        fbgemm = "-" if row["ratio_to_fbgemm"] is None else f"{row['ratio_to_fbgemm']:.2f}"
         print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['samples_per_s']:11,.0f} "
-              f"{row['ratio_to_pytorch']:9.2f}")
+              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s}")
 
 
 def main(argv=None) -> None:

@@ -39,6 +39,11 @@ def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
     assert rows[1]["ratio_to_pytorch"] == 1.0
     kit = rows[0]["rounds_samples_per_s"]   # the median of two round ratios: their mean
     assert rows[0]["ratio_to_pytorch"] == pytest.approx((kit[0] / plain[0] + kit[1] / plain[1]) / 2)
+    if "fbgemm" in peers:
+        fbgemm = rows[2]["rounds_samples_per_s"]
+        assert rows[0]["ratio_to_fbgemm"] == pytest.approx((kit[0] / fbgemm[0] + kit[1] / fbgemm[1]) / 2)
+    else:
+        assert rows[0]["ratio_to_fbgemm"] is None
 
 
 def test_without_fbgemm_the_bench_says_so_and_times_the_others(capsys, monkeypatch):
