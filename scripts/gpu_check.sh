@@ -20,7 +20,10 @@
 #   gpu_check.json   the same as one JSON (scripts/gpu_check_summary.py)
 #   <section>.log    full output of each section; <section>.json its figures
 # Knobs (environment): GPU_CHECK_BENCH_ARGS (bench_kernels.py's sizes, default --quick),
-# GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE.
+# GPU_CHECK_PROFILE (verify's and bench_small's profile, default small), GPU_CHECK_EMBEDDING_PROFILE,
+# GPU_CHECK_EMBEDDING_ARGS (bench options after the section's own: none on a GPU; in a rehearsal
+# "--scale 0.02 --batch-size 256 --steps 10 --warmup 2", as a 2-core CPU runs the full profile's
+# 655k lookups a step far slower than the section's budget allows).
 # Exit status: 0 every section passed (or is not available in this version); 1 a section failed
 # or timed out, or the dry run found something missing; 2 no usable GPU (nothing else runs).
 #
@@ -59,6 +62,8 @@ PROFILE="${GPU_CHECK_PROFILE:-small}"   # verify's and the first bench's (tests 
 # The device the trainers must use: CUDA in a check, so a CPU-only torch fails loudly instead of
 # verifying and benchmarking the CPU; the CPU in a rehearsal.
 if [ "$MODE" = rehearse ]; then DEVICE=cpu; else DEVICE=cuda; fi
+if [ "$MODE" = rehearse ]; then REHEARSAL_ARGS="--scale 0.02 --batch-size 256 --steps 10 --warmup 2"; fi
+EMBEDDING_ARGS="${GPU_CHECK_EMBEDDING_ARGS-${REHEARSAL_ARGS:-}}"
 
 # ---- SECTION BUDGETS (seconds). With the probe they must stay under 480 (8 minutes). ----
 PROBE_BUDGET=30
@@ -180,10 +185,11 @@ for r in json.load(open(sys.argv[1])):
 PYEOF
 }
 
-bench_profile() {   # bench_profile PROFILE OUTPUT.json: the trainers, with the cost model's projections
-    "$PY" -m scratchkit.commands.cli bench --profile "$1" --trainers "$(bench_trainers)" --steps 50 \
-        --project all --json --device "$DEVICE" >"$2" || return 1
-    "$PY" - "$2" <<'PYEOF'
+bench_profile() {   # bench_profile PROFILE OUTPUT.json [BENCH OPTION...]: the trainers, with projections
+    local profile="$1" output="$2"; shift 2
+    "$PY" -m scratchkit.commands.cli bench --profile "$profile" --trainers "$(bench_trainers)" --steps 50 \
+        --project all --json --device "$DEVICE" "$@" >"$output" || return 1
+    "$PY" - "$output" <<'PYEOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 for r in rows:
@@ -200,7 +206,8 @@ section_bench_small() {
 
 section_bench_embedding() {
     has_profile "$EMBEDDING_PROFILE" || { not_available "profile $EMBEDDING_PROFILE"; return; }
-    bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json"
+    # shellcheck disable=SC2086   # EMBEDDING_ARGS is a list of options
+    bench_profile "$EMBEDDING_PROFILE" "$OUT/bench_embedding.json" $EMBEDDING_ARGS
 }
 
 section_calibrate() {
@@ -281,5 +288,5 @@ export -f section_wheels section_env section_kernel_tests section_kernel_bench s
     section_distributed distributed_ranks section_bench_small section_bench_embedding section_calibrate section_validate \
     bench_profile bench_trainers verify_trainers py_true has_trainer has_profile has_command \
     has_bench_option not_available
-export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE PROFILE DEVICE NOT_AVAILABLE
+export PY OUT WHEELS SITE GPU_CHECK_BENCH_ARGS EMBEDDING_PROFILE EMBEDDING_ARGS PROFILE DEVICE NOT_AVAILABLE
 main "$@"

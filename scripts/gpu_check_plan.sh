@@ -25,7 +25,7 @@ plan_of() {   # plan_of SECTION: what the section runs, as one line
         bench_small) echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE -> bench_small.json" ;;
         bench_embedding)
             if has_profile "$EMBEDDING_PROFILE"; then
-                echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE -> bench_embedding.json"
+                echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) --steps 50 --project all --device $DEVICE${EMBEDDING_ARGS:+ $EMBEDDING_ARGS} -> bench_embedding.json"
             else echo "not available in this version: profile $EMBEDDING_PROFILE"; fi ;;
         calibrate)
             if has_command calibrate; then echo "scratchkit calibrate --json -> calibrate.json"

@@ -22,9 +22,10 @@ def minimum_capacities(source, depth: int = 2, start: int = 0, stop: int | None 
     capacity that fits every table: `CacheParams(capacity=max(...), depth=depth)`, what the CLI's
     `--capacity min` asks for. Each batch is checked at the door first (an id out of range
     would corrupt the count). With plan shards (`CacheParams.plan_shards`, shards.py) each
-    shard's slots must hold its own ids' window."""
-    if depth < 1:
-        raise ValueError(f"look-ahead depth must be >= 1, got {depth}")
+    shard's slots must hold its own ids' window. Depth 0 (no batch ahead) gives one batch's own
+    working set: what a scratchpad needs when nothing is held (the planner's tests use it)."""
+    if depth < 0:
+        raise ValueError(f"look-ahead depth must be >= 0, got {depth}")
     stop = len(source) if stop is None else stop
     if not 0 <= start < stop <= len(source):
         raise ValueError(f"batches start={start} .. stop={stop} must lie in 0 .. {len(source)}, "
