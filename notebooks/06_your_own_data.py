@@ -26,6 +26,8 @@
 # `scratchkit.data.open("movielens", path)`, for TorchRec's `.npy` files `"criteo-npy"`).
 
 # %%
+import os
+
 import scratchkit
 from scratchkit.course.own_data import COMMITTED_SAMPLE, criteo_file
 
@@ -41,11 +43,12 @@ print(f"reading {path.name} in batches of {batch_size}")
 # category, with **one row per distinct value** of that category (`max_rows=N` would cap each
 # table at N rows, hashing the larger features), the data's batch size and dense features, and
 # the Criteo profiles' DLRM. Every missing, clipped or skipped value is counted in the report.
-# First the committed sample, whose report is the same on every machine:
+# First the committed sample, whose report is the same on every machine (opened by its path from
+# here, which the report names):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-committed, _ = scratchkit.data.open("criteo", COMMITTED_SAMPLE, batch_size=4)
+committed, _ = scratchkit.data.open("criteo", os.path.relpath(COMMITTED_SAMPLE), batch_size=4)
 print(committed.report)
 print("table sizes:", committed.table_sizes)
 
