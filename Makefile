@@ -16,7 +16,7 @@ PORT ?= 8888
 # server's token would be two different random tokens.
 TOKEN ?=
 
-.PHONY: lab test install bench clean
+.PHONY: lab test install bench peers clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ test: install
 
 bench: install
 	$(VENV)/bin/scratchkit bench --profile small --trainers gpu-only,hybrid
+
+# FBGEMM's CPU table-batched embedding, the third peer of benchmarks/bench_peers.py (optional: the
+# tests skip it where absent). It needs only numpy, so pip leaves torch alone; the check says so.
+peers: install
+	$(PY) -m pip install -q -e ".[peers]"
+	$(PY) -c "import torch, fbgemm_gpu; assert torch.__version__.split('+')[0] == '$(TORCH_SPEC)'.split('==')[-1], torch.__version__"
 
 clean:
 	rm -rf $(VENV) build *.egg-info test-output

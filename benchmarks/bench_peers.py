@@ -1,58 +1,254 @@
-"""The kit's device-only trainer beside plain PyTorch, on the same batches, in one run.
+"""The kit's gpu-only trainer beside plain PyTorch and FBGEMM's CPU table-batched embedding, on the
+same batches, in one run.
 
-    .venv/bin/python benchmarks/bench_peers.py [--profile small] [--steps 100] [--rounds 3]
+    .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like] [--threads 1,2]
+                                               [--steps 100] [--rounds 5] [--json] [--embeddings]
 
-Plain PyTorch is `scratchkit.measure.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
-torch.optim.SGD, the loop anyone would write. Both make their batches inside the timed loop. Rounds
-alternate the two (ABAB...) so a noisy machine slows both alike; the median round is reported.
-(FBGEMM's CPU table-batched embedding is the other production peer; it is not installed here.)
+The three peers, each training the same DLRM (same initial weights, same batches, SGD):
+    gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU)
+    pytorch    `scratchkit.measure.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
+               torch.optim.SGD, the loop anyone would write
+    fbgemm     FBGEMM's SplitTableBatchedEmbeddingBagsCodegen (EmbeddingLocation.HOST,
+               ComputeDevice.CPU, OptimType.EXACT_SGD, PoolingMode.SUM): every table in one lookup,
+               the SGD update fused into its backward; the reference's dense model around it.
+               Optional: `make peers` installs it (the `peers` extra); skipped with a message where
+               fbgemm_gpu is not importable.
+`--embeddings` times the embedding work alone (gpu-only's table-batched loops, the per-table torch
+ops they replaced, FBGEMM's TBE forward + fused backward), on batches made beforehand. In the
+full step each peer makes its batches inside the timed loop. Thread counts go through the config
+(`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
+all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
+machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
+PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import sys
 import time
+from dataclasses import replace
 
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from scratchkit.config import OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.profiles import get_profile
 from scratchkit.measure.reference import ReferenceRun
+from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
 
-
-def time_kit(config, source, steps: int) -> float:
-    with make_trainer("gpu-only", config, source=source) as trainer:
-        list(trainer.train(3))
-        start = time.perf_counter()
-        list(trainer.train(steps))
-        return steps * config.data.batch_size / (time.perf_counter() - start)
+WARMUP = 3   # steps each peer trains before its clock starts
 
 
-def time_pytorch(config, source, steps: int) -> float:
-    run = ReferenceRun(config, source)
-    run.train(3)
+def fbgemm_missing() -> str | None:
+    """None where FBGEMM's CPU package imports, else why not (one line)."""
+    try:
+        import fbgemm_gpu.split_table_batched_embeddings_ops_training  # noqa: F401
+    except Exception as e:   # ImportError, or an ABI mismatch with this torch (OSError, RuntimeError)
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+class FbgemmRun:
+    """The reference DLRM with its EmbeddingBags replaced by one FBGEMM table-batched embedding."""
+
+    @staticmethod
+    def make_tbe(config):
+        """Every table of `config` in one TBE in host memory, computed on the CPU, with exact SGD."""
+        from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation, PoolingMode
+        from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
+            ComputeDevice, OptimType, SparseType, SplitTableBatchedEmbeddingBagsCodegen)
+
+        return SplitTableBatchedEmbeddingBagsCodegen(
+            [(n, config.model.dim, EmbeddingLocation.HOST, ComputeDevice.CPU) for n in config.data.table_sizes],
+            optimizer=OptimType.EXACT_SGD, learning_rate=config.optimizer.lr,
+            pooling_mode=PoolingMode.SUM, weights_precision=SparseType.FP32, device=torch.device("cpu"))
+
+    def __init__(self, config, source):
+        if config.optimizer.kind is not OptimizerKind.SGD:
+            raise ValueError(f"FbgemmRun: optimizer {config.optimizer.kind.value}: only sgd is compared")
+        reference = ReferenceRun(config, source)   # the dense model, initial weights, cpu_threads
+        self.config, self.source, self.model = config, source, reference.model
+        self.tbe = self.make_tbe(config)
+        with torch.no_grad():
+            for mine, table in zip(self.tbe.split_embedding_weights(), self.model.tables):
+                mine.copy_(table.weight)
+        self.model.tables = None   # the EmbeddingBags are not used
+        dense = [*self.model.bottom.parameters(), *self.model.top.parameters()]
+        self.dense_opt = torch.optim.SGD(dense, lr=config.optimizer.lr)
+        self.steps_done = 0
+
+    def train(self, steps: int) -> list[float]:
+        losses = []
+        for _ in range(steps):
+            batch = self.source.batch(self.steps_done)
+            indices, offsets = table_batched_inputs(batch.ids, batch.offsets)
+            pooled = self.tbe(indices, offsets).view(len(batch.labels), len(batch.ids), -1)  # [B, T, dim]
+            dense = torch.from_numpy(batch.dense)
+            x = self.model.bottom(dense if self.source.num_dense else torch.ones(len(batch.labels), 1))
+            logits = self.model.interact(x, pooled.unbind(1))
+            loss = F.binary_cross_entropy_with_logits(logits, torch.from_numpy(batch.labels))
+            self.dense_opt.zero_grad(set_to_none=True)
+            loss.backward()          # the tables' SGD runs inside the TBE's backward
+            self.dense_opt.step()
+            losses.append(float(loss.detach()))
+            self.steps_done += 1
+        return losses
+
+
+def table_batched_inputs(ids, offsets) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-table ids [n_t] and bag starts [B] -> all ids [sum n_t] and the TBE's offsets [T * B + 1]
+    (table-major: table t's bag b starts at offsets[t * B + b])."""
+    starts = np.cumsum([0] + [len(i) for i in ids])
+    flat = np.concatenate([o + s for o, s in zip(offsets, starts[:-1])] + [starts[-1:]])
+    return torch.from_numpy(np.concatenate(ids)), torch.from_numpy(flat.astype(np.int64))
+
+
+def time_run(name: str, config, source, steps: int) -> float:
+    """samples/s of `steps` steps of peer `name`, after WARMUP steps."""
+    if name == "gpu-only":
+        with make_trainer("gpu-only", config, source=source) as trainer:
+            list(trainer.train(WARMUP))
+            start = time.perf_counter()
+            list(trainer.train(steps))
+            return steps * config.data.batch_size / (time.perf_counter() - start)
+    run = ReferenceRun(config, source) if name == "pytorch" else FbgemmRun(config, source)
+    run.train(WARMUP)
     start = time.perf_counter()
     run.train(steps)
     return steps * config.data.batch_size / (time.perf_counter() - start)
 
 
-def main() -> None:
+def embedding_steps(profile: str, threads: int, steps: int) -> dict:
+    """The embedding work alone (lookup, backward, SGD of every table; no data, no MLP), on `steps`
+    of the profile's batches made beforehand, with one fixed pooled gradient: a thunk per peer,
+    each training its own copy of the tables. The dense step is the same code in every peer, so
+    this is where they differ."""
+    from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding import table_batched as tb
+
+    config = get_profile(profile)
+    torch.set_num_threads(threads)
+    source, sizes, dim = SyntheticSource(config.data), list(config.data.table_sizes), config.model.dim
+    batches = [source.batch(b) for b in range(steps)]
+    inputs = [([torch.from_numpy(i) for i in b.ids], [torch.from_numpy(o) for o in b.offsets]) for b in batches]
+    grad = torch.randn(config.data.batch_size, len(sizes), dim, generator=torch.Generator().manual_seed(0))
+    sgd, states = OptimizerConfig(OptimizerKind.SGD, lr=config.optimizer.lr), [None] * len(sizes)
+
+    def kit(lookup, backward, update):
+        weights = [torch.randn(n, dim) for n in sizes]
+
+        def run():
+            for ids, offsets in inputs:
+                lookup(weights, ids, offsets)
+                update(weights, states, backward(ids, offsets, grad, sizes), sgd)
+        return run
+    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, tb.embedding_backward_tables, tb.apply_updates),
+              "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
+                               tb.apply_updates_twin)}
+    if fbgemm_missing() is None:
+        tbe = FbgemmRun.make_tbe(config)
+        flat = [table_batched_inputs(b.ids, b.offsets) for b in batches]
+        flat_grad = grad.view(config.data.batch_size, -1)
+        thunks["fbgemm"] = lambda: [tbe(i, o).backward(flat_grad) for i, o in flat]
+    return thunks
+
+
+def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]:
+    """One row per profile, thread count and peer of the embedding work alone: median ms per step,
+    and the median over rounds of the ratio of per-table torch ops' time to the peer's."""
+    rows = []
+    for profile in profiles:
+        for n in threads:
+            thunks = embedding_steps(profile, n, steps)
+            times = {peer: [] for peer in thunks}
+            for run in thunks.values():   # warm-up: the loops' first use builds and checks them
+                run()
+            for _ in range(rounds):
+                for peer, run in thunks.items():
+                    start = time.perf_counter()
+                    run()
+                    times[peer].append((time.perf_counter() - start) / steps)
+            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
+                          ms_per_step=1e3 * statistics.median(times[peer]),
+                          speedup_over_per_table=statistics.median(
+                              p / t for p, t in zip(times["per-table"], times[peer]))) for peer in thunks]
+    return rows
+
+
+def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str]) -> list[dict]:
+    """One row per profile, thread count and peer: median samples/s, and the median over rounds of
+    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run)."""
+    rows = []
+    for profile in profiles:
+        base = get_profile(profile)
+        source = SyntheticSource(base.data)
+        for n in threads:
+            config = replace(base, cpu_threads=n)
+            runs = {peer: [] for peer in peers}
+            for r in range(rounds):
+                for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
+                    runs[peer].append(time_run(peer, config, source, steps))
+            ratio = lambda peer, to: statistics.median(a / p for a, p in zip(runs[peer], runs[to]))
+            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
+                          samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
+                          ratio_to_pytorch=ratio(peer, "pytorch"),
+                          ratio_to_fbgemm=ratio(peer, "fbgemm") if "fbgemm" in runs else None)
+                     for peer in peers]
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
+    for row in rows:
+        fbgemm = "-" if row["ratio_to_fbgemm"] is None else f"{row['ratio_to_fbgemm']:.2f}"
+        print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['samples_per_s']:11,.0f} "
+              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s}")
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="small")
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    config = get_profile(args.profile)
-    source = SyntheticSource(config.data)
-    import torch
-    torch.set_num_threads(1)   # both sides alike (the kit's trainers default to one thread)
-    kit, plain = [], []
-    for _ in range(args.rounds):
-        kit.append(time_kit(config, source, args.steps))
-        plain.append(time_pytorch(config, source, args.steps))
-    k, p = statistics.median(kit), statistics.median(plain)
-    print(f"profile {args.profile}, {args.steps} steps x {args.rounds} alternating rounds (median)")
-    print(f"{'plain PyTorch (EmbeddingBag + SGD)':36s} {p:10,.0f} samples/s  1.00")
-    print(f"{'scratchkit gpu-only':36s} {k:10,.0f} samples/s  {k / p:.2f}")
+    parser.add_argument("--profiles", default="small,criteo-like", help="comma-separated profiles")
+    parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
+    parser.add_argument("--steps", type=int, default=100, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
+    args = parser.parse_args(argv)
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        parser.error(f"--threads {args.threads!r}: expected comma-separated whole numbers, e.g. 1,2")
+    if min(threads) < 1 or args.steps < 1 or args.rounds < 1:
+        parser.error("--threads, --steps and --rounds must be at least 1")
+    if args.embeddings:
+        rows = measure_embeddings(args.profiles.split(","), threads, args.steps, args.rounds)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+            return
+        print(f"embedding work alone, {args.steps} steps x {args.rounds} alternating rounds (medians)")
+        print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
+        for row in rows:
+            print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
+                  f"{row['speedup_over_per_table']:11.2f}")
+        return
+    peers = ["gpu-only", "pytorch"]
+    why = fbgemm_missing()
+    if why is None:
+        peers.append("fbgemm")
+    else:
+        print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
+              f"`make peers` installs it", file=sys.stderr)
+    rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    print(f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios")
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -63,8 +63,24 @@ def test_verify_detects_another_reduction_order(tiny_config, monkeypatch):
         return rows, torch.zeros(num_rows, grads.shape[1]).index_add_(0, index, grads)[rows]
 
     monkeypatch.setattr(optim, "coalesce", coalesce_by_index_add)
+    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")   # the per-table twins, which call coalesce
     config = tiny_config.replace(data=replace(tiny_config.data, pooling=8, zipf=1.5))
     (result,) = verify(config, ["hybrid"], steps=15)
+    assert result.embedding_max_abs_diff > 0 and not result.passed
+
+
+def test_verify_detects_the_table_batched_loop_adding_in_another_order(tiny_config, monkeypatch):
+    """The C++ backward (scratchkit/embedding/table_batched.py) given a stable sort's permutation
+    instead of the order torch's coalesce adds in: verify must see it (so its 0.0 is not luck)."""
+    from scratchkit.embedding import table_batched
+
+    if not table_batched.native_available():
+        pytest.skip("no C++ compiler here")
+    sort = torch.sort
+    monkeypatch.setattr(table_batched, "sorts_like_torch", lambda: False)   # take the permutation below
+    monkeypatch.setattr(torch, "sort", lambda ids: sort(ids, stable=True))  # coalesce sorts in C++, untouched
+    config = tiny_config.replace(data=replace(tiny_config.data, pooling=8, zipf=1.5))
+    (result,) = verify(config, ["gpu-only"], steps=15)
     assert result.embedding_max_abs_diff > 0 and not result.passed
 
 

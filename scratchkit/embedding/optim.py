@@ -16,6 +16,9 @@ exactly one place that does them:
    same primitive torch.optim uses (`add_(values, alpha=-lr)`), write them back. Here `index` may
    be table ids (host or device tables) or slots (caches, scratchpads): the arithmetic per row is
    identical, which is why the caches and ScratchPipe reproduce the baseline bit for bit.
+
+On a CPU the trainers call these through `table_batched.py`, which does the same float operations
+for all tables in one C++ loop each; the functions here are its specification and its fallback.
 """
 from __future__ import annotations
 

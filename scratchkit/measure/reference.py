@@ -43,7 +43,11 @@ class ReferenceDLRM(nn.Module):
         if self.num_dense == 0:
             dense = torch.ones(len(offsets[0]), 1, device=offsets[0].device)
         x = self.bottom(dense)
-        pooled = [table(i, o) for table, i, o in zip(self.tables, ids, offsets)]
+        return self.interact(x, [table(i, o) for table, i, o in zip(self.tables, ids, offsets)])
+
+    def interact(self, x, pooled):
+        """The bottom MLP's output x [B, dim] and each table's pooled vectors pooled[t] [B, dim] ->
+        logits [B] (a peer with its own embedding, benchmarks/bench_peers.py, calls this too)."""
         vectors = torch.stack([x, *pooled], dim=1)
         dots = torch.bmm(vectors, vectors.transpose(1, 2))
         rows = torch.tensor([p[0] for p in self.pairs], device=x.device)

@@ -18,7 +18,7 @@ import torch
 
 from scratchkit.config import OptimizerConfig
 from scratchkit.device import Device
-from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
 from scratchkit.scratchpipe.host_stages import InFlight
 from scratchkit.scratchpipe.rows import ScratchpadRows
 
@@ -34,17 +34,17 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
     slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
     ids = [on_device(i) for i in batch.ids]                            # per table [n]
     offsets = [on_device(o) for o in batch.offsets]                    # per table [B]
-    pooled = torch.stack([pooled_lookup(pad.rows, s, o) for pad, s, o in
-                          zip(pads, slots, offsets)], dim=1)            # [B, T, dim]
+    pooled = pooled_lookup_tables([pad.rows for pad in pads], slots, offsets)   # [B, T, dim]
     loss, grad = dense_step(batch, pooled, b)                          # grad [B, T, dim]
-    for t, (pad, plan) in enumerate(zip(pads, item.tables)):
-        # coalesce on table ids, as the reference does; the coalesced ids are the sorted working
-        # set, which Plan(b) mapped to `decision.slots` in the same order
-        unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], pad.num_rows)
-        if len(unique) != len(plan.decision.unique_ids):
-            raise RuntimeError(f"table {t}: {len(unique)} distinct ids coalesced, but Plan({b}) "
+    # coalesce on table ids, as the reference does; each distinct id's sum goes to its slot, the
+    # one Plan(b) mapped it to (`decision.slots`, in the same sorted order)
+    coalesced = embedding_backward_tables(ids, offsets, grad, [pad.num_rows for pad in pads],
+                                          addresses=slots)
+    for t, ((where, _), plan) in enumerate(zip(coalesced, item.tables)):
+        if len(where) != len(plan.decision.unique_ids):
+            raise RuntimeError(f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) "
                                f"mapped {len(plan.decision.unique_ids)}")
-        apply_update(pad.rows, pad.state, on_device(plan.decision.slots), grad_sum, optimizer)
+    apply_updates([pad.rows for pad in pads], [pad.state for pad in pads], coalesced, optimizer)
     dev.synchronize_current_stream()   # the update done before the slots are released
     for pad, plan in zip(pads, item.tables):
         pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them

@@ -9,17 +9,18 @@ The tables live on the host (`HostTables`); each table has a device-side cache o
                 step stalls on them (a demand fill)
     write_back  a victim's row (and state) goes back to the host before its slot is reused
     transfer    ids, offsets and slots to the device
-    embedding_forward   F.embedding_bag(slots, cache rows, offsets, mode="sum")
+    embedding_forward   every table's bags of cache rows at `slots`, summed in lookup order
+                (`pooled_lookup_tables`: scratchkit/embedding/table_batched.py)
     mlp         the dense model
-    embedding_backward  coalesce the per-lookup gradients on the table *ids*, then find each
-                distinct id's slot (`slots_of_unique`): see `scratchkit.embedding.optim` on why ids
-    update      `apply_update` on the cache rows, addressed by slot; those slots become dirty
+    embedding_backward  coalesce the per-lookup gradients on the table *ids*, each distinct id's
+                sum addressed by its slot: see `scratchkit.embedding.optim` on why ids
+    update      `apply_updates` on the cache rows, addressed by slot; those slots become dirty
 
 Why this is exact. The reference pools `weight[ids]` bag by bag with the same `embedding_bag` op;
 here every looked-up row sits, with the same bits, at `rows[slot]`, and bag `b` sums
 `rows[slots[i]]` over the same lookups `i` in the same order, so each pooled vector is identical.
 The backward coalesces the very `ids` array the reference coalesces, so the summed gradients are
-identical, and `apply_update` does the same per-row arithmetic whether it addresses rows by id or
+identical, and the update does the same per-row arithmetic whether it addresses rows by id or
 by slot. Rows leave the cache only with their optimizer state, so nothing is ever stale.
 
 This module: the step (`CachedTrainer`), and the demand-filled caches `lru` and `lfu`: a miss
@@ -38,7 +39,7 @@ import torch
 
 from scratchkit.config import VictimPolicy
 from scratchkit.embedding.device_cache import DeviceCache
-from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
+from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
@@ -123,18 +124,16 @@ class CachedTrainer(HostTablesTrainer):
             offsets = [self.dev.to_device(o) for o in offsets]
             slots = [self.dev.to_device(torch.from_numpy(s)) for s in slots]
         with stage("embedding_forward"):
-            pooled = torch.stack([pooled_lookup(c.rows, s, o) for c, s, o in
-                                  zip(self.caches, slots, offsets)], dim=1)       # [B, T, dim]
+            pooled = pooled_lookup_tables([c.rows for c in self.caches], slots, offsets)  # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
-        with stage("embedding_backward"):
-            coalesced = []
-            for t, cache in enumerate(self.caches):
-                rows, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], cache.num_rows)
-                coalesced.append((slots_of_unique(rows, ids[t], slots[t]), grad_sum))
+        with stage("embedding_backward"):   # coalesced on the ids, each id's sum addressed by its slot
+            coalesced = embedding_backward_tables(ids, offsets, grad, [c.num_rows for c in self.caches],
+                                                  addresses=slots)
         with stage("update"):
-            for t, (cache, (where, grad_sum)) in enumerate(zip(self.caches, coalesced)):
-                apply_update(cache.rows, cache.state, where, grad_sum, self.config.optimizer)
+            apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
+                          self.config.optimizer)
+            for t, cache in enumerate(self.caches):
                 touched = served.tables[t][3]
                 cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
         written = served.written + self.after_update()

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import time
 
-import torch
-
-from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -29,16 +27,13 @@ class DeviceOnlyTrainer(Trainer):
             ids = [self.dev.to_device(i) for i in ids]
             offsets = [self.dev.to_device(o) for o in offsets]
         with stage("embedding_forward"):
-            pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
-                                  zip(self.weights, ids, offsets)], dim=1)      # [B, T, dim]
+            pooled = pooled_lookup_tables(self.weights, ids, offsets)            # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
-            coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.weights[t].shape[0])
-                         for t in range(len(self.weights))]
+            coalesced = embedding_backward_tables(ids, offsets, grad, [w.shape[0] for w in self.weights])
         with stage("update"):
-            for t, (rows, grad_sum) in enumerate(coalesced):
-                apply_update(self.weights[t], self.state[t], rows, grad_sum, self.config.optimizer)
+            apply_updates(self.weights, self.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_weights(self):

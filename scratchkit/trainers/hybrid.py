@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import time
 
-import torch
-
-from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup
+from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 
 
@@ -23,8 +21,7 @@ class HybridTrainer(HostTablesTrainer):
         with stage("data"):
             batch, ids, offsets = self.load_batch()
         with stage("embedding_forward"):   # on the host
-            pooled = torch.stack([pooled_lookup(w, i, o) for w, i, o in
-                                  zip(self.tables.weights, ids, offsets)], dim=1)  # [B, T, dim]
+            pooled = pooled_lookup_tables(self.tables.weights, ids, offsets)        # [B, T, dim]
         with stage("transfer"):
             pooled = self.dev.to_device(pooled, non_blocking=True)
         with stage("mlp"):
@@ -32,9 +29,7 @@ class HybridTrainer(HostTablesTrainer):
         with stage("transfer"):
             grad = self.dev.to_host(grad)
         with stage("embedding_backward"):   # on the host
-            coalesced = [embedding_backward(ids[t], offsets[t], grad[:, t], self.tables.weights[t].shape[0])
-                         for t in range(self.tables.num_tables)]
+            coalesced = embedding_backward_tables(ids, offsets, grad, self.tables.table_sizes)
         with stage("update"):
-            for t, (rows, grad_sum) in enumerate(coalesced):
-                apply_update(self.tables.weights[t], self.tables.state[t], rows, grad_sum, self.config.optimizer)
+            apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"

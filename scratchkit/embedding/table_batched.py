@@ -1,0 +1,248 @@
+"""Table-batched embedding: every table's lookup, backward and update in one call each, as FBGEMM's
+table-batched embedding (TBE) does, and still bit for bit what plain PyTorch computes.
+
+The per-table ops of `scratchkit.embedding.optim` are the specification (the `*_twin` functions
+here loop over them). Per table and step they launch about a dozen small torch ops, each with its
+own dispatch, allocation and copy: `embedding_bag`, then `diff`, `repeat_interleave` (a gradient
+row per lookup), a sparse tensor, `coalesce` (a sort, then one BLAS call per lookup to add
+duplicates), then `index_select`, `add_`, `index_copy_`. On a CPU the fast path does the same
+float operations in three C++ loops over all tables (`table_batched.cpp`, built with g++ on first
+use through scratchkit/native.py), on as many threads as torch uses (`torch.get_num_threads()`):
+
+    pooled_lookup_tables        pooled [B, T, dim]: each bag's rows added in lookup order
+    embedding_backward_tables   each table's lookups sorted by id in the order torch.sort leaves
+                                them (the sort coalesce uses, so duplicates add in its order: see
+                                optim.py), then one walk down them adds each id's gradients
+    apply_updates               SGD: row = fma(-lr, g, row), torch's add_(alpha=-lr)
+
+Which order duplicates add in is the whole question of exactness, and torch.sort decides it. Under
+RADIX_MIN lookups torch sorts with libstdc++'s introsort, which the C++ loop repeats step by step
+(twice as fast, as its partitions do without branches); `sorts_like_torch` checks on first use
+that the orders agree here, and the tests hold the loop against torch.sort on thousands of arrays,
+adversarial ones included. Longer tables, and any machine where the check fails, take torch.sort's
+own permutation.
+
+The twins run wherever the fast path cannot: tensors on a GPU, optimizer state (Adagrad's update
+stays torch's, after the batched backward), no compiler, or `SCRATCHKIT_NATIVE=0`.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from scratchkit.config import OptimizerConfig, OptimizerKind
+from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
+from scratchkit.native import CLibrary
+
+_P, _I64, _F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+_SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an address
+    "sk_tbe_forward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64]),
+    "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64]),
+    "sk_tbe_sort": (_I64, [_P, _I64, _P]),
+    "sk_tbe_sgd": (_I64, [_I64, _I64] + [_P] * 6 + [_F32, _I64]),
+}
+LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp",), _SIGNATURES)
+# torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
+# the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
+RADIX_MIN = 32768
+
+
+
+@dataclass(frozen=True)
+class FlatBuffers:
+    """The C++ backward's output, all tables in one buffer: table t's rows are
+    starts[t] .. starts[t] + counts[t] of `index` [N] and `grad_sum` [N, dim]."""
+
+    index: torch.Tensor
+    grad_sum: torch.Tensor
+    starts: ctypes.Array     # [T] int64
+    counts: ctypes.Array     # [T] int64
+
+
+class Coalesced:
+    """Every table's coalesced gradients: `self[t]` = (rows or slots [u_t], summed grads [u_t, dim]).
+    Built from per-table pairs, or from the C++ backward's `flat` buffers (then the per-table
+    views are made only if someone asks: the batched update reads the buffers)."""
+
+    def __init__(self, tables: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+                 flat: FlatBuffers | None = None):
+        self._tables, self.flat = tables, flat
+
+    @property
+    def tables(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        if self._tables is None:
+            f = self.flat
+            self._tables = [(f.index[s:s + u], f.grad_sum[s:s + u]) for s, u in zip(f.starts, f.counts)]
+        return self._tables
+
+    def __iter__(self):
+        return iter(self.tables)
+
+    def __getitem__(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.tables[t]
+
+    def __len__(self) -> int:
+        return len(self.flat.counts) if self._tables is None else len(self._tables)
+
+
+def native_available() -> bool:
+    """Whether the C++ loops can run here (a compiler, or a cached build)."""
+    return LOOPS.available()
+
+
+def _fast(tensors, dtype: torch.dtype) -> bool:
+    """Whether the C++ loops can take these tensors: all on the CPU, all of `dtype`."""
+    return all(t.is_cpu and t.dtype is dtype for t in tensors) and LOOPS.available()
+
+
+def _addresses(tensors) -> ctypes.Array:
+    """A C array of the tensors' data addresses (None -> a null pointer)."""
+    return (_P * len(tensors))(*[None if t is None else t.data_ptr() for t in tensors])
+
+
+def _int64s(values) -> ctypes.Array:
+    """A C array of int64 (ctypes passes it by address and keeps it alive through the call)."""
+    values = list(values)
+    return (_I64 * len(values))(*values)
+
+
+def _check(status: int, message: str) -> None:
+    """Raise the C++ loop's complaint: `message` with {t}, the first table whose input was bad."""
+    if status >= 0:
+        raise ValueError(message.format(t=status))
+
+
+def _same_shapes(what: str, tensors, dim: int, size: int, where: str) -> None:
+    for t, tensor in enumerate(tensors):
+        if tensor.dim() <= dim or tensor.shape[dim] != size:
+            raise ValueError(f"{what}[{t}] has shape {tuple(tensor.shape)}; every {what} needs {size} "
+                             f"{where}")
+
+
+# --- forward -------------------------------------------------------------------------------------
+def pooled_lookup_tables_twin(weights, indices, offsets) -> torch.Tensor:
+    """The specification: `pooled_lookup` per table, stacked. -> [B, T, dim]"""
+    return torch.stack([pooled_lookup(w, i, o) for w, i, o in zip(weights, indices, offsets)], dim=1)
+
+
+def pooled_lookup_tables(weights: list[torch.Tensor], indices: list[torch.Tensor],
+                         offsets: list[torch.Tensor]) -> torch.Tensor:
+    """Sum-pooled bags of every table: `weights[t]` [rows_t, dim] looked up at `indices[t]` [n_t]
+    (ids or slots) in bags starting at `offsets[t]` [B]. -> pooled [B, T, dim]"""
+    if (not _fast(weights, torch.float32) or not _fast([*indices, *offsets], torch.int64)
+            or not all(w.is_contiguous() for w in weights)):
+        return pooled_lookup_tables_twin(weights, indices, offsets)
+    indices = [i.contiguous() for i in indices]
+    offsets = [o.contiguous() for o in offsets]
+    num_bags, dim = offsets[0].shape[0], weights[0].shape[1]
+    _same_shapes("offsets", offsets, 0, num_bags, "bags, as offsets[0]")
+    _same_shapes("weights", weights, 1, dim, "columns, as weights[0]")
+    pooled = torch.empty(num_bags, len(weights), dim)
+    rows, lengths = _int64s(w.shape[0] for w in weights), _int64s(i.shape[0] for i in indices)
+    status = LOOPS.library.sk_tbe_forward(
+        len(weights), num_bags, dim, _addresses(weights), rows, _addresses(indices), lengths,
+        _addresses(offsets), pooled.data_ptr(), torch.get_num_threads())
+    _check(status, "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
+                   "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]")
+    return pooled
+
+
+# --- backward ------------------------------------------------------------------------------------
+def embedding_backward_tables_twin(ids, offsets, grad, num_rows, addresses=None) -> Coalesced:
+    """The specification: `embedding_backward` per table (and `slots_of_unique` for addresses)."""
+    out = []
+    for t in range(len(ids)):
+        unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], num_rows[t])
+        out.append((unique if addresses is None else slots_of_unique(unique, ids[t], addresses[t]),
+                    grad_sum))
+    return Coalesced(out)
+
+
+def torch_sort_order(ids: torch.Tensor) -> torch.Tensor:
+    """The permutation [n] that `torch.sort(ids)` gives int64 ids [n] (n < RADIX_MIN, each id below
+    2^32), computed by the C++ loop (table_batched.cpp: `sort_like_torch`)."""
+    ids = ids.contiguous()
+    perm = torch.empty_like(ids)
+    if ids.shape[0] >= RADIX_MIN or LOOPS.library.sk_tbe_sort(ids.data_ptr(), ids.shape[0], perm.data_ptr()) >= 0:
+        raise ValueError(f"torch_sort_order: ids must number fewer than {RADIX_MIN} and lie in [0, 2^32)")
+    return perm
+
+
+@functools.cache
+def sorts_like_torch() -> bool:
+    """Whether the C++ loop orders equal ids as this torch's sort does: checked once per process on
+    arrays of repeating ids up to RADIX_MIN - 1 (a few ms), so another torch or C++ library costs
+    speed, never exactness (the backward then takes torch's own permutation)."""
+    generator = torch.Generator().manual_seed(12)
+    for n, rows in ((100, 7), (2048, 300), (RADIX_MIN - 1, 1000)):
+        ids = torch.randint(0, rows, (n,), generator=generator)
+        if not torch.equal(torch_sort_order(ids), torch.sort(ids).indices):
+            return False
+    return True
+
+
+def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tensor], grad: torch.Tensor,
+                              num_rows: list[int], addresses: list[torch.Tensor] | None = None) -> Coalesced:
+    """Pooled grads `grad` [B, T, dim] -> per table, its distinct ids [u] (sorted) and their summed
+    gradients [u, dim], as `torch.sparse_coo_tensor(...).coalesce()` sums them.
+
+    `ids[t]` [n_t] are table t's row ids (never slots: optim.py says why), `num_rows[t]` its size.
+    `addresses[t]` [n_t], if given, is where each lookup's row lives (a cache slot): then each
+    distinct id comes back as its address instead.
+    """
+    if not _fast([grad], torch.float32) or not _fast([*ids, *offsets, *(addresses or [])], torch.int64):
+        return embedding_backward_tables_twin(ids, offsets, grad, num_rows, addresses)
+    ids = [i.contiguous() for i in ids]
+    offsets = [o.contiguous() for o in offsets]
+    addresses = [None] * len(ids) if addresses is None else [a.contiguous() for a in addresses]
+    lengths = [i.shape[0] for i in ids]
+    if grad.dim() != 3 or grad.shape[1] != len(ids):
+        raise ValueError(f"grad has shape {tuple(grad.shape)}; expected [B, {len(ids)}, dim]")
+    _same_shapes("offsets", offsets, 0, grad.shape[0], "bags, as grad")
+    for t, (a, n) in enumerate(zip(addresses, lengths)):
+        if a is not None and a.shape != (n,):
+            raise ValueError(f"addresses[{t}] has shape {tuple(a.shape)}; expected one per lookup, ({n},)")
+    native_sort = sorts_like_torch()
+    perms = [None if native_sort and n < RADIX_MIN and rows <= 2**32 else torch.sort(i).indices
+             for i, n, rows in zip(ids, lengths, num_rows)]   # None: sorted in the loop, as torch sorts
+    starts = [0]
+    for n in lengths[:-1]:
+        starts.append(starts[-1] + n)
+    dim = grad.shape[2]
+    index, grad_sum = torch.empty(sum(lengths), dtype=torch.int64), torch.empty(sum(lengths), dim)
+    counts = _int64s([0] * len(ids))
+    if grad.stride(2) != 1:
+        grad = grad.contiguous()
+    status = LOOPS.library.sk_tbe_backward(
+        len(ids), grad.shape[0], dim, _addresses(ids), _addresses(perms), _int64s(lengths),
+        _addresses(offsets), _addresses(addresses), grad.data_ptr(), grad.stride(0), grad.stride(1),
+        _int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, torch.get_num_threads())
+    _check(status, "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or offsets[{t}] "
+                   "is not a list of bag starts from 0 within ids[{t}]")
+    return Coalesced(flat=FlatBuffers(index, grad_sum, _int64s(starts), counts))
+
+
+# --- update --------------------------------------------------------------------------------------
+def apply_updates_twin(weights, states, coalesced: Coalesced, config: OptimizerConfig) -> None:
+    """The specification: `apply_update` per table."""
+    for weight, state, (index, grad_sum) in zip(weights, states, coalesced):
+        apply_update(weight, state, index, grad_sum, config)
+
+
+def apply_updates(weights: list[torch.Tensor], states: list[torch.Tensor | None], coalesced: Coalesced,
+                  config: OptimizerConfig) -> None:
+    """Update every table's rows `coalesced[t].index` in place with their summed gradients."""
+    flat = coalesced.flat
+    if (config.kind is not OptimizerKind.SGD or flat is None or not _fast(weights, torch.float32)
+            or not all(w.is_contiguous() for w in weights)):
+        apply_updates_twin(weights, states, coalesced, config)
+        return
+    status = LOOPS.library.sk_tbe_sgd(
+        len(weights), flat.grad_sum.shape[1], _addresses(weights), _int64s(w.shape[0] for w in weights),
+        flat.index.data_ptr(), flat.grad_sum.data_ptr(), flat.starts, flat.counts, -config.lr,
+        torch.get_num_threads())
+    _check(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")
