@@ -128,6 +128,22 @@ display(validation_table({t: report[t] for t in ("hybrid", "scratchpipe")}))
 bound_table(projections)
 
 # %% [markdown]
+# ### Where ScratchPipe wins, where a cache suffices
+#
+# The same model, on models too big to train here: the `embedding-bound` profile (8 tables, dim 64,
+# pooling 40, batch 2,048) with tables of 50k, 250k and 1M rows and three localities, each projected
+# on the H100 server from its batches' working sets and the rows the kit's own planner and an LRU
+# would move (`scratchkit.course.projections.speedup_grid`, a few seconds). Each cell: samples/s over
+# `hybrid`'s, and the stage that bounds it. Read it with the error above in mind: the host stages
+# are priced with this machine's cores.
+
+# %%
+from scratchkit.course.projections import speedup_grid
+from scratchkit.course.viz import speedup_figure
+
+speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 0.9, 1.2), batches=4))
+
+# %% [markdown]
 # ### Exercises: one stage of the model, and the step of a pipeline
 #
 # 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
