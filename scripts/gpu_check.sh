@@ -188,7 +188,8 @@ section_distributed() {
     echo "$ranks rank(s), backend $([ "$DEVICE" = cuda ] && echo nccl || echo gloo); tolerance 1e-4 on CUDA, 0 on a CPU"
     "$PY" -m scratchkit.commands.cli verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 \
         --world-size "$ranks" --sharding row --device "$DEVICE" --json >"$OUT/distributed.json" \
-        || { cat "$OUT/distributed.json"; return 1; }
+        2>"$OUT/distributed.err" || { cat "$OUT/distributed.json" "$OUT/distributed.err"; return 1; }
+    cat "$OUT/distributed.err" >&2     # the launcher's words on a job that passed (none, usually)
     "$PY" - "$OUT/distributed.json" <<'PYEOF'
 import json, sys
 for r in json.load(open(sys.argv[1])):
