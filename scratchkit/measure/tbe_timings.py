@@ -1,0 +1,76 @@
+"""`calibrate`'s timings of the table-batched C++ calls (scratchkit/embedding/table_batched.py), the
+ones the trainers make on a CPU: one call per stage for every table of a step.
+
+Each call is timed as kit_timings.py times the per-table ops (CPU time, median of fresh inputs,
+each after a 4 MiB flush), on 8 tables at once (views of one buffer), at the lookups a step of the
+kit's profiles makes (hundreds to tens of thousands), and its time on 2 lookups a table (its fixed
+cost, saved as host_calls' "tbe_forward", "tbe_backward", "tbe_sgd") is taken out:
+
+    host_tbe_lookup     pooled_lookup_tables, bags of 8, random rows of the table: seconds per
+                        lookup by (row bytes, table bytes, lookups of the call)
+    host_tbe_backward   embedding_backward_tables, ids drawn from 4x a table's lookups (so they
+                        repeat, as a step's do): seconds per lookup by (row bytes, -, lookups of a
+                        table); the sort and the sums are both per lookup
+    host_tbe_update     apply_updates (SGD) of distinct rows just read, as a step's update follows
+                        its lookups: seconds per row by (row bytes, table bytes, rows of the call)
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from scratchkit.measure.hw_profile import RowCurve
+from scratchkit.measure.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
+
+# lookups of one call, all tables together (quick, full)
+TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768))
+BAG = 8
+
+
+def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
+    """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"}, lookup, backward and update curves)."""
+    from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+
+    footprints, sizes, sgd = FOOTPRINTS[not quick], TBE_LOOKUPS[not quick], OptimizerConfig()
+    buffer = torch.ones(TABLES * footprints[-1] // 4)
+    offsets = lambda n: torch.arange(0, n, BAG)
+
+    def lookups(weights, n):              # seconds of one call of n lookups a table, fresh ids each run
+        ids = [[bench.randint(weights[0].shape[0], n) for _ in weights] for _ in range(bench.repeats)]
+        return bench.median(lambda k: pooled_lookup_tables(weights, ids[k], [offsets(n)] * len(weights)))
+
+    def backward(dim, n):
+        ids = [[bench.randint(4 * n, n) for _ in range(TABLES)] for _ in range(bench.repeats)]
+        grad = torch.randn(len(offsets(n)), TABLES, dim)
+        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * TABLES, grad, [4 * n] * TABLES))
+
+    def update(weights, n):   # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
+        rows, T = weights[0].shape[0], len(weights)
+        coalesced = [embedding_backward_tables([torch.unique(bench.randint(rows, n)) for _ in weights],
+                                               [torch.zeros(1, dtype=torch.int64)] * T,
+                                               torch.randn(1, T, weights[0].shape[1]), [rows] * T)
+                     for _ in range(bench.repeats)]
+        moved = sum(float(c.flat.counts[t]) for c in coalesced for t in range(T)) / bench.repeats
+        warm = lambda k: [w.index_select(0, index) for w, (index, _) in zip(weights, coalesced[k])]
+        return bench.median(lambda k: apply_updates(weights, [None] * T, coalesced[k], sgd), warm), moved
+
+    fixed = {}
+    lookup_points, backward_points, update_points = [], [], []
+    for row in ROW_BYTES[not quick]:
+        fixed_b = backward(row // 4, 2)
+        backward_points += [(row, 1.0, n // TABLES, max(backward(row // 4, n // TABLES) - fixed_b, 1e-3 * fixed_b) / n)
+                            for n in sizes]
+        for footprint in footprints:
+            weights = [buffer[t * footprint // 4:(t + 1) * footprint // 4].view(-1, row // 4) for t in range(TABLES)]
+            fixed_l, fixed_u = lookups(weights, 2), update(weights, 2)[0]
+            lookup_points += [(row, footprint, n, max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n)
+                              for n in sizes]
+            for n in sizes:
+                seconds, moved = update(weights, n // TABLES)
+                update_points.append((row, footprint, moved, max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
+            fixed.setdefault("tbe_forward", []).append(fixed_l)
+            fixed.setdefault("tbe_sgd", []).append(fixed_u)
+        fixed.setdefault("tbe_backward", []).append(fixed_b)
+    fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
+    return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))
