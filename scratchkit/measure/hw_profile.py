@@ -193,7 +193,7 @@ class HardwareProfile:
     # on a CPU instead of optim.py's per-table ops: seconds per lookup (forward: by row bytes,
     # table bytes and lookups of the call; backward: by row bytes and a table's lookups, the
     # footprint axis unused) and per distinct row updated by SGD; their fixed costs are
-    # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd". None: not measured (datasheet
+    # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
     # profiles, no compiler): the per-table pricing
     host_tbe_lookup: RowCurve | None = None
     host_tbe_backward: RowCurve | None = None
@@ -221,7 +221,8 @@ class HardwareProfile:
     def batched_host(self) -> bool:
         """Whether the host's embedding stages run (and are priced) as table-batched calls."""
         curves = (self.host_tbe_lookup, self.host_tbe_backward, self.host_tbe_update)
-        return all(c is not None for c in curves) and all(f"tbe_{k}" in self.host_calls for k in TBE_CALLS)
+        return all(c is not None for c in curves) and all(
+            f"tbe_{k}{part}" in self.host_calls for k in TBE_CALLS for part in ("", "_table"))
 
     def call(self, on_device: bool, name: str) -> float:
         """The fixed cost of one kit call `name` (a CALL_OPS key) on the device or the host."""

@@ -78,24 +78,29 @@ def tbe(device: bool, *entries) -> Work:
     return on(device, tbe=tuple(entries))
 
 
+def tbe_calls(device: bool, name: str, tables: int) -> Work:
+    """A table-batched call's fixed cost: its own, and its marshalling of each table's pointers."""
+    return calls(device, f"tbe_{name}") + calls(device, f"tbe_{name}_table", tables)
+
+
 def lookup_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     """`pooled_lookup_tables`: one C++ call for every table's bags; per table its distinct rows
     from the table (`footprints[t]` bytes), its repeats from the core's cache."""
     n = sum(t.lookups for t in tables)
-    return calls(device, "tbe_forward") + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n)
+    return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n)
                                                          for t, f in zip(tables, footprints)))
 
 
 def backward_tables(device: bool, tables, row_bytes: int) -> Work:
     """`embedding_backward_tables`: one C++ call; per table its lookups sorted as torch sorts
     them and their gradients summed by id (addresses, for a cache, looked up in the same walk)."""
-    return calls(device, "tbe_backward") + tbe(device, *(("backward", t.lookups, row_bytes) for t in tables))
+    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, row_bytes) for t in tables))
 
 
 def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     """`apply_updates` with SGD: one C++ call updating each table's distinct rows in place."""
     u = sum(t.unique for t in tables)
-    return calls(device, "tbe_sgd") + tbe(device, *(("sgd", t.unique, row_bytes, f, u)
+    return tbe_calls(device, "sgd", len(tables)) + tbe(device, *(("sgd", t.unique, row_bytes, f, u)
                                                     for t, f in zip(tables, footprints)))
 
 

@@ -4,7 +4,8 @@ ones the trainers make on a CPU: one call per stage for every table of a step.
 Each call is timed as kit_timings.py times the per-table ops (CPU time, median of fresh inputs,
 each after a 4 MiB flush), on 8 tables at once (views of one buffer), at the lookups a step of the
 kit's profiles makes (hundreds to tens of thousands), and its time on 2 lookups a table (its fixed
-cost, saved as host_calls' "tbe_forward", "tbe_backward", "tbe_sgd") is taken out:
+cost, saved as host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" per call and "tbe_*_table" per
+table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is taken out:
 
     host_tbe_lookup     pooled_lookup_tables, bags of 8, random rows of the table: seconds per
                         lookup by (row bytes, table bytes, lookups of the call)
@@ -25,10 +26,12 @@ from scratchkit.measure.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
 # lookups of one call, all tables together (quick, full)
 TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768))
 BAG = 8
+FEW = 2       # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
 
 
 def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
-    """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"}, lookup, backward and update curves)."""
+    """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"} per call and the same + "_table" per
+    table of the call, lookup, backward and update curves)."""
     from scratchkit.config import OptimizerConfig
     from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
 
@@ -40,10 +43,10 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         ids = [[bench.randint(weights[0].shape[0], n) for _ in weights] for _ in range(bench.repeats)]
         return bench.median(lambda k: pooled_lookup_tables(weights, ids[k], [offsets(n)] * len(weights)))
 
-    def backward(dim, n):
-        ids = [[bench.randint(4 * n, n) for _ in range(TABLES)] for _ in range(bench.repeats)]
-        grad = torch.randn(len(offsets(n)), TABLES, dim)
-        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * TABLES, grad, [4 * n] * TABLES))
+    def backward(dim, n, T=TABLES):
+        ids = [[bench.randint(4 * n, n) for _ in range(T)] for _ in range(bench.repeats)]
+        grad = torch.randn(len(offsets(n)), T, dim)
+        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T))
 
     def update(weights, n):   # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
         rows, T = weights[0].shape[0], len(weights)
@@ -56,6 +59,11 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         return bench.median(lambda k: apply_updates(weights, [None] * T, coalesced[k], sgd), warm), moved
 
     fixed = {}
+
+    def fixed_costs(name, few, many):    # a call's time on 2 lookups a table: at FEW and TABLES tables
+        per_table = max((many - few) / (TABLES - FEW), 0.0)
+        fixed.setdefault(f"tbe_{name}", []).append(max(few - FEW * per_table, 0.0))
+        fixed.setdefault(f"tbe_{name}_table", []).append(per_table)
     lookup_points, backward_points, update_points = [], [], []
     for row in ROW_BYTES[not quick]:
         fixed_b = backward(row // 4, 2)
@@ -69,8 +77,8 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
             for n in sizes:
                 seconds, moved = update(weights, n // TABLES)
                 update_points.append((row, footprint, moved, max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
-            fixed.setdefault("tbe_forward", []).append(fixed_l)
-            fixed.setdefault("tbe_sgd", []).append(fixed_u)
-        fixed.setdefault("tbe_backward", []).append(fixed_b)
+            fixed_costs("forward", lookups(weights[:FEW], 2), fixed_l)
+            fixed_costs("sgd", update(weights[:FEW], 2)[0], fixed_u)
+        fixed_costs("backward", backward(row // 4, 2, FEW), fixed_b)
     fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
     return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))
