@@ -42,6 +42,11 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
     assert all(v >= 0 for v in p.host_calls.values()) and p.host_calls["backward"] > p.host_calls["lookup"]
     assert p.host_plan_lookup_rate.at(2**16) > 0 and p.host_plan_id_rate.at(2**16) > 0
     assert "calibrated (quick)" in p.origin and all(p.sources.get(k) for k in ("host_gather", "host_plan_id_rate"))
+    # the table-batched C++ calls the trainers make on a CPU, timed themselves
+    assert p.batched_host and all(p.host_calls[f"tbe_{k}"] + p.host_calls[f"tbe_{k}_table"] > 0 for k in ("forward", "backward", "sgd"))
+    assert 0 < p.host_tbe_lookup.seconds_per_row(64, 2**18, 1024) < p.host_tbe_lookup.seconds_per_row(64, 2**26, 1024)
+    assert p.host_tbe_backward.seconds_per_row(64, 1.0, 128) > 0 and p.host_tbe_update.seconds_per_row(64, 2**22, 1024) > 0
+    assert all(p.sources.get(k) for k in ("host_tbe_lookup", "host_tbe_backward", "host_tbe_update"))
 
 
 def test_the_json_round_trips(quick_profile, tmp_path):

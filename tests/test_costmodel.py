@@ -241,7 +241,8 @@ def test_validate_compares_stage_by_stage_and_takes_unmodelled_stages_out_of_the
 def test_every_gpu_profile_constant_has_a_source(name):
     hw = get_hardware(name)
     for f in fields(HardwareProfile):
-        if f.name not in ("name", "description", "sources", "origin", "device_is_host"):
+        # a None is no constant: the table-batched host rates, which only `calibrate` measures
+        if f.name not in ("name", "description", "sources", "origin", "device_is_host") and getattr(hw, f.name) is not None:
             assert hw.sources.get(f.name), f"{name}: {f.name} has no source"
     assert "PCIe" in hw.description and hw.host_cores >= 8 and not hw.device_is_host
     # the device is faster than one host core at gathering rows, and the link slower than both
@@ -270,3 +271,52 @@ def test_bad_profiles_and_names_are_refused():
     with pytest.raises(ValueError, match="unknown hardware profile 'x'"):
         parse_profiles("v100-pcie3,x")
     assert parse_profiles("all") == list(PROFILE_NAMES)
+
+
+def batched(**changes) -> HardwareProfile:
+    """toy() with the table-batched C++ calls measured: 1 ns per lookup, 2 ns per lookup's
+    backward, 3 ns per row updated, 10 us per call and 1 us per table of it; the device is the host's CPU."""
+    curve = lambda s: RowCurve(((64, 1e6, 1, s),))
+    calls = {c: US for c in CALL_OPS} | {f"tbe_{k}": 10 * US for k in ("forward", "backward", "sgd")}
+    calls |= {f"tbe_{k}_table": US for k in ("forward", "backward", "sgd")}
+    return toy(**dict(host_calls=calls, device_calls=calls, device_is_host=True, host_tbe_lookup=curve(1e-9),
+                      host_tbe_backward=curve(2e-9), host_tbe_update=curve(3e-9)) | changes)
+
+
+def tables(count: int) -> StepWork:
+    return replace(one_table(), tables=one_table().tables * count)
+
+
+@pytest.mark.parametrize("trainer", ["gpu-only", "hybrid", "lru"])
+def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(trainer):
+    """The trainers call table_batched.py once per stage for all tables: the count must not grow
+    with the tables (optim.py's per-table ops did), and the stage is priced by the batched rates."""
+    hw = batched()
+    for count in (1, 8):
+        stages = stage_work(trainer, tables(count), hw)
+        side = (lambda s: s.host_calls) if trainer == "hybrid" else (lambda s: s.device_calls)
+        assert side(stages["embedding_forward"]) == (("tbe_forward", 1), ("tbe_forward_table", count))
+        assert side(stages["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", count))
+        assert ("tbe_sgd", 1) in side(stages["update"])
+        # by hand: 10 us + 1 us a table + each table's 500 distinct rows and 500 repeats at 1 ns,
+        # its 1000 lookups' backward at 2 ns
+        assert stages["embedding_forward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 1e-9)
+        assert stages["embedding_backward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 2e-9)
+    # Adagrad keeps torch's per-table update after the batched backward
+    adagrad = stage_work(trainer, replace(tables(8), optimizer=OptimizerKind.ADAGRAD), hw)
+    side = (lambda s: s.host_calls) if trainer == "hybrid" else (lambda s: s.device_calls)
+    assert ("update_adagrad", 1) in side(adagrad["update"]) and len(side(adagrad["update"])) >= 8
+    assert side(adagrad["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", 8))
+
+
+def test_a_gpu_or_an_uncalibrated_host_keeps_the_per_table_ops():
+    """On a GPU the tables' ops stay optim.py's, one call per table; hybrid's host stages are
+    batched only where the profile measured the C++ calls."""
+    on_gpu = stage_work("gpu-only", tables(8), batched(device_is_host=False))
+    assert on_gpu["embedding_forward"].device_calls.count(("lookup", 1)) == 8
+    hybrid = stage_work("hybrid", tables(8), batched(device_is_host=False))["embedding_forward"].host_calls
+    assert hybrid == (("tbe_forward", 1), ("tbe_forward_table", 8))
+    plain = stage_work("hybrid", tables(8), toy())["embedding_forward"].host_calls
+    assert plain.count(("lookup", 1)) == 8
+    with pytest.raises(ValueError, match="host_tbe"):
+        Work(host_tbe=(("backward", 10, 64),)).seconds(toy())

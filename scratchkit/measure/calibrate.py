@@ -37,10 +37,12 @@ import numpy as np
 import torch
 
 from scratchkit.config import TrainConfig
+from scratchkit.embedding.table_batched import native_available
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
+from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
 
 Progress = Callable[[str], None]
 
@@ -87,6 +89,10 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     host["host_lookup"], host["host_update"] = RowCurve(tuple(lookups)), RowCurve(tuple(updates))
     say("the fixed cost of each kit call (tiny inputs)")
     calls = call_latencies(bench) | numpy_call_latencies(bench) | {"plan_table": plan_table_seconds(bench)}
+    if native_available():
+        say("the table-batched C++ calls (lookup, backward, SGD) over 8 tables")
+        tbe_calls, host["host_tbe_lookup"], host["host_tbe_backward"], host["host_tbe_update"] = tbe_curves(bench, quick)
+        calls |= tbe_calls
     say("sorting: embedding_backward and np.unique at 512 to 128k ids")
     host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
     host["host_numpy_sort"] = numpy_sort_rate(bench, quick, calls["unique"])
@@ -117,6 +123,11 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
         "host_plan_miss_rate": plan_source,
         "host_cores": "os.cpu_count()",
     }
+    if "host_tbe_lookup" in host:
+        tbe = f"over 8 tables at {TBE_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"
+        sources |= {"host_tbe_lookup": f"table_batched.pooled_lookup_tables (C++, bags of 8) {tbe}",
+                    "host_tbe_backward": f"table_batched.embedding_backward_tables (C++), ids repeating {tbe}",
+                    "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}"}
     return host, sources
 
 

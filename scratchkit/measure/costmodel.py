@@ -72,7 +72,7 @@ def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
 
 def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
     planners = plan_cores(work, hw) if trainer == "scratchpipe" else 1
-    return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work).items()}
+    return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
 
 
 def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, float] | None = None) -> Projection:
@@ -106,7 +106,7 @@ def _pipeline_resources(work: StepWork, hw: HardwareProfile, stages: dict[str, f
         groups = {"host process": host, "train": ["train"], "shared cores": list(stages)}
         return groups, {"host process": busy, "train": stages["train"],
                         "shared cores": (busy + stages["train"]) / hw.host_cores}
-    parts = stage_work("scratchpipe", work)
+    parts = stage_work("scratchpipe", work, hw)
     on_device = lambda s: parts[s].device_seconds(hw)
     link = lambda s: parts[s].pcie_seconds(hw)
     groups = {"plan": ["plan"], "collect": ["collect"],

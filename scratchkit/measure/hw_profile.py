@@ -138,6 +138,9 @@ CALL_OPS = {
 }
 
 
+TBE_CALLS = ("forward", "backward", "sgd")   # the table-batched calls: one each per step, all tables
+
+
 def calls_from_ops(op_latency: float) -> dict[str, float]:
     """Each call's fixed cost as its op count times one op latency (datasheet profiles)."""
     return {name: ops * op_latency for name, ops in CALL_OPS.items()}
@@ -186,6 +189,15 @@ class HardwareProfile:
     device_bmm_flops: RateCurve      # float32 batched small matmuls (the interaction), by FLOPs per matrix
     device_activation_rate: RateCurve  # floats/s the dense step's elementwise ops move, by floats a step
     device_is_host: bool = False     # True: no GPU, the "device" stages share the host's cores
+    # the table-batched C++ calls (scratchkit/embedding/table_batched.py), which the trainers make
+    # on a CPU instead of optim.py's per-table ops: seconds per lookup (forward: by row bytes,
+    # table bytes and lookups of the call; backward: by row bytes and a table's lookups, the
+    # footprint axis unused) and per distinct row updated by SGD; their fixed costs are
+    # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
+    # profiles, no compiler): the per-table pricing
+    host_tbe_lookup: RowCurve | None = None
+    host_tbe_backward: RowCurve | None = None
+    host_tbe_update: RowCurve | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
 
@@ -204,6 +216,13 @@ class HardwareProfile:
             if missing or any(not v >= 0 for v in calls.values()):
                 raise ValueError(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
                                  f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
+
+    @property
+    def batched_host(self) -> bool:
+        """Whether the host's embedding stages run (and are priced) as table-batched calls."""
+        curves = (self.host_tbe_lookup, self.host_tbe_backward, self.host_tbe_update)
+        return all(c is not None for c in curves) and all(
+            f"tbe_{k}{part}" in self.host_calls for k in TBE_CALLS for part in ("", "_table"))
 
     def call(self, on_device: bool, name: str) -> float:
         """The fixed cost of one kit call `name` (a CALL_OPS key) on the device or the host."""
@@ -234,7 +253,9 @@ class HardwareProfile:
         for name, value in data.items():
             kind = names[name].type
             try:
-                if kind == "RowCurve":
+                if value is None and kind.endswith("| None"):
+                    kwargs[name] = None
+                elif kind.startswith("RowCurve"):
                     kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
                 elif kind == "RateCurve":
                     kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))

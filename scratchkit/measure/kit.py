@@ -7,7 +7,7 @@ n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`
 from __future__ import annotations
 
 from scratchkit.config import OptimizerKind
-from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, Work, log2
+from scratchkit.measure.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
 
 
 def on(device: bool, **parts) -> Work:
@@ -58,7 +58,7 @@ def slots_of_unique(device: bool, n: float, u: float) -> Work:
 # elementwise passes over u x dim floats beyond SGD's (in the calibrated update curve): Adagrad's
 # accumulate, sqrt, divide and add about 11 more, row-wise Adagrad's about 6
 EXTRA_UPDATE_PASSES = {OptimizerKind.SGD: 0, OptimizerKind.ADAGRAD: 11, OptimizerKind.ROWWISE_ADAGRAD: 6}
-CACHED = 2.0**18      # bytes: a table this small stays in a core's cache (the curves' smallest)
+CACHED = CACHED_BYTES   # bytes: a table this small stays in a core's cache (the curves' smallest)
 
 
 def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind,
@@ -71,6 +71,37 @@ def update(device: bool, u: float, dim: int, state_width: int, optimizer: Optimi
     if state:
         work = work + gather(device, u, state, table_rows * state) + scatter(device, u, state, table_rows * state)
     return work
+
+
+# ------------------------------------------------------------------ table-batched calls (on a CPU)
+def tbe(device: bool, *entries) -> Work:
+    return on(device, tbe=tuple(entries))
+
+
+def tbe_calls(device: bool, name: str, tables: int) -> Work:
+    """A table-batched call's fixed cost: its own, and its marshalling of each table's pointers."""
+    return calls(device, f"tbe_{name}") + calls(device, f"tbe_{name}_table", tables)
+
+
+def lookup_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
+    """`pooled_lookup_tables`: one C++ call for every table's bags; per table its distinct rows
+    from the table (`footprints[t]` bytes), its repeats from the core's cache."""
+    n = sum(t.lookups for t in tables)
+    return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n)
+                                                         for t, f in zip(tables, footprints)))
+
+
+def backward_tables(device: bool, tables, row_bytes: int) -> Work:
+    """`embedding_backward_tables`: one C++ call; per table its lookups sorted as torch sorts
+    them and their gradients summed by id (addresses, for a cache, looked up in the same walk)."""
+    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, row_bytes) for t in tables))
+
+
+def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
+    """`apply_updates` with SGD: one C++ call updating each table's distinct rows in place."""
+    u = sum(t.unique for t in tables)
+    return tbe_calls(device, "sgd", len(tables)) + tbe(device, *(("sgd", t.unique, row_bytes, f, u)
+                                                    for t, f in zip(tables, footprints)))
 
 
 def index_rows(device: bool, rows: float, row_bytes: float, from_rows: float, to_rows: float) -> Work:

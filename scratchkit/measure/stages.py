@@ -20,6 +20,7 @@ distinct ids (`StepWork.share`).
 """
 from __future__ import annotations
 
+from scratchkit.config import OptimizerKind
 from scratchkit.measure import kit
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
@@ -31,20 +32,28 @@ def _total(parts) -> Work:
     return total
 
 
-def train_stages(w: StepWork, *, footprint: str, by_slot: bool) -> dict[str, Work]:
+def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False) -> dict[str, Work]:
     """Forward, MLP, backward and update with every row in device memory: in tables of their own
-    (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`)."""
+    (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`).
+    `batched`: the device is a CPU with the C++ loops, so the trainers make one table-batched
+    call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table)."""
     B, rb, d = w.batch_size, w.row_bytes, w.dim
     rows = lambda t: t.rows if footprint == "table" else t.capacity
+    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=2)
+    per_table_update = (_total(kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables)
+                        + kit.calls(True, "update_stage"))
+    if batched:
+        footprints = [rows(t) * rb for t in w.tables]
+        update = (kit.update_tables(True, w.tables, rb, footprints) if w.optimizer is OptimizerKind.SGD
+                  else per_table_update)
+        return {"embedding_forward": kit.lookup_tables(True, w.tables, rb, footprints), "mlp": mlp,
+                "embedding_backward": kit.backward_tables(True, w.tables, rb), "update": update}
     forward = _total(kit.lookup(True, t.lookups, t.unique, B, rb, rows(t) * rb) for t in w.tables)
     forward += kit.calls(True, "forward_stage") + kit.stream(True, 2 * B * w.num_tables * rb)  # the stack
     backward = _total(kit.backward(True, t.lookups, B, d) for t in w.tables) + kit.calls(True, "backward_stage")
     if by_slot:    # the coalesced ids' slots: searchsorted in the working set
         backward += _total(kit.slots_of_unique(True, t.lookups, t.unique) for t in w.tables)
-    update = _total(kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables)
-    update += kit.calls(True, "update_stage")
-    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=2)
-    return {"embedding_forward": forward, "mlp": mlp, "embedding_backward": backward, "update": update}
+    return {"embedding_forward": forward, "mlp": mlp, "embedding_backward": backward, "update": per_table_update}
 
 
 def id_transfer(w: StepWork, arrays: int) -> Work:
@@ -106,7 +115,7 @@ def cache_write_back(w: StepWork, trainer: str) -> Work:
     return work
 
 
-def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
+def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
@@ -125,7 +134,7 @@ def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
                                    + kit.calls(False, "op") + kit.scatter(False, v, rb, t.rows * rb)
                                    + Work(pcie=v * rb, pcie_copies=1))
         insert += kit.map_write(m, t.capacity) + kit.map_write(m, t.capacity)     # dirty bits, ids
-    train = _total(train_stages(w, footprint="capacity", by_slot=False).values())
+    train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=batched).values())
     train += _total(kit.map_lookup(t.unique, t.capacity) + kit.scan(t.unique, 2)     # every lookup hits
                     + kit.map_write(t.unique, t.capacity) + kit.map_write(t.unique, t.capacity)
                     + kit.from_numpy(4) for t in w.tables)                            # slots, ids, offsets
@@ -134,17 +143,23 @@ def scratchpipe_stages(w: StepWork) -> dict[str, Work]:
             "insert": insert, "train": train}
 
 
-def stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
+def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     """The work of each stage of `trainer` in one step (stage names as its StepRecords use),
-    its rows priced as in a step that touches the working set (`Work.in_step`)."""
-    return {name: work.in_step(w.unique_rows) for name, work in _stage_work(trainer, w).items()}
+    its rows priced as in a step that touches the working set (`Work.in_step`). `hw`: the
+    HardwareProfile it will be priced on; where its host has the table-batched C++ loops
+    (`batched_host`), the embedding stages that run on that CPU are counted as they run there:
+    hybrid's always, the others' where the device is the host (None: per-table torch ops)."""
+    host = hw is not None and hw.batched_host
+    parts = _stage_work(trainer, w, host, host and hw.device_is_host)
+    return {name: work.in_step(w.unique_rows) for name, work in parts.items()}
 
 
-def _stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
+def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: bool) -> dict[str, Work]:
     if trainer == "gpu-only":
-        return {"transfer": id_transfer(w, arrays=1), **train_stages(w, footprint="table", by_slot=False)}
+        return {"transfer": id_transfer(w, arrays=1),
+                **train_stages(w, footprint="table", by_slot=False, batched=device_batched)}
     if trainer == "hybrid":
-        device = train_stages(w, footprint="table", by_slot=False)
+        device = train_stages(w, footprint="table", by_slot=False, batched=host_batched)
         pooled = w.batch_size * w.num_tables * w.row_bytes
         return {"embedding_forward": device["embedding_forward"].on_host(),
                 "transfer": Work(pcie=2 * pooled, pcie_copies=2),   # pooled up, their gradients down
@@ -152,11 +167,11 @@ def _stage_work(trainer: str, w: StepWork) -> dict[str, Work]:
                 "embedding_backward": device["embedding_backward"].on_host(),
                 "update": device["update"].on_host()}
     if trainer in ("static", "lru", "lfu", "prefetch-lru"):
-        train = train_stages(w, footprint="capacity", by_slot=True)
+        train = train_stages(w, footprint="capacity", by_slot=True, batched=device_batched)
         train["update"] += _total(kit.map_write(t.unique, t.capacity) for t in w.tables)   # dirty bits
         names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
         return {names[0]: cache_fetch(w, trainer), names[1]: cache_write_back(w, trainer),
                 "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables), **train}
     if trainer == "scratchpipe":
-        return scratchpipe_stages(w)
+        return scratchpipe_stages(w, device_batched)
     raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")

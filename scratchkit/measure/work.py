@@ -17,6 +17,10 @@ work of one stage in the units the profiles price:
     activations     floats the dense step's elementwise ops move
     plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
                     and the misses planned
+    tbe             the table-batched C++ calls (table_batched.py), per table: ("lookup", n, u,
+                    row bytes, table bytes, lookups of the call), ("backward", n, row bytes),
+                    ("sgd", u, row bytes, table bytes, rows of the call), priced by the
+                    profile's host_tbe_* curves (measured on the host: a device that is the host)
     pcie            bytes and copies between host and device
 
 `kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
@@ -34,6 +38,7 @@ from scratchkit.measure.hw_profile import HardwareProfile, sort_units
 
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
+CACHED_BYTES = 2.0**18    # a table this small stays in a core's cache (the curves' smallest)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Work:
     host_sort_values: float = 0.0
     host_calls: tuple = ()        # (call name, count)
     host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses)
+    host_tbe: tuple = ()
     host_pinned: float = 0.0      # bytes copied into pinned memory (only where there is a GPU)
     pcie: float = 0.0
     pcie_copies: float = 0.0
@@ -54,6 +60,7 @@ class Work:
     device_sorts: tuple = ()
     device_sort_values: float = 0.0
     device_calls: tuple = ()
+    device_tbe: tuple = ()        # only where the device is the host's CPU (`device_is_host`)
     device_mm: tuple = ()         # (FLOPs per call, calls)
     device_bmm: tuple = ()        # (FLOPs per matrix, matrices)
     device_activations: float = 0.0   # floats the dense step's elementwise ops move
@@ -75,9 +82,9 @@ class Work:
     def on_host(self) -> "Work":
         """The same work done by the host instead of the device (hybrid's embedding stages)."""
         moved = {f"host_{k}": getattr(self, f"host_{k}") + getattr(self, f"device_{k}")
-                 for k in ("stream", "rows", "sorts", "sort_values", "calls")}
+                 for k in ("stream", "rows", "sorts", "sort_values", "calls", "tbe")}
         return replace(self, **moved, device_stream=0.0, device_rows=(), device_sorts=(),
-                       device_sort_values=0.0, device_calls=())
+                       device_sort_values=0.0, device_calls=(), device_tbe=())
 
     def bytes(self) -> float:
         """Bytes moved through memories and the link: streams, rows, PCIe."""
@@ -95,7 +102,7 @@ class Work:
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
                                               "lookup": hw.host_lookup, "update": hw.host_update})
                 + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort)
-                + self.host_sort_values / hw.host_sort_value_rate
+                + self.host_sort_values / hw.host_sort_value_rate + self._tbe(self.host_tbe, hw)
                 + sum(count * hw.call(False, name) for name, count in self.host_calls)
                 + plan / max(planners, 1.0)
                 + (0.0 if hw.device_is_host else self.host_pinned / hw.host_stream_bw))
@@ -103,6 +110,25 @@ class Work:
     def _rows(self, rows: tuple, curves: dict) -> float:
         return sum(curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
                    for kind, n, row_bytes, footprint in rows)
+
+    def _tbe(self, entries: tuple, hw: HardwareProfile) -> float:
+        """The table-batched calls' per-lookup and per-row work (their fixed costs are calls)."""
+        if entries and not hw.batched_host:
+            raise ValueError(f"profile {hw.name!r} has no table-batched rates (host_tbe_*): run "
+                             "`scratchkit calibrate` on a machine with a C++ compiler")
+        total = 0.0
+        for kind, *size in entries:
+            if kind == "lookup":       # each distinct row from the table, each repeat from the cache
+                n, u, row, table, call = size
+                total += (u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
+                          + (n - u) * hw.host_tbe_lookup.seconds_per_row(row, CACHED_BYTES, call))
+            elif kind == "backward":
+                n, row = size
+                total += n * hw.host_tbe_backward.seconds_per_row(row, 1.0, n)
+            else:
+                u, row, table, call = size
+                total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), call)
+        return total
 
     def pcie_seconds(self, hw: HardwareProfile) -> float:
         return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
@@ -112,7 +138,7 @@ class Work:
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
                                                 "lookup": hw.device_lookup, "update": hw.device_update})
                 + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort)
-                + self.device_sort_values / hw.device_sort_value_rate
+                + self.device_sort_values / hw.device_sort_value_rate + self._tbe(self.device_tbe, hw)
                 + sum(count * hw.call(True, name) for name, count in self.device_calls)
                 + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
                 + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)

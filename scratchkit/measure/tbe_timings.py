@@ -1,0 +1,84 @@
+"""`calibrate`'s timings of the table-batched C++ calls (scratchkit/embedding/table_batched.py), the
+ones the trainers make on a CPU: one call per stage for every table of a step.
+
+Each call is timed as kit_timings.py times the per-table ops (CPU time, median of fresh inputs,
+each after a 4 MiB flush), on 8 tables at once (views of one buffer), at the lookups a step of the
+kit's profiles makes (hundreds to tens of thousands), and its time on 2 lookups a table (its fixed
+cost, saved as host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" per call and "tbe_*_table" per
+table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is taken out:
+
+    host_tbe_lookup     pooled_lookup_tables, bags of 8, random rows of the table: seconds per
+                        lookup by (row bytes, table bytes, lookups of the call)
+    host_tbe_backward   embedding_backward_tables, ids drawn from 4x a table's lookups (so they
+                        repeat, as a step's do): seconds per lookup by (row bytes, -, lookups of a
+                        table); the sort and the sums are both per lookup
+    host_tbe_update     apply_updates (SGD) of distinct rows just read, as a step's update follows
+                        its lookups: seconds per row by (row bytes, table bytes, rows of the call)
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from scratchkit.measure.hw_profile import RowCurve
+from scratchkit.measure.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
+
+# lookups of one call, all tables together (quick, full)
+TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768))
+BAG = 8
+FEW = 2       # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
+
+
+def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
+    """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"} per call and the same + "_table" per
+    table of the call, lookup, backward and update curves)."""
+    from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+
+    footprints, sizes, sgd = FOOTPRINTS[not quick], TBE_LOOKUPS[not quick], OptimizerConfig()
+    buffer = torch.ones(TABLES * footprints[-1] // 4)
+    offsets = lambda n: torch.arange(0, n, BAG)
+
+    def lookups(weights, n):              # seconds of one call of n lookups a table, fresh ids each run
+        ids = [[bench.randint(weights[0].shape[0], n) for _ in weights] for _ in range(bench.repeats)]
+        return bench.median(lambda k: pooled_lookup_tables(weights, ids[k], [offsets(n)] * len(weights)))
+
+    def backward(dim, n, T=TABLES):
+        ids = [[bench.randint(4 * n, n) for _ in range(T)] for _ in range(bench.repeats)]
+        grad = torch.randn(len(offsets(n)), T, dim)
+        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T))
+
+    def update(weights, n):   # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
+        rows, T = weights[0].shape[0], len(weights)
+        coalesced = [embedding_backward_tables([torch.unique(bench.randint(rows, n)) for _ in weights],
+                                               [torch.zeros(1, dtype=torch.int64)] * T,
+                                               torch.randn(1, T, weights[0].shape[1]), [rows] * T)
+                     for _ in range(bench.repeats)]
+        moved = sum(float(c.flat.counts[t]) for c in coalesced for t in range(T)) / bench.repeats
+        warm = lambda k: [w.index_select(0, index) for w, (index, _) in zip(weights, coalesced[k])]
+        return bench.median(lambda k: apply_updates(weights, [None] * T, coalesced[k], sgd), warm), moved
+
+    fixed = {}
+
+    def fixed_costs(name, few, many):    # a call's time on 2 lookups a table: at FEW and TABLES tables
+        per_table = max((many - few) / (TABLES - FEW), 0.0)
+        fixed.setdefault(f"tbe_{name}", []).append(max(few - FEW * per_table, 0.0))
+        fixed.setdefault(f"tbe_{name}_table", []).append(per_table)
+    lookup_points, backward_points, update_points = [], [], []
+    for row in ROW_BYTES[not quick]:
+        fixed_b = backward(row // 4, 2)
+        backward_points += [(row, 1.0, n // TABLES, max(backward(row // 4, n // TABLES) - fixed_b, 1e-3 * fixed_b) / n)
+                            for n in sizes]
+        for footprint in footprints:
+            weights = [buffer[t * footprint // 4:(t + 1) * footprint // 4].view(-1, row // 4) for t in range(TABLES)]
+            fixed_l, fixed_u = lookups(weights, 2), update(weights, 2)[0]
+            lookup_points += [(row, footprint, n, max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n)
+                              for n in sizes]
+            for n in sizes:
+                seconds, moved = update(weights, n // TABLES)
+                update_points.append((row, footprint, moved, max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
+            fixed_costs("forward", lookups(weights[:FEW], 2), fixed_l)
+            fixed_costs("sgd", update(weights[:FEW], 2)[0], fixed_u)
+        fixed_costs("backward", backward(row // 4, 2, FEW), fixed_b)
+    fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
+    return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))
