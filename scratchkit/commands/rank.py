@@ -47,11 +47,8 @@ FAILED = 3   # this rank failed (a verdict of verify's is 1)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scratchkit.distributed COMMAND ...` as one rank (exit status: the module note).
-
-    A rank that failed leaves at once (`os._exit`), without the interpreter's teardown: its
-    process group is broken, tearing it down can wait for the very peer that failed, and its
-    peers notice it is gone only when its sockets close. Its report is already in the store."""
+    """`python -m scratchkit.distributed COMMAND ...` as one rank -> its exit status (the module
+    note). The rank's process then leaves with `os._exit` (scratchkit/distributed/__main__.py)."""
     args = build_rank_parser().parse_args(argv)
     try:
         status = run_rank_command(args)
@@ -61,10 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:   # noqa: BLE001 - not a verdict: say so by the status, keep the traceback
         traceback.print_exc()
         status = FAILED
-    if status == FAILED:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(FAILED)
     return status
 
 

@@ -37,11 +37,10 @@ from scratchkit.measure.hardware import HardwareProfile, get_hardware
 from scratchkit.measure.stages import TRAINERS, stage_work
 from scratchkit.measure.work import StepWork, Work, mlp_flops
 
-__all__ = ["PIPELINE_HOST_STAGES", "PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
+__all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",
            "validate", "work_for_bench", "TRAINERS"]
 
-PIPELINE_HOST_STAGES = ("plan", "collect", "write_back")
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scratchkit.course.exercises.checking import Case, Exercise, register
-from scratchkit.measure.costmodel import PIPELINE_HOST_STAGES, StepWork, project, stage_work
+from scratchkit.measure.costmodel import StepWork, project, stage_work
 from scratchkit.measure.hardware import get_hardware
 from scratchkit.profiles import get_profile
 
@@ -39,13 +39,16 @@ def _transfer_cases() -> list[Case]:
     ]
 
 
+HOST_THREADS = ("plan", "collect", "write_back")   # a thread each, in the paper's diagram
+
+
 def pipeline_resources(stages: dict[str, float], host_cores: int) -> dict[str, float]:
     """Busy seconds per resource of ScratchPipe on a GPU server, as the paper draws it: the host
     threads (Plan, Collect, Write-back, a thread each, sharing `host_cores`), the PCIe link
     (Transfer), the GPU (Insert and Train). The kit's cost model (costmodel.py) splits it finer:
     the write-back thread also runs Transfer and Insert's calls, and the victims' rows cross the
     link and the GPU too; the exercise keeps the diagram's three resources."""
-    host = [stages[s] for s in PIPELINE_HOST_STAGES]
+    host = [stages[s] for s in HOST_THREADS]
     return {"host threads": max(max(host), sum(host) / host_cores),
             "pcie": stages["transfer"], "device": stages["insert"] + stages["train"]}
 
