@@ -17,8 +17,14 @@ dense step's cost per step and per layer:
 the first call's colder caches.)
 
 On a GPU the same trainer runs on the device, so the fixed costs include the kernels' launches.
+On a CPU the trainer would do every table's lookup, backward and update in one C++ call each
+(embedding/table_batched.py, priced by its own curves, tbe_timings.py); these per-table costs
+price the per-table torch ops, so the runs here switch the C++ loops off (`SCRATCHKIT_NATIVE=0`).
 """
 from __future__ import annotations
+
+import os
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -35,12 +41,27 @@ def tiny_config(tables: int, depth: int, optimizer: OptimizerKind) -> TrainConfi
         optimizer=OptimizerConfig(kind=optimizer), cache=CacheParams(capacity=64))
 
 
+@contextmanager
+def per_table_ops():
+    """The trainers' per-table torch ops instead of the C++ table-batched loops, for a while."""
+    before = os.environ.get("SCRATCHKIT_NATIVE")
+    os.environ["SCRATCHKIT_NATIVE"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SCRATCHKIT_NATIVE"]
+        else:
+            os.environ["SCRATCHKIT_NATIVE"] = before
+
+
 def stage_times(config: TrainConfig, steps: int, statistic, device=None) -> dict[str, float]:
-    """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps)."""
+    """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps),
+    with the per-table torch ops (the module note)."""
     from scratchkit.trainers import make_trainer
 
     warmup = 3
-    with make_trainer("gpu-only", config, device=device) as trainer:
+    with per_table_ops(), make_trainer("gpu-only", config, device=device) as trainer:
         records = list(trainer.train(warmup + steps))[warmup:]
     return {s: float(statistic([r.stage_seconds.get(s, 0.0) for r in records])) for s in records[0].stage_seconds}
 
