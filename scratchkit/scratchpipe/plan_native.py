@@ -31,7 +31,16 @@ _SIGNATURES = {
     "sk_group_plan": (_I64, [_VOID, _I64, _I64, I64P, I64P, _PTRS, I64P]),
     "sk_group_retire": (None, [_VOID, _I64]),
 }
+# sk_group_plan's ten arrays per table, in order: unique, slots, hit, miss ids, miss slots, victim
+# ids, victim slots, victim dirty, held, lookup slots (plan_group.c)
+_PLAN_ARRAYS = ("i64", "i64", "u8", "i64", "i64", "i64", "i64", "u8", "i64", "i64")
 LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.c", "plan_group.c"), _SIGNATURES)
+
+
+def _pointers(addresses: list[int]):
+    """A C array of pointers (`int64_t *const *`) to the arrays at `addresses`. The callers keep
+    the arrays alive across the call."""
+    return (I64P * len(addresses)).from_buffer(np.array(addresses, np.uintp))
 
 
 def native_planner_available() -> bool:
@@ -89,7 +98,7 @@ class NativePlans:
 
     def see(self, k: int, batch) -> None:
         ids = [np.ascontiguousarray(i, dtype=np.int64) for i in batch.ids]
-        failed = self._lib.sk_group_see(self._group, k, (I64P * len(ids))(*[i64(i) for i in ids]),
+        failed = self._lib.sk_group_see(self._group, k, _pointers([i.ctypes.data for i in ids]),
                                         i64(np.array([i.size for i in ids], np.int64)))
         if failed:
             t, s = divmod(-1 - failed, self.setup.shards)
@@ -103,15 +112,27 @@ class NativePlans:
     def plan(self, b: int, stop: int) -> list[TablePlan]:
         n = self._lookups.pop(b)
         held = [c if self.setup.record_events else 0 for c in self.setup.capacities]
-        arrays = []   # per table: unique, slots, hit, miss ids, miss slots, victim ids, slots, dirty, held, lookup slots
+        # Per table ten arrays, sized for its lookups (held: for the slots), as sk_group_plan fills
+        # them: views of one int64 and one uint8 block a table. Ten allocations and ten ctypes
+        # pointers a table cost as long as a small batch's plan (~70 us a table). (Not one block a
+        # batch: past glibc's 32 MiB mmap threshold each would be fresh pages, faulted in by the loop.)
+        arrays, addresses = [], []
         for size, h in zip(n, held):
-            arrays.append([np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.uint8),
-                           *(np.empty(size, np.int64) for _ in range(4)), np.empty(size, np.uint8),
-                           np.empty(h, np.int64), np.empty(size, np.int64)])
-        pointers = (I64P * (10 * len(n)))(*[a.ctypes.data_as(I64P) for table in arrays for a in table])
+            words, flags = np.empty(7 * size + h, np.int64), np.empty(2 * size, np.uint8)
+            at = {"i64": (words, words.ctypes.data, 8), "u8": (flags, flags.ctypes.data, 1)}
+            used = {"i64": 0, "u8": 0}
+            table = []
+            for kind, length in zip(_PLAN_ARRAYS, (size,) * 8 + (h, size)):
+                block, base, width = at[kind]
+                table.append(block[used[kind]:used[kind] + length])
+                addresses.append(base + width * used[kind])
+                used[kind] += length
+            arrays.append(table)
         counts = np.zeros(5 * len(n), np.int64)
         failed = self._lib.sk_group_plan(self._group, b, stop, i64(np.array(n, np.int64)),
-                                         i64(np.array(held, np.int64)), pointers, i64(counts))
+                                         i64(np.array(held, np.int64)),
+                                         _pointers(addresses),
+                                         i64(counts))
         if failed:
             t, s = divmod(-1 - failed, self.setup.shards)
             raise RuntimeError(f"{self._where(t, s)}: Plan({b}) needs more victims than unheld slots "
@@ -122,8 +143,8 @@ class NativePlans:
     def _table_plan(b: int, t: int, arrays: list, counts) -> TablePlan:
         unique, slots, hit, miss_ids, miss_slots, victim_ids, victim_slots, victim_dirty, held, lookup_slots = arrays
         u, m, v, h, wait = (int(c) for c in counts)
-        dirty = victim_dirty[:v].astype(bool)
-        decision = PlanDecision(b, t, unique[:u], slots[:u], hit[:u].astype(bool), victim_ids[:v],
+        dirty = victim_dirty[:v].view(bool)          # the loop writes 0 or 1
+        decision = PlanDecision(b, t, unique[:u], slots[:u], hit[:u].view(bool), victim_ids[:v],
                                 victim_slots[:v], held[:h])
         return TablePlan(decision, lookup_slots, miss_ids[:m], miss_slots[:m], victim_ids[:v][dirty],
                          victim_slots[:v][dirty], wait)
