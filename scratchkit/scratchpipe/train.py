@@ -18,7 +18,8 @@ import torch
 
 from scratchkit.config import OptimizerConfig
 from scratchkit.device import Device
-from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+from scratchkit.embedding.table_batched import (BackwardWorkspace, apply_updates, embedding_backward_tables,
+                                                pooled_lookup_tables)
 from scratchkit.scratchpipe.host_stages import InFlight
 from scratchkit.scratchpipe.rows import ScratchpadRows
 
@@ -27,8 +28,10 @@ DenseStep = Callable[[object, torch.Tensor, int], tuple[float, torch.Tensor]]
 
 
 def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
-                        dense_step: DenseStep, optimizer: OptimizerConfig) -> float:
-    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained."""
+                        dense_step: DenseStep, optimizer: OptimizerConfig,
+                        workspace: BackwardWorkspace | None = None) -> float:
+    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained.
+    `workspace`: the trainer's, for the backward's buffers (table_batched.BackwardWorkspace)."""
     b, batch = item.index, item.batch
     on_device = lambda array: dev.to_device(torch.from_numpy(array))   # no copy on a CPU
     slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
@@ -39,7 +42,7 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
     # coalesce on table ids, as the reference does; each distinct id's sum goes to its slot, the
     # one Plan(b) mapped it to (`decision.slots`, in the same sorted order)
     coalesced = embedding_backward_tables(ids, offsets, grad, [pad.num_rows for pad in pads],
-                                          addresses=slots)
+                                          addresses=slots, workspace=workspace)
     for t, ((where, _), plan) in enumerate(zip(coalesced, item.tables)):
         if len(where) != len(plan.decision.unique_ids):
             raise RuntimeError(f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) "

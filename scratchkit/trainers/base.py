@@ -21,6 +21,7 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
+from scratchkit.embedding.table_batched import BackwardWorkspace
 from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag
@@ -82,6 +83,7 @@ class Trainer(ABC):
                                       config.seed).to(self.device)
         self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
         self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
+        self.backward_workspace = BackwardWorkspace()   # the C++ backward's buffers, step after step
         self.next_batch = 0   # index of the batch the next step trains on
 
     # --- the interface -------------------------------------------------------------------------

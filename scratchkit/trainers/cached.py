@@ -129,7 +129,7 @@ class CachedTrainer(HostTablesTrainer):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):   # coalesced on the ids, each id's sum addressed by its slot
             coalesced = embedding_backward_tables(ids, offsets, grad, [c.num_rows for c in self.caches],
-                                                  addresses=slots)
+                                                  addresses=slots, workspace=self.backward_workspace)
         with stage("update"):
             apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
                           self.config.optimizer)

@@ -31,7 +31,8 @@ class DeviceOnlyTrainer(Trainer):
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
-            coalesced = embedding_backward_tables(ids, offsets, grad, [w.shape[0] for w in self.weights])
+            coalesced = embedding_backward_tables(ids, offsets, grad, [w.shape[0] for w in self.weights],
+                                                  workspace=self.backward_workspace)
         with stage("update"):
             apply_updates(self.weights, self.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=batch.lookups())

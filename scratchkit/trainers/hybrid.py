@@ -29,7 +29,8 @@ class HybridTrainer(HostTablesTrainer):
         with stage("transfer"):
             grad = self.dev.to_host(grad)
         with stage("embedding_backward"):   # on the host
-            coalesced = embedding_backward_tables(ids, offsets, grad, self.tables.table_sizes)
+            coalesced = embedding_backward_tables(ids, offsets, grad, self.tables.table_sizes,
+                                                  workspace=self.backward_workspace)
         with stage("update"):
             apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"
