@@ -265,3 +265,34 @@ def test_training_continues_exactly_after_a_flush(tiny_config):
             list(trainer.train(STEPS))
             for mine, theirs in zip(trainer.embedding_weights(), reference.embedding_weights()):
                 assert torch.equal(mine, theirs)
+
+
+class CountingSource:
+    """A source that counts how often each batch is made (a real loader reads a file each time)."""
+
+    def __init__(self, source):
+        self.source, self.reads = source, Counter()
+
+    def batch(self, index):
+        self.reads[index] += 1
+        return self.source.batch(index)
+
+    def __getattr__(self, name):
+        return getattr(self.source, name)
+
+    def __len__(self):
+        return len(self.source)
+
+
+@pytest.mark.parametrize("trainer", ["gpu-only", "hybrid", "lru", "prefetch-lru"])
+def test_each_batch_is_read_once_and_its_reading_is_timed_as_data(tiny_config, trainer):
+    """prefetch-lru reads batch b+1 to prefetch its rows: that read must be the one step b+1 trains
+    on (it once read every batch twice, the second time outside any stage). (scratchpipe reads the
+    batches of a train() call once more before its first step: its capacity check, which refuses
+    a too-small scratchpad before anything trains.)"""
+    source = CountingSource(SyntheticSource(tiny_config.data))
+    with make_trainer(trainer, tiny_config, source=source) as t:
+        records = list(t.train(6))
+    trained = set(range(6))
+    assert all(source.reads[b] == 1 for b in trained), dict(source.reads)
+    assert all(r.stage_seconds.get("data", 0) > 0 for r in records)

@@ -47,14 +47,17 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
         self._ahead: tuple[int, Served] | None = None   # (batch index, its rows served) if prefetched
+        self._read_ahead: tuple[int, object] | None = None   # (batch index, the batch) read to prefetch
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         b = self.next_batch
-        with self.timer.stage("data"):
-            batch, ids, offsets = self.load_batch()
+        with self.timer.stage("data"):   # batch b (read last step, to prefetch its rows) and b+1
+            read = self._read_ahead
+            batch, ids, offsets = self.load_batch(read[1] if read is not None and read[0] == b else None)
+            nxt = self.source.batch(b + 1) if b + 1 < len(self.source) else None
+            self._read_ahead = (b + 1, nxt)
         served = self._take_ahead(b) or self.serve(batch, b)   # the first step: a demand fill
-        nxt = self.source.batch(b + 1) if b + 1 < len(self.source) else None
         if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, b + 1):
             locked = [slot_u for _, _, _, slot_u in served.tables]   # while b "trains": fetch b+1
             self._ahead = (b + 1, self.serve(nxt, b + 1, locked=locked, stages=PREFETCH_STAGES))
