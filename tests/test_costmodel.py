@@ -59,8 +59,13 @@ def test_each_unit_of_work_is_priced_as_worked_by_hand():
     assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)          # 3 x 2 GFLOP
     assert Work(device_activations=1e9).seconds(hw) == pytest.approx(1.0)
     # the planner: 1e6 lookups / 1e8 + 1e5 ids / 1e7 + 1e4 misses / 1e6 = 0.03 s, over 3 cores
-    plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4),))
+    plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 0),))
     assert plan.seconds(hw) == pytest.approx(0.03) and plan.seconds(hw, planners=3) == pytest.approx(0.01)
+    # its victim choice scans a full scratchpad of 2e6 slots: + 2e6 / 1e8 = 0.02 s (a profile
+    # without the rate leaves it out)
+    evicting = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6),))
+    assert evicting.seconds(toy(host_plan_slot_rate=1e8)) == pytest.approx(0.05)
+    assert evicting.seconds(hw) == pytest.approx(0.03)
     # the same work on the device is priced by the device's numbers; on_host moves it over
     moved = Work(device_stream=1e9, device_calls=(("op", 1),)).on_host()
     assert moved.device_stream == 0 and moved.host_stream == 1e9 and moved.host_calls == (("op", 1),)
@@ -319,4 +324,16 @@ def test_a_gpu_or_an_uncalibrated_host_keeps_the_per_table_ops():
     plain = stage_work("hybrid", tables(8), toy())["embedding_forward"].host_calls
     assert plain.count(("lookup", 1)) == 8
     with pytest.raises(ValueError, match="host_tbe"):
-        Work(host_tbe=(("backward", 10, 64),)).seconds(toy())
+        Work(host_tbe=(("backward", 10, 5, 64),)).seconds(toy())
+
+
+def test_the_backward_is_priced_by_how_often_its_ids_repeat():
+    """Repeated ids sort faster and add into rows already written: the backward curve's middle axis
+    is lookups per distinct id, log-interpolated between the measured ones and held past them."""
+    curve = RowCurve(((64, 1.0, 1, 4e-9), (64, 8.0, 1, 1e-9)))     # distinct ids / each 8 times
+    hw = batched(host_tbe_backward=curve)
+    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64),)).seconds(hw)
+    assert price(1000, 1000) == pytest.approx(1000 * 4e-9)
+    assert price(1000, 125) == pytest.approx(1000 * 1e-9)
+    assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)     # log midpoint
+    assert price(1000, 10) == pytest.approx(1000 * 1e-9)

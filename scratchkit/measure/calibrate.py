@@ -100,8 +100,9 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     host["mm"], host["bmm"] = matmul_rates(bench, quick, calls["op"])
     host["activations"] = activation_rate(bench, quick, calls, host["mm"], host["bmm"], host["host_scatter"])
     say("ScratchPipe's planner on a synthetic stream")
+    host["host_plan_slot_rate"], slot_source = plan_slot_rate(quick)
     (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
-     plan_source) = plan_rates(quick)
+     plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
     rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
@@ -120,13 +121,14 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
         "host_sort_value_rate": "embedding_backward's extra time at dim 64 over dim 16, per float",
         "host_numpy_sort": "np.unique(return_inverse, return_counts), less its fixed cost",
         "host_plan_lookup_rate": plan_source, "host_plan_id_rate": plan_source,
-        "host_plan_miss_rate": plan_source,
+        "host_plan_miss_rate": plan_source, "host_plan_slot_rate": slot_source,
         "host_cores": "os.cpu_count()",
     }
     if "host_tbe_lookup" in host:
         tbe = f"over 8 tables at {TBE_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"
         sources |= {"host_tbe_lookup": f"table_batched.pooled_lookup_tables (C++, bags of 8) {tbe}",
-                    "host_tbe_backward": f"table_batched.embedding_backward_tables (C++), ids repeating {tbe}",
+                    "host_tbe_backward": f"table_batched.embedding_backward_tables (C++) into a workspace, ids "
+                                             f"drawn from 4x and 1/8 of a table's lookups {tbe}",
                     "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}"}
     return host, sources
 
@@ -194,12 +196,13 @@ def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve
 PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
 
 
-def plan_rates(quick: bool) -> tuple[RateCurve, RateCurve, RateCurve, str]:
+def plan_rates(quick: bool, slot_rate: float | None = None) -> tuple[RateCurve, RateCurve, RateCurve, str]:
     """ScratchPipe's planner (the C++ loop, one table) on synthetic Zipf(0.8) streams past their
     filling, at tables of 32k to 1M rows (its per-row records and bitmaps grow with the table): a
     scratchpad of the whole table (every id a hit) and one of a quarter of it (misses evict).
     Seeing batches gives lookups/s; planning the first, distinct ids/s; the second's extra time per
-    miss, misses/s. -> (each as a RateCurve by table rows, source)."""
+    miss, misses/s, less the victim choice's pass over the slots where `slot_rate` prices it
+    apart. -> (each as a RateCurve by table rows, source)."""
     from scratchkit.scratchpipe.plan_native import native_planner_available
 
     if not native_planner_available():
@@ -210,7 +213,7 @@ def plan_rates(quick: bool) -> tuple[RateCurve, RateCurve, RateCurve, str]:
     for rows in PLAN_ROWS[not quick]:
         hits, misses = _plan_stream(rows, None, batches), _plan_stream(rows, rows // 4, batches)
         id_rate = hits["ids"] / hits["plan"]
-        extra = misses["plan"] - misses["ids"] / id_rate
+        extra = misses["plan"] - misses["ids"] / id_rate - (misses["scanned"] / slot_rate if slot_rate else 0.0)
         lookup.append((rows, (hits["lookups"] + misses["lookups"]) / (hits["see"] + misses["see"])))
         ident.append((rows, id_rate))
         if misses["misses"] >= 0.1 * misses["ids"]:     # enough misses to time (a small table holds most)
@@ -219,6 +222,48 @@ def plan_rates(quick: bool) -> tuple[RateCurve, RateCurve, RateCurve, str]:
             f"the C++ planner (NativePlans, one planner) on one table of {PLAN_ROWS[not quick]} rows, Zipf 0.8, 32k lookups a "
             f"batch, depth 2, scratchpads of all rows (hits only) and of a quarter (misses), the "
             f"second half of {batches} batches, CPU time")
+
+
+def plan_slot_rate(quick: bool) -> tuple[float | None, str]:
+    """Slots/s of the planner's victim choice, which counts every slot of a full scratchpad once
+    per batch that evicts: one new id a batch into a full scratchpad (one victim), the time per
+    batch at 2^18 slots (2^16 quick) less that at 2^10, over the slots between. -> (rate, source)."""
+    from scratchkit.scratchpipe.plan_native import native_planner_available
+
+    if not native_planner_available():
+        return None, "not measured: no C++ compiler here for the planner"
+    small, big = 2**10, 2**16 if quick else 2**18
+    per_batch = {c: _evicting_batch_seconds(c, batches=20 if quick else 60) for c in (small, big)}
+    rate = (big - small) / max(per_batch[big] - per_batch[small], 1e-9)
+    return rate, (f"the C++ planner (one table) planning one new id a batch into a full scratchpad: "
+                  f"time per batch at {big} slots less at {small}, per slot, median, CPU time")
+
+
+def _evicting_batch_seconds(capacity: int, batches: int, depth: int = 2, horizon: int = 12) -> float:
+    """Median CPU seconds of Plan(b) on a scratchpad of `capacity` slots full of ids that no batch
+    uses again, each batch one id never seen before: a victim every batch."""
+    from scratchkit.config import VictimPolicy
+    from scratchkit.scratchpipe.plan_ahead import PlanSetup
+    from scratchkit.scratchpipe.plan_native import NativePlans
+
+    class One:                                     # a batch of one lookup: the id capacity + k
+        def __init__(self, k):
+            self.ids = [np.array([capacity + k], np.int64)]
+    rows = capacity + batches + horizon + 2
+    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
+                                    (np.arange(capacity, dtype=np.int64),), (np.zeros(capacity, bool),),
+                                    (np.full(capacity, -1, np.int64),)))
+    for k in range(horizon + 1):
+        planner.see(k, One(k))
+    seconds = []
+    for b in range(batches):
+        if b > depth:
+            planner.retire(b - depth - 1)
+        planner.see(b + horizon + 1, One(b + horizon + 1))
+        start = time.thread_time()
+        planner.plan(b, b + horizon + 1)
+        seconds.append(time.thread_time() - start)
+    return float(np.median(seconds))
 
 
 def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, horizon: int = 12) -> dict[str, float]:
@@ -241,7 +286,7 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
                                     (np.full(capacity, -1, np.int64),)))     # one planner, one thread
     for k in range(horizon + 1):
         planner.see(k, batch[k])
-    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses"), 0.0)
+    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses", "scanned"), 0.0)
     for b in range(batches):
         if b > depth:
             planner.retire(b - depth - 1)
@@ -252,7 +297,8 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
         end = time.thread_time()
         if b >= batches // 2:            # past the filling
             for key, value in (("see", middle - start), ("plan", end - middle), ("lookups", len(ids[b])),
-                               ("ids", len(plan.decision.unique_ids)), ("misses", plan.fetched_rows)):
+                               ("ids", len(plan.decision.unique_ids)), ("misses", plan.fetched_rows),
+                               ("scanned", capacity if len(plan.decision.victim_ids) else 0)):
                 total[key] += value
     return total
 

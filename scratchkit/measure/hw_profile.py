@@ -191,13 +191,17 @@ class HardwareProfile:
     device_is_host: bool = False     # True: no GPU, the "device" stages share the host's cores
     # the table-batched C++ calls (scratchkit/embedding/table_batched.py), which the trainers make
     # on a CPU instead of optim.py's per-table ops: seconds per lookup (forward: by row bytes,
-    # table bytes and lookups of the call; backward: by row bytes and a table's lookups, the
-    # footprint axis unused) and per distinct row updated by SGD; their fixed costs are
+    # table bytes and lookups of the call; backward: by row bytes, lookups per distinct id in the
+    # footprint's place, and a table's lookups) and per distinct row updated by SGD; their fixed costs are
     # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
     # profiles, no compiler): the per-table pricing
     host_tbe_lookup: RowCurve | None = None
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
+    # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
+    # slot's urgency counted, plan_loop.c's choose_victims), once per table and batch with a
+    # victim. None (a profile saved before it was measured): not priced
+    host_plan_slot_rate: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
 

@@ -94,7 +94,8 @@ def lookup_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
 def backward_tables(device: bool, tables, row_bytes: int) -> Work:
     """`embedding_backward_tables`: one C++ call; per table its lookups sorted as torch sorts
     them and their gradients summed by id (addresses, for a cache, looked up in the same walk)."""
-    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, row_bytes) for t in tables))
+    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, t.unique, row_bytes)
+                                                                    for t in tables))
 
 
 def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:

@@ -119,7 +119,8 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
-    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m) for t, m in zip(w.tables, fetched)))
+    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, t.capacity if v else 0)
+                                 for t, m, v in zip(w.tables, fetched, written)))
             + kit.calls(False, "plan_table", w.num_tables))
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):

@@ -9,9 +9,11 @@ table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is t
 
     host_tbe_lookup     pooled_lookup_tables, bags of 8, random rows of the table: seconds per
                         lookup by (row bytes, table bytes, lookups of the call)
-    host_tbe_backward   embedding_backward_tables, ids drawn from 4x a table's lookups (so they
-                        repeat, as a step's do): seconds per lookup by (row bytes, -, lookups of a
-                        table); the sort and the sums are both per lookup
+    host_tbe_backward   embedding_backward_tables, ids drawn from 4x a table's lookups (most
+                        distinct) and from 1/8 of them (each repeated ~8x, as a skewed step's):
+                        seconds per lookup by (row bytes, lookups per distinct id, lookups of a
+                        table). Repeats sort faster and add into rows already written; into a
+                        workspace, as the trainers' (no page faulted in per call)
     host_tbe_update     apply_updates (SGD) of distinct rows just read, as a step's update follows
                         its lookups: seconds per row by (row bytes, table bytes, rows of the call)
 """
@@ -24,7 +26,7 @@ from scratchkit.measure.hw_profile import RowCurve
 from scratchkit.measure.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
 
 # lookups of one call, all tables together (quick, full)
-TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768))
+TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768, 262144))
 BAG = 8
 FEW = 2       # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
 
@@ -33,7 +35,8 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
     """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"} per call and the same + "_table" per
     table of the call, lookup, backward and update curves)."""
     from scratchkit.config import OptimizerConfig
-    from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+    from scratchkit.embedding.table_batched import (BackwardWorkspace, apply_updates, embedding_backward_tables,
+                                                    pooled_lookup_tables)
 
     footprints, sizes, sgd = FOOTPRINTS[not quick], TBE_LOOKUPS[not quick], OptimizerConfig()
     buffer = torch.ones(TABLES * footprints[-1] // 4)
@@ -43,10 +46,14 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         ids = [[bench.randint(weights[0].shape[0], n) for _ in weights] for _ in range(bench.repeats)]
         return bench.median(lambda k: pooled_lookup_tables(weights, ids[k], [offsets(n)] * len(weights)))
 
-    def backward(dim, n, T=TABLES):
-        ids = [[bench.randint(4 * n, n) for _ in range(T)] for _ in range(bench.repeats)]
+    workspace = BackwardWorkspace()
+
+    def backward(dim, n, T=TABLES, spread=4.0):   # -> (seconds, lookups per distinct id)
+        ids = [[bench.randint(max(int(spread * n), 1), n) for _ in range(T)] for _ in range(bench.repeats)]
+        repeats = n * T * bench.repeats / sum(len(torch.unique(i)) for k in ids for i in k)
         grad = torch.randn(len(offsets(n)), T, dim)
-        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T))
+        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T,
+                                                                workspace=workspace)), repeats
 
     def update(weights, n):   # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
         rows, T = weights[0].shape[0], len(weights)
@@ -66,9 +73,12 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         fixed.setdefault(f"tbe_{name}_table", []).append(per_table)
     lookup_points, backward_points, update_points = [], [], []
     for row in ROW_BYTES[not quick]:
-        fixed_b = backward(row // 4, 2)
-        backward_points += [(row, 1.0, n // TABLES, max(backward(row // 4, n // TABLES) - fixed_b, 1e-3 * fixed_b) / n)
-                            for n in sizes]
+        fixed_b = backward(row // 4, 2)[0]
+        for spread in (4.0, 1 / 8):   # one axis value per spread (the median repeats), so the
+            timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in sizes]   # grid is whole
+            repeats = float(np.median([r for _, _, r in timed]))
+            backward_points += [(row, repeats, n // TABLES, max(seconds - fixed_b, 1e-3 * fixed_b) / n)
+                                for n, seconds, _ in timed]
         for footprint in footprints:
             weights = [buffer[t * footprint // 4:(t + 1) * footprint // 4].view(-1, row // 4) for t in range(TABLES)]
             fixed_l, fixed_u = lookups(weights, 2), update(weights, 2)[0]
@@ -79,6 +89,6 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
                 update_points.append((row, footprint, moved, max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
             fixed_costs("forward", lookups(weights[:FEW], 2), fixed_l)
             fixed_costs("sgd", update(weights[:FEW], 2)[0], fixed_u)
-        fixed_costs("backward", backward(row // 4, 2, FEW), fixed_b)
+        fixed_costs("backward", backward(row // 4, 2, FEW)[0], fixed_b)
     fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
     return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))

@@ -18,7 +18,7 @@ work of one stage in the units the profiles price:
     plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
                     and the misses planned
     tbe             the table-batched C++ calls (table_batched.py), per table: ("lookup", n, u,
-                    row bytes, table bytes, lookups of the call), ("backward", n, row bytes),
+                    row bytes, table bytes, lookups of the call), ("backward", n, u, row bytes),
                     ("sgd", u, row bytes, table bytes, rows of the call), priced by the
                     profile's host_tbe_* curves (measured on the host: a device that is the host)
     pcie            bytes and copies between host and device
@@ -50,7 +50,8 @@ class Work:
     host_sorts: tuple = ()        # ("torch" | "numpy", n keys, sorts[, depth])
     host_sort_values: float = 0.0
     host_calls: tuple = ()        # (call name, count)
-    host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses)
+    host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses,
+                                  # slots its victim choice scans: the capacity, where it evicts)
     host_tbe: tuple = ()
     host_pinned: float = 0.0      # bytes copied into pinned memory (only where there is a GPU)
     pcie: float = 0.0
@@ -96,8 +97,10 @@ class Work:
         return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
 
     def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+        scan = hw.host_plan_slot_rate or float("inf")
         plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
-                   + m / hw.host_plan_miss_rate.at(rows) for rows, n, u, m in self.host_plan)
+                   + m / hw.host_plan_miss_rate.at(rows) + scanned / scan
+                   for rows, n, u, m, scanned in self.host_plan)
         return (self.host_stream / hw.host_stream_bw
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
                                               "lookup": hw.host_lookup, "update": hw.host_update})
@@ -122,9 +125,9 @@ class Work:
                 n, u, row, table, call = size
                 total += (u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
                           + (n - u) * hw.host_tbe_lookup.seconds_per_row(row, CACHED_BYTES, call))
-            elif kind == "backward":
-                n, row = size
-                total += n * hw.host_tbe_backward.seconds_per_row(row, 1.0, n)
+            elif kind == "backward":   # the curve's middle axis: lookups per distinct id
+                n, u, row = size
+                total += n * hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n)
             else:
                 u, row, table, call = size
                 total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), call)
