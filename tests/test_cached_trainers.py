@@ -214,6 +214,12 @@ def test_stage_names_and_counters(tiny_config):
                 len(np.unique(i)) for i in SyntheticSource(config.data).batch(0).ids)
         assert any(stage in r.stage_seconds for r in records
                    for stage in ("write_back", "prefetch_write_back")), name
+        # the first step fills an empty cache: no table chooses a victim; later ones do
+        if name in ("lru", "lfu"):
+            assert records[0].evicting_tables == 0
+            assert 0 < max(r.evicting_tables for r in records) <= len(config.data.table_sizes)
+    with make_trainer("lru", with_cache(tiny_config, max(tiny_config.data.table_sizes)), device="cpu") as whole:
+        assert all(r.evicting_tables == 0 for r in whole.train(5))    # the whole table fits
 
 
 # ------------------------------------------------------------------------------ capacity, flush

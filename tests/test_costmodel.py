@@ -337,3 +337,14 @@ def test_the_backward_is_priced_by_how_often_its_ids_repeat():
     assert price(1000, 125) == pytest.approx(1000 * 1e-9)
     assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)     # log midpoint
     assert price(1000, 10) == pytest.approx(1000 * 1e-9)
+
+
+def test_a_cache_still_filling_is_not_priced_a_victim_choice():
+    """The victims' sort runs only in the steps a table's full cache evicts: the measured count of
+    evicting tables (StepRecord.evicting_tables) scales it; unknown, every step."""
+    w = replace(one_table(capacity=2_000), fetched_rows=100.0, written_back_rows=100.0)
+    hw = toy()
+    always, never = (stage_work("lru", w.with_counters(100, 100, e), hw)["fetch"] for e in (None, 0))
+    half = stage_work("lru", w.with_counters(100, 100, 0.5), hw)["fetch"]
+    assert always.host_sorts and never.host_sorts[-1][2] == 0
+    assert never.seconds(hw) < half.seconds(hw) < always.seconds(hw)

@@ -19,6 +19,7 @@ class BenchResult:
     lookups_per_step: float = 0.0           # means over the timed steps: the cost model's inputs
     fetched_rows_per_step: float = 0.0      # rows host -> device
     written_back_rows_per_step: float = 0.0 # rows device -> host
+    evicting_tables_per_step: float = 0.0   # tables whose victim choice ran
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -55,7 +56,8 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
         results.append(BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
                                    stages, hits, lookups_per_step=lookups / steps,
                                    fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
-                                   written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps))
+                                   written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
+                                   evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps))
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results

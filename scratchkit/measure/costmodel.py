@@ -132,7 +132,8 @@ def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) ->
     base = base if base is not None else StepWork.from_config(config)
     fetched = getattr(result, "fetched_rows_per_step", None)
     if fetched is not None:
-        return base.with_counters(fetched, result.written_back_rows_per_step)
+        return base.with_counters(fetched, result.written_back_rows_per_step,
+                                  getattr(result, "evicting_tables_per_step", None))
     if result.hit_rate is not None and result.trainer not in ("gpu-only", "hybrid"):
         return base.with_hit_rate(result.hit_rate)
     return base

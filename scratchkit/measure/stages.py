@@ -79,6 +79,7 @@ def move_rows(w: StepWork, rows: float, from_rows: float, to_rows: float, *, to_
 def cache_fetch(w: StepWork, trainer: str) -> Work:
     """A demand cache's fetch stage for one batch (trainers/cached.py: serve, admit, fill, touch)."""
     fetched, victims = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
+    f = w.victim_share          # the victim choice runs in this share of the tables' steps
     work = Work()
     for t, m, v in zip(w.tables, fetched, victims):
         C = t.capacity
@@ -90,9 +91,9 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
         if v:                       # a full cache: the cached rows the batch does not use, sorted
             candidates = max(C - t.unique, 1)
             keys = 2 if trainer == "lfu" else 1
-            work += (kit.scan(C, 3) + kit.map_write(t.unique, C)
-                     + kit.gather(False, keys * candidates, ID_BYTES, C * ID_BYTES)
-                     + Work(host_sorts=(("numpy", candidates, keys),)) + kit.numpy_calls(2))
+            work += (kit.scan(f * C, 3) + kit.map_write(f * t.unique, C)
+                     + kit.gather(False, f * keys * candidates, ID_BYTES, C * ID_BYTES)
+                     + Work(host_sorts=(("numpy", candidates, f * keys),)) + kit.numpy_calls(2 * f))
         # the fill, the map (slot_of_id, id_of_slot, dirty, the batch's slots), the clock
         work += (move_rows(w, m, t.rows, C, to_device=True) + kit.map_write(m, t.rows)
                  + kit.map_write(m, C) + kit.map_write(m, C) + kit.map_write(m, t.unique)
@@ -119,7 +120,7 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
-    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, t.capacity if v else 0)
+    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, w.victim_share * t.capacity if v else 0)
                                  for t, m, v in zip(w.tables, fetched, written)))
             + kit.calls(False, "plan_table", w.num_tables))
     collect, write_back, insert = Work(), Work(), Work()

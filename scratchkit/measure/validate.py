@@ -116,7 +116,8 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     validation = Validation(hardware=hw.origin)
     for result in run_bench(config, trainers, steps, warmup=warmup, source=source, device=device, wrap=wrap):
-        work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step)
+        work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
+                                  result.evicting_tables_per_step)
         if result.trainer == "scratchpipe" and hw.device_is_host:
             work = replace(work, planners=1)    # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}

@@ -182,6 +182,8 @@ class StepWork:
     top: tuple[int, ...]     # the top MLP's widths, its input (dim + pairs) first
     fetched_rows: float = 0.0        # rows host -> device per step (caches, scratchpipe)
     written_back_rows: float = 0.0   # rows device -> host per step
+    evicting_tables: float | None = None   # tables whose victim choice runs, per step (None: every
+                                     # table whose cache is smaller than it, every step)
     plan_horizon: int = 0            # batches ScratchPipe's Plan looks ahead for victims' next use
     planners: int | None = None      # tables (or shards) ScratchPipe plans at once; None: one per table
 
@@ -244,9 +246,21 @@ class StepWork:
                    num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
                    top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon)
 
-    def with_counters(self, fetched_rows: float, written_back_rows: float) -> "StepWork":
-        """The measured rows moved per step (a bench run's StepRecord counters)."""
-        return replace(self, fetched_rows=float(fetched_rows), written_back_rows=float(written_back_rows))
+    def with_counters(self, fetched_rows: float, written_back_rows: float,
+                      evicting_tables: float | None = None) -> "StepWork":
+        """The measured rows moved per step (a bench run's StepRecord counters), and the tables
+        that chose victims (a cache still filling chooses none)."""
+        return replace(self, fetched_rows=float(fetched_rows), written_back_rows=float(written_back_rows),
+                       evicting_tables=None if evicting_tables is None else float(evicting_tables))
+
+    @property
+    def victim_share(self) -> float:
+        """The share of the step's evicting tables (cache smaller than table) whose victim choice
+        runs: the measured count over them, or 1."""
+        able = sum(t.capacity < t.rows for t in self.tables)
+        if self.evicting_tables is None or not able:
+            return 1.0
+        return min(1.0, self.evicting_tables / able)
 
     def with_hit_rate(self, hit_rate: float) -> "StepWork":
         """Rows moved per step for a demand cache with this per-lookup hit rate, when no counters

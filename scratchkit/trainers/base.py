@@ -44,6 +44,7 @@ class StepRecord:
     hits: int | None = None     # lookups served by the device-side cache (None: trainer has none)
     fetched_rows: int = 0       # rows copied host -> device for the step
     written_back_rows: int = 0  # rows copied device -> host for the step
+    evicting_tables: int = 0    # tables that chose victims for the step (its victim choice ran)
     stale_reads: int = 0        # rows read from the host before a pending write-back landed
 
     @property

@@ -62,6 +62,7 @@ class Served:
     hits: int = 0            # lookups whose row was cached before the batch was served
     fetched: int = 0
     written: int = 0
+    evicting: int = 0        # tables that chose victims
 
 
 class CachedTrainer(HostTablesTrainer):
@@ -81,7 +82,7 @@ class CachedTrainer(HostTablesTrainer):
               locked: np.ndarray | None, stages: tuple[str, str]) -> tuple[int, int]:
         """Give every id of `unique` [u] a slot: fill `slot_u` [u] (-1 = miss) in place, moving rows
         as needed, never evicting a `locked` slot. Times its own stages (`stages`: the names for
-        fetching and writing back). -> (rows fetched, rows written back)."""
+        fetching and writing back). -> (rows fetched, rows written back, victims chosen)."""
         raise NotImplementedError
 
     def after_update(self) -> int:
@@ -111,8 +112,8 @@ class CachedTrainer(HostTablesTrainer):
                 served.hits += int(counts[slot_u >= 0].sum())         # per lookup, before the fill
                 served.tables.append((unique, inverse, counts, slot_u))
         for t, (unique, _, counts, slot_u) in enumerate(served.tables):
-            f, w = self.admit(t, unique, counts, slot_u, step, None if locked is None else locked[t], stages)
-            served.fetched, served.written = served.fetched + f, served.written + w
+            f, w, v = self.admit(t, unique, counts, slot_u, step, None if locked is None else locked[t], stages)
+            served.fetched, served.written, served.evicting = served.fetched + f, served.written + w, served.evicting + (v > 0)
         return served
 
     def train_served(self, batch, ids, offsets, served: Served, started: float) -> StepRecord:
@@ -138,7 +139,7 @@ class CachedTrainer(HostTablesTrainer):
                 cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
         written = served.written + self.after_update()
         return self.make_record(loss, batch, started, hits=served.hits, fetched_rows=served.fetched,
-                                written_back_rows=written)
+                                written_back_rows=written, evicting_tables=served.evicting)
 
     # --- flushing ------------------------------------------------------------------------------------
     def flush(self) -> int:
@@ -191,7 +192,7 @@ class DemandFilledTrainer(CachedTrainer):
             cache.fill(misses, targets, weight, state)
             slot_u[miss] = targets
             policy.touch(slot_u, unique, counts, step)
-        return len(misses), written
+        return len(misses), written, len(victims)
 
     def check_victims(self, t: int, needed: int, candidates: int) -> None:
         """More victims needed than slots may be given up: only with locked slots (a subclass)."""

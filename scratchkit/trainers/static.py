@@ -41,7 +41,7 @@ class StaticCacheTrainer(CachedTrainer):
         with self.timer.stage(stages[0]):
             slot_u[miss] = self.caches[t].load_transient(misses, self.tables.weights[t], self.tables.state[t])
             self._transient[t] = misses
-        return len(misses), 0
+        return len(misses), 0, 0
 
     def after_update(self) -> int:
         with self.timer.stage("write_back"):
