@@ -88,7 +88,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     host["host_gather"], host["host_scatter"] = RowCurve(tuple(gathers + id_gathers)), RowCurve(tuple(scatters + id_scatters))
     host["host_lookup"], host["host_update"] = RowCurve(tuple(lookups)), RowCurve(tuple(updates))
     say("the fixed cost of each kit call (tiny inputs)")
-    calls = call_latencies(bench) | numpy_call_latencies(bench) | {"plan_table": plan_table_seconds(bench)}
+    calls = call_latencies(bench) | numpy_call_latencies(bench)
     if native_available():
         say("the table-batched C++ calls (lookup, backward, SGD) over 8 tables")
         tbe_calls, host["host_tbe_lookup"], host["host_tbe_backward"], host["host_tbe_update"] = tbe_curves(bench, quick)
@@ -103,6 +103,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     host["host_plan_slot_rate"], slot_source = plan_slot_rate(quick)
     (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
      plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
+    calls["plan_table"], calls["plan_batch"] = plan_call_seconds(bench, host)
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
     rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
@@ -164,23 +165,34 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
             "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
 
 
-def plan_table_seconds(bench: Bench) -> float:
-    """The planner's cost per table and batch beyond its per-id work: `PlanAhead.plan` of tiny
-    batches (4 ids a table) with 2 and 8 tables, the difference per table."""
+def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float]:
+    """The planner's cost beyond its per-id work (the rates in `host`), per table and per batch:
+    `PlanAhead.plan` of batches of 2048 lookups a table (tables of 16k rows, each a scratchpad of
+    its own size: no victims) with 2 and 8 tables. Their difference per table, less a table's
+    per-id work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost beyond
+    twice that, the per-batch one. -> (seconds per table, seconds per batch)."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
 
-    def seconds(tables: int) -> float:
-        config = TrainConfig(data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=4, num_dense=1,
-                                             num_batches=4 * bench.repeats + 8), cache=CacheParams(capacity=64))
-        planner, source, taken = fresh_planner(config, SyntheticSource(config.data)), None, []
-        for b in range(4 * bench.repeats + 4):   # wall time, as PlanAhead times its reading
+    rows = 2**14
+
+    def seconds(tables: int) -> tuple[float, float]:   # -> (median seconds a batch, per-id seconds a table)
+        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
+                                             num_dense=1, zipf=0.8, num_batches=4 * bench.repeats + 24),
+                             cache=CacheParams(capacity=rows))
+        planner, taken, per_id = fresh_planner(config, SyntheticSource(config.data)), [], []
+        for b in range(4 * bench.repeats + 8):   # wall time, as PlanAhead times its reading
             start = time.perf_counter()
             planned = planner.plan(b)
             taken.append(time.perf_counter() - start - planned.read_seconds)
-        return float(bench.statistic(taken[4:]))
-    return max((seconds(8) - seconds(2)) / 6, 0.0)
+            per_id.append(sum(len(p.lookup_slots) / host["host_plan_lookup_rate"].at(rows)
+                              + len(p.decision.unique_ids) / host["host_plan_id_rate"].at(rows)
+                              + p.fetched_rows / host["host_plan_miss_rate"].at(rows) for p in planned.tables) / tables)
+        return float(bench.statistic(taken[8:])), float(np.mean(per_id[8:]))
+    (two, ids_two), (eight, ids_eight) = seconds(2), seconds(8)
+    table = max((eight - two) / 6, 0.0)
+    return max(table - (ids_two + ids_eight) / 2, 0.0), max(two - 2 * table, 0.0)
 
 
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
@@ -196,7 +208,7 @@ def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve
 PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
 
 
-def plan_rates(quick: bool, slot_rate: float | None = None) -> tuple[RateCurve, RateCurve, RateCurve, str]:
+def plan_rates(quick: bool, slot_rate: RateCurve | None = None) -> tuple[RateCurve, RateCurve, RateCurve, str]:
     """ScratchPipe's planner (the C++ loop, one table) on synthetic Zipf(0.8) streams past their
     filling, at tables of 32k to 1M rows (its per-row records and bitmaps grow with the table): a
     scratchpad of the whole table (every id a hit) and one of a quarter of it (misses evict).
@@ -213,7 +225,8 @@ def plan_rates(quick: bool, slot_rate: float | None = None) -> tuple[RateCurve, 
     for rows in PLAN_ROWS[not quick]:
         hits, misses = _plan_stream(rows, None, batches), _plan_stream(rows, rows // 4, batches)
         id_rate = hits["ids"] / hits["plan"]
-        extra = misses["plan"] - misses["ids"] / id_rate - (misses["scanned"] / slot_rate if slot_rate else 0.0)
+        scans = misses["scanned"] / slot_rate.at(misses["capacity"]) if slot_rate and misses["scanned"] else 0.0
+        extra = misses["plan"] - misses["ids"] / id_rate - scans
         lookup.append((rows, (hits["lookups"] + misses["lookups"]) / (hits["see"] + misses["see"])))
         ident.append((rows, id_rate))
         if misses["misses"] >= 0.1 * misses["ids"]:     # enough misses to time (a small table holds most)
@@ -224,42 +237,50 @@ def plan_rates(quick: bool, slot_rate: float | None = None) -> tuple[RateCurve, 
             f"second half of {batches} batches, CPU time")
 
 
-def plan_slot_rate(quick: bool) -> tuple[float | None, str]:
+def plan_slot_rate(quick: bool) -> tuple[RateCurve | None, str]:
     """Slots/s of the planner's victim choice, which counts every slot of a full scratchpad once
     per batch that evicts: one new id a batch into a full scratchpad (one victim), the time per
-    batch at 2^18 slots (2^16 quick) less that at 2^10, over the slots between. -> (rate, source)."""
+    batch at 2^13 .. 2^18 slots (2^16 quick) less that at 2^10, over the slots between.
+    -> (rate by slots, source)."""
     from scratchkit.scratchpipe.plan_native import native_planner_available
 
     if not native_planner_available():
         return None, "not measured: no C++ compiler here for the planner"
-    small, big = 2**10, 2**16 if quick else 2**18
-    per_batch = {c: _evicting_batch_seconds(c, batches=20 if quick else 60) for c in (small, big)}
-    rate = (big - small) / max(per_batch[big] - per_batch[small], 1e-9)
-    return rate, (f"the C++ planner (one table) planning one new id a batch into a full scratchpad: "
-                  f"time per batch at {big} slots less at {small}, per slot, median, CPU time")
+    small, sizes = 2**10, (2**13, 2**16) if quick else (2**13, 2**16, 2**18)
+    batches = 20 if quick else 60
+    base = _evicting_batch_seconds(small, batches)
+    rates = [(c, (c - small) / max(_evicting_batch_seconds(c, batches) - base, 1e-9)) for c in sizes]
+    return RateCurve(tuple(rates)), (
+        f"the C++ planner (one table) planning one new id and 64 hits a batch into a full scratchpad "
+        f"of {sizes} slots: time per batch less at {small} slots, per slot, median, CPU time")
 
 
 def _evicting_batch_seconds(capacity: int, batches: int, depth: int = 2, horizon: int = 12) -> float:
-    """Median CPU seconds of Plan(b) on a scratchpad of `capacity` slots full of ids that no batch
-    uses again, each batch one id never seen before: a victim every batch."""
+    """Median CPU seconds of Plan(b) on a full scratchpad of `capacity` slots, each batch one id never
+    seen before (a victim every batch) and 64 resident ids (hits): the slots' last uses and next
+    uses spread over the batches, as a real stream's do, so the victim choice's pass over them
+    branches as it does in training (with every slot alike it runs twice as fast)."""
     from scratchkit.config import VictimPolicy
     from scratchkit.scratchpipe.plan_ahead import PlanSetup
     from scratchkit.scratchpipe.plan_native import NativePlans
 
-    class One:                                     # a batch of one lookup: the id capacity + k
+    rng = np.random.default_rng(1)
+    last = horizon + batches + 2
+    ids = [np.concatenate([[capacity + k], rng.choice(capacity, 64, replace=False)]) for k in range(last)]
+
+    class Batch:                                   # batch k's ids, ascending as a planner takes them
         def __init__(self, k):
-            self.ids = [np.array([capacity + k], np.int64)]
-    rows = capacity + batches + horizon + 2
-    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
-                                    (np.arange(capacity, dtype=np.int64),), (np.zeros(capacity, bool),),
-                                    (np.full(capacity, -1, np.int64),)))
+            self.ids = [ids[k]]
+    planner = NativePlans(PlanSetup((capacity + last,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon,
+                                    False, (np.arange(capacity, dtype=np.int64),), (np.zeros(capacity, bool),),
+                                    (rng.integers(-1, 8, capacity),)))
     for k in range(horizon + 1):
-        planner.see(k, One(k))
+        planner.see(k, Batch(k))
     seconds = []
     for b in range(batches):
         if b > depth:
             planner.retire(b - depth - 1)
-        planner.see(b + horizon + 1, One(b + horizon + 1))
+        planner.see(b + horizon + 1, Batch(b + horizon + 1))
         start = time.thread_time()
         planner.plan(b, b + horizon + 1)
         seconds.append(time.thread_time() - start)
@@ -286,7 +307,7 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
                                     (np.full(capacity, -1, np.int64),)))     # one planner, one thread
     for k in range(horizon + 1):
         planner.see(k, batch[k])
-    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses", "scanned"), 0.0)
+    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses", "scanned"), 0.0) | {"capacity": capacity}
     for b in range(batches):
         if b > depth:
             planner.retire(b - depth - 1)
@@ -343,7 +364,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table")}   # on the host
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch")}   # on the host
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])

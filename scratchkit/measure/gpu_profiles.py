@@ -98,7 +98,7 @@ HOST_CORE = {
         (512, 268435456, 16384, 4.75e-07),)),
     "host_op_latency": 4.3 * US,
     "host_numpy_op_latency": 1.3 * US,
-    "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 53.0 * US},
+    "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 48.2 * US, "plan_batch": 4.5 * US},
     "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
     "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),
     # the planner's four, calibrated again 2026-12-01 on the same VM, when its victim choice's pass
@@ -106,7 +106,7 @@ HOST_CORE = {
     "host_plan_lookup_rate": RateCurve(((32768, 1.78e+08), (262144, 7.65e+07), (1048576, 3.35e+07))),
     "host_plan_id_rate": RateCurve(((32768, 5.06e+07), (262144, 2.61e+07), (1048576, 1.98e+07))),
     "host_plan_miss_rate": RateCurve(((262144, 1.28e+07), (1048576, 9.52e+06))),
-    "host_plan_slot_rate": 2.19e+08,
+    "host_plan_slot_rate": RateCurve(((8192, 8.8e+07), (65536, 1.99e+08), (262144, 1.93e+08))),
     "host_sort_value_rate": 1.1e+09,
 }
 HOST_SOURCES = {k: HOST_CORE_SOURCE for k in HOST_CORE}

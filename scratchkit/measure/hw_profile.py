@@ -135,6 +135,7 @@ CALL_OPS = {
     "numpy": 1,               # a NumPy call (host only)
     "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
     "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
+    "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
 }
 
 
@@ -199,9 +200,9 @@ class HardwareProfile:
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
     # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
-    # slot's urgency counted, plan_loop.c's choose_victims), once per table and batch with a
-    # victim. None (a profile saved before it was measured): not priced
-    host_plan_slot_rate: float | None = None
+    # slot's urgency counted, plan_loop.c's choose_victims), by the scratchpad's slots, once per
+    # table and batch with a victim. None (a profile saved before it was measured): not priced
+    host_plan_slot_rate: RateCurve | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
 
@@ -261,7 +262,7 @@ class HardwareProfile:
                     kwargs[name] = None
                 elif kind.startswith("RowCurve"):
                     kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind == "RateCurve":
+                elif kind.startswith("RateCurve"):
                     kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))
                 elif kind == "float":
                     kwargs[name] = float(value)

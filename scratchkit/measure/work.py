@@ -97,9 +97,9 @@ class Work:
         return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
 
     def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
-        scan = hw.host_plan_slot_rate or float("inf")
+        scan = hw.host_plan_slot_rate
         plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
-                   + m / hw.host_plan_miss_rate.at(rows) + scanned / scan
+                   + m / hw.host_plan_miss_rate.at(rows) + (scanned / scan.at(scanned) if scan and scanned else 0.0)
                    for rows, n, u, m, scanned in self.host_plan)
         return (self.host_stream / hw.host_stream_bw
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
