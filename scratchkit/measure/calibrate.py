@@ -103,7 +103,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     host["host_plan_slot_rate"], slot_source = plan_slot_rate(quick)
     (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
      plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
-    calls["plan_table"], calls["plan_batch"] = plan_call_seconds(bench, host)
+    calls["plan_table"], calls["plan_batch"], calls["plan_victims"] = plan_call_seconds(bench, host)
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
     rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
@@ -165,34 +165,41 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
             "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
 
 
-def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float]:
-    """The planner's cost beyond its per-id work (the rates in `host`), per table and per batch:
-    `PlanAhead.plan` of batches of 2048 lookups a table (tables of 16k rows, each a scratchpad of
-    its own size: no victims) with 2 and 8 tables. Their difference per table, less a table's
-    per-id work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost beyond
-    twice that, the per-batch one. -> (seconds per table, seconds per batch)."""
+def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
+    """The planner's cost beyond what its rates in `host` price (per lookup, id, miss and slot
+    scanned): `PlanAhead.plan` of batches of 2048 lookups a table, tables of 32k rows. With
+    scratchpads of whole tables (no victims) at 2 and 8 tables: their difference per table, less a
+    table's priced work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost
+    beyond twice that, the per-batch one. With scratchpads of a quarter (misses evict) at 8 tables:
+    the extra per table, less the extra priced work, is the cost of a table's victim choice
+    beyond its pass over the slots (at these small batches its fixed part shows).
+    -> (seconds per table, per batch, per table that evicts)."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
 
-    rows = 2**14
+    rows, scan = 2**15, host["host_plan_slot_rate"]
 
-    def seconds(tables: int) -> tuple[float, float]:   # -> (median seconds a batch, per-id seconds a table)
+    def seconds(tables: int, capacity: int) -> tuple[float, float]:   # -> (median s a batch, priced s a table)
         config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
                                              num_dense=1, zipf=0.8, num_batches=4 * bench.repeats + 24),
-                             cache=CacheParams(capacity=rows))
-        planner, taken, per_id = fresh_planner(config, SyntheticSource(config.data)), [], []
-        for b in range(4 * bench.repeats + 8):   # wall time, as PlanAhead times its reading
+                             cache=CacheParams(capacity=capacity))
+        planner, taken, priced = fresh_planner(config, SyntheticSource(config.data)), [], []
+        for b in range(4 * bench.repeats + 8):   # wall time, less PlanAhead's reading
             start = time.perf_counter()
             planned = planner.plan(b)
             taken.append(time.perf_counter() - start - planned.read_seconds)
-            per_id.append(sum(len(p.lookup_slots) / host["host_plan_lookup_rate"].at(rows)
+            priced.append(sum(len(p.lookup_slots) / host["host_plan_lookup_rate"].at(rows)
                               + len(p.decision.unique_ids) / host["host_plan_id_rate"].at(rows)
-                              + p.fetched_rows / host["host_plan_miss_rate"].at(rows) for p in planned.tables) / tables)
-        return float(bench.statistic(taken[8:])), float(np.mean(per_id[8:]))
-    (two, ids_two), (eight, ids_eight) = seconds(2), seconds(8)
+                              + p.fetched_rows / host["host_plan_miss_rate"].at(rows)
+                              + (capacity / scan.at(capacity) if scan and len(p.decision.victim_ids) else 0.0)
+                              for p in planned.tables) / tables)
+        return float(bench.statistic(taken[8:])), float(np.mean(priced[8:]))
+    (two, priced_two), (eight, priced_eight) = seconds(2, rows), seconds(8, rows)
+    (evicting, priced_evicting) = seconds(8, rows // 4)
     table = max((eight - two) / 6, 0.0)
-    return max(table - (ids_two + ids_eight) / 2, 0.0), max(two - 2 * table, 0.0)
+    victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
+    return max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0)
 
 
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
@@ -364,7 +371,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch")}   # on the host
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch", "plan_victims")}   # on the host
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])

@@ -136,6 +136,7 @@ CALL_OPS = {
     "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
     "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
     "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
+    "plan_victims": 8,        # and per table that evicts: its victim choice beyond the pass over the slots
 }
 
 

@@ -122,7 +122,8 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     mb = w.moved_row_bytes
     plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, w.victim_share * t.capacity if v else 0)
                                  for t, m, v in zip(w.tables, fetched, written)))
-            + kit.calls(False, "plan_table", w.num_tables) + kit.calls(False, "plan_batch"))
+            + kit.calls(False, "plan_table", w.num_tables) + kit.calls(False, "plan_batch")
+            + kit.calls(False, "plan_victims", w.victim_share * sum(v > 0 for v in written)))
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
         for width in (w.dim, w.state_width):
