@@ -64,6 +64,17 @@ def test_this_cpu_uses_the_saved_profile_and_says_so(quick_profile, saved_at):
     assert hw.host_stream_bw == 1.25e9 and f"saved calibration {saved_at}" in hw.origin
 
 
+def test_a_profile_saved_by_an_earlier_kit_is_measured_afresh_with_a_warning(quick_profile, saved_at):
+    """A profile saved before the planner's per-batch and victim costs were priced lacks them:
+    `this-cpu` says so and measures this machine (quickly) rather than refuse to project."""
+    old = quick_profile.to_json()
+    old["host_calls"] = {k: v for k, v in old["host_calls"].items() if k not in ("plan_batch", "plan_victims")}
+    saved_at.write_text(json.dumps(old))
+    with pytest.warns(UserWarning, match="earlier scratchkit.*measuring this machine now"):
+        hw = hardware.get_hardware("this-cpu")
+    assert "measured now" in hw.origin and "plan_victims" in hw.host_calls
+
+
 @pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),
                                            ('{"name": "x"}', "fields missing"),
                                            ("[1, 2]", "expected a JSON object")])

@@ -12,11 +12,12 @@ is measured, in calibrate.py.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 from scratchkit.measure.gpu_profiles import GPU_PROFILES
-from scratchkit.measure.hw_profile import GB, US, HardwareProfile, load_profile, save_profile
+from scratchkit.measure.hw_profile import GB, US, HardwareProfile, OutdatedProfileError, load_profile, save_profile
 
 __all__ = ["GB", "US", "HardwareProfile", "PROFILE_NAMES", "get_hardware", "parse_profiles",
            "saved_profile_path", "save_calibration", "this_cpu", "forget_this_cpu"]
@@ -52,7 +53,14 @@ def forget_this_cpu() -> None:
 def this_cpu() -> HardwareProfile:
     """This machine: the saved calibration when there is one, else measured now (quick)."""
     path = saved_profile_path()
-    return _saved(path, path.stat().st_mtime_ns) if path.exists() else _measured()
+    if not path.exists():
+        return _measured()
+    try:
+        return _saved(path, path.stat().st_mtime_ns)
+    except OutdatedProfileError as err:
+        warnings.warn(f"{err}: measuring this machine now, quickly; `scratchkit calibrate` saves "
+                      "it again", stacklevel=2)
+        return _measured()
 
 
 @lru_cache(maxsize=4)

@@ -140,6 +140,14 @@ CALL_OPS = {
 }
 
 
+# calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
+LATER_CALLS = frozenset({"plan_batch", "plan_victims"})
+
+
+class OutdatedProfileError(ValueError):
+    """A saved profile from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
+
+
 TBE_CALLS = ("forward", "backward", "sgd")   # the table-batched calls: one each per step, all tables
 
 
@@ -220,7 +228,8 @@ class HardwareProfile:
             calls = getattr(self, side)
             missing = [c for c in CALL_OPS if c not in calls]
             if missing or any(not v >= 0 for v in calls.values()):
-                raise ValueError(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
+                error = OutdatedProfileError if missing and set(missing) <= LATER_CALLS else ValueError
+                raise error(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
                                  f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
 
     @property
@@ -299,6 +308,8 @@ def load_profile(path: Path) -> HardwareProfile:
     try:
         data = json.loads(path.read_text())
         return HardwareProfile.from_json(data)
+    except OutdatedProfileError as err:
+        raise OutdatedProfileError(f"hardware profile {path} was saved by an earlier scratchkit ({err})") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
         raise ValueError(f"hardware profile {path}: cannot be read ({err}); run `scratchkit "
                          "calibrate` to write it again, or delete it") from None
