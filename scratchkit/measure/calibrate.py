@@ -15,8 +15,10 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
                             the rest, in n log2 n, the sort rate at each n
     host_numpy_sort         np.unique(return_inverse, return_counts) at 512-128k ids
     device_flops            torch.mm at the MLPs' shapes; device_bmm_flops: the interaction's bmm
-    host_plan_*_rate        ScratchPipe's C++ planner (NativePlans) on synthetic Zipf streams:
-                            lookups/s seeing batches, distinct ids/s and misses/s planning
+    host_plan_*             ScratchPipe's C++ planner (NativePlans): lookups/s seeing batches,
+                            distinct ids/s and misses/s planning, slots/s choosing victims, and
+                            its costs per table and batch (plan_timings.py)
+    host_tbe_*              the table-batched C++ lookup, backward and SGD (tbe_timings.py)
 
 Times on the CPU are the calling thread's CPU time, the median of several runs, each after a
 flush and on fresh inputs (kit_timings.py says why).
@@ -36,12 +38,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from scratchkit.config import TrainConfig
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
+from scratchkit.measure.plan_timings import plan_call_seconds, plan_rates, plan_slot_rate
 from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
 
 Progress = Callable[[str], None]
@@ -165,43 +167,6 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
             "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
 
 
-def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
-    """The planner's cost beyond what its rates in `host` price (per lookup, id, miss and slot
-    scanned): `PlanAhead.plan` of batches of 2048 lookups a table, tables of 32k rows. With
-    scratchpads of whole tables (no victims) at 2 and 8 tables: their difference per table, less a
-    table's priced work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost
-    beyond twice that, the per-batch one. With scratchpads of a quarter (misses evict) at 8 tables:
-    the extra per table, less the extra priced work, is the cost of a table's victim choice
-    beyond its pass over the slots (at these small batches its fixed part shows).
-    -> (seconds per table, per batch, per table that evicts)."""
-    from scratchkit.config import CacheParams, DataConfig
-    from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.measure.planning import fresh_planner
-
-    rows, scan = 2**15, host["host_plan_slot_rate"]
-
-    def seconds(tables: int, capacity: int) -> tuple[float, float]:   # -> (median s a batch, priced s a table)
-        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
-                                             num_dense=1, zipf=0.8, num_batches=4 * bench.repeats + 24),
-                             cache=CacheParams(capacity=capacity))
-        planner, taken, priced = fresh_planner(config, SyntheticSource(config.data)), [], []
-        for b in range(4 * bench.repeats + 8):   # wall time, less PlanAhead's reading
-            start = time.perf_counter()
-            planned = planner.plan(b)
-            taken.append(time.perf_counter() - start - planned.read_seconds)
-            priced.append(sum(len(p.lookup_slots) / host["host_plan_lookup_rate"].at(rows)
-                              + len(p.decision.unique_ids) / host["host_plan_id_rate"].at(rows)
-                              + p.fetched_rows / host["host_plan_miss_rate"].at(rows)
-                              + (capacity / scan.at(capacity) if scan and len(p.decision.victim_ids) else 0.0)
-                              for p in planned.tables) / tables)
-        return float(bench.statistic(taken[8:])), float(np.mean(priced[8:]))
-    (two, priced_two), (eight, priced_eight) = seconds(2, rows), seconds(8, rows)
-    (evicting, priced_evicting) = seconds(8, rows // 4)
-    table = max((eight - two) / 6, 0.0)
-    victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
-    return max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0)
-
-
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
     points = []
     for n in SORT_SIZES[not quick]:
@@ -210,125 +175,6 @@ def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve
         t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
         points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
     return RateCurve(tuple(points))
-
-
-PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
-
-
-def plan_rates(quick: bool, slot_rate: RateCurve | None = None) -> tuple[RateCurve, RateCurve, RateCurve, str]:
-    """ScratchPipe's planner (the C++ loop, one table) on synthetic Zipf(0.8) streams past their
-    filling, at tables of 32k to 1M rows (its per-row records and bitmaps grow with the table): a
-    scratchpad of the whole table (every id a hit) and one of a quarter of it (misses evict).
-    Seeing batches gives lookups/s; planning the first, distinct ids/s; the second's extra time per
-    miss, misses/s, less the victim choice's pass over the slots where `slot_rate` prices it
-    apart. -> (each as a RateCurve by table rows, source)."""
-    from scratchkit.scratchpipe.plan_native import native_planner_available
-
-    if not native_planner_available():
-        return (RateCurve.constant(4e7), RateCurve.constant(1e7), RateCurve.constant(5e6),
-                "assumption: no C++ compiler here for the planner; rates seen on a 2-core VM")
-    batches = 10 if quick else 24
-    lookup, ident, miss = [], [], []
-    for rows in PLAN_ROWS[not quick]:
-        hits, misses = _plan_stream(rows, None, batches), _plan_stream(rows, rows // 4, batches)
-        id_rate = hits["ids"] / hits["plan"]
-        scans = misses["scanned"] / slot_rate.at(misses["capacity"]) if slot_rate and misses["scanned"] else 0.0
-        extra = misses["plan"] - misses["ids"] / id_rate - scans
-        lookup.append((rows, (hits["lookups"] + misses["lookups"]) / (hits["see"] + misses["see"])))
-        ident.append((rows, id_rate))
-        if misses["misses"] >= 0.1 * misses["ids"]:     # enough misses to time (a small table holds most)
-            miss.append((rows, misses["misses"] / max(extra, 0.05 * misses["plan"])))
-    return (RateCurve(tuple(lookup)), RateCurve(tuple(ident)), RateCurve(tuple(miss or [(1, 5e6)])),
-            f"the C++ planner (NativePlans, one planner) on one table of {PLAN_ROWS[not quick]} rows, Zipf 0.8, 32k lookups a "
-            f"batch, depth 2, scratchpads of all rows (hits only) and of a quarter (misses), the "
-            f"second half of {batches} batches, CPU time")
-
-
-def plan_slot_rate(quick: bool) -> tuple[RateCurve | None, str]:
-    """Slots/s of the planner's victim choice, which counts every slot of a full scratchpad once
-    per batch that evicts: one new id a batch into a full scratchpad (one victim), the time per
-    batch at 2^13 .. 2^18 slots (2^16 quick) less that at 2^10, over the slots between.
-    -> (rate by slots, source)."""
-    from scratchkit.scratchpipe.plan_native import native_planner_available
-
-    if not native_planner_available():
-        return None, "not measured: no C++ compiler here for the planner"
-    small, sizes = 2**10, (2**13, 2**16) if quick else (2**13, 2**16, 2**18)
-    batches = 20 if quick else 60
-    base = _evicting_batch_seconds(small, batches)
-    rates = [(c, (c - small) / max(_evicting_batch_seconds(c, batches) - base, 1e-9)) for c in sizes]
-    return RateCurve(tuple(rates)), (
-        f"the C++ planner (one table) planning one new id and 64 hits a batch into a full scratchpad "
-        f"of {sizes} slots: time per batch less at {small} slots, per slot, median, CPU time")
-
-
-def _evicting_batch_seconds(capacity: int, batches: int, depth: int = 2, horizon: int = 12) -> float:
-    """Median CPU seconds of Plan(b) on a full scratchpad of `capacity` slots, each batch one id never
-    seen before (a victim every batch) and 64 resident ids (hits): the slots' last uses and next
-    uses spread over the batches, as a real stream's do, so the victim choice's pass over them
-    branches as it does in training (with every slot alike it runs twice as fast)."""
-    from scratchkit.config import VictimPolicy
-    from scratchkit.scratchpipe.plan_ahead import PlanSetup
-    from scratchkit.scratchpipe.plan_native import NativePlans
-
-    rng = np.random.default_rng(1)
-    last = horizon + batches + 2
-    ids = [np.concatenate([[capacity + k], rng.choice(capacity, 64, replace=False)]) for k in range(last)]
-
-    class Batch:                                   # batch k's ids, ascending as a planner takes them
-        def __init__(self, k):
-            self.ids = [ids[k]]
-    planner = NativePlans(PlanSetup((capacity + last,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon,
-                                    False, (np.arange(capacity, dtype=np.int64),), (np.zeros(capacity, bool),),
-                                    (rng.integers(-1, 8, capacity),)))
-    for k in range(horizon + 1):
-        planner.see(k, Batch(k))
-    seconds = []
-    for b in range(batches):
-        if b > depth:
-            planner.retire(b - depth - 1)
-        planner.see(b + horizon + 1, Batch(b + horizon + 1))
-        start = time.thread_time()
-        planner.plan(b, b + horizon + 1)
-        seconds.append(time.thread_time() - start)
-    return float(np.median(seconds))
-
-
-def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, horizon: int = 12) -> dict[str, float]:
-    """Seconds seeing and planning batches of one stream, and what they held, past the filling.
-    `capacity`: slots (None: the whole table), at least what the batches in flight need."""
-    from scratchkit.config import DataConfig, VictimPolicy
-    from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.scratchpipe.capacity import minimum_capacities
-    from scratchkit.scratchpipe.plan_ahead import PlanSetup
-    from scratchkit.scratchpipe.plan_native import NativePlans
-
-    source = SyntheticSource(DataConfig(table_sizes=(rows,), pooling=32, batch_size=1024, zipf=0.8,
-                                        num_batches=batches + horizon + 1))
-    needed = minimum_capacities(source, depth, 0, batches)[0]
-    capacity = rows if capacity is None else min(rows, max(capacity, needed + needed // 4))
-    batch = [source.batch(b) for b in range(batches + horizon + 1)]
-    ids = [x.ids[0] for x in batch]
-    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
-                                    (np.full(capacity, -1, np.int64),), (np.zeros(capacity, bool),),
-                                    (np.full(capacity, -1, np.int64),)))     # one planner, one thread
-    for k in range(horizon + 1):
-        planner.see(k, batch[k])
-    total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses", "scanned"), 0.0) | {"capacity": capacity}
-    for b in range(batches):
-        if b > depth:
-            planner.retire(b - depth - 1)
-        start = time.thread_time()
-        planner.see(b + horizon + 1, batch[b + horizon + 1])
-        middle = time.thread_time()
-        (plan,) = planner.plan(b, b + horizon + 1)
-        end = time.thread_time()
-        if b >= batches // 2:            # past the filling
-            for key, value in (("see", middle - start), ("plan", end - middle), ("lookups", len(ids[b])),
-                               ("ids", len(plan.decision.unique_ids)), ("misses", plan.fetched_rows),
-                               ("scanned", capacity if len(plan.decision.victim_ids) else 0)):
-                total[key] += value
-    return total
 
 
 def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
