@@ -244,7 +244,8 @@ class StepWork:
         return cls(batch_size=config.data.batch_size, dim=m.dim,
                    state_width=config.optimizer.state_width(m.dim), optimizer=config.optimizer.kind,
                    num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
-                   top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon)
+                   top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon,
+                   planners=T * config.cache.plan_shards)    # each table's shards plan at once
 
     def with_counters(self, fetched_rows: float, written_back_rows: float,
                       evicting_tables: float | None = None) -> "StepWork":
