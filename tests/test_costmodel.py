@@ -59,11 +59,11 @@ def test_each_unit_of_work_is_priced_as_worked_by_hand():
     assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)          # 3 x 2 GFLOP
     assert Work(device_activations=1e9).seconds(hw) == pytest.approx(1.0)
     # the planner: 1e6 lookups / 1e8 + 1e5 ids / 1e7 + 1e4 misses / 1e6 = 0.03 s, over 3 cores
-    plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 0),))
+    plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 0.0),))
     assert plan.seconds(hw) == pytest.approx(0.03) and plan.seconds(hw, planners=3) == pytest.approx(0.01)
     # its victim choice scans a full scratchpad of 2e6 slots: + 2e6 / 1e8 = 0.02 s (a profile
     # without the rate leaves it out)
-    evicting = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6),))
+    evicting = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 1.0),))
     assert evicting.seconds(toy(host_plan_slot_rate=RateCurve.constant(1e8))) == pytest.approx(0.05)
     assert evicting.seconds(hw) == pytest.approx(0.03)
     # the same work on the device is priced by the device's numbers; on_host moves it over

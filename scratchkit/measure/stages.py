@@ -120,7 +120,7 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
-    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, w.victim_share * t.capacity if v else 0)
+    plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, t.capacity, w.victim_share if v else 0.0)
                                  for t, m, v in zip(w.tables, fetched, written)))
             + kit.calls(False, "plan_table", w.num_tables) + kit.calls(False, "plan_batch")
             + kit.calls(False, "plan_victims", w.victim_share * sum(v > 0 for v in written)))

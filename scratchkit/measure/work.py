@@ -51,7 +51,7 @@ class Work:
     host_sort_values: float = 0.0
     host_calls: tuple = ()        # (call name, count)
     host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses,
-                                  # slots its victim choice scans: the capacity, where it evicts)
+                                  # slots, passes of its victim choice over them a step: 0 to 1)
     host_tbe: tuple = ()
     host_pinned: float = 0.0      # bytes copied into pinned memory (only where there is a GPU)
     pcie: float = 0.0
@@ -99,8 +99,8 @@ class Work:
     def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
         scan = hw.host_plan_slot_rate
         plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
-                   + m / hw.host_plan_miss_rate.at(rows) + (scanned / scan.at(scanned) if scan and scanned else 0.0)
-                   for rows, n, u, m, scanned in self.host_plan)
+                   + m / hw.host_plan_miss_rate.at(rows) + (passes * slots / scan.at(slots) if scan and passes else 0.0)
+                   for rows, n, u, m, slots, passes in self.host_plan)
         return (self.host_stream / hw.host_stream_bw
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
                                               "lookup": hw.host_lookup, "update": hw.host_update})
