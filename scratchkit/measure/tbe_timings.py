@@ -73,22 +73,38 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         fixed.setdefault(f"tbe_{name}_table", []).append(per_table)
     lookup_points, backward_points, update_points = [], [], []
     for row in ROW_BYTES[not quick]:
-        fixed_b = backward(row // 4, 2)[0]
+        # a call's time on 2 lookups a table, the part of every call that is not per lookup: the
+        # median over the footprints (and three runs of the backward), so one slow run of it does
+        # not turn every point measured against it into nothing
+        tables = {f: [buffer[t * f // 4:(t + 1) * f // 4].view(-1, row // 4) for t in range(TABLES)]
+                  for f in footprints}
+        fixed_b = float(np.median([backward(row // 4, 2)[0] for _ in range(3)]))
+        fixed_l = float(np.median([lookups(tables[f], 2) for f in footprints]))
+        fixed_u = float(np.median([update(tables[f], 2)[0] for f in footprints]))
         for spread in (4.0, 1 / 8):   # one axis value per spread (the median repeats), so the
             timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in sizes]   # grid is whole
             repeats = float(np.median([r for _, _, r in timed]))
-            backward_points += [(row, repeats, n // TABLES, max(seconds - fixed_b, 1e-3 * fixed_b) / n)
-                                for n, seconds, _ in timed]
-        for footprint in footprints:
-            weights = [buffer[t * footprint // 4:(t + 1) * footprint // 4].view(-1, row // 4) for t in range(TABLES)]
-            fixed_l, fixed_u = lookups(weights, 2), update(weights, 2)[0]
-            lookup_points += [(row, footprint, n, max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n)
-                              for n in sizes]
+            per = _no_cheaper_when_fewer([max(seconds - fixed_b, 1e-3 * fixed_b) / n for n, seconds, _ in timed])
+            backward_points += [(row, repeats, n // TABLES, p) for (n, _, _), p in zip(timed, per)]
+        for footprint, weights in tables.items():
+            per = _no_cheaper_when_fewer([max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n
+                                          for n in sizes])
+            lookup_points += [(row, footprint, n, p) for n, p in zip(sizes, per)]
             for n in sizes:
                 seconds, moved = update(weights, n // TABLES)
                 update_points.append((row, footprint, moved, max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
-            fixed_costs("forward", lookups(weights[:FEW], 2), fixed_l)
-            fixed_costs("sgd", update(weights[:FEW], 2)[0], fixed_u)
+            fixed_costs("forward", lookups(weights[:FEW], 2), lookups(weights, 2))
+            fixed_costs("sgd", update(weights[:FEW], 2)[0], update(weights, 2)[0])
         fixed_costs("backward", backward(row // 4, 2, FEW)[0], fixed_b)
     fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
     return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))
+
+
+def _no_cheaper_when_fewer(per_lookup: list[float]) -> list[float]:
+    """Seconds per lookup at increasing lookups a call, each at least the next one's: with the
+    call's fixed part taken out, fewer lookups do not cost less each (a smaller call is timed as a
+    small difference of two times, and its noise could otherwise make it nearly free)."""
+    out = list(per_lookup)
+    for i in range(len(out) - 2, -1, -1):
+        out[i] = max(out[i], out[i + 1])
+    return out
