@@ -53,13 +53,22 @@ def test_exact_and_all_hits_from_minimum_to_whole_table(tiny_config, depth, kind
         assert result.extras["train_hit_rate"] == 1.0
 
 
-def test_minimum_capacity_run_really_evicts(tiny_config):
+@pytest.mark.parametrize("where", ["thread", "host-process"])
+def test_minimum_capacity_run_really_evicts(tiny_config, where):
+    from scratchkit.scratchpipe.drivers import PlanIn
+
     minimum = smallest_capacity(tiny_config, 2, 20)
     with make_trainer("scratchpipe", config_with(tiny_config, minimum, 2)) as trainer:
+        trainer.plan_in = PlanIn(where)
+        trainer.events.enabled = False   # as a benchmark runs it: the plans cross without the trace's arrays
         records = list(trainer.train(20))
     assert sum(r.written_back_rows for r in records) > 0
     assert sum(r.fetched_rows for r in records) > minimum
     assert all(r.hits == r.lookups for r in records)
+    # a step that wrote victims back chose them: the record says in how many tables (the cost
+    # model prices the victim choice by it), wherever the host stages ran
+    assert all(r.evicting_tables >= 1 for r in records if r.written_back_rows)
+    assert all(r.evicting_tables <= len(tiny_config.data.table_sizes) for r in records)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

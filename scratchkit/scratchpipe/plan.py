@@ -50,9 +50,11 @@ class TablePlan:
     # the step record's counts: they stay when the arrays are dropped after the host stages
     fetched_rows: int = field(init=False)
     written_back_rows: int = field(init=False)
+    victims: int = field(init=False)     # victims chosen, dirty or not (the victim choice ran if > 0)
 
     def __post_init__(self):
         self.fetched_rows, self.written_back_rows = len(self.miss_ids), len(self.victim_ids)
+        self.victims = len(self.decision.victim_ids)
 
     def __reduce__(self):
         """Pickled as two arrays, not eleven: a plan crosses from the forked planner every step
@@ -63,20 +65,21 @@ class TablePlan:
                  self.miss_ids, self.miss_slots, self.victim_ids, self.victim_slots)
         words = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
         return (_table_plan, (d.batch, d.table, words, np.asarray(d.hit, dtype=bool), [len(p) for p in parts],
-                              self.wait_for_write_back, self.fetched_rows, self.written_back_rows))
+                              self.wait_for_write_back, self.fetched_rows, self.written_back_rows, self.victims))
 
 
 def _table_plan(batch: int, table: int, words: np.ndarray, hit: np.ndarray, lengths: list[int],
-                wait: int, fetched: int, written: int) -> TablePlan:
+                wait: int, fetched: int, written: int, victims: int) -> TablePlan:
     """TablePlan.__reduce__'s inverse: its arrays as views of `words`."""
     views, at = [], 0
     for n in lengths:
         views.append(words[at:at + n])
         at += n
-    unique, slots, victims, victim_slots, held, lookups, miss_ids, miss_slots, back_ids, back_slots = views
-    plan = TablePlan(PlanDecision(batch, table, unique, slots, hit, victims, victim_slots, held), lookups,
+    unique, slots, victim_ids, victim_slots, held, lookups, miss_ids, miss_slots, back_ids, back_slots = views
+    plan = TablePlan(PlanDecision(batch, table, unique, slots, hit, victim_ids, victim_slots, held), lookups,
                      miss_ids, miss_slots, back_ids, back_slots, wait)
-    plan.fetched_rows, plan.written_back_rows = fetched, written   # as sent: the arrays may be gone
+    # the counts as sent: the arrays they were taken from may have been dropped (host_process.py)
+    plan.fetched_rows, plan.written_back_rows, plan.victims = fetched, written, victims
     return plan
 
 

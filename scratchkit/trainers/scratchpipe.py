@@ -173,7 +173,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
                           stage_seconds=self.clock.take(), lookups=item.batch.lookups(), hits=hits,
                           fetched_rows=sum(p.fetched_rows for p in item.tables),
                           written_back_rows=sum(p.written_back_rows for p in item.tables),
-                          evicting_tables=sum(len(p.decision.victim_ids) > 0 for p in item.tables),
+                          evicting_tables=sum(p.victims > 0 for p in item.tables),
                           stale_reads=item.stale_reads)
 
     def _end(self, driver, finished: bool) -> None:
