@@ -110,6 +110,14 @@ def address(array: np.ndarray, dtype) -> int:
     return array.ctypes.data
 
 
+def address_array(addresses) -> ctypes.Array:
+    """A C array of pointers (`void *const *`, a `c_void_p` argument) to the arrays at `addresses`
+    (ints; None: a null pointer), for a loop that takes one array per table. ctypes keeps it alive
+    through the call; the caller keeps the arrays alive."""
+    addresses = list(addresses)
+    return (ctypes.c_void_p * len(addresses))(*addresses)
+
+
 def i64(array: np.ndarray):
     return pointer(array, np.int64, I64P)
 

@@ -36,7 +36,7 @@ import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
-from scratchkit.native import CLibrary
+from scratchkit.native import CLibrary, address_array
 
 _P, _I64, _F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 _SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an address
@@ -123,7 +123,7 @@ def _fast(tensors, dtype: torch.dtype) -> bool:
 
 def _addresses(tensors) -> ctypes.Array:
     """A C array of the tensors' data addresses (None -> a null pointer)."""
-    return (_P * len(tensors))(*[None if t is None else t.data_ptr() for t in tensors])
+    return address_array(None if t is None else t.data_ptr() for t in tensors)
 
 
 def _int64s(values) -> ctypes.Array:

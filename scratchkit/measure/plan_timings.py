@@ -70,71 +70,66 @@ def plan_slot_rate(quick: bool) -> tuple[RateCurve | None, str]:
         f"of {sizes} slots: time per batch less at {small} slots, per slot, median, CPU time")
 
 
-def _evicting_batch_seconds(capacity: int, batches: int, depth: int = 2, horizon: int = 12) -> float:
-    """Median CPU seconds of Plan(b) on a full scratchpad of `capacity` slots, each batch one id never
-    seen before (a victim every batch) and 64 resident ids (hits): the slots' last uses and next
-    uses spread over the batches, as a real stream's do, so the victim choice's pass over them
-    branches as it does in training (with every slot alike it runs twice as fast)."""
+def _timed_plans(ids: list[np.ndarray], rows: int, batches: int, slot_ids: np.ndarray,
+                 last_trained: np.ndarray, depth: int = 2, horizon: int = 12):
+    """One planner (the C++ loop, one table, one thread) over the batches of `ids` (per batch, its
+    lookups' ids; at least batches + horizon + 1 of them), from a scratchpad holding `slot_ids`:
+    per batch b < batches, (CPU seconds seeing batch b + horizon + 1, CPU seconds planning b, the plan)."""
     from scratchkit.config import VictimPolicy
     from scratchkit.scratchpipe.plan_ahead import PlanSetup
     from scratchkit.scratchpipe.plan_native import NativePlans
 
-    rng = np.random.default_rng(1)
-    last = horizon + batches + 2
-    ids = [np.concatenate([[capacity + k], rng.choice(capacity, 64, replace=False)]) for k in range(last)]
-
-    class Batch:                                   # batch k's ids, ascending as a planner takes them
+    class Batch:                                   # what a planner reads of a batch
         def __init__(self, k):
             self.ids = [ids[k]]
-    planner = NativePlans(PlanSetup((capacity + last,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon,
-                                    False, (np.arange(capacity, dtype=np.int64),), (np.zeros(capacity, bool),),
-                                    (rng.integers(-1, 8, capacity),)))
+    capacity = len(slot_ids)
+    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
+                                    (slot_ids,), (np.zeros(capacity, bool),), (last_trained,)))
     for k in range(horizon + 1):
         planner.see(k, Batch(k))
-    seconds = []
     for b in range(batches):
         if b > depth:
             planner.retire(b - depth - 1)
-        planner.see(b + horizon + 1, Batch(b + horizon + 1))
         start = time.thread_time()
-        planner.plan(b, b + horizon + 1)
-        seconds.append(time.thread_time() - start)
-    return float(np.median(seconds))
+        planner.see(b + horizon + 1, Batch(b + horizon + 1))
+        middle = time.thread_time()
+        (plan,) = planner.plan(b, b + horizon + 1)
+        yield middle - start, time.thread_time() - middle, plan
+
+
+def _evicting_batch_seconds(capacity: int, batches: int, horizon: int = 12) -> float:
+    """Median CPU seconds of Plan(b) on a full scratchpad of `capacity` slots, each batch one id never
+    seen before (a victim every batch) and 64 resident ids (hits): the slots' last uses and next
+    uses spread over the batches, as a real stream's do, so the victim choice's pass over them
+    branches as it does in training (with every slot alike it runs twice as fast)."""
+    rng = np.random.default_rng(1)
+    last = horizon + batches + 2
+    ids = [np.concatenate([[capacity + k], rng.choice(capacity, 64, replace=False)]) for k in range(last)]
+    timed = _timed_plans(ids, capacity + last, batches, np.arange(capacity, dtype=np.int64),
+                         rng.integers(-1, 8, capacity), horizon=horizon)
+    return float(np.median([plan_s for _, plan_s, _ in timed]))
 
 
 def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, horizon: int = 12) -> dict[str, float]:
     """Seconds seeing and planning batches of one stream, and what they held, past the filling.
     `capacity`: slots (None: the whole table), at least what the batches in flight need."""
-    from scratchkit.config import DataConfig, VictimPolicy
+    from scratchkit.config import DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.scratchpipe.capacity import minimum_capacities
-    from scratchkit.scratchpipe.plan_ahead import PlanSetup
-    from scratchkit.scratchpipe.plan_native import NativePlans
 
     source = SyntheticSource(DataConfig(table_sizes=(rows,), pooling=32, batch_size=1024, zipf=0.8,
                                         num_batches=batches + horizon + 1))
     needed = minimum_capacities(source, depth, 0, batches)[0]
     capacity = rows if capacity is None else min(rows, max(capacity, needed + needed // 4))
-    batch = [source.batch(b) for b in range(batches + horizon + 1)]
-    ids = [x.ids[0] for x in batch]
-    planner = NativePlans(PlanSetup((rows,), (capacity,), depth, VictimPolicy.FURTHEST, True, horizon, False,
-                                    (np.full(capacity, -1, np.int64),), (np.zeros(capacity, bool),),
-                                    (np.full(capacity, -1, np.int64),)))     # one planner, one thread
-    for k in range(horizon + 1):
-        planner.see(k, batch[k])
+    ids = [source.batch(b).ids[0] for b in range(batches + horizon + 1)]
+    empty = np.full(capacity, -1, np.int64)
     total = dict.fromkeys(("see", "plan", "lookups", "ids", "misses", "scanned"), 0.0) | {"capacity": capacity}
-    for b in range(batches):
-        if b > depth:
-            planner.retire(b - depth - 1)
-        start = time.thread_time()
-        planner.see(b + horizon + 1, batch[b + horizon + 1])
-        middle = time.thread_time()
-        (plan,) = planner.plan(b, b + horizon + 1)
-        end = time.thread_time()
+    timed = _timed_plans(ids, rows, batches, empty, empty.copy(), depth, horizon)
+    for b, (see_s, plan_s, plan) in enumerate(timed):
         if b >= batches // 2:            # past the filling
-            for key, value in (("see", middle - start), ("plan", end - middle), ("lookups", len(ids[b])),
+            for key, value in (("see", see_s), ("plan", plan_s), ("lookups", len(ids[b])),
                                ("ids", len(plan.decision.unique_ids)), ("misses", plan.fetched_rows),
-                               ("scanned", capacity if len(plan.decision.victim_ids) else 0)):
+                               ("scanned", capacity if plan.victims else 0)):
                 total[key] += value
     return total
 

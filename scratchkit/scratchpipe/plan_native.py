@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from scratchkit.config import VictimPolicy
-from scratchkit.native import I64P, U8P, CLibrary, i64, u8
+from scratchkit.native import I64P, U8P, CLibrary, address_array, i64, u8
 from scratchkit.scratchpipe.events import PlanDecision
 from scratchkit.scratchpipe.plan import TablePlan
 from scratchkit.scratchpipe.shards import ShardOf, shard_slots
 
 _VOID, _I64 = ctypes.c_void_p, ctypes.c_int64
-_PTRS = ctypes.POINTER(I64P)
+_PTRS = _VOID   # int64_t *const *: an address_array
 _SIGNATURES = {
     "sk_plan_new": (_VOID, [_I64] * 9 + [I64P, U8P, I64P]),
     "sk_plan_free": (None, [_VOID]),
@@ -35,12 +35,6 @@ _SIGNATURES = {
 # ids, victim slots, victim dirty, held, lookup slots (plan_group.c)
 _PLAN_ARRAYS = ("i64", "i64", "u8", "i64", "i64", "i64", "i64", "u8", "i64", "i64")
 LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.c", "plan_group.c"), _SIGNATURES)
-
-
-def _pointers(addresses: list[int]):
-    """A C array of pointers (`int64_t *const *`) to the arrays at `addresses`. The callers keep
-    the arrays alive across the call."""
-    return (I64P * len(addresses)).from_buffer(np.array(addresses, np.uintp))
 
 
 def native_planner_available() -> bool:
@@ -98,7 +92,7 @@ class NativePlans:
 
     def see(self, k: int, batch) -> None:
         ids = [np.ascontiguousarray(i, dtype=np.int64) for i in batch.ids]
-        failed = self._lib.sk_group_see(self._group, k, _pointers([i.ctypes.data for i in ids]),
+        failed = self._lib.sk_group_see(self._group, k, address_array(i.ctypes.data for i in ids),
                                         i64(np.array([i.size for i in ids], np.int64)))
         if failed:
             t, s = divmod(-1 - failed, self.setup.shards)
@@ -131,7 +125,7 @@ class NativePlans:
         counts = np.zeros(5 * len(n), np.int64)
         failed = self._lib.sk_group_plan(self._group, b, stop, i64(np.array(n, np.int64)),
                                          i64(np.array(held, np.int64)),
-                                         _pointers(addresses),
+                                         address_array(addresses),
                                          i64(counts))
         if failed:
             t, s = divmod(-1 - failed, self.setup.shards)
