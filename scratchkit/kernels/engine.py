@@ -1,6 +1,7 @@
 """Choose how the kernels run: NumPy twin, host build of the `.cu` source, or CuPy on a GPU."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from enum import Enum
 from functools import lru_cache
 
@@ -59,3 +60,24 @@ def make_engine(kind: EngineKind | str, threads_per_block: int = 256):
         launcher = CupyLauncher()
         return LaunchedEngine("cupy", launcher, launcher.cp, threads_per_block)
     raise ValueError(f"resolve {kind.value!r} to a concrete engine first (scratchkit.kernels.engine.resolve)")
+
+
+class OwnStream:
+    """A stream of its own for one thread's kernels: `with stream:` sends them there, `finish()`
+    waits for them. On a GPU a non-blocking CuPy stream (no implicit wait on the default stream,
+    so its kernels run beside Train's); on a CPU nothing (NumPy is done when it returns)."""
+
+    def __init__(self, xp):
+        self.stream = None if xp is np else xp.cuda.Stream(non_blocking=True)
+
+    def __enter__(self):
+        (self.stream or nullcontext()).__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        (self.stream or nullcontext()).__exit__(*exc)
+        return False
+
+    def finish(self) -> None:
+        if self.stream is not None:
+            self.stream.synchronize()

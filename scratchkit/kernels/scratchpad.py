@@ -1,10 +1,9 @@
 """The kernels' scratchpad: `capacity` slots of `dim` floats on the device, and an id -> slot hash map
 on the device too. Every operation is a kernel (scratchkit/kernels/*.cu) with its NumPy twin: the
 map's probe, insert and erase (`atomicCAS`), gather and scatter of rows, an embedding bag's forward
-and its backward fused with the optimizer's update. The trainers take another path
-(docs/design.md): ScratchPipe's planner keeps its map in host arrays, its row store is
-scratchkit/scratchpipe/rows.py, and Train updates rows through the one sparse update every trainer
-shares (scratchkit/embedding/optim.py). This class is what the kernel tests and benchmarks drive.
+and its backward fused with the optimizer's update. This class is what the kernel tests and
+benchmarks drive; `scratchpipe-device`'s planner uses the map and row kernels through the same
+engines (scratchpipe/device_plan.py), the host planner a host array (docs/design.md).
 
     device (engine arrays)                     host (NumPy bookkeeping)
     rows   [capacity, dim] float32             slot_ids   [capacity] id in each slot, -1 = free
@@ -44,8 +43,9 @@ class Erased(NamedTuple):
     was_dirty: np.ndarray    # [n] bool, whether that slot held changes not yet written back
 
 
-def _next_power_of_two(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
+def map_buckets(capacity: int) -> int:
+    """BUCKETS_PER_SLOT per slot, up to a power of two (`& mask` replaces `% size`)."""
+    return 1 << max(0, (BUCKETS_PER_SLOT * max(capacity, 1) - 1).bit_length())
 
 
 class Scratchpad:
@@ -82,7 +82,7 @@ class Scratchpad:
             raise ValueError(f"device {device!r} is not CuPy's current device "
                              f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()")
 
-        self.table_size = _next_power_of_two(BUCKETS_PER_SLOT * self.capacity)
+        self.table_size = map_buckets(self.capacity)
         self._keys = xp.full(self.table_size, -1, dtype=xp.int64)
         self._values = xp.full(self.table_size, -1, dtype=xp.int64)
         self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)

@@ -1,0 +1,252 @@
+"""ScratchPipe's Plan on the device: the host planner's decisions, for every table at once.
+
+The host planner (plan.py, and its C++ loop plan_loop.c) keeps each table's id -> slot map in a
+host array and works id by id on the CPU. On a GPU server that is the bound: the host stages of a
+large, low-locality model need ~150 core-ms a step against gpu-only's ~2 ms (docs/costmodel.md).
+This planner keeps every per-id and per-slot array on the device and plans a batch as a fixed
+number of whole-array operations, however many tables there are (on a GPU each is a kernel, and
+a kernel's launch costs about what a small one runs for, so the count matters):
+
+    working set   unique of every table's ids at once -> U_b [U] sorted, inverse [N]   (a sort)
+    hits, misses  one probe of the hash map (kernels/hashmap.cu) for U_b
+    free slots    one pass over the slots; each table's share found by a binary search
+    victims       one key per candidate slot, one sort of the keys, each table's first few taken
+    the map       erase the victims' ids, insert the misses'                   (hashmap.cu)
+    remap         slots[inverse]                                                (a gather)
+
+The tables share one id space and one slot space: table t's id i is the global id
+i + row_offsets[t], its slot s the global slot s + slot_offsets[t]. Sorted global ids are grouped
+by table, so are ascending global slots: every "per table" below is a contiguous range, found by
+`searchsorted` on the offsets, and no loop runs over the tables except to cut the result into
+one TablePlan each (views, no copies).
+
+Its decisions are plan.TablePlanner's exactly (a test holds them array for array): the same free
+slots first, ascending; the same victims, least urgent (furthest next use within the horizon),
+then least recently trained, then lowest slot. One difference: `wait_for_write_back`
+(invariant 3). The host planner names the latest batch that evicted one of b's misses, from an
+array over every row of the table; this one keeps nothing per row and names the latest earlier
+batch that wrote back any row of the table, no earlier than the host planner's batch: Collect(b)
+may wait a little longer, never less.
+
+`xp` is the engine's array module: NumPy on a CPU (the hash map by the host build of the `.cu`, or
+its NumPy twin), CuPy on a GPU. Holds are a batch number per slot, not a count: a slot is held
+while the last batch that planned it is in flight (b-D .. b-1), which is what the host planner's
+hold and release amount to, without a release pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from scratchkit.config import VictimPolicy
+from scratchkit.kernels.engine import OwnStream
+from scratchkit.scratchpipe.device_map import DeviceSlotMap
+from scratchkit.scratchpipe.events import PlanDecision
+from scratchkit.scratchpipe.lookahead import WorkingSets
+from scratchkit.scratchpipe.plan import TablePlan
+
+NEVER = -(2 ** 40)     # last_planned of a slot no batch of this call has planned
+
+
+class DevicePlans:
+    """Every table's planning on the device, with the interface plan_ahead.PlanAhead drives
+    (`see`, `shortfall`, `plan`, `retire`), like TwinPlans and NativePlans."""
+
+    def __init__(self, setup, engine):
+        if setup.shards != 1:
+            raise ValueError("the device planner plans each table whole: plan_shards must be 1 "
+                             f"(got {setup.shards}); shards spread the host planner over cores")
+        if setup.policy not in (VictimPolicy.FURTHEST, VictimPolicy.LRU):
+            raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
+                             f"not {setup.policy.value!r}")
+        xp = self.xp = engine.xp
+        self.stream = OwnStream(xp)      # on a GPU the planner's kernels run beside Train's
+        self.depth, self.policy, self.holds, self.record = setup.depth, setup.policy, setup.holds, setup.record_events
+        self.row_offsets = np.concatenate([[0], np.cumsum(setup.table_sizes)]).astype(np.int64)   # [T+1]
+        self.slot_offsets = np.concatenate([[0], np.cumsum(setup.capacities)]).astype(np.int64)   # [T+1]
+        self.row_starts, self.slot_starts = xp.asarray(self.row_offsets), xp.asarray(self.slot_offsets)
+        tables = len(setup.table_sizes)
+        ids = [np.where(s >= 0, s + o, -1) for s, o in zip(setup.slot_ids, self.row_offsets)]
+        # what the slots will hold once the plans so far are inserted (the row stores lag behind)
+        self.slot_ids = xp.asarray(np.concatenate(ids + [np.empty(0, np.int64)]))              # [S] global id
+        self.dirty = xp.asarray(np.concatenate(list(setup.dirty) + [np.empty(0, bool)]))       # [S]
+        self.last_trained = xp.asarray(np.concatenate(list(setup.last_trained) + [np.empty(0, np.int64)]))
+        self.last_planned = xp.full(len(self.slot_ids), NEVER, dtype=xp.int64)                # [S]
+        self.table_of_slot = xp.asarray(np.repeat(np.arange(tables), setup.capacities))       # [S]
+        self.map = DeviceSlotMap(len(self.slot_ids), engine)
+        resident = xp.flatnonzero(self.slot_ids >= 0)
+        self.map.insert(xp.ascontiguousarray(self.slot_ids[resident]), resident)
+        self._unique = WorkingSets(int(self.row_offsets[-1])) if xp is np else None
+        self._seen: dict[int, tuple] = {}        # batch -> (unique [U], inverse [N], lookups per table)
+        self._planned: dict[int, object] = {}    # batch -> its global slots [U], until retired
+        self._last_write_back = np.full(tables, -1, dtype=np.int64)   # per table (module note)
+
+    # --- the interface PlanAhead drives -------------------------------------------------------------
+    def see(self, k: int, batch) -> None:
+        """Batch k's ids, every table's as one array of global ids: its working set."""
+        ids = np.concatenate([i + o for i, o in zip(batch.ids, self.row_offsets)])   # [N] host
+        with self.stream:
+            unique, inverse = (self._unique(ids) if self._unique is not None
+                               else self.xp.unique(self.xp.asarray(ids), return_inverse=True))
+        self._seen[k] = (unique, inverse, [len(i) for i in batch.ids])
+
+    def shortfall(self, b: int) -> int:
+        """The most victims Plan(b) needs in one table (<= 0: none)."""
+        with self.stream:
+            misses = self._seen[b][0][self.map.query(self._seen[b][0]) < 0]
+            return int(self._short(misses, self.xp.flatnonzero(self.slot_ids < 0))[2].max())
+
+    def plan(self, b: int, stop: int) -> list[TablePlan]:
+        """Plan batch b (seen); batches b+1 .. stop-1 (seen when it must evict) are the look-ahead.
+        Its arrays are computed when it returns (the stream finished): other threads read them."""
+        with self.stream:
+            plans = self._plan(b, stop)
+        self.stream.finish()
+        return plans
+
+    def _plan(self, b: int, stop: int) -> list[TablePlan]:
+        xp = self.xp
+        unique, inverse, lookups = self._seen[b]
+        for k in [k for k in self._seen if k < b]:
+            del self._seen[k]
+        slots = self.map.query(unique)                                   # [U] global, -1 = miss
+        hit = slots >= 0
+        miss_ids = xp.ascontiguousarray(unique[~hit])                    # [M] sorted: by table
+        held = self._held_mask(b)
+        free = xp.flatnonzero(self.slot_ids < 0)                         # [F] ascending: by table
+        miss_at, free_at, short = self._short(miss_ids, free)
+        victims = xp.empty(0, dtype=xp.int64)                            # [V] ascending: by table
+        if short.max(initial=0) > 0:
+            victims = self._choose_victims(np.maximum(short, 0), slots[hit], held, b, stop)
+        victim_ids, dirty_victims = self.slot_ids[victims], self.dirty[victims]
+        self.slot_ids[victims] = -1
+        self.map.erase(victim_ids, self.slot_ids)
+        miss_slots = self._miss_slots(miss_at, free, free_at, victims, np.maximum(short, 0))
+        self.map.insert(miss_ids, miss_slots)
+        self.slot_ids[miss_slots] = miss_ids
+        self.dirty[miss_slots] = False                                   # they arrive clean
+        slots[~hit] = miss_slots
+        self.last_planned[slots] = b                                     # held until Train(b)
+        self._planned[b] = slots
+        held_before = xp.flatnonzero(held) if self.record else xp.empty(0, xp.int64)
+        written, written_ids = victims[dirty_victims], victim_ids[dirty_victims]   # Write-back's
+        cut = _Cut(self, unique, victims, held_before, written)
+        plans = []
+        for t, n in enumerate(lookups):
+            rows, vs, hs, ws = cut.range(t)
+            wait = int(self._last_write_back[t])
+            if ws.stop > ws.start:
+                self._last_write_back[t] = b
+            lookup = cut.lookups(t, n)
+            local_slots = slots[rows] - self.slot_offsets[t]
+            local_miss = miss_slots[miss_at[t]:miss_at[t + 1]] - self.slot_offsets[t]
+            decision = PlanDecision(b, t, unique[rows] - self.row_offsets[t], local_slots, hit[rows],
+                                    victim_ids[vs] - self.row_offsets[t], victims[vs] - self.slot_offsets[t],
+                                    held_before[hs] - self.slot_offsets[t])
+            plans.append(TablePlan(decision, slots[inverse[lookup]] - self.slot_offsets[t],
+                                   miss_ids[miss_at[t]:miss_at[t + 1]] - self.row_offsets[t], local_miss,
+                                   written_ids[ws] - self.row_offsets[t], written[ws] - self.slot_offsets[t],
+                                   wait))
+        return plans
+
+    def retire(self, k: int) -> None:
+        """Train(k) has finished by the time the plan being made is used: its slots are dirty and
+        clocked (their holds end by themselves: `_held_mask`)."""
+        trained = self._planned.pop(k)
+        with self.stream:
+            self.dirty[trained] = True
+            self.last_trained[trained] = k
+
+    # --- the steps of Plan ------------------------------------------------------------------------
+    def _short(self, miss_ids, free) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(where each table's misses start [T+1], where its free slots start [T+1], its
+        shortfall [T]), host arrays: one small copy from the device."""
+        xp = self.xp
+        bounds = _host(xp, xp.concatenate([xp.searchsorted(miss_ids, self.row_starts),
+                                           xp.searchsorted(free, self.slot_starts)]))
+        miss_at, free_at = bounds[:len(self.row_offsets)], bounds[len(self.row_offsets):]
+        return miss_at, free_at, np.diff(miss_at) - np.diff(free_at)
+
+    def _held_mask(self, b: int):
+        """[S] bool: slots a batch in flight (b-D .. b-1) planned. All False without holds."""
+        if not self.holds:
+            return self.xp.zeros(len(self.slot_ids), dtype=bool)
+        return self.last_planned >= b - self.depth
+
+    def _miss_slots(self, miss_at, free, free_at, victims, short):
+        """[M] each miss's slot: per table, its free slots first, ascending, then its victims."""
+        xp = self.xp
+        misses = np.diff(miss_at)
+        from_free = misses - short                              # [T] free slots each table takes
+        table_f = self.table_of_slot[free]
+        rank_f = xp.arange(len(free)) - xp.asarray(free_at)[table_f]
+        taken = rank_f < xp.asarray(from_free)[table_f]
+        out = xp.empty(int(miss_at[-1]), dtype=xp.int64)
+        out[xp.asarray(miss_at)[table_f[taken]] + rank_f[taken]] = free[taken]
+        table_v = self.table_of_slot[victims]
+        victim_at = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(xp.asarray(short))])
+        rank_v = xp.arange(len(victims)) - victim_at[table_v]
+        out[xp.asarray(miss_at)[table_v] + xp.asarray(from_free)[table_v] + rank_v] = victims
+        return out
+
+    def _choose_victims(self, short: np.ndarray, hit_slots, held, b: int, stop: int):
+        """[V] per table t the short[t] unheld slots first in the order (urgency, last trained,
+        slot), all tables' in ascending slot order. One int64 key per candidate orders the table
+        and all three at once (table < T, urgency <= horizon, last trained in [-1, b), slot < S:
+        far below 2^63), so one sort serves every table."""
+        xp = self.xp
+        candidate = (self.slot_ids >= 0) & ~held
+        candidate[hit_slots] = False                           # never evict this batch's own hits
+        candidate &= xp.asarray(short > 0)[self.table_of_slot]
+        slots = xp.flatnonzero(candidate)                       # [C] ascending: by table
+        table = self.table_of_slot[slots]
+        have = _host(xp, xp.bincount(table, minlength=len(short)))
+        if (have < short).any():
+            t = int(np.flatnonzero(have < short)[0])
+            raise RuntimeError(f"table {t}: need {short[t]} victims but only {have[t]} slots are "
+                               "unheld (the capacity check should have refused this)")
+        urgency = self._urgency(b, stop)[slots] if self.policy is VictimPolicy.FURTHEST else 0
+        levels = stop - b + 1                                  # urgency in [0, stop-1-b]
+        key = ((table * levels + urgency) * (b + 2) + self.last_trained[slots] + 1) * len(self.slot_ids) + slots
+        order = xp.argsort(key)
+        first = xp.asarray(np.concatenate([[0], np.cumsum(have)[:-1]]))   # [T] where each table starts
+        rank = xp.arange(len(slots)) - first[table[order]]
+        return xp.sort(slots[order][rank < xp.asarray(short)[table[order]]])
+
+    def _urgency(self, b: int, stop: int):
+        """[S] how soon each slot's id is needed in b+1 .. stop-1: H+1-k for batch b+k (H batches
+        seen), 0 when none needs it (lookahead.NextUses, by slot through the map)."""
+        xp = self.xp
+        urgency = xp.zeros(len(self.slot_ids), dtype=xp.int64)
+        seen = stop - 1 - b
+        for k in range(seen, 0, -1):                           # nearest last, so it wins
+            slots = self.map.query(self._seen[b + k][0])
+            urgency[slots[slots >= 0]] = seen + 1 - k
+        return urgency
+
+
+class _Cut:
+    """Where each table's part of Plan(b)'s arrays lies: one small copy of every boundary."""
+
+    def __init__(self, plans: DevicePlans, unique, victims, held_before, written):
+        xp = plans.xp
+        self.at = _host(xp, xp.concatenate([xp.searchsorted(unique, plans.row_starts),
+                                            xp.searchsorted(victims, plans.slot_starts),
+                                            xp.searchsorted(held_before, plans.slot_starts),
+                                            xp.searchsorted(written, plans.slot_starts)])).reshape(4, -1)
+        self._lookup_at = 0
+
+    def range(self, t: int) -> tuple[slice, slice, slice, slice]:
+        """Table t's slices of the working set, the victims, the held slots, the written victims."""
+        return tuple(slice(int(a[t]), int(a[t + 1])) for a in self.at)
+
+    def lookups(self, t: int, n: int) -> slice:
+        """Table t's lookups (tables in order, n each): call for t = 0, 1, ..."""
+        start, self._lookup_at = self._lookup_at, self._lookup_at + n
+        return slice(start, start + n)
+
+
+def _host(xp, array) -> np.ndarray:
+    return array if xp is np else xp.asnumpy(array)
+
+
+__all__ = ["DevicePlans"]
