@@ -94,9 +94,12 @@ has_command() { "$PY" -m scratchkit.commands.cli "$1" --help >/dev/null 2>&1; }
 has_bench_option() { "$PY" -m scratchkit.commands.cli bench --help 2>/dev/null | grep -q -- "$1"; }
 not_available() { echo "not available in this version: $*"; return $NOT_AVAILABLE; }
 
-bench_trainers() {   # gpu-only, hybrid, lru, prefetch-lru where it exists, scratchpipe
-    if has_trainer prefetch-lru; then echo gpu-only,hybrid,lru,prefetch-lru,scratchpipe
-    else echo gpu-only,hybrid,lru,scratchpipe; fi
+bench_trainers() {   # gpu-only, hybrid, lru, then prefetch-lru and scratchpipe-device where they exist, scratchpipe
+    local more=""
+    if has_trainer prefetch-lru; then more="$more,prefetch-lru"; fi
+    more="$more,scratchpipe"
+    if has_trainer scratchpipe-device; then more="$more,scratchpipe-device"; fi
+    echo "gpu-only,hybrid,lru$more"
 }
 
 verify_trainers() {

@@ -24,7 +24,7 @@ from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
 from scratchkit.measure.verify import verify
 from stand_ins import StandInCuda
 
-ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"]
+ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe", "scratchpipe-device"]
 
 
 def stand_in() -> Device:

@@ -62,7 +62,7 @@ def test_a_killed_host_process_loses_no_row(tiny_config, stage):
     assert differs_from_reference(trainer, STEPS) == 0.0
 
 
-@pytest.mark.parametrize("planner", ["host-process", "process", "thread"])
+@pytest.mark.parametrize("planner", ["host-process", "process", "thread", "device"])
 def test_checkpoints_between_the_steps_of_a_running_loop_are_exact(tiny_config, planner):
     config = evicting_config(tiny_config, OptimizerKind.ROWWISE_ADAGRAD)
     trainer = ScratchPipeTrainer(config, planner=planner)

@@ -96,7 +96,7 @@ def test_a_planner_process_makes_the_plans_a_thread_makes(tiny_config):
     assert evicted > 0   # the scratchpad is at its minimum: the plans really evict
 
 
-@pytest.mark.parametrize("planner", ["host-process", "process", "thread"])
+@pytest.mark.parametrize("planner", ["host-process", "process", "thread", "device"])
 def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
     config = small_scratchpad_config(tiny_config)
     source = SyntheticSource(config.data)

@@ -224,8 +224,10 @@ def failing(stage: Stage, batch: int):
     return hook
 
 
-# both pipelines: every host stage in one forked process (a CPU run's default), and worker threads
-PIPELINES = ["host-process", "process"]
+# the pipelines: every host stage in one forked process (a CPU run's default), worker threads with
+# Plan in a process, and the device planner's (scratchpipe-device: Plan and the row moves on the
+# device, from threads)
+PIPELINES = ["host-process", "process", "device"]
 
 
 @pytest.mark.parametrize("planner", PIPELINES)

@@ -143,7 +143,7 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
         extras = {"world_size": world, "sharding": plan.kind.value, "backend": backend_for(spec.device),
                   "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
                                "gradients accumulated in rank order)"}
-        if name == "scratchpipe":   # Train's hits / lookups, every shard together: always 1.0
+        if name.startswith("scratchpipe"):   # Train's hits / lookups, every shard together: always 1.0
             extras["train_hit_rate"] = sum(f.hits for f in everyone) / max(sum(f.lookups for f in everyone), 1)
         results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance,
                                     str(spec.device), extras))

@@ -77,7 +77,7 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
         d, e, s = (largest_difference(dense, ref_dense), largest_difference(emb, ref_emb),
                    largest_difference(state, ref_state))
         extras = {}
-        if name == "scratchpipe":
+        if name.startswith("scratchpipe"):   # scratchpipe, scratchpipe-device
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)
         yield VerifyResult(name, steps, max(d, e, s), d, e, s, tolerance, str(dev.torch), extras)

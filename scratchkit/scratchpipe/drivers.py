@@ -6,6 +6,9 @@
                          a GPU run's default
     PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS), and
                          for calls too short to be worth a process
+    PlanIn.DEVICE        Plan and the row moves on the device (device_plan.py, device_moves.py),
+                         issued from the threads driver's threads: the host keeps only the order
+                         of the batches (`scratchpipe-device`)
 
 Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
 (schedule.py), and the plans are the same: Plan(b) depends on the data alone.
@@ -36,6 +39,7 @@ class PlanIn(str, Enum):
     HOST_PROCESS = "host-process"  # Plan, Collect, Write-back, Transfer, Insert: one forked process
     PROCESS = "process"            # Plan in a forked process; the rest on the trainer's threads
     THREAD = "thread"              # every host stage on the trainer's threads
+    DEVICE = "device"              # Plan and the row moves on the device, from the trainer's threads
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":

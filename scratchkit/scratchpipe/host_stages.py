@@ -30,7 +30,7 @@ import torch
 from scratchkit.device import Device
 from scratchkit.embedding.tables import HostTables
 from scratchkit.scratchpipe.events import Stage
-from scratchkit.scratchpipe.rows import ScratchpadRows
+from scratchkit.scratchpipe.rows import ScratchpadRows, as_tensor
 
 
 @dataclass
@@ -99,14 +99,14 @@ class HostStages:
         for t, pad in enumerate(self.pads):
             dirty = pad.dirty_slots()
             if len(dirty):
-                self._copy_home(t, pad, dirty, torch.from_numpy(pad.slot_ids[dirty]))
+                self._copy_home(t, pad, dirty, self.dev.to_host(as_tensor(pad.slot_ids[dirty])))
                 pad.clear_dirty(dirty)
                 written += len(dirty)
         return written
 
-    def _copy_home(self, t: int, pad: ScratchpadRows, slots: np.ndarray, ids: torch.Tensor) -> None:
-        """Rows (and state) of `slots` into host table t at `ids`."""
-        where = self.dev.to_device(torch.from_numpy(slots))
+    def _copy_home(self, t: int, pad: ScratchpadRows, slots, ids: torch.Tensor) -> None:
+        """Rows (and state) of `slots` (NumPy, or the pad's device array) into host table t at `ids`."""
+        where = self.dev.to_device(as_tensor(slots))
         self.tables.weights[t].index_copy_(0, ids, self.dev.to_host(pad.rows.index_select(0, where)))
         if pad.state is not None:
             self.tables.state[t].index_copy_(0, ids, self.dev.to_host(pad.state.index_select(0, where)))

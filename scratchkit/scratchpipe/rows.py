@@ -33,7 +33,7 @@ class ScratchpadRows:
     on a CPU, cupy on a GPU)."""
 
     def __init__(self, num_rows: int, capacity: int, dim: int, state_width: int, engine: EngineKind,
-                 shared: bool = False):
+                 shared: bool = False, bookkeeping_on_device: bool = False):
         self.num_rows, self.capacity, self.dim, self.state_width = num_rows, capacity, dim, state_width
         if shared and EngineKind(engine) is EngineKind.CUPY:
             raise ValueError("a shared row store lives in host memory: a CPU engine, not CuPy")
@@ -43,12 +43,15 @@ class ScratchpadRows:
         zeros = host_zeros if xp is np else xp.zeros
         self._rows = zeros((capacity, dim), dtype=np.float32)
         self._state = zeros((capacity, state_width), dtype=np.float32) if state_width else None
-        self.rows = _as_torch(self._rows)                                  # [capacity, dim]
-        self.state = _as_torch(self._state) if self._state is not None else None
-        self.slot_ids = host_zeros(capacity, dtype=np.int64)              # [capacity]
+        self.rows = as_tensor(self._rows)                                  # [capacity, dim]
+        self.state = as_tensor(self._state) if self._state is not None else None
+        # the bookkeeping: host arrays for the host planner; the device planner's driver
+        # (in_stream.py) keeps it beside the rows, so no step waits on a copy to the host
+        books = zeros if bookkeeping_on_device else host_zeros
+        self.slot_ids = books(capacity, dtype=np.int64)                    # [capacity]
         self.slot_ids.fill(-1)
-        self.dirty = host_zeros(capacity, dtype=bool)                      # [capacity]
-        self.last_trained = host_zeros(capacity, dtype=np.int64)           # [capacity]
+        self.dirty = books(capacity, dtype=bool)                           # [capacity]
+        self.last_trained = books(capacity, dtype=np.int64)                # [capacity]
         self.last_trained.fill(-1)
 
     def scatter(self, slots: np.ndarray, rows, state) -> None:
@@ -57,6 +60,11 @@ class ScratchpadRows:
         self.engine.scatter_rows(self._rows, device_slots, _as_engine(rows, self.engine.xp))
         if self._state is not None:
             self.engine.scatter_rows(self._state, device_slots, _as_engine(state, self.engine.xp))
+
+    def gather(self, slots) -> tuple:
+        """(rows [n, dim], state [n, width] or None) of `slots`, as new engine arrays."""
+        rows = self.engine.gather_rows(self._rows, slots)
+        return rows, (self.engine.gather_rows(self._state, slots) if self._state is not None else None)
 
     def place(self, slots: np.ndarray, ids: np.ndarray) -> None:
         """Record that slots[i] now holds ids[i]."""
@@ -73,23 +81,30 @@ class ScratchpadRows:
 
     def dirty_slots(self) -> np.ndarray:
         """Dirty slots, ascending: what a flush must write back."""
-        return np.flatnonzero(self.dirty)
+        return self.engine.xp.flatnonzero(self.dirty) if self.books_on_device else np.flatnonzero(self.dirty)
+
+    @property
+    def books_on_device(self) -> bool:
+        """Whether slot_ids, dirty and last_trained are device arrays (CuPy), not NumPy."""
+        return not isinstance(self.slot_ids, np.ndarray)
 
     def used(self) -> int:
         """How many slots hold an id."""
-        return int(np.count_nonzero(self.slot_ids >= 0))
+        return int((self.slot_ids >= 0).sum())
 
 
-def _as_torch(array) -> torch.Tensor:
+def as_tensor(array) -> torch.Tensor:
     """A tensor sharing the engine array's memory (no copy): NumPy directly, CuPy through DLPack."""
     return torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.from_dlpack(array)
 
 
-def _as_engine(tensor: torch.Tensor, xp):
-    """A tensor as the engine's float32 array (a view where it can be)."""
+def _as_engine(tensor, xp):
+    """A tensor (or an engine array already) as the engine's float32 array (a view where it can be)."""
+    if not isinstance(tensor, torch.Tensor):
+        return tensor
     if xp is np:
         return tensor.numpy()
     return xp.ascontiguousarray(xp.from_dlpack(tensor), dtype=xp.float32)
 
 
-__all__ = ["ScratchpadRows"]
+__all__ = ["ScratchpadRows", "as_tensor"]

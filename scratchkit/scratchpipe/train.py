@@ -21,7 +21,7 @@ from scratchkit.device import Device
 from scratchkit.embedding.table_batched import (BackwardWorkspace, apply_updates, embedding_backward_tables,
                                                 pooled_lookup_tables)
 from scratchkit.scratchpipe.host_stages import InFlight
-from scratchkit.scratchpipe.rows import ScratchpadRows
+from scratchkit.scratchpipe.rows import ScratchpadRows, as_tensor
 
 # (batch, pooled [B, T, dim], step) -> (loss, grad of pooled): the dense model's step, the trainer's
 DenseStep = Callable[[object, torch.Tensor, int], tuple[float, torch.Tensor]]
@@ -33,7 +33,7 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
     """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained.
     `workspace`: the trainer's, for the backward's buffers (table_batched.BackwardWorkspace)."""
     b, batch = item.index, item.batch
-    on_device = lambda array: dev.to_device(torch.from_numpy(array))   # no copy on a CPU
+    on_device = lambda array: dev.to_device(as_tensor(array))          # no copy where it is already
     slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
     ids = [on_device(i) for i in batch.ids]                            # per table [n]
     offsets = [on_device(o) for o in batch.offsets]                    # per table [B]
@@ -56,12 +56,12 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
 
 def count_hits(item: InFlight, pads: list[ScratchpadRows]) -> int:
     """Invariant 1, checked: how many lookups of the batch find their own id in their slot. The
-    working set is checked first (every lookup is one of its ids); each lookup only when it fails."""
-    hits = 0
-    for pad, plan, ids in zip(pads, item.tables, item.batch.ids):
-        decision = plan.decision
-        if (pad.slot_ids[decision.slots] == decision.unique_ids).all():   # both [u]
-            hits += len(ids)
-        else:
-            hits += int(np.count_nonzero(pad.slot_ids[plan.lookup_slots] == ids))
-    return hits
+    working sets are checked first, every table's at once (every lookup is one of their ids; on a
+    GPU one answer to wait for, not one per table); each lookup only when one fails."""
+    xp = np if not pads or not pads[0].books_on_device else pads[0].engine.xp
+    found = [pad.slot_ids[plan.decision.slots] == plan.decision.unique_ids      # per table [u]
+             for pad, plan in zip(pads, item.tables)]
+    if not found or bool(xp.concatenate(found).all()):
+        return sum(len(ids) for ids in item.batch.ids)
+    return sum(int(xp.count_nonzero(pad.slot_ids[plan.lookup_slots] == xp.asarray(ids)))
+               for pad, plan, ids in zip(pads, item.tables, item.batch.ids))

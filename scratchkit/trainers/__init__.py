@@ -16,6 +16,7 @@ class TrainerKind(str, Enum):
     LFU = "lfu"                 # demand-filled cache, least frequently used victim
     PREFETCH_LRU = "prefetch-lru"  # LRU cache filled one batch ahead (TorchRec's prefetch pipeline)
     SCRATCHPIPE = "scratchpipe" # look-forward scratchpad, pipelined
+    SCRATCHPIPE_DEVICE = "scratchpipe-device"  # the same, planned and filled by the device
 
     @classmethod
     def parse(cls, name: str) -> "TrainerKind":
@@ -31,6 +32,7 @@ _IMPLEMENTATIONS = {
     TrainerKind.LFU: ("scratchkit.trainers.cached", "LFUCacheTrainer"),
     TrainerKind.PREFETCH_LRU: ("scratchkit.trainers.prefetch", "PrefetchLRUTrainer"),
     TrainerKind.SCRATCHPIPE: ("scratchkit.trainers.scratchpipe", "ScratchPipeTrainer"),
+    TrainerKind.SCRATCHPIPE_DEVICE: ("scratchkit.trainers.scratchpipe", "DeviceScratchPipeTrainer"),
 }
 
 

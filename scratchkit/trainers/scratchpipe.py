@@ -30,6 +30,7 @@ import torch
 from scratchkit.data.checks import BadBatchError
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
+from scratchkit.scratchpipe.device_moves import DeviceStages
 from scratchkit.scratchpipe.drivers import PlanIn, start_driver
 from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
 from scratchkit.scratchpipe.host_stages import HostStages
@@ -40,7 +41,7 @@ from scratchkit.scratchpipe.train import count_hits, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 from scratchkit.trainers.interrupt import InterruptFlag
 
-__all__ = ["Hazards", "PipelineError", "ScratchPipeTrainer"]
+__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "ScratchPipeTrainer"]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
@@ -90,15 +91,19 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """Empty scratchpads: at the start, and after a call that stopped early (planned but
         untrained state is dropped; the scratchpads refill from the host tables on resume)."""
         width = self.config.optimizer.state_width(self.config.model.dim)
-        pads = [ScratchpadRows(n, c, self.config.model.dim, width, self.engine, shared=self.host_rows)
+        books_on_device = self.plan_in is PlanIn.DEVICE and self.dev.is_cuda
+        pads = [ScratchpadRows(n, c, self.config.model.dim, width, self.engine, shared=self.host_rows,
+                               bookkeeping_on_device=books_on_device)
                 for n, c in zip(self.config.data.table_sizes, self.capacities)]
-        self.stages = HostStages(self.tables, pads, self.dev)
+        stages = DeviceStages if self.plan_in is PlanIn.DEVICE else HostStages
+        self.stages = stages(self.tables, pads, self.dev)
 
     def plan_setup(self, threads: int = 1) -> PlanSetup:
         """What the planner starts from: the row stores as they are between `train()` calls."""
         return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
                                    self.policy, self.hazards.holds, self.horizon, self.events.enabled,
-                                   threads, self.native_planner, self.plan_shards)
+                                   threads, self.native_planner, self.plan_shards,
+                                   str(self.device) if self.plan_in is PlanIn.DEVICE else None)
 
     def _planner_threads(self, where: PlanIn) -> int:
         if self.planner_threads is not None:
@@ -235,3 +240,15 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
         self.next_batch = checkpoint["next_batch"]
         self._reset()
+
+
+class DeviceScratchPipeTrainer(ScratchPipeTrainer):
+    """`scratchpipe-device`: ScratchPipe with Plan and the row moves on the device
+    (scratchpipe/device_plan.py, device_moves.py), issued by the threads driver under the same
+    schedule: the host keeps only the order of the batches. Its plans are the host planner's,
+    array for array; what changes is where they are made and where rows move."""
+
+    name = "scratchpipe-device"
+
+    def __init__(self, config, source=None, device=None, **options):
+        super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
