@@ -19,7 +19,7 @@ from scratchkit.measure.hardware import PROFILE_NAMES, get_hardware, parse_profi
 from scratchkit.measure.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.work import TableWork
 
-TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe"]
+TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
 US = 1e-6
 
 
@@ -177,6 +177,39 @@ def test_the_pipeline_is_bound_by_its_slowest_resource(name):
     serial = project("lru", w, hw)
     assert not serial.pipelined and serial.step_seconds == pytest.approx(sum(serial.stage_seconds.values()))
     assert serial.bound_stage == max(serial.stage_seconds, key=serial.stage_seconds.get)
+
+
+def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight():
+    """scratchpipe-device plans every table at once: its launches a batch do not grow with the
+    tables (the per-id work does), and none of its Plan is host work."""
+    one = one_table(lookups=8_000, unique=5_000, rows=100_000, capacity=20_000).with_counters(500, 400, 1)
+    eight = replace(one, tables=one.tables * 8).with_counters(4000, 3200, 8)
+    hw = get_hardware("h100-pcie5")
+    plans = [stage_work("scratchpipe-device", w, hw)["plan"] for w in (one, eight)]
+    assert plans[0].launch_seconds(hw) == pytest.approx(plans[1].launch_seconds(hw))
+    assert plans[0].launch_seconds(hw) > 0
+    assert plans[1].device_seconds(hw) > plans[0].device_seconds(hw)
+    assert all(p.host_seconds(hw) == 0 for p in plans)
+    host = stage_work("scratchpipe", eight, hw)["plan"]
+    assert host.host_seconds(hw) > 0 and host.device_seconds(hw) == 0
+
+
+def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
+    """On a GPU: the trainer's thread (Train), the device's cores (every stage's kernels, not their
+    launches), the link (rows read by Collect, rows written back), the interpreter (every launch)."""
+    hw = get_hardware("h100-pcie5")
+    w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
+    p = project("scratchpipe-device", w, hw)
+    parts = stage_work("scratchpipe-device", w, hw)
+    assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
+    assert p.stage_seconds["transfer"] == 0.0                   # Collect's kernels read over the link
+    assert p.resource_seconds["train"] == pytest.approx(p.stage_seconds["train"])
+    assert p.resource_seconds["device"] == pytest.approx(
+        sum(part.device_seconds(hw) - part.launch_seconds(hw) for part in parts.values()))
+    assert p.resource_seconds["interpreter"] == pytest.approx(sum(part.launch_seconds(hw) for part in parts.values()))
+    assert p.resource_seconds["pcie"] == pytest.approx(
+        max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw)))
+    assert parts["collect"].pcie == 5000 * 16 * 4                # every missed row crosses once
 
 
 def test_plan_spreads_over_the_cores_the_other_host_stages_leave():

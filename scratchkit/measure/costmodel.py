@@ -22,6 +22,13 @@ No overlap is assumed inside a stage. Across stages (`project`):
   every host stage runs in one forked process and Train in the trainer's: the step is the
   larger of the two, or their sum over the cores when there are fewer cores than the two.
   `bound_stage` names the largest stage within the busiest resource.
+- `scratchpipe-device` (Plan and the row moves on the device, device_stages.py) is a pipeline of
+  threads too, but its stages are the device's kernels, each thread's on a stream of its own. On
+  a GPU server its resources are the trainer's thread (Train), Plan's, Collect's and the
+  write-back thread's; the link (rows Collect reads over it, rows written back); the device's
+  cores (every stage's kernels, not their launches: while a thread launches, the other streams'
+  kernels run); and the interpreter (every launch of every thread, one at a time). On a CPU run
+  it is priced as `scratchpipe`'s CPU run: the host stages against Train, over the cores.
 
 What is not modelled: the `data` stage (making the batch; in a real input pipeline it overlaps
 training, and the kit's synthetic generator is not what is measured): a validation run passes
@@ -34,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
 from scratchkit.measure.hardware import HardwareProfile, get_hardware
-from scratchkit.measure.stages import TRAINERS, stage_work
+from scratchkit.measure.stages import PIPELINED, TRAINERS, stage_work
 from scratchkit.measure.work import StepWork, Work, mlp_flops
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
@@ -88,15 +95,15 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
         train = sum(step_stages.values()) + extra_s
         bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
         return made(max(train, ahead), bound, True, {"train": train, "prefetch": ahead})
-    if trainer != "scratchpipe":
+    if trainer not in PIPELINED:
         step = sum(stages.values()) + extra_s
         return made(step, max(stages, key=stages.get), False, {"serial": step})
-    groups, resources = _pipeline_resources(work, hw, stages, extra_s)
+    groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s)
     bound = max(resources, key=resources.get)
     return made(resources[bound], max(groups[bound], key=stages.get), True, resources)
 
 
-def _pipeline_resources(work: StepWork, hw: HardwareProfile, stages: dict[str, float],
+def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stages: dict[str, float],
                         extra_s: float) -> tuple[dict[str, list[str]], dict[str, float]]:
     """ScratchPipe's resources and their busy time per step (the module note)."""
     if hw.device_is_host:
@@ -105,16 +112,29 @@ def _pipeline_resources(work: StepWork, hw: HardwareProfile, stages: dict[str, f
         groups = {"host process": host, "train": ["train"], "shared cores": list(stages)}
         return groups, {"host process": busy, "train": stages["train"],
                         "shared cores": (busy + stages["train"]) / hw.host_cores}
-    parts = stage_work("scratchpipe", work, hw)
-    on_device = lambda s: parts[s].device_seconds(hw)
+    parts = stage_work(trainer, work, hw)
     link = lambda s: parts[s].pcie_seconds(hw)
     groups = {"plan": ["plan"], "collect": ["collect"],
-              "write-back thread": ["write_back", "transfer", "insert"],
-              "pcie": ["transfer", "write_back"], "device": ["train", "insert", "write_back"]}
+              "write-back thread": ["write_back", "transfer", "insert"]}
     resources = {"plan": stages["plan"], "collect": stages["collect"],
-                 "write-back thread": stages["write_back"] + stages["transfer"] + stages["insert"],
-                 "pcie": max(link("transfer"), link("write_back")),          # one direction each
-                 "device": stages["train"] + extra_s + on_device("insert") + on_device("write_back")}
+                 "write-back thread": stages["write_back"] + stages["transfer"] + stages["insert"]}
+    if trainer == "scratchpipe":
+        on_device = lambda s: parts[s].device_seconds(hw)
+        groups |= {"pcie": ["transfer", "write_back"], "device": ["train", "insert", "write_back"]}
+        resources |= {"pcie": max(link("transfer"), link("write_back")),      # one direction each
+                      "device": stages["train"] + extra_s + on_device("insert") + on_device("write_back")}
+        return groups, resources
+    # the device planner's: every stage is the device's kernels, Plan's, Collect's (which reads
+    # the rows over the link itself) and the others' each on a stream of its own. The trainer's
+    # thread runs Train; the device's cores are busy for every stage's kernels, not for their
+    # launches (while a thread launches, the other streams' kernels run); and every thread
+    # launches from one interpreter, which its lock lets do one thing at a time
+    kernels = lambda s: parts[s].device_seconds(hw) - parts[s].launch_seconds(hw)
+    groups |= {"train": ["train"], "pcie": ["collect", "write_back"], "device": list(stages),
+               "interpreter": list(stages)}
+    resources |= {"train": stages["train"] + extra_s, "pcie": max(link("collect"), link("write_back")),
+                  "device": sum(kernels(s) for s in stages),
+                  "interpreter": sum(parts[s].launch_seconds(hw) + parts[s].host_seconds(hw) for s in stages)}
     return groups, resources
 
 

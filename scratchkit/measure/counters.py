@@ -47,7 +47,7 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
         fetched, written = simulated_counters(config, trainer, batches)
         return fetched * tables / sample_tables, written * tables / sample_tables
     source = source if source is not None else SyntheticSource(config.data)
-    if trainer == "scratchpipe":
+    if trainer.startswith("scratchpipe"):   # both make the same plans
         return _planned(config, source, batches)
     ids = [source.batch(b).ids for b in range(batches)]            # [batch][table] ids
     sizes, totals = config.data.table_sizes, np.zeros(2)

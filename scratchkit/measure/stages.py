@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from scratchkit.config import OptimizerKind
 from scratchkit.measure import kit
+from scratchkit.measure.device_stages import device_scratchpipe_stages
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
-TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe")
+TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device")
+PIPELINED = ("scratchpipe", "scratchpipe-device")   # ScratchPipe, planned on the host or the device
 def _total(parts) -> Work:
     total = Work()
     for part in parts:
@@ -177,4 +179,7 @@ def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: b
                 "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables), **train}
     if trainer == "scratchpipe":
         return scratchpipe_stages(w, device_batched)
+    if trainer == "scratchpipe-device":   # Train as scratchpipe's, its check on the device (device_stages.py)
+        train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=device_batched).values())
+        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1))
     raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")

@@ -136,6 +136,11 @@ class Work:
     def pcie_seconds(self, hw: HardwareProfile) -> float:
         return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
 
+    def launch_seconds(self, hw: HardwareProfile) -> float:
+        """Of `device_seconds`, the calls' fixed costs: on a GPU the launches, which the host
+        thread that issues them spends (the kernels run on the device meanwhile)."""
+        return sum(count * hw.call(True, name) for name, count in self.device_calls)
+
     def device_seconds(self, hw: HardwareProfile) -> float:
         return (self.device_stream / hw.device_stream_bw
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,

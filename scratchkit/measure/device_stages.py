@@ -1,0 +1,85 @@
+"""The work of `scratchpipe-device`'s stages in one step, as its code runs (kit.py's units).
+
+`scratchpipe-device` plans on the device (scratchpipe/device_plan.py) and moves rows with the
+device's kernels (scratchpipe/device_moves.py), so its per-id and per-row work is device work:
+
+- Plan, every table at once: the working set (a sort of all the lookups), two probes of the hash
+  map (the shortfall, then the plan), passes over the slots (free, held), the misses into the
+  map, the slots' ids, dirty bits and plan marks, the remap of every lookup; and, in the share of
+  steps that evict, the victim choice: passes over the slots for the candidates and their keys,
+  one probe of the map per batch of the horizon (the urgencies), one sort of the candidates, the
+  victims out of the map. Each array op is a launch (a CuPy kernel on a GPU, a NumPy call on a
+  CPU), a fixed number per batch however many tables; each length the host must know (where each
+  table's misses, free slots and victims start) waits for the device: a sync, priced as a small copy.
+- Collect: the missed rows read from the host tables by a gather kernel, over the link on a GPU.
+- Write-back: the dirty victims' rows gathered from their slots and written over the link.
+- Insert: the rows scattered into their slots, the slots' dirty bits and ids.
+- Train: what scratchpipe's Train does, its hit check and marks on the device's bookkeeping.
+"""
+from __future__ import annotations
+
+from scratchkit.measure import kit
+from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+
+BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
+BUCKETS_PER_SLOT = 2       # kernels/scratchpad.py's, before the power-of-two round-up
+PLAN_OPS = 45              # array ops of Plan per batch, every table at once (device_plan.py, counted)
+PLAN_SYNCS = 3             # small copies to the host per batch: the tables' bounds, twice, and one more
+VICTIM_OPS = 25            # more ops per batch that evicts, beyond 3 per batch of the horizon
+VICTIM_SYNCS = 1           # the candidates per table, checked on the host
+UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
+
+
+def _probe(ids: float, slots: float) -> Work:
+    """`ids` probes of the hash map over `slots` slots (a random bucket each)."""
+    return kit.gather(True, ids, BUCKET_BYTES, BUCKETS_PER_SLOT * slots * BUCKET_BYTES)
+
+
+def _slot_writes(count: float, slots: float) -> Work:
+    """`count` int64 entries written into a [slots] array (ids, clocks, dirty bits)."""
+    return kit.scatter(True, count, ID_BYTES, slots * ID_BYTES)
+
+
+def plan_work(w: StepWork, fetched: list[float], written: list[float]) -> Work:
+    """Plan for every table at once: the tables share one id space, one slot space, one map."""
+    S = sum(t.capacity for t in w.tables)
+    N, U, M = w.lookups, w.unique_rows, sum(fetched)
+    f, H = w.victim_share, w.plan_horizon
+    work = (Work(device_sorts=(("torch", N, 1),), device_stream=UNIQUE_PASSES * N * ID_BYTES)
+            + _probe(2 * U, S) + kit.stream(True, 4 * S * ID_BYTES)           # shortfall, plan; free, held
+            + _probe(M, S) + _slot_writes(3 * M + 2 * U, S)                   # insert; ids, dirty, marks, retire
+            + kit.gather(True, N, ID_BYTES, U * ID_BYTES)                     # every lookup's slot
+            + kit.calls(True, "op", PLAN_OPS) + Work(pcie_copies=PLAN_SYNCS))
+    evicting = [(t, v) for t, v in zip(w.tables, written) if v]
+    if evicting:
+        candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
+        work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
+                 + _slot_writes(f * H * U, S) + Work(device_sorts=(("torch", candidates, f),))
+                 + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
+                 + kit.calls(True, "op", f * (VICTIM_OPS + 3 * H)) + Work(pcie_copies=f * VICTIM_SYNCS))
+    return work
+
+
+def device_scratchpipe_stages(w: StepWork, train: Work) -> dict[str, Work]:
+    """Plan, Collect, Write-back, Transfer (nothing), Insert and Train of one batch. `train`:
+    scratchpipe's Train less its host-side hit check and marks (stages.py)."""
+    fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
+    collect, write_back, insert = Work(), Work(), Work()
+    for t, m, v in zip(w.tables, fetched, written):
+        for width in (w.dim, w.state_width):
+            if width:
+                rb = width * FLOAT_BYTES
+                collect += (kit.calls(True, "op", 2) + Work(pcie=m * rb)          # read over the link
+                            + kit.gather(True, m, rb, t.rows * rb))                # from the host table
+                insert += kit.scatter(True, m, rb, t.capacity * rb) + kit.calls(True, "op")
+                if v:
+                    write_back += (kit.calls(True, "op", 2) + kit.gather(True, v, rb, t.capacity * rb)
+                                   + Work(pcie=v * rb)                            # written over the link
+                                   + kit.scatter(True, v, rb, t.rows * rb))       # into the host table
+        insert += _slot_writes(2 * m, t.capacity) + kit.calls(True, "op", 2)      # dirty bits, ids
+    for t in w.tables:                    # Train's hit check and marks, on the device's bookkeeping
+        train += (kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES) + kit.stream(True, 2 * t.unique * ID_BYTES)
+                  + _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 4))
+    train += kit.calls(True, "op", 2) + Work(pcie_copies=1)     # every table's check as one answer
+    return {"plan": plan_work(w, fetched, written), "collect": collect, "write_back": write_back,
+            "transfer": Work(), "insert": insert, "train": train}
