@@ -23,10 +23,13 @@ from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
 BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
 BUCKETS_PER_SLOT = 2       # kernels/scratchpad.py's, before the power-of-two round-up
-PLAN_OPS = 45              # array ops of Plan per batch, every table at once (device_plan.py, counted)
-PLAN_SYNCS = 3             # small copies to the host per batch: the tables' bounds, twice, and one more
-VICTIM_OPS = 25            # more ops per batch that evicts, beyond 3 per batch of the horizon
-VICTIM_SYNCS = 1           # the candidates per table, checked on the host
+# Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU; a
+# boolean index or `flatnonzero` needs its length on the host first: a sync):
+PLAN_OPS = 105             # array ops a batch, every table at once: see, shortfall, plan, retire
+PLAN_SYNCS = 13            # waits for the device a batch (lengths, the tables' bounds)
+VICTIM_OPS = 33            # more ops a batch that evicts, beyond HORIZON_OPS per batch of the horizon
+HORIZON_OPS = 2            # a probe of the map and a scatter of urgencies
+VICTIM_SYNCS = 4           # the candidates, their count per table, the hits' slots, the chosen
 UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
 
 
@@ -49,14 +52,14 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float]) -> Work:
             + _probe(2 * U, S) + kit.stream(True, 4 * S * ID_BYTES)           # shortfall, plan; free, held
             + _probe(M, S) + _slot_writes(3 * M + 2 * U, S)                   # insert; ids, dirty, marks, retire
             + kit.gather(True, N, ID_BYTES, U * ID_BYTES)                     # every lookup's slot
-            + kit.calls(True, "op", PLAN_OPS) + Work(pcie_copies=PLAN_SYNCS))
+            + kit.calls(True, "op", PLAN_OPS) + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))   # the ids in
     evicting = [(t, v) for t, v in zip(w.tables, written) if v]
     if evicting:
         candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
         work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
                  + _slot_writes(f * H * U, S) + Work(device_sorts=(("torch", candidates, f),))
                  + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
-                 + kit.calls(True, "op", f * (VICTIM_OPS + 3 * H)) + Work(pcie_copies=f * VICTIM_SYNCS))
+                 + kit.calls(True, "op", f * (VICTIM_OPS + HORIZON_OPS * H)) + Work(pcie_copies=f * VICTIM_SYNCS))
     return work
 
 

@@ -128,24 +128,27 @@ class DevicePlans:
         self.last_planned[slots] = b                                     # held until Train(b)
         self._planned[b] = slots
         held_before = xp.flatnonzero(held) if self.record else xp.empty(0, xp.int64)
-        written, written_ids = victims[dirty_victims], victim_ids[dirty_victims]   # Write-back's
-        cut = _Cut(self, unique, victims, held_before, written)
+        written = xp.flatnonzero(dirty_victims)                          # [W] of the victims: Write-back's
+        # every array in table-local ids and slots at once, then each table's part is a view
+        local_ids = lambda ids, where: ids - self.row_starts[self.table_of_slot[where]]
+        local = lambda where: where - self.slot_starts[self.table_of_slot[where]]
+        unique_local, slots_local = local_ids(unique, slots), local(slots)
+        victim_ids_local, victims_local = local_ids(victim_ids, victims), local(victims)
+        miss_ids_local, miss_slots_local = local_ids(miss_ids, miss_slots), local(miss_slots)
+        lookup_slots, held_local = slots_local[inverse], local(held_before)
+        written_ids, written_slots = victim_ids_local[written], victims_local[written]
+        cut = _Cut(self, unique, victims, held_before, victims[written])
         plans = []
         for t, n in enumerate(lookups):
             rows, vs, hs, ws = cut.range(t)
+            misses = slice(int(miss_at[t]), int(miss_at[t + 1]))
             wait = int(self._last_write_back[t])
             if ws.stop > ws.start:
                 self._last_write_back[t] = b
-            lookup = cut.lookups(t, n)
-            local_slots = slots[rows] - self.slot_offsets[t]
-            local_miss = miss_slots[miss_at[t]:miss_at[t + 1]] - self.slot_offsets[t]
-            decision = PlanDecision(b, t, unique[rows] - self.row_offsets[t], local_slots, hit[rows],
-                                    victim_ids[vs] - self.row_offsets[t], victims[vs] - self.slot_offsets[t],
-                                    held_before[hs] - self.slot_offsets[t])
-            plans.append(TablePlan(decision, slots[inverse[lookup]] - self.slot_offsets[t],
-                                   miss_ids[miss_at[t]:miss_at[t + 1]] - self.row_offsets[t], local_miss,
-                                   written_ids[ws] - self.row_offsets[t], written[ws] - self.slot_offsets[t],
-                                   wait))
+            decision = PlanDecision(b, t, unique_local[rows], slots_local[rows], hit[rows], victim_ids_local[vs],
+                                    victims_local[vs], held_local[hs])
+            plans.append(TablePlan(decision, lookup_slots[cut.lookups(t, n)], miss_ids_local[misses],
+                                   miss_slots_local[misses], written_ids[ws], written_slots[ws], wait))
         return plans
 
     def retire(self, k: int) -> None:
@@ -216,12 +219,11 @@ class DevicePlans:
         """[S] how soon each slot's id is needed in b+1 .. stop-1: H+1-k for batch b+k (H batches
         seen), 0 when none needs it (lookahead.NextUses, by slot through the map)."""
         xp = self.xp
-        urgency = xp.zeros(len(self.slot_ids), dtype=xp.int64)
+        urgency = xp.zeros(len(self.slot_ids) + 1, dtype=xp.int64)   # [S+1]: -1 (absent) lands on the last
         seen = stop - 1 - b
         for k in range(seen, 0, -1):                           # nearest last, so it wins
-            slots = self.map.query(self._seen[b + k][0])
-            urgency[slots[slots >= 0]] = seen + 1 - k
-        return urgency
+            urgency[self.map.query(self._seen[b + k][0])] = seen + 1 - k
+        return urgency[:-1]
 
 
 class _Cut:
