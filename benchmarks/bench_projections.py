@@ -10,6 +10,7 @@ planned on the host (`scratchpipe`) and on the device (`scratchpipe-device`).
 
     python benchmarks/bench_projections.py                     # the four profiles, ~2-3 min on 2 cores
     python benchmarks/bench_projections.py --profiles embedding-bound --batches 8
+    python benchmarks/bench_projections.py --sensitivity       # scratchpipe-device's assumptions, one at a time
 """
 from __future__ import annotations
 
@@ -17,8 +18,14 @@ import argparse
 import json
 import time
 
-from scratchkit.measure.counters import project_config
+from dataclasses import replace
+
+from scratchkit.measure.costmodel import project
+from scratchkit.measure.counters import project_config, simulated_counters
 from scratchkit.measure.gpu_profiles import GPU_PROFILES
+from scratchkit.measure.hardware import get_hardware
+from scratchkit.measure.hw_profile import calls_from_ops
+from scratchkit.measure.work import StepWork
 from scratchkit.profiles import get_profile
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
@@ -32,7 +39,12 @@ def main(argv=None) -> int:
     parser.add_argument("--scale", type=float, default=None, help="the profiles' scale (default: full size)")
     parser.add_argument("--batches", type=int, default=12, help="batches the counters run over (default 12)")
     parser.add_argument("--json", default=None, metavar="PATH")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="scratchpipe-device on the H100 profile with one assumption changed at a time")
     args = parser.parse_args(argv)
+    if args.sensitivity:
+        return sensitivity([p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
+                           args.batches, args.scale)
     hardware = list(GPU_PROFILES)
     report = {}
     for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
@@ -56,17 +68,40 @@ def main(argv=None) -> int:
         print(f"\nissue-12 target, {profile} on {hw}:")
         for name in ("scratchpipe", "scratchpipe-device"):
             sp, bound = p[name]["samples_per_s"], p[name]["bound_stage"]
+            resources = p[name]["resource_seconds"]
+            busiest = max(resources, key=resources.get)
             checks = {">= 3x hybrid": sp >= 3 * p["hybrid"]["samples_per_s"],
                       ">= 0.9x gpu-only": sp >= 0.9 * p["gpu-only"]["samples_per_s"],
                       "Plan not the bound": bound != "plan"}
             print(f"  {name}: {sp:,.0f} samples/s = {sp / p['hybrid']['samples_per_s']:.1f}x hybrid, "
-                  f"{sp / p['gpu-only']['samples_per_s']:.2f}x gpu-only, bound by {bound}; stages (ms): "
+                  f"{sp / p['gpu-only']['samples_per_s']:.2f}x gpu-only, bound by {bound} ({busiest}); stages (ms): "
                   + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p[name]["stage_seconds"].items())
                   + "; resources (ms): " + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p[name]["resource_seconds"].items()))
             print("    " + "; ".join(f"{k}: {'yes' if ok else 'NO'}" for k, ok in checks.items()))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)
+    return 0
+
+
+def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
+    """scratchpipe-device / gpu-only on h100-pcie5 as profiled, with the link at half its rate
+    (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages."""
+    hw = get_hardware(TARGET[1])
+    cases = {"as profiled": hw, "link at half rate": replace(hw, pcie_bw=hw.pcie_bw / 2),
+             "8 us a launch": replace(hw, device_calls=calls_from_ops(8e-6)),
+             "both": replace(hw, pcie_bw=hw.pcie_bw / 2, device_calls=calls_from_ops(8e-6))}
+    print(f"scratchpipe-device / gpu-only on {hw.name}, one assumption changed at a time")
+    for name in profiles:
+        config = get_profile(name, scale=scale)
+        fetched, written = simulated_counters(config, "scratchpipe-device", batches, sample_tables=1)
+        work = StepWork.from_config(config, batches=2).with_counters(fetched, written)
+        for label, h in cases.items():
+            p, g = project("scratchpipe-device", work, h), project("gpu-only", work, h)
+            print(f"  {name:24s} {label:20s} {p.samples_per_s / g.samples_per_s:5.2f}x  bound by {p.bound_stage}")
+        p, g = project("scratchpipe-device", work, hw), project("gpu-only", work, hw)
+        serial = work.batch_size / sum(p.stage_seconds.values())
+        print(f"  {name:24s} {'no overlap':20s} {serial / g.samples_per_s:5.2f}x  (every stage one after another)")
     return 0
 
 
