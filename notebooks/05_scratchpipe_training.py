@@ -57,7 +57,10 @@ stage_breakdown(results)
 # %% [markdown]
 # For `scratchpipe` the stage times are summed over the threads and processes that run them, so
 # they add up to more than the step: Plan, Collect and Write-back of later batches run *while* Train
-# works (on a CPU, in a process of their own).
+# works (on a CPU, in a process of their own). `scratchpipe-device` makes the same plans on the
+# device, for every table at once, and moves the rows with the scratchpad's kernels: the design for
+# a GPU server, where the host cannot keep up. Here the "device" is this CPU, so its Plan is NumPy
+# on a thread beside Train, and it is the slower of the two; the projections below show it on a GPU.
 #
 # ## Live
 #
@@ -91,7 +94,7 @@ from scratchkit import verify
 
 for result in verify(config, trainers, steps=20):
     extra = f"   Train hit rate {result.extras['train_hit_rate']}" if "train_hit_rate" in result.extras else ""
-    print(f"{result.trainer:12s} max |difference| = {result.max_abs_diff}{extra}")
+    print(f"{result.trainer:18s} max |difference| = {result.max_abs_diff}{extra}")
 
 # %% [markdown]
 # ## Projected onto GPU servers
