@@ -6,7 +6,7 @@ The first run of scripts/gpu_check.sh on a GPU is then a test of the cost model,
 its report puts each measured figure beside the projection written here.
 
 How: for each training profile (small, criteo-like, and the embedding-bound profile where this
-version has it) the trainers gpu-only, hybrid, lru, prefetch-lru (where it exists) and scratchpipe
+version has it) the trainers gpu-only, hybrid, lru, prefetch-lru and scratchpipe-device (where they exist) and scratchpipe
 train on this machine (`scratchkit.measure.bench.run_bench`), which measures the work per step that does
 not depend on the hardware (working sets, hit rates, rows fetched and written back); the cost
 model (`scratchkit.measure.costmodel.project_bench`) prices that work on every hardware profile. This
@@ -40,7 +40,7 @@ GPU_PROFILES = [p for p in PROFILE_NAMES if p != "this-cpu"]
 
 
 def trainers() -> list[str]:
-    wanted = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe"]
+    wanted = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
     return [t for t in wanted if t in available_trainers()]
 
 
