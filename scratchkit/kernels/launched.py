@@ -119,3 +119,21 @@ class LaunchedEngine:
         self._launch("embedding_bag_backward_adagrad", num_unique * dim, rows, state, dim,
                      grad_pooled, plan.sorted_bags, plan.unique_slots, plan.run_starts,
                      num_unique, lr, eps)
+
+    # ---- the device planner's fused steps (plan.cu)
+    def to_local(self, values, where, table_of_slot, starts):
+        out = self.xp.empty(values.size, dtype=self.xp.int64)
+        self._launch("to_local", values.size, values, where, table_of_slot, starts, values.size, out)
+        return out
+
+    def assign_miss_slots(self, miss_at, take, free_at, victim_at, free_slots, victims, n: int):
+        out = self.xp.empty(n, dtype=self.xp.int64)
+        self._launch("assign_miss_slots", n, miss_at, take, free_at, victim_at, take.size,
+                     free_slots, victims, n, out)
+        return out
+
+    def victim_keys(self, candidates, table_of_slot, urgency, last_trained, levels, batch, slots):
+        out = self.xp.empty(candidates.size, dtype=self.xp.int64)
+        self._launch("victim_keys", candidates.size, candidates, table_of_slot, urgency, last_trained,
+                     levels, batch, slots, candidates.size, out)
+        return out

@@ -62,6 +62,9 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("embedding_bag_backward_rowwise_adagrad", "embedding_bag.cu",
            (R, R, I, R, L, L, L, I, F, F)),
     Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
+    Kernel("to_local", "plan.cu", (L, L, L, L, I, L)),
+    Kernel("assign_miss_slots", "plan.cu", (L, L, L, L, I, L, L, I, L)),
+    Kernel("victim_keys", "plan.cu", (L, L, L, L, I, I, I, I, L)),
 )}
 
 SOURCES: tuple[str, ...] = tuple(dict.fromkeys(k.source for k in KERNELS.values()))

@@ -177,6 +177,31 @@ def embedding_bag_backward_adagrad(rows: np.ndarray, state: np.ndarray, slots: n
                                  rows[unique_slots])
 
 
+# ------------------------------------------------------------- the device planner's steps
+def to_local(values: np.ndarray, where: np.ndarray, table_of_slot: np.ndarray,
+             starts: np.ndarray) -> np.ndarray:
+    """values[i] - starts[table of slot where[i]]: global ids or slots made table-local."""
+    return values - starts[table_of_slot[where]]
+
+
+def assign_miss_slots(miss_at, take, free_at, victim_at, free_slots, victims, n: int) -> np.ndarray:
+    """Each of the n misses' slot, table by table (table t's at miss_at[t]..miss_at[t+1]): its
+    first take[t] get free_slots[free_at[t]:], the rest victims[victim_at[t]:], in order."""
+    out = np.empty(n, dtype=np.int64)
+    for t in range(len(take)):
+        start, stop, k = int(miss_at[t]), int(miss_at[t + 1]), int(take[t])
+        out[start:start + k] = free_slots[free_at[t]:free_at[t] + k]
+        out[start + k:stop] = victims[victim_at[t]:victim_at[t] + stop - start - k]
+    return out
+
+
+def victim_keys(candidates, table_of_slot, urgency, last_trained, levels: int, batch: int,
+                slots: int) -> np.ndarray:
+    """One int64 per candidate slot ordering (table, urgency, last trained, slot), lowest first."""
+    return ((table_of_slot[candidates] * levels + urgency[candidates]) * (batch + 2)
+            + last_trained[candidates] + 1) * slots + candidates
+
+
 class TwinEngine:
     """The twins behind the same interface as the launched engines (host build, CuPy)."""
 
@@ -191,3 +216,6 @@ class TwinEngine:
     embedding_bag_backward_sgd = staticmethod(embedding_bag_backward_sgd)
     embedding_bag_backward_rowwise_adagrad = staticmethod(embedding_bag_backward_rowwise_adagrad)
     embedding_bag_backward_adagrad = staticmethod(embedding_bag_backward_adagrad)
+    to_local = staticmethod(to_local)
+    assign_miss_slots = staticmethod(assign_miss_slots)
+    victim_keys = staticmethod(victim_keys)

@@ -23,13 +23,14 @@ from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
 BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
 BUCKETS_PER_SLOT = 2       # kernels/scratchpad.py's, before the power-of-two round-up
-# Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU; a
-# boolean index or `flatnonzero` needs its length on the host first: a sync):
-PLAN_OPS = 105             # array ops a batch, every table at once: see, shortfall, plan, retire
-PLAN_SYNCS = 13            # waits for the device a batch (lengths, the tables' bounds)
-VICTIM_OPS = 33            # more ops a batch that evicts, beyond HORIZON_OPS per batch of the horizon
+# Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
+# fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
+# a sync):
+PLAN_OPS = 59              # array ops a batch, every table at once: see, shortfall, plan, retire
+PLAN_SYNCS = 11            # waits for the device a batch (lengths, the tables' bounds)
+VICTIM_OPS = 26            # more ops a batch that evicts, beyond HORIZON_OPS per batch of the horizon
 HORIZON_OPS = 2            # a probe of the map and a scatter of urgencies
-VICTIM_SYNCS = 4           # the candidates, their count per table, the hits' slots, the chosen
+VICTIM_SYNCS = 4           # the hits' slots, the candidates, their count per table, the chosen
 UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
 
 

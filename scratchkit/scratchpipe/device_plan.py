@@ -59,6 +59,7 @@ class DevicePlans:
             raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
                              f"not {setup.policy.value!r}")
         xp = self.xp = engine.xp
+        self.engine = engine             # the hash map's kernels and plan.cu's fused steps
         self.stream = OwnStream(xp)      # on a GPU the planner's kernels run beside Train's
         self.depth, self.policy, self.holds, self.record = setup.depth, setup.policy, setup.holds, setup.record_events
         self.row_offsets = np.concatenate([[0], np.cumsum(setup.table_sizes)]).astype(np.int64)   # [T+1]
@@ -129,9 +130,9 @@ class DevicePlans:
         self._planned[b] = slots
         held_before = xp.flatnonzero(held) if self.record else xp.empty(0, xp.int64)
         written = xp.flatnonzero(dirty_victims)                          # [W] of the victims: Write-back's
-        # every array in table-local ids and slots at once, then each table's part is a view
-        local_ids = lambda ids, where: ids - self.row_starts[self.table_of_slot[where]]
-        local = lambda where: where - self.slot_starts[self.table_of_slot[where]]
+        # every array in table-local ids and slots (one kernel each), then each table's part is a view
+        local_ids = lambda ids, where: self.engine.to_local(ids, where, self.table_of_slot, self.row_starts)
+        local = lambda where: self.engine.to_local(where, where, self.table_of_slot, self.slot_starts)
         unique_local, slots_local = local_ids(unique, slots), local(slots)
         victim_ids_local, victims_local = local_ids(victim_ids, victims), local(victims)
         miss_ids_local, miss_slots_local = local_ids(miss_ids, miss_slots), local(miss_slots)
@@ -176,20 +177,13 @@ class DevicePlans:
         return self.last_planned >= b - self.depth
 
     def _miss_slots(self, miss_at, free, free_at, victims, short):
-        """[M] each miss's slot: per table, its free slots first, ascending, then its victims."""
-        xp = self.xp
-        misses = np.diff(miss_at)
-        from_free = misses - short                              # [T] free slots each table takes
-        table_f = self.table_of_slot[free]
-        rank_f = xp.arange(len(free)) - xp.asarray(free_at)[table_f]
-        taken = rank_f < xp.asarray(from_free)[table_f]
-        out = xp.empty(int(miss_at[-1]), dtype=xp.int64)
-        out[xp.asarray(miss_at)[table_f[taken]] + rank_f[taken]] = free[taken]
-        table_v = self.table_of_slot[victims]
-        victim_at = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(xp.asarray(short))])
-        rank_v = xp.arange(len(victims)) - victim_at[table_v]
-        out[xp.asarray(miss_at)[table_v] + xp.asarray(from_free)[table_v] + rank_v] = victims
-        return out
+        """[M] each miss's slot: per table, its free slots first, ascending, then its victims
+        (plan.cu's assign_miss_slots; the tables' bounds cross to the device in one copy)."""
+        take = np.append(np.diff(miss_at) - short, 0)           # [T+1] free slots each table takes
+        victim_at = np.concatenate([[0], np.cumsum(short)])     # [T+1] short: victims per table
+        bounds = self.xp.asarray(np.stack([miss_at, take, free_at, victim_at]).astype(np.int64))
+        return self.engine.assign_miss_slots(bounds[0], bounds[1, :-1], bounds[2], bounds[3], free, victims,
+                                             int(miss_at[-1]))
 
     def _choose_victims(self, short: np.ndarray, hit_slots, held, b: int, stop: int):
         """[V] per table t the short[t] unheld slots first in the order (urgency, last trained,
@@ -207,10 +201,11 @@ class DevicePlans:
             t = int(np.flatnonzero(have < short)[0])
             raise RuntimeError(f"table {t}: need {short[t]} victims but only {have[t]} slots are "
                                "unheld (the capacity check should have refused this)")
-        urgency = self._urgency(b, stop)[slots] if self.policy is VictimPolicy.FURTHEST else 0
+        urgency = (self._urgency(b, stop) if self.policy is VictimPolicy.FURTHEST
+                   else xp.zeros(len(self.slot_ids), dtype=xp.int64))
         levels = stop - b + 1                                  # urgency in [0, stop-1-b]
-        key = ((table * levels + urgency) * (b + 2) + self.last_trained[slots] + 1) * len(self.slot_ids) + slots
-        order = xp.argsort(key)
+        order = xp.argsort(self.engine.victim_keys(slots, self.table_of_slot, urgency, self.last_trained,
+                                                   levels, b, len(self.slot_ids)))
         first = xp.asarray(np.concatenate([[0], np.cumsum(have)[:-1]]))   # [T] where each table starts
         rank = xp.arange(len(slots)) - first[table[order]]
         return xp.sort(slots[order][rank < xp.asarray(short)[table[order]]])
@@ -223,7 +218,7 @@ class DevicePlans:
         seen = stop - 1 - b
         for k in range(seen, 0, -1):                           # nearest last, so it wins
             urgency[self.map.query(self._seen[b + k][0])] = seen + 1 - k
-        return urgency[:-1]
+        return urgency[:-1]                                    # a view: contiguous
 
 
 class _Cut:
