@@ -138,7 +138,10 @@ bound_table(projections)
 # on the H100 server from its batches' working sets and the rows the kit's own planner and an LRU
 # would move (`scratchkit.course.projections.speedup_grid`, a few seconds). Each cell: samples/s over
 # `hybrid`'s, and the stage that bounds it. Read it with the error above in mind: the host stages
-# are priced with this machine's cores.
+# are priced with this machine's cores. Compare the two ScratchPipes: the host-side one falls
+# further behind `gpu-only` as the tables grow and the locality drops (its Collect, a host stage,
+# bounds it), while `scratchpipe-device`, whose per-id work is on the device, stays close to
+# `gpu-only` on every cell; the prefetching cache, which looks one batch ahead, stays at a few x.
 
 # %%
 from scratchkit.course.projections import speedup_grid

@@ -15,7 +15,7 @@ import numpy as np
 from scratchkit.measure.counters import project_config
 from scratchkit.profiles import get_profile
 
-COMPARED = ("scratchpipe", "prefetch-lru", "gpu-only")
+COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", "gpu-only")
 
 
 @dataclass
