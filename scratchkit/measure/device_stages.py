@@ -15,10 +15,15 @@ device's kernels (scratchpipe/device_moves.py), so its per-id and per-row work i
 - Write-back: the dirty victims' rows gathered from their slots and written over the link.
 - Insert: the rows scattered into their slots, the slots' dirty bits and ids.
 - Train: what scratchpipe's Train does, its hit check and marks on the device's bookkeeping.
+
+Where the device is the host's CPU (`cpu=True`) the same code runs on NumPy arrays: each op is a
+NumPy call, each sort NumPy's, and the working set is `lookahead.WorkingSets`' bitmap where the
+tables are small next to the batch (a mark per lookup, a pass over the rows), as it runs there.
 """
 from __future__ import annotations
 
 from scratchkit.measure import kit
+from scratchkit.scratchpipe.lookahead import WorkingSets as WorkingSetsRule
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 
 BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
@@ -44,46 +49,65 @@ def _slot_writes(count: float, slots: float) -> Work:
     return kit.scatter(True, count, ID_BYTES, slots * ID_BYTES)
 
 
-def plan_work(w: StepWork, fetched: list[float], written: list[float]) -> Work:
+def _ops(count: float, cpu: bool) -> Work:
+    """`count` array ops: kernel launches on a GPU, NumPy calls where the device is the CPU."""
+    return kit.numpy_calls(count) if cpu else kit.calls(True, "op", count)
+
+
+def _sort(keys: float, count: float, cpu: bool) -> Work:
+    return Work(device_sorts=(("numpy" if cpu else "torch", keys, count),))
+
+
+def _working_set(N: float, U: float, rows: int, cpu: bool) -> Work:
+    """unique(ids, return_inverse) of N lookups: a sort, or on a CPU with small tables the bitmap
+    (lookahead.WorkingSets: N marks, a pass over the rows to read and clear them, U positions)."""
+    if cpu and rows <= WorkingSetsRule.BITMAP_ROWS_PER_LOOKUP * N:
+        return (kit.scatter(True, N, 1, rows) + kit.stream(True, 2 * rows) + _slot_writes(U, rows)
+                + kit.gather(True, N, ID_BYTES, rows * ID_BYTES))
+    return _sort(N, 1, cpu) + kit.stream(True, UNIQUE_PASSES * N * ID_BYTES)
+
+
+def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool = False) -> Work:
     """Plan for every table at once: the tables share one id space, one slot space, one map."""
     S = sum(t.capacity for t in w.tables)
     N, U, M = w.lookups, w.unique_rows, sum(fetched)
     f, H = w.victim_share, w.plan_horizon
-    work = (Work(device_sorts=(("torch", N, 1),), device_stream=UNIQUE_PASSES * N * ID_BYTES)
+    work = (_working_set(N, U, w.table_rows, cpu)
             + _probe(2 * U, S) + kit.stream(True, 4 * S * ID_BYTES)           # shortfall, plan; free, held
             + _probe(M, S) + _slot_writes(3 * M + 2 * U, S)                   # insert; ids, dirty, marks, retire
             + kit.gather(True, N, ID_BYTES, U * ID_BYTES)                     # every lookup's slot
-            + kit.calls(True, "op", PLAN_OPS) + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))   # the ids in
+            + _ops(PLAN_OPS, cpu) + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))   # the ids in
     evicting = [(t, v) for t, v in zip(w.tables, written) if v]
     if evicting:
         candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
         work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
-                 + _slot_writes(f * H * U, S) + Work(device_sorts=(("torch", candidates, f),))
+                 + _slot_writes(f * H * U, S) + _sort(candidates, f, cpu)
                  + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
-                 + kit.calls(True, "op", f * (VICTIM_OPS + HORIZON_OPS * H)) + Work(pcie_copies=f * VICTIM_SYNCS))
+                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + Work(pcie_copies=f * VICTIM_SYNCS))
     return work
 
 
-def device_scratchpipe_stages(w: StepWork, train: Work) -> dict[str, Work]:
+def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer (nothing), Insert and Train of one batch. `train`:
-    scratchpipe's Train less its host-side hit check and marks (stages.py)."""
+    scratchpipe's Train less its host-side hit check and marks (stages.py). `cpu`: the device is
+    the host's CPU (the module note)."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
         for width in (w.dim, w.state_width):
             if width:
                 rb = width * FLOAT_BYTES
-                collect += (kit.calls(True, "op", 2) + Work(pcie=m * rb)          # read over the link
+                collect += (_ops(2, cpu) + Work(pcie=m * rb)          # read over the link
                             + kit.gather(True, m, rb, t.rows * rb))                # from the host table
-                insert += kit.scatter(True, m, rb, t.capacity * rb) + kit.calls(True, "op")
+                insert += kit.scatter(True, m, rb, t.capacity * rb) + _ops(1, cpu)
                 if v:
-                    write_back += (kit.calls(True, "op", 2) + kit.gather(True, v, rb, t.capacity * rb)
+                    write_back += (_ops(2, cpu) + kit.gather(True, v, rb, t.capacity * rb)
                                    + Work(pcie=v * rb)                            # written over the link
                                    + kit.scatter(True, v, rb, t.rows * rb))       # into the host table
-        insert += _slot_writes(2 * m, t.capacity) + kit.calls(True, "op", 2)      # dirty bits, ids
+        insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)                 # dirty bits, ids
     for t in w.tables:                    # Train's hit check and marks, on the device's bookkeeping
         train += (kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES) + kit.stream(True, 2 * t.unique * ID_BYTES)
-                  + _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 4))
-    train += kit.calls(True, "op", 2) + Work(pcie_copies=1)     # every table's check as one answer
-    return {"plan": plan_work(w, fetched, written), "collect": collect, "write_back": write_back,
+                  + _slot_writes(2 * t.unique, t.capacity) + _ops(4, cpu))
+    train += _ops(2, cpu) + Work(pcie_copies=1)               # every table's check as one answer
+    return {"plan": plan_work(w, fetched, written, cpu), "collect": collect, "write_back": write_back,
             "transfer": Work(), "insert": insert, "train": train}

@@ -155,11 +155,12 @@ def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     (`batched_host`), the embedding stages that run on that CPU are counted as they run there:
     hybrid's always, the others' where the device is the host (None: per-table torch ops)."""
     host = hw is not None and hw.batched_host
-    parts = _stage_work(trainer, w, host, host and hw.device_is_host)
+    parts = _stage_work(trainer, w, host, host and hw.device_is_host, hw is not None and hw.device_is_host)
     return {name: work.in_step(w.unique_rows) for name, work in parts.items()}
 
 
-def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: bool) -> dict[str, Work]:
+def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: bool,
+                device_is_host: bool = False) -> dict[str, Work]:
     if trainer == "gpu-only":
         return {"transfer": id_transfer(w, arrays=1),
                 **train_stages(w, footprint="table", by_slot=False, batched=device_batched)}
@@ -181,5 +182,5 @@ def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: b
         return scratchpipe_stages(w, device_batched)
     if trainer == "scratchpipe-device":   # Train as scratchpipe's, its check on the device (device_stages.py)
         train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=device_batched).values())
-        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1))
+        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1), cpu=device_is_host)
     raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")
