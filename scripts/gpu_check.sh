@@ -151,7 +151,7 @@ PYEOF
 section_kernel_tests() {
     # the NVRTC checks for every .cu (also CI's), then every GPU-marked kernel/scratchpad test
     "$PY" -m pytest -q -p no:cacheprovider tests/test_kernels_nvrtc.py tests/test_device.py &&
-    "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels*.py tests/test_scratchpad*.py
+    "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels*.py tests/test_scratchpad*.py tests/test_device_plan.py
 }
 
 section_kernel_bench() {

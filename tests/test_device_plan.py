@@ -34,8 +34,13 @@ def plans_of(setup, source, start, stop, engine=None):
     """Plans of batches start..stop-1: the host twin (engine None) or the device planner."""
     planner = PlanAhead(setup, source, start)
     if engine is not None:
-        planner.plans = DevicePlans(setup, make_engine(engine))
+        planner.plans = DevicePlans(setup, engine if hasattr(engine, "xp") else make_engine(engine))
     return [planner.plan(b) for b in range(start, stop)]
+
+
+def on_host(array) -> np.ndarray:
+    """A planner's array as NumPy (a CuPy array on a GPU is copied back)."""
+    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 def assert_same_plans(source, setup, start, stop, engine) -> int:
@@ -43,9 +48,9 @@ def assert_same_plans(source, setup, start, stop, engine) -> int:
     for host, device in zip(plans_of(setup, source, start, stop), plans_of(setup, source, start, stop, engine)):
         for a, b in zip(host.tables, device.tables):
             for name in FIELDS:
-                assert np.array_equal(getattr(a, name), getattr(b, name)), (host.index, a.decision.table, name)
+                assert np.array_equal(getattr(a, name), on_host(getattr(b, name))), (host.index, a.decision.table, name)
             for name in DECISION:
-                assert np.array_equal(getattr(a.decision, name), getattr(b.decision, name)), \
+                assert np.array_equal(getattr(a.decision, name), on_host(getattr(b.decision, name))), \
                     (host.index, a.decision.table, name)
             assert b.wait_for_write_back >= a.wait_for_write_back, (host.index, a.decision.table)
             evicted += len(a.decision.victim_ids)
@@ -84,6 +89,17 @@ def test_from_a_scratchpad_left_by_an_earlier_call_it_evicts_as_the_twin(engine)
                 tuple(rng.integers(-1, 7, c).astype(np.int64) for c in capacities))
     setup = setup_for(data.table_sizes, capacities, 2, VictimPolicy.FURTHEST, True, 12, True, resident)
     assert assert_same_plans(source, setup, 7, 25, engine) > 0
+
+
+def test_every_engine_plans_as_the_host_twin(engine):
+    """The same planner through each kernel engine: the twin, the host build, CuPy's launcher with a
+    stand-in GPU (its launch checks and NVRTC build), and on a GPU CuPy itself (scripts/gpu_check.sh
+    runs this one there: the device planner's arrays and streams on a real device)."""
+    data = DataConfig(table_sizes=(3_000, 90, 700), pooling=5, batch_size=48, zipf=0.9, num_batches=40)
+    source = SyntheticSource(data)
+    capacities = minimum_capacities(source, 2, 0, 30)
+    setup = setup_for(data.table_sizes, capacities, 2, VictimPolicy.FURTHEST, True, 8, True)
+    assert assert_same_plans(source, setup, 0, 30, engine) > 0
 
 
 def test_the_map_rebuilds_before_tombstones_fill_it_and_still_answers():
