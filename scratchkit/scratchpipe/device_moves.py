@@ -76,13 +76,18 @@ class DeviceStages(HostStages):
 
 def host_view(tensor: torch.Tensor, xp):
     """A host table [rows, width] float32 as an engine array over the same memory: itself on a
-    CPU; on a GPU, its pages registered as mapped, page-locked memory and seen at their device
-    address (they stay registered while the trainer lives)."""
+    CPU; on a GPU, page-locked memory seen at its device address. A trainer on a GPU pins its host
+    tables already (torch's pinned memory, which CUDA's unified addressing maps at the same
+    address); other memory is registered as mapped here, and stays so while the trainer lives."""
     if xp is np:
         return tensor.numpy()
     pointer, nbytes = tensor.data_ptr(), tensor.numel() * tensor.element_size()
-    xp.cuda.runtime.hostRegister(pointer, nbytes, CUDA_HOST_REGISTER_MAPPED)
-    memory = xp.cuda.UnownedMemory(xp.cuda.runtime.hostGetDevicePointer(pointer, 0), nbytes, tensor)
+    if tensor.is_pinned():
+        device_pointer = pointer
+    else:
+        xp.cuda.runtime.hostRegister(pointer, nbytes, CUDA_HOST_REGISTER_MAPPED)
+        device_pointer = xp.cuda.runtime.hostGetDevicePointer(pointer, 0)
+    memory = xp.cuda.UnownedMemory(device_pointer, nbytes, tensor)
     return xp.ndarray(tuple(tensor.shape), dtype=xp.float32, memptr=xp.cuda.MemoryPointer(memory, 0))
 
 

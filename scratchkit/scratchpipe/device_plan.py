@@ -66,11 +66,13 @@ class DevicePlans:
         self.slot_offsets = np.concatenate([[0], np.cumsum(setup.capacities)]).astype(np.int64)   # [T+1]
         self.row_starts, self.slot_starts = xp.asarray(self.row_offsets), xp.asarray(self.slot_offsets)
         tables = len(setup.table_sizes)
-        ids = [np.where(s >= 0, s + o, -1) for s, o in zip(setup.slot_ids, self.row_offsets)]
+        # the row stores as the call starts (on a GPU their device arrays: one copy, once a call)
+        joined = lambda arrays, dtype: np.concatenate([_host(xp, a) for a in arrays] + [np.empty(0, dtype)])
+        ids = [np.where(s >= 0, s + o, -1) for s, o in zip([_host(xp, a) for a in setup.slot_ids], self.row_offsets)]
         # what the slots will hold once the plans so far are inserted (the row stores lag behind)
-        self.slot_ids = xp.asarray(np.concatenate(ids + [np.empty(0, np.int64)]))              # [S] global id
-        self.dirty = xp.asarray(np.concatenate(list(setup.dirty) + [np.empty(0, bool)]))       # [S]
-        self.last_trained = xp.asarray(np.concatenate(list(setup.last_trained) + [np.empty(0, np.int64)]))
+        self.slot_ids = xp.asarray(joined(ids, np.int64))                                      # [S] global id
+        self.dirty = xp.asarray(joined(setup.dirty, bool))                                     # [S]
+        self.last_trained = xp.asarray(joined(setup.last_trained, np.int64))                   # [S]
         self.last_planned = xp.full(len(self.slot_ids), NEVER, dtype=xp.int64)                # [S]
         self.table_of_slot = xp.asarray(np.repeat(np.arange(tables), setup.capacities))       # [S]
         self.map = DeviceSlotMap(len(self.slot_ids), engine)
