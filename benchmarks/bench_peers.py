@@ -3,6 +3,7 @@ same batches, in one run.
 
     .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like] [--threads 1,2]
                                                [--steps 100] [--rounds 5] [--json] [--embeddings]
+                                               [--generated]
 
 The three peers, each training the same DLRM (same initial weights, same batches, SGD):
     gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU)
@@ -15,7 +16,10 @@ The three peers, each training the same DLRM (same initial weights, same batches
                fbgemm_gpu is not importable.
 `--embeddings` times the embedding work alone (gpu-only's table-batched loops, the per-table torch
 ops they replaced, FBGEMM's TBE forward + fused backward), on batches made beforehand. In the
-full step each peer makes its batches inside the timed loop. Thread counts go through the config
+full step the batches are made once before the rounds and every peer reads the same ones, as an
+input pipeline hands batches over (the kit's synthetic generator takes 40-60% of a `small` step
+and is not what is compared; the cost model leaves it out too); `--generated` makes each peer
+generate its batches inside the timed loop instead. Thread counts go through the config
 (`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
 all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
 machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
@@ -41,6 +45,20 @@ from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
 
 WARMUP = 3   # steps each peer trains before its clock starts
+
+
+class ReadAhead:
+    """The first `count` batches of a source, made once and handed to every peer (read-only)."""
+
+    def __init__(self, source, count: int):
+        self.table_sizes, self.num_dense = source.table_sizes, source.num_dense
+        self._batches = [source.batch(b) for b in range(count)]
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def batch(self, index: int):
+        return self._batches[index]
 
 
 def fbgemm_missing() -> str | None:
@@ -179,13 +197,17 @@ def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]
     return rows
 
 
-def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str]) -> list[dict]:
+def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str],
+            generated: bool = False) -> list[dict]:
     """One row per profile, thread count and peer: median samples/s, and the median over rounds of
-    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run)."""
+    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `generated`: each
+    peer makes its batches in its timed loop (else they are read once, beforehand)."""
     rows = []
     for profile in profiles:
         base = get_profile(profile)
         source = SyntheticSource(base.data)
+        if not generated:
+            source = ReadAhead(source, WARMUP + steps)
         for n in threads:
             config = replace(base, cpu_threads=n)
             runs = {peer: [] for peer in peers}
@@ -193,7 +215,7 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
                 for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
             ratio = lambda peer, to: statistics.median(a / p for a, p in zip(runs[peer], runs[to]))
-            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
+            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds, generated=generated,
                           samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
                           ratio_to_pytorch=ratio(peer, "pytorch"),
                           ratio_to_fbgemm=ratio(peer, "fbgemm") if "fbgemm" in runs else None)
@@ -218,6 +240,8 @@ def main(argv=None) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
     parser.add_argument("--embeddings", action="store_true",
                         help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
+    parser.add_argument("--generated", action="store_true",
+                        help="each peer generates its synthetic batches inside its timed steps")
     args = parser.parse_args(argv)
     try:
         threads = [int(t) for t in args.threads.split(",")]
@@ -243,11 +267,13 @@ def main(argv=None) -> None:
     else:
         print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
               f"`make peers` installs it", file=sys.stderr)
-    rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers)
+    rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers, args.generated)
     if args.json:
         print(json.dumps(rows, indent=1))
         return
-    print(f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios")
+    made = "generated in each peer's steps" if args.generated else "read once beforehand, the same for every peer"
+    print(f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios "
+          f"(batches {made})")
     print_table(rows)
 
 
