@@ -22,12 +22,12 @@ tables are small next to the batch (a mark per lookup, a pass over the rows), as
 """
 from __future__ import annotations
 
+from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
 from scratchkit.measure import kit
-from scratchkit.scratchpipe.lookahead import WorkingSets as WorkingSetsRule
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.scratchpipe.lookahead import WorkingSets
 
 BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
-BUCKETS_PER_SLOT = 2       # kernels/scratchpad.py's, before the power-of-two round-up
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
 # fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
 # a sync):
@@ -61,7 +61,7 @@ def _sort(keys: float, count: float, cpu: bool) -> Work:
 def _working_set(N: float, U: float, rows: int, cpu: bool) -> Work:
     """unique(ids, return_inverse) of N lookups: a sort, or on a CPU with small tables the bitmap
     (lookahead.WorkingSets: N marks, a pass over the rows to read and clear them, U positions)."""
-    if cpu and rows <= WorkingSetsRule.BITMAP_ROWS_PER_LOOKUP * N:
+    if cpu and rows <= WorkingSets.BITMAP_ROWS_PER_LOOKUP * N:
         return (kit.scatter(True, N, 1, rows) + kit.stream(True, 2 * rows) + _slot_writes(U, rows)
                 + kit.gather(True, N, ID_BYTES, rows * ID_BYTES))
     return _sort(N, 1, cpu) + kit.stream(True, UNIQUE_PASSES * N * ID_BYTES)
