@@ -8,6 +8,8 @@
     schedule.py    every rule that orders the stages
     drivers.py     where the host stages run: threads.py, or a forked process (host_process.py,
                    forked.py, ring.py); events.py records when each stage ran
+    device_plan.py `scratchpipe-device`: Plan on the device for every table at once (device_map.py,
+                   the kernels' hash map), the rows moved by the device's kernels (device_moves.py)
 
 The trainer that composes them is scratchkit/trainers/scratchpipe.py.
 """

@@ -10,6 +10,8 @@ The trainer composes the parts of scratchkit/scratchpipe/, one file per part of 
     schedule.py     every rule that orders the stages; the hazard lab's switches
     drivers.py      where the host stages run: threads (threads.py) or a forked process
                     (host_process.py, forked.py); the same schedule either way
+    device_plan.py  `scratchpipe-device` (DeviceScratchPipeTrainer, below): Plan on the device
+    device_moves.py (device_map.py), and the rows moved by the device's kernels
 
 and trains batch after batch in the caller's thread. An exception in any stage, a dead host
 process, a KeyboardInterrupt, or leaving the `train()` loop early stops the stages, flushes the
