@@ -367,3 +367,20 @@ def test_plan_shards_train_exactly_with_all_hits_at_their_minimum(tiny_config, s
     small = tiny_config.replace(cache=CacheParams(capacity=minimum - 1, depth=depth, plan_shards=shards))
     with pytest.raises(ValueError, match=f"in {shards} plan shards"):
         next(iter(make_trainer("scratchpipe", small).train(steps)))
+
+
+# --- each step's stage seconds are its own batch's -------------------------------------------------
+@pytest.mark.parametrize("planner", ["thread", "device", "host-process"])
+def test_a_steps_stage_seconds_are_its_own_batchs_whatever_ran_beside_it(tiny_config, planner):
+    """The pipeline runs later batches' Plan and Collect while Train(b) runs; Train(b)'s record
+    must carry batch b's seconds in every stage, not whatever was recorded since the last step (a
+    short timed run read Plan as 0 ms once the planner had run ahead of it)."""
+    minimum = smallest_capacity(tiny_config, 2, 12)
+    train_slowly = lambda stage, b: time.sleep(0.02) if stage is Stage.TRAIN and b == 0 else None
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), planner=planner, stage_hook=train_slowly)
+    records = list(trainer.train(12))
+    for record in records:
+        events = trainer.events.stages_of(record.step)
+        for stage in (Stage.COLLECT, Stage.INSERT, Stage.TRAIN):
+            ran = sum(e.end - e.start for e in events if e.stage is stage)
+            assert record.stage_seconds[stage.value] == pytest.approx(ran, rel=1e-9, abs=1e-12), (record.step, stage)

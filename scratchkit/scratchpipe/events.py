@@ -80,12 +80,15 @@ class EventLog:
 
 
 class StageClock:
-    """Where every stage's time goes: the event trace, and the current step's seconds per stage
-    (a StepRecord's `stage_seconds`). Thread-safe: the drivers' threads record into it."""
+    """Where every stage's time goes: the event trace, and each batch's seconds per stage (the
+    StepRecord of Train(b) gets batch b's: `take(b)`). Per batch, not per step: the pipeline runs
+    later batches' Plan and Collect while Train(b) runs, and a short timed run would otherwise
+    charge them to whichever step they ran beside, or to none. Thread-safe: the drivers' threads
+    record into it."""
 
     def __init__(self, log: EventLog):
         self.log = log
-        self._seconds: dict[str, float] = {}
+        self._seconds: dict[int, dict[str, float]] = {}   # batch -> stage -> seconds
         self._lock = threading.Lock()
 
     def record(self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0) -> None:
@@ -93,18 +96,23 @@ class StageClock:
         them): the step's `data`, as every trainer counts it, not the stage's own time."""
         self.log.stage(batch, stage, start, end)
         with self._lock:
-            self._seconds[stage.value] = self._seconds.get(stage.value, 0.0) + end - start - reading
+            seconds = self._seconds.setdefault(batch, {})
+            seconds[stage.value] = seconds.get(stage.value, 0.0) + end - start - reading
             if reading:
-                self._seconds["data"] = self._seconds.get("data", 0.0) + reading
+                seconds["data"] = seconds.get("data", 0.0) + reading
 
     def plans(self, tables) -> None:
         """Plan(b)'s decisions (one TablePlan per table) into the trace."""
         for plan in tables:
             self.log.plan(plan.decision)
 
-    def take(self) -> dict[str, float]:
-        """The seconds per stage recorded since the last take (one step's), and start afresh."""
+    def take(self, batch: int) -> dict[str, float]:
+        """Batch `batch`'s seconds per stage, every stage of it that ran (and forget them)."""
         with self._lock:
-            seconds, self._seconds = self._seconds, {}
-        return seconds
+            return self._seconds.pop(batch, {})
+
+    def clear(self) -> None:
+        """Forget every batch's seconds (a call that stopped early leaves its planned batches)."""
+        with self._lock:
+            self._seconds.clear()
 

@@ -142,6 +142,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self._refuse_while_running("train()")
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
+        self.clock.clear()
         self._driver = driver = start_driver(where, self.stages, self.schedule,
                                              PlanAhead(self.plan_setup(self._planner_threads(where)),
                                                        self.source, start), start, stop,
@@ -177,7 +178,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.clock.record(Stage.TRAIN, b, t0, end)
         self.next_batch = b + 1
         return StepRecord(step=b, loss=loss, samples=item.batch.batch_size, seconds=end - started,
-                          stage_seconds=self.clock.take(), lookups=item.batch.lookups(), hits=hits,
+                          stage_seconds=self.clock.take(b), lookups=item.batch.lookups(), hits=hits,
                           fetched_rows=sum(p.fetched_rows for p in item.tables),
                           written_back_rows=sum(p.written_back_rows for p in item.tables),
                           evicting_tables=sum(p.victims > 0 for p in item.tables),
