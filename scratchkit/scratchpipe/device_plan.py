@@ -141,8 +141,9 @@ class DevicePlans:
         lookup_slots, held_local = slots_local[inverse], local(held_before)
         written_ids, written_slots = victim_ids_local[written], victims_local[written]
         cut = _Cut(self, unique, victims, held_before, victims[written])
+        lookup_at = np.concatenate([[0], np.cumsum(lookups)])          # [T+1] each table's lookups
         plans = []
-        for t, n in enumerate(lookups):
+        for t in range(len(lookups)):
             rows, vs, hs, ws = cut.range(t)
             misses = slice(int(miss_at[t]), int(miss_at[t + 1]))
             wait = int(self._last_write_back[t])
@@ -150,7 +151,7 @@ class DevicePlans:
                 self._last_write_back[t] = b
             decision = PlanDecision(b, t, unique_local[rows], slots_local[rows], hit[rows], victim_ids_local[vs],
                                     victims_local[vs], held_local[hs])
-            plans.append(TablePlan(decision, lookup_slots[cut.lookups(t, n)], miss_ids_local[misses],
+            plans.append(TablePlan(decision, lookup_slots[lookup_at[t]:lookup_at[t + 1]], miss_ids_local[misses],
                                    miss_slots_local[misses], written_ids[ws], written_slots[ws], wait))
         return plans
 
@@ -232,16 +233,10 @@ class _Cut:
                                             xp.searchsorted(victims, plans.slot_starts),
                                             xp.searchsorted(held_before, plans.slot_starts),
                                             xp.searchsorted(written, plans.slot_starts)])).reshape(4, -1)
-        self._lookup_at = 0
 
     def range(self, t: int) -> tuple[slice, slice, slice, slice]:
         """Table t's slices of the working set, the victims, the held slots, the written victims."""
         return tuple(slice(int(a[t]), int(a[t + 1])) for a in self.at)
-
-    def lookups(self, t: int, n: int) -> slice:
-        """Table t's lookups (tables in order, n each): call for t = 0, 1, ..."""
-        start, self._lookup_at = self._lookup_at, self._lookup_at + n
-        return slice(start, start + n)
 
 
 def _host(xp, array) -> np.ndarray:

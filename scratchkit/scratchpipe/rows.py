@@ -45,8 +45,8 @@ class ScratchpadRows:
         self._state = zeros((capacity, state_width), dtype=np.float32) if state_width else None
         self.rows = as_tensor(self._rows)                                  # [capacity, dim]
         self.state = as_tensor(self._state) if self._state is not None else None
-        # the bookkeeping: host arrays for the host planner; the device planner's driver
-        # (in_stream.py) keeps it beside the rows, so no step waits on a copy to the host
+        # the bookkeeping: host arrays for the host planner; beside the rows for the device
+        # planner's stages (device_moves.py), so no step waits on a copy to the host
         books = zeros if bookkeeping_on_device else host_zeros
         self.slot_ids = books(capacity, dtype=np.int64)                    # [capacity]
         self.slot_ids.fill(-1)
@@ -81,7 +81,8 @@ class ScratchpadRows:
 
     def dirty_slots(self) -> np.ndarray:
         """Dirty slots, ascending: what a flush must write back."""
-        return self.engine.xp.flatnonzero(self.dirty) if self.books_on_device else np.flatnonzero(self.dirty)
+        xp = self.engine.xp if self.books_on_device else np
+        return xp.flatnonzero(self.dirty)
 
     @property
     def books_on_device(self) -> bool:

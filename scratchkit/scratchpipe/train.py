@@ -51,7 +51,8 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
     dev.synchronize_current_stream()   # the update done before the slots are released
     for pad, plan in zip(pads, item.tables):
         pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them
-    dev.synchronize_kernels()    # marks kept on the device are down before Train(b) is said done
+    if pads and pads[0].books_on_device:
+        dev.synchronize_kernels()   # marks kept on the device are down before Train(b) is said done
     return loss
 
 
