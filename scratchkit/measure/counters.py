@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from scratchkit.config import TrainConfig
+from scratchkit.trainers import SCRATCHPIPE_TRAINERS
 
 
 def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, source=None,
@@ -47,7 +48,7 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
         fetched, written = simulated_counters(config, trainer, batches)
         return fetched * tables / sample_tables, written * tables / sample_tables
     source = source if source is not None else SyntheticSource(config.data)
-    if trainer.startswith("scratchpipe"):   # both make the same plans
+    if trainer in SCRATCHPIPE_TRAINERS:   # both make the same plans
         return _planned(config, source, batches)
     ids = [source.batch(b).ids for b in range(batches)]            # [batch][table] ids
     sizes, totals = config.data.table_sizes, np.zeros(2)

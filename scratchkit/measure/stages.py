@@ -24,9 +24,10 @@ from scratchkit.config import OptimizerKind
 from scratchkit.measure import kit
 from scratchkit.measure.device_stages import device_scratchpipe_stages
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.trainers import SCRATCHPIPE_TRAINERS
 
 TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device")
-PIPELINED = ("scratchpipe", "scratchpipe-device")   # ScratchPipe, planned on the host or the device
+PIPELINED = SCRATCHPIPE_TRAINERS   # the pipelines: ScratchPipe, planned on the host or the device
 def _total(parts) -> Work:
     total = Work()
     for part in parts:
@@ -160,7 +161,7 @@ def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
 
 
 def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: bool,
-                device_is_host: bool = False) -> dict[str, Work]:
+                device_is_host: bool) -> dict[str, Work]:
     if trainer == "gpu-only":
         return {"transfer": id_transfer(w, arrays=1),
                 **train_stages(w, footprint="table", by_slot=False, batched=device_batched)}

@@ -23,6 +23,9 @@ class TrainerKind(str, Enum):
         return parse_choice(cls, name, "trainer ")
 
 
+# ScratchPipe planned on the host or on the device: the same plans, and Train always hits
+SCRATCHPIPE_TRAINERS = (TrainerKind.SCRATCHPIPE.value, TrainerKind.SCRATCHPIPE_DEVICE.value)
+
 # module, class: imported on demand so a trainer still being built never breaks the others
 _IMPLEMENTATIONS = {
     TrainerKind.GPU_ONLY: ("scratchkit.trainers.device_only", "DeviceOnlyTrainer"),
@@ -58,4 +61,4 @@ def make_trainer(name: str, config, source=None, device=None) -> Trainer:
     return trainer_class(name)(config, source=source, device=device)
 
 
-__all__ = ["StepRecord", "Trainer", "TrainerKind", "make_trainer", "trainer_class", "available_trainers"]
+__all__ = ["SCRATCHPIPE_TRAINERS", "StepRecord", "Trainer", "TrainerKind", "make_trainer", "trainer_class", "available_trainers"]

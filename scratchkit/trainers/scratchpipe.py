@@ -61,6 +61,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
         self.plan_in = PlanIn.parse(planner)      # where the host stages run (drivers.py)
+        self.plans_on_device = self.plan_in is PlanIn.DEVICE   # scratchpipe-device: Plan and the moves there
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
         self.planner_threads, self.native_planner = planner_threads, native_planner
@@ -93,11 +94,10 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """Empty scratchpads: at the start, and after a call that stopped early (planned but
         untrained state is dropped; the scratchpads refill from the host tables on resume)."""
         width = self.config.optimizer.state_width(self.config.model.dim)
-        books_on_device = self.plan_in is PlanIn.DEVICE and self.dev.is_cuda
         pads = [ScratchpadRows(n, c, self.config.model.dim, width, self.engine, shared=self.host_rows,
-                               bookkeeping_on_device=books_on_device)
+                               bookkeeping_on_device=self.plans_on_device and self.dev.is_cuda)
                 for n, c in zip(self.config.data.table_sizes, self.capacities)]
-        stages = DeviceStages if self.plan_in is PlanIn.DEVICE else HostStages
+        stages = DeviceStages if self.plans_on_device else HostStages
         self.stages = stages(self.tables, pads, self.dev)
 
     def plan_setup(self, threads: int = 1) -> PlanSetup:
@@ -105,7 +105,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
                                    self.policy, self.hazards.holds, self.horizon, self.events.enabled,
                                    threads, self.native_planner, self.plan_shards,
-                                   str(self.device) if self.plan_in is PlanIn.DEVICE else None)
+                                   str(self.device) if self.plans_on_device else None)
 
     def _planner_threads(self, where: PlanIn) -> int:
         if self.planner_threads is not None:
