@@ -122,3 +122,24 @@ def test_the_gpu_path_runs_through_the_stand_in():
     copies = [d for c, d in runtime.calls_of() if c == "to_device" and d["non_blocking"]]
     assert copies and all(d["pinned"] for d in copies)        # the link timed from pinned memory
     assert any("host <-> device" in s for s in steps)
+
+
+@pytest.mark.parametrize("profile", ["this-cpu", "v100-pcie3", "a100-pcie4", "h100-pcie5", "h200"])
+def test_the_summary_names_every_constant_of_every_profile(quick_profile, profile):
+    """What `scratchkit calibrate` prints without --json (and what a learner reads of a GPU
+    profile): a line for every constant, whatever its kind (a figure, a curve, a table of calls)."""
+    from scratchkit.commands.tables import describe_hardware
+
+    hw = quick_profile if profile == "this-cpu" else hardware.get_hardware(profile)
+    text = describe_hardware(hw)
+    named = {line.split()[0] for line in text.splitlines()[1:]}
+    constants = {f for f in HardwareProfile.__dataclass_fields__
+                 if f not in ("name", "description", "origin", "sources", "device_is_host")}
+    assert constants <= named, sorted(constants - named)
+
+
+def test_calibrate_command_prints_its_summary(quick_profile, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("scratchkit.measure.calibrate.calibrate", lambda quick, progress, device: quick_profile)
+    assert main(["calibrate", "--quick", "--out", str(tmp_path / "mine.json")]) == 0
+    out = capsys.readouterr().out
+    assert "device_activation_rate" in out and "saved to" in out

@@ -71,21 +71,31 @@ def describe_hardware(hw: HardwareProfile) -> str:
     lines = [f"{hw.name}: {hw.description}", f"  origin: {hw.origin}" if hw.origin else ""]
     for name in ("host_stream_bw", "pcie_bw", "device_stream_bw"):
         lines.append(f"  {name:22s} {bw(getattr(hw, name)):>14s}  {src(name)}")
-    for name in ("host_gather", "host_scatter", "device_gather", "device_scatter"):
+    for name in ("host_gather", "host_scatter", "host_lookup", "host_update", "device_gather",
+                 "device_scatter", "device_lookup", "device_update", "host_tbe_lookup",
+                 "host_tbe_backward", "host_tbe_update"):
         curve = getattr(hw, name)
-        at = ", ".join(f"{table} {curve.bandwidth(64, size) / GB:.1f}" for table, size in
-                       (("1 MiB", 2**20), ("64 MiB", 2**26), ("256 MiB", 2**28)))
-        lines.append(f"  {name:22s} 64 B rows, GB/s: {at}  {src(name)}")
+        at = "not measured" if curve is None else "64 B rows, GB/s: " + ", ".join(
+            f"{table} {curve.bandwidth(64, size) / GB:.1f}" for table, size in
+            (("1 MiB", 2**20), ("64 MiB", 2**26), ("256 MiB", 2**28)))
+        lines.append(f"  {name:22s} {at}  {src(name)}")
     for name in ("host_sort", "host_numpy_sort", "device_sort"):
         curve = getattr(hw, name)
         at = ", ".join(f"{n}: {curve.at(n) / 1e6:,.0f}" for n in (2048, 82000))
         lines.append(f"  {name:22s} M key*log2(n)/s at n {at}  {src(name)}")
-    for name in ("host_sort_value_rate", "device_sort_value_rate", "device_activation_rate"):
+    for name in ("host_sort_value_rate", "device_sort_value_rate"):
         lines.append(f"  {name:22s} {getattr(hw, name) / 1e6:>10,.1f} M floats/s  {src(name)}")
+    curve = hw.device_activation_rate
+    lines.append(f"  {'device_activation_rate':22s} M floats/s at 64k floats a step: {curve.at(2**16) / 1e6:,.0f}, "
+                 f"at 4M: {curve.at(2**22) / 1e6:,.0f}  {src('device_activation_rate')}")
     for name in ("host_plan_lookup_rate", "host_plan_id_rate", "host_plan_miss_rate"):
         curve = getattr(hw, name)
         lines.append(f"  {name:22s} M/s per core, tables of 64k rows: {curve.at(2**16) / 1e6:,.1f}, "
                      f"of 1M: {curve.at(2**20) / 1e6:,.1f}  {src(name)}")
+    slots = hw.host_plan_slot_rate
+    lines.append(f"  {'host_plan_slot_rate':22s} " + ("not measured" if slots is None else
+                 f"M slots/s per core, scratchpads of 64k slots: {slots.at(2**16) / 1e6:,.1f}, "
+                 f"of 256k: {slots.at(2**18) / 1e6:,.1f}") + f"  {src('host_plan_slot_rate')}")
     for name in ("device_flops", "device_bmm_flops"):
         curve = getattr(hw, name)
         lines.append(f"  {name:22s} {curve.at(1e6) / 1e9:,.1f} GFLOP/s at 1 MFLOP a call, "
