@@ -123,6 +123,14 @@ def test_where_the_host_stages_run_is_chosen_and_checked():
         PlanIn.HOST_PROCESS.resolve(many, host_rows=False, ordered=True)
     with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
         PlanIn.HOST_PROCESS.resolve(many, host_rows=True, ordered=False)
+    # the device planner: from threads on a GPU, inline where its "device" is the CPU (inline.py),
+    # on threads for the hazard lab there too (Collect must run apart from the Write-backs)
+    assert PlanIn.DEVICE.resolve(many, host_rows=False, ordered=True, on_gpu=True) is PlanIn.DEVICE
+    assert PlanIn.DEVICE.resolve(many, host_rows=False, ordered=True) is PlanIn.INLINE
+    assert PlanIn.DEVICE.resolve(many, host_rows=False, ordered=False) is PlanIn.DEVICE
+    assert PlanIn.INLINE.resolve(1, host_rows=True, ordered=True, on_gpu=True) is PlanIn.INLINE
+    with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
+        PlanIn.INLINE.resolve(many, host_rows=False, ordered=False)
     with pytest.raises(ValueError, match="unknown planner place 'gpu'; choose from auto, "
                                          "host-process, process, thread"):
         PlanIn.parse("gpu")
@@ -137,6 +145,21 @@ def test_with_the_host_stages_in_a_process_the_trainer_runs_no_threads(tiny_conf
     assert set(during) == {before}
     threaded = ScratchPipeTrainer(config, planner="process")
     assert max(threading.active_count() for _ in threaded.train(20)) > before
+
+
+def test_the_device_planner_on_a_cpu_runs_inline_in_the_trainers_thread(tiny_config):
+    """Its stages are NumPy calls there: on threads they only took turns with Train for the GIL."""
+    from scratchkit.trainers.scratchpipe import DeviceScratchPipeTrainer
+
+    trainer = DeviceScratchPipeTrainer(small_scratchpad_config(tiny_config))
+    assert trainer.where_host_stages_run(20) is PlanIn.INLINE
+    before, records, during = threading.active_count(), [], set()
+    for record in trainer.train(20):
+        records.append(record)
+        during.add(threading.active_count())
+    assert during == {before} and all(r.hits == r.lookups for r in records)
+    assert max_diff_to_reference(trainer, trainer.source, 20) == 0.0
+    assert all(r.stage_seconds["plan"] > 0 and r.stage_seconds["insert"] > 0 for r in records)
 
 
 # --- errors in the planner process come back, naming the batch --------------------------------------

@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
 from scratchkit.data.in_memory import InMemoryDataset
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.device import Device
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import Hazards, PipelineError, ScratchPipeTrainer
 from scratchkit.measure.verify import verify
+from stand_ins import StandInCuda
 
 
 def config_with(base, capacity, depth, policy="furthest", kind=OptimizerKind.SGD):
@@ -225,9 +227,17 @@ def failing(stage: Stage, batch: int):
 
 
 # the pipelines: every host stage in one forked process (a CPU run's default), worker threads with
-# Plan in a process, and the device planner's (scratchpipe-device: Plan and the row moves on the
-# device, from threads)
-PIPELINES = ["host-process", "process", "device"]
+# Plan in a process, every stage in the trainer's thread, and the device planner's (scratchpipe-
+# device: Plan and the row moves on the device) as a CPU runs it (inline) and as a GPU does (from
+# threads: the stand-in CUDA runtime of tests/stand_ins.py)
+PIPELINES = ["host-process", "process", "inline", "device", "device-on-threads"]
+
+
+def pipeline(planner: str) -> dict:
+    """ScratchPipeTrainer's keywords for one of PIPELINES."""
+    if planner == "device-on-threads":
+        return {"planner": "device", "device": Device("cpu", StandInCuda())}
+    return {"planner": planner}
 
 
 @pytest.mark.parametrize("planner", PIPELINES)
@@ -236,7 +246,7 @@ def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage, plan
     minimum = smallest_capacity(tiny_config, 2, 20)
     source = SyntheticSource(tiny_config.data)
     trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9),
-                                 planner=planner)
+                                 **pipeline(planner))
     with pytest.raises((PipelineError, OSError)) as err:
         list(trainer.train(20))
     if stage is not Stage.TRAIN:
@@ -278,7 +288,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
             signal.raise_signal(signal.SIGINT)
 
     trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c,
-                                 planner=planner)
+                                 **pipeline(planner))
     seen = []
     with pytest.raises(KeyboardInterrupt):
         for record in trainer.train(30):
@@ -294,7 +304,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
 def test_leaving_the_loop_early_flushes(tiny_config, planner):
     minimum = smallest_capacity(tiny_config, 3, 25)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source, planner=planner)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source, **pipeline(planner))
     for record in trainer.train(25):
         if record.step == 10:
             break
@@ -370,14 +380,14 @@ def test_plan_shards_train_exactly_with_all_hits_at_their_minimum(tiny_config, s
 
 
 # --- each step's stage seconds are its own batch's -------------------------------------------------
-@pytest.mark.parametrize("planner", ["thread", "device", "host-process"])
+@pytest.mark.parametrize("planner", ["thread", "device", "device-on-threads", "host-process", "inline"])
 def test_a_steps_stage_seconds_are_its_own_batchs_whatever_ran_beside_it(tiny_config, planner):
     """The pipeline runs later batches' Plan and Collect while Train(b) runs; Train(b)'s record
     must carry batch b's seconds in every stage, not whatever was recorded since the last step (a
     short timed run read Plan as 0 ms once the planner had run ahead of it)."""
     minimum = smallest_capacity(tiny_config, 2, 12)
     train_slowly = lambda stage, b: time.sleep(0.02) if stage is Stage.TRAIN and b == 0 else None
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), planner=planner, stage_hook=train_slowly)
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), stage_hook=train_slowly, **pipeline(planner))
     records = list(trainer.train(12))
     for record in records:
         events = trainer.events.stages_of(record.step)

@@ -28,7 +28,8 @@ No overlap is assumed inside a stage. Across stages (`project`):
   write-back thread's; the link (rows Collect reads over it, rows written back); the device's
   cores (every stage's kernels, not their launches: while a thread launches, the other streams'
   kernels run); and the interpreter (every launch of every thread, one at a time). On a CPU run
-  it is priced as `scratchpipe`'s CPU run: the host stages against Train, over the cores.
+  its stages run inline, one after another in the trainer's thread (scratchpipe/inline.py): the
+  step is their sum.
 
 What is not modelled: the `data` stage (making the batch; in a real input pipeline it overlaps
 training, and the kit's synthetic generator is not what is measured): a validation run passes
@@ -42,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from scratchkit.config import TrainConfig
 from scratchkit.measure.hardware import HardwareProfile, get_hardware
 from scratchkit.measure.stages import PIPELINED, TRAINERS, stage_work
+from scratchkit.trainers import TrainerKind
 from scratchkit.measure.work import StepWork, Work, mlp_flops
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
@@ -49,6 +51,7 @@ __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "validate", "work_for_bench", "TRAINERS"]
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
+DEVICE_PLANNED = TrainerKind.SCRATCHPIPE_DEVICE.value
 
 
 @dataclass
@@ -95,8 +98,8 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
         train = sum(step_stages.values()) + extra_s
         bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
         return made(max(train, ahead), bound, True, {"train": train, "prefetch": ahead})
-    if trainer not in PIPELINED:
-        step = sum(stages.values()) + extra_s
+    if trainer not in PIPELINED or (trainer == DEVICE_PLANNED and hw.device_is_host):
+        step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})
     groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s)
     bound = max(resources, key=resources.get)

@@ -8,7 +8,10 @@
                          for calls too short to be worth a process
     PlanIn.DEVICE        Plan and the row moves on the device (device_plan.py, device_moves.py),
                          issued from the threads driver's threads: the host keeps only the order
-                         of the batches (`scratchpipe-device`)
+                         of the batches (`scratchpipe-device`). Where the device is the host's
+                         CPU, it resolves to INLINE
+    PlanIn.INLINE        every stage of a batch in the trainer's thread, just before its Train
+                         (inline.py): nothing overlaps, nothing contends for the GIL
 
 Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
 (schedule.py), and the plans are the same: Plan(b) depends on the data alone.
@@ -24,6 +27,7 @@ from scratchkit.choices import parse_choice
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.forked import ForkedStages
 from scratchkit.scratchpipe.host_process import HostProcess
+from scratchkit.scratchpipe.inline import InlineStages
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, Planned
 from scratchkit.scratchpipe.threads import ThreadStages
 
@@ -40,14 +44,21 @@ class PlanIn(str, Enum):
     PROCESS = "process"            # Plan in a forked process; the rest on the trainer's threads
     THREAD = "thread"              # every host stage on the trainer's threads
     DEVICE = "device"              # Plan and the row moves on the device, from the trainer's threads
+    INLINE = "inline"              # every stage in the trainer's thread, one batch after another
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
         return parse_choice(cls, name, "planner place ")
 
-    def resolve(self, steps: int, *, host_rows: bool, ordered: bool) -> "PlanIn":
+    def resolve(self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False) -> "PlanIn":
         """The place for a call of `steps` steps. `host_rows`: the row stores and host tables are
-        in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off."""
+        in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off;
+        `on_gpu`: the trainer's device is a GPU."""
+        if self is PlanIn.DEVICE and not on_gpu and ordered:
+            return PlanIn.INLINE   # NumPy calls on threads only take turns with Train (inline.py)
+        if self is PlanIn.INLINE and not ordered:
+            raise ValueError("planner='inline' runs each batch's stages in order, so the "
+                             "write-back-order hazard cannot happen there: use 'thread'")
         if self is PlanIn.HOST_PROCESS:
             if not host_rows:
                 raise ValueError("planner='host-process' needs the scratchpad in host memory, made "
@@ -68,6 +79,8 @@ def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: 
     """The driver of batches start..stop-1, its stages started (`where`: resolved)."""
     if where is PlanIn.HOST_PROCESS:
         return HostProcess(stages, schedule, plan_ahead, start, stop, clock, hook)
+    if where is PlanIn.INLINE:
+        return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook)
     plans = (ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS
              else LocalPlans(plan_ahead, clock))
     return ThreadStages(stages, schedule, plans, start, stop, clock, hook)

@@ -37,7 +37,7 @@ class HostProcess:
     def __init__(self, stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, start: int,
                  stop: int, clock, hook=None):
         self.stages, self.schedule, self.clock, self.hook, self.stop_index = stages, schedule, clock, hook, stop
-        body = _host_stages(stages, schedule, plan_ahead, trace=clock.log.enabled)
+        body = stages_in_order(stages, schedule, plan_ahead, _what_train_reads(clock.log.enabled))
         self.forked = ForkedStages("host", body, start, stop, plan_ahead.plan_bytes(start),
                                    slots=schedule.depth + 2, hook=hook)
 
@@ -71,8 +71,10 @@ class HostProcess:
         self.forked.close(finished)
 
 
-def _host_stages(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, trace: bool):
-    """The body the forked process runs for batch b: every host stage, in order (forked.py)."""
+def stages_in_order(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, handed=lambda p: p):
+    """The body that runs batch b's every host stage, in order, where `child` runs each one:
+    the forked process here, the trainer's own thread in inline.py. `handed`: what of Plan(b)
+    goes on to Train."""
     def body(b: int, child: ChildSide) -> Planned | None:
         planned = child.stage(Stage.PLAN, b, plan_ahead.plan, b)
         item = InFlight(b, planned.batch, planned.tables)
@@ -82,20 +84,23 @@ def _host_stages(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, 
         with stages.lock:   # a live flush sees the slots between batches only
             for stage in EVICTING_STAGES:
                 child.stage(stage, b, stages.evicting(stage), item)
-        return _what_train_reads(planned, trace)
+        return handed(planned)
     return body
 
 
-def _what_train_reads(planned: Planned, trace: bool) -> Planned:
+def _what_train_reads(trace: bool):
     """Planned(b) without the arrays only the host stages read, nor, with the event trace off,
     those only the trace reads: less to copy into the ring and out of it, every step."""
     none = np.empty(0, dtype=np.int64)
-    for plan in planned.tables:   # the counts of fetched and written-back rows stay
-        plan.miss_ids = plan.miss_slots = plan.victim_ids = plan.victim_slots = none
-        if not trace:
-            plan.decision = replace(plan.decision, hit=np.empty(0, dtype=bool), victim_ids=none,
-                                    victim_slots=none)
-    return planned
+
+    def strip(planned: Planned) -> Planned:
+        for plan in planned.tables:   # the counts of fetched and written-back rows stay
+            plan.miss_ids = plan.miss_slots = plan.victim_ids = plan.victim_slots = none
+            if not trace:
+                plan.decision = replace(plan.decision, hit=np.empty(0, dtype=bool), victim_ids=none,
+                                        victim_slots=none)
+        return planned
+    return strip
 
 
 class _LockOrDead:

@@ -115,9 +115,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         return max(1, min(len(self.capacities) * self.plan_shards, (os.cpu_count() or 1) - 1))
 
     def where_host_stages_run(self, steps: int) -> PlanIn:
-        """THREAD, PROCESS or HOST_PROCESS for a call of `steps` steps (see PlanIn.resolve)."""
+        """Where this call's stages run, resolved for a call of `steps` steps (PlanIn.resolve)."""
         return self.plan_in.resolve(steps, host_rows=self.host_rows,
-                                    ordered=self.hazards.write_back_order)
+                                    ordered=self.hazards.write_back_order, on_gpu=self.dev.is_cuda)
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
