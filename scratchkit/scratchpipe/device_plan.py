@@ -198,8 +198,7 @@ class DevicePlans:
         candidate[hit_slots] = False                           # never evict this batch's own hits
         candidate &= xp.asarray(short > 0)[self.table_of_slot]
         slots = xp.flatnonzero(candidate)                       # [C] ascending: by table
-        table = self.table_of_slot[slots]
-        have = _host(xp, xp.bincount(table, minlength=len(short)))
+        have = _host(xp, xp.bincount(self.table_of_slot[slots], minlength=len(short)))
         if (have < short).any():
             t = int(np.flatnonzero(have < short)[0])
             raise RuntimeError(f"table {t}: need {short[t]} victims but only {have[t]} slots are "
@@ -207,11 +206,15 @@ class DevicePlans:
         urgency = (self._urgency(b, stop) if self.policy is VictimPolicy.FURTHEST
                    else xp.zeros(len(self.slot_ids), dtype=xp.int64))
         levels = stop - b + 1                                  # urgency in [0, stop-1-b]
-        order = xp.argsort(self.engine.victim_keys(slots, self.table_of_slot, urgency, self.last_trained,
-                                                   levels, b, len(self.slot_ids)))
+        keys = self.engine.victim_keys(slots, self.table_of_slot, urgency, self.last_trained,
+                                       levels, b, len(self.slot_ids))
+        # the keys are distinct and end in the slot (key % S): sorting the keys alone orders the
+        # slots, cheaper than an argsort and the gathers through its permutation
+        ordered = xp.sort(keys) % len(self.slot_ids)           # [C] by table, then as evicted
+        table = self.table_of_slot[ordered]
         first = xp.asarray(np.concatenate([[0], np.cumsum(have)[:-1]]))   # [T] where each table starts
-        rank = xp.arange(len(slots)) - first[table[order]]
-        return xp.sort(slots[order][rank < xp.asarray(short)[table[order]]])
+        rank = xp.arange(len(slots)) - first[table]
+        return xp.sort(ordered[rank < xp.asarray(short)[table]])
 
     def _urgency(self, b: int, stop: int):
         """[S] how soon each slot's id is needed in b+1 .. stop-1: H+1-k for batch b+k (H batches
