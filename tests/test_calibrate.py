@@ -47,6 +47,12 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
     assert 0 < p.host_tbe_lookup.seconds_per_row(64, 2**18, 1024) < p.host_tbe_lookup.seconds_per_row(64, 2**26, 1024)
     assert p.host_tbe_backward.seconds_per_row(64, 1.0, 128) > 0 and p.host_tbe_update.seconds_per_row(64, 2**22, 1024) > 0
     assert all(p.sources.get(k) for k in ("host_tbe_lookup", "host_tbe_backward", "host_tbe_update"))
+    # scratchpipe-device as this CPU runs it: the map's probes (slower in a larger map), a kernel
+    # of the host build (dearer than a NumPy call: ctypes and the arrays' checks), Plan per table
+    probes = p.device_map_probe_rate
+    assert probes.at(2**14) > probes.at(2**18) > 0 and p.sources.get("device_map_probe_rate")
+    assert p.host_calls["kernel"] > p.host_calls["numpy"] and p.device_calls["kernel"] == p.host_calls["kernel"]
+    assert p.host_calls["device_plan_table"] > 0
 
 
 def test_the_json_round_trips(quick_profile, tmp_path):

@@ -66,6 +66,11 @@ def test_each_unit_of_work_is_priced_as_worked_by_hand():
     evicting = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 1.0),))
     assert evicting.seconds(toy(host_plan_slot_rate=RateCurve.constant(1e8))) == pytest.approx(0.05)
     assert evicting.seconds(hw) == pytest.approx(0.03)
+    # the scratchpad's hash map: 1e6 probes at a measured 1e8 a second = 0.01 s; a profile
+    # without the rate reads a bucket (16 B) per probe from the map's 2 buckets a slot: 1 ns each
+    probes = Work(device_probes=((1e6, 4096),))
+    assert probes.seconds(toy(device_map_probe_rate=RateCurve.constant(1e8))) == pytest.approx(0.01)
+    assert probes.seconds(hw) == pytest.approx(1e6 * 1e-9)
     # the same work on the device is priced by the device's numbers; on_host moves it over
     moved = Work(device_stream=1e9, device_calls=(("op", 1),)).on_host()
     assert moved.device_stream == 0 and moved.host_stream == 1e9 and moved.host_calls == (("op", 1),)
@@ -181,7 +186,7 @@ def test_the_pipeline_is_bound_by_its_slowest_resource(name):
 
 def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight():
     """scratchpipe-device plans every table at once: its launches a batch do not grow with the
-    tables (the per-id work does), and none of its Plan is host work."""
+    tables (the per-id work does), and its Plan's only host work is cutting each table's plan out."""
     one = one_table(lookups=8_000, unique=5_000, rows=100_000, capacity=20_000).with_counters(500, 400, 1)
     eight = replace(one, tables=one.tables * 8).with_counters(4000, 3200, 8)
     hw = get_hardware("h100-pcie5")
@@ -189,14 +194,16 @@ def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight(
     assert plans[0].launch_seconds(hw) == pytest.approx(plans[1].launch_seconds(hw))
     assert plans[0].launch_seconds(hw) > 0
     assert plans[1].device_seconds(hw) > plans[0].device_seconds(hw)
-    assert all(p.host_seconds(hw) == 0 for p in plans)
+    cut = hw.call(False, "device_plan_table")
+    assert [p.host_seconds(hw) for p in plans] == pytest.approx([cut, 8 * cut]) and cut > 0
     host = stage_work("scratchpipe", eight, hw)["plan"]
     assert host.host_seconds(hw) > 0 and host.device_seconds(hw) == 0
 
 
 def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     """On a GPU: the trainer's thread (Train), the device's cores (every stage's kernels, not their
-    launches), the link (rows read by Collect, rows written back), the interpreter (every launch)."""
+    launches), the link (rows read by Collect, rows written back), the interpreter (every launch,
+    and Plan's Python cutting each table's plan out)."""
     hw = get_hardware("h100-pcie5")
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
     p = project("scratchpipe-device", w, hw)
@@ -206,7 +213,9 @@ def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     assert p.resource_seconds["train"] == pytest.approx(p.stage_seconds["train"])
     assert p.resource_seconds["device"] == pytest.approx(
         sum(part.device_seconds(hw) - part.launch_seconds(hw) for part in parts.values()))
-    assert p.resource_seconds["interpreter"] == pytest.approx(sum(part.launch_seconds(hw) for part in parts.values()))
+    assert p.resource_seconds["interpreter"] == pytest.approx(
+        sum(part.launch_seconds(hw) + part.host_seconds(hw) for part in parts.values()))
+    assert parts["plan"].host_seconds(hw) == pytest.approx(hw.call(False, "device_plan_table"))
     assert p.resource_seconds["pcie"] == pytest.approx(
         max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw)))
     assert parts["collect"].pcie == 5000 * 16 * 4                # every missed row crosses once

@@ -96,6 +96,10 @@ def describe_hardware(hw: HardwareProfile) -> str:
     lines.append(f"  {'host_plan_slot_rate':22s} " + ("not measured" if slots is None else
                  f"M slots/s per core, scratchpads of 64k slots: {slots.at(2**16) / 1e6:,.1f}, "
                  f"of 256k: {slots.at(2**18) / 1e6:,.1f}") + f"  {src('host_plan_slot_rate')}")
+    probes = hw.device_map_probe_rate
+    lines.append(f"  {'device_map_probe_rate':22s} " + ("not measured: priced as bucket reads" if probes is None else
+                 f"M probes/s, maps of 64k slots: {probes.at(2**16) / 1e6:,.1f}, of 1M: {probes.at(2**20) / 1e6:,.1f}")
+                 + f"  {src('device_map_probe_rate')}")
     for name in ("device_flops", "device_bmm_flops"):
         curve = getattr(hw, name)
         lines.append(f"  {name:22s} {curve.at(1e6) / 1e9:,.1f} GFLOP/s at 1 MFLOP a call, "

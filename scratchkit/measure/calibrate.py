@@ -9,7 +9,8 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
                             in-cache against beyond-cache, interpolated by the table's bytes
     host_calls              the fixed cost of each kit call (a lookup, a backward, an update per
                             optimizer, the dense step's base and per layer, a torch op, a NumPy
-                            call, np.unique) on tiny inputs, where nothing else is left
+                            call, np.unique, a kernel of the .cu files as this CPU runs it) on
+                            tiny inputs, where nothing else is left
     host_sort               embedding_backward (the kit's coalescing) at 512-128k lookups of dim
                             16 and 64: the part that grows with the dim is `host_sort_value_rate`,
                             the rest, in n log2 n, the sort rate at each n
@@ -19,6 +20,8 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
                             distinct ids/s and misses/s planning, slots/s choosing victims, and
                             its costs per table and batch (plan_timings.py)
     host_tbe_*              the table-batched C++ lookup, backward and SGD (tbe_timings.py)
+    device_map_probe_rate   (no GPU) the kernels' hash map probed as scratchpipe-device's Plan
+                            does, by the map's slots (plan_timings.py)
 
 Times on the CPU are the calling thread's CPU time, the median of several runs, each after a
 flush and on fresh inputs (kit_timings.py says why).
@@ -38,12 +41,14 @@ from typing import Callable
 import numpy as np
 import torch
 
+from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
-from scratchkit.measure.plan_timings import plan_call_seconds, plan_rates, plan_slot_rate
+from scratchkit.measure.plan_timings import (device_plan_table_seconds, map_probe_rate, plan_call_seconds, plan_rates,
+                                             plan_slot_rate)
 from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
 
 Progress = Callable[[str], None]
@@ -61,7 +66,16 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
         if device is None and torch.cuda.is_available():
             from scratchkit.device import Device
             device = Device("cuda")
-        profile = cpu_as_device(host, sources) if device is None else measure_device(device, host, sources, quick, say)
+        if device is None:
+            say("the scratchpad's hash map, as scratchpipe-device probes it on this CPU")
+            probes, probe_source = map_probe_rate(quick)
+            profile = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
+            profile.sources["device_map_probe_rate"] = probe_source
+        else:
+            profile = measure_device(device, host, sources, quick, say)
+        say("scratchpipe-device's Plan per table, beyond what the rest prices")
+        table = {"device_plan_table": device_plan_table_seconds(profile)}
+        profile = replace(profile, host_calls=profile.host_calls | table, device_calls=profile.device_calls | table)
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -163,8 +177,13 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
     small, pick = [np.arange(16) + t for t in range(TABLES)], np.array([1, 2])
     kinds = (lambda t: small[t][pick], lambda t: small[t].__setitem__(pick, 3),
              lambda t: np.flatnonzero(small[t] > 3), lambda t: np.zeros(16, dtype=bool))
+    # a kernel of the .cu files as this CPU runs it (the host build, else the NumPy twin): to_local
+    engine = make_engine(resolve(EngineKind.AUTO, "cpu"))
+    starts, of_slot = np.array([0, 8, 16]), np.repeat(np.arange(2), 8)
     return {"numpy": float(np.mean([bench.per_call(f) for f in kinds])),
-            "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True))}
+            "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
+            "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
+            "device_plan_table": 0.0}   # measured last, beyond what the finished profile prices
 
 
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
@@ -218,6 +237,8 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
     calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch", "plan_victims")}   # on the host
+    calls["kernel"] = calls["op"]   # assumption: a CuPy kernel's launch costs what a torch op's does
+    calls["device_plan_table"] = host["host_calls"]["device_plan_table"]   # Python: on the host
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])

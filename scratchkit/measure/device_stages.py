@@ -17,31 +17,35 @@ device's kernels (scratchpipe/device_moves.py), so its per-id and per-row work i
 - Train: what scratchpipe's Train does, its hit check and marks on the device's bookkeeping.
 
 Where the device is the host's CPU (`cpu=True`) the same code runs on NumPy arrays: each op is a
-NumPy call, each sort NumPy's, and the working set is `lookahead.WorkingSets`' bitmap where the
-tables are small next to the batch (a mark per lookup, a pass over the rows), as it runs there.
+NumPy call, each kernel the host build's call, each probe of the map at the rate `calibrate`
+measured for it, each sort NumPy's, and the working set is `lookahead.WorkingSets`' bitmap where
+the tables are small next to the batch (a mark per lookup, a pass over the rows), as it runs
+there. Plan's Python per table (cutting each table's plan out) is a host call on both; Train's
+check runs on the row stores' host books there, as scratchpipe's does.
 """
 from __future__ import annotations
 
-from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
 from scratchkit.measure import kit
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 from scratchkit.scratchpipe.lookahead import WorkingSets
 
-BUCKET_BYTES = 16          # a hash-map bucket: key and slot, int64 each
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
 # fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
 # a sync):
-PLAN_OPS = 59              # array ops a batch, every table at once: see, shortfall, plan, retire
+PLAN_OPS = 47              # array ops a batch, every table at once: see, shortfall, plan, retire
+PLAN_KERNELS = 12          # and the .cu files' kernels: 2 map queries, an insert, an erase, 7 table-local
+                           # cuts, the misses' slots
 PLAN_SYNCS = 11            # waits for the device a batch (lengths, the tables' bounds)
-VICTIM_OPS = 26            # more ops a batch that evicts, beyond HORIZON_OPS per batch of the horizon
-HORIZON_OPS = 2            # a probe of the map and a scatter of urgencies
+VICTIM_OPS = 24            # more ops a batch that evicts, beyond those per batch of the horizon,
+VICTIM_KERNELS = 1         # and the victims' keys
+HORIZON_OPS = 1            # per batch of the horizon: a scatter of urgencies, and a probe of the map
 VICTIM_SYNCS = 4           # the hits' slots, the candidates, their count per table, the chosen
 UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
 
 
 def _probe(ids: float, slots: float) -> Work:
-    """`ids` probes of the hash map over `slots` slots (a random bucket each)."""
-    return kit.gather(True, ids, BUCKET_BYTES, BUCKETS_PER_SLOT * slots * BUCKET_BYTES)
+    """`ids` probes of the hash map over `slots` slots (work.py prices them)."""
+    return Work(device_probes=((ids, slots),)) if ids else Work()
 
 
 def _slot_writes(count: float, slots: float) -> Work:
@@ -52,6 +56,11 @@ def _slot_writes(count: float, slots: float) -> Work:
 def _ops(count: float, cpu: bool) -> Work:
     """`count` array ops: kernel launches on a GPU, NumPy calls where the device is the CPU."""
     return kit.numpy_calls(count) if cpu else kit.calls(True, "op", count)
+
+
+def _kernels(count: float) -> Work:
+    """`count` kernels of the .cu files: launches on a GPU, the host build's calls on a CPU."""
+    return kit.calls(True, "kernel", count)
 
 
 def _sort(keys: float, count: float, cpu: bool) -> Work:
@@ -76,21 +85,25 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool
             + _probe(2 * U, S) + kit.stream(True, 4 * S * ID_BYTES)           # shortfall, plan; free, held
             + _probe(M, S) + _slot_writes(3 * M + 2 * U, S)                   # insert; ids, dirty, marks, retire
             + kit.gather(True, N, ID_BYTES, U * ID_BYTES)                     # every lookup's slot
-            + _ops(PLAN_OPS, cpu) + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))   # the ids in
+            + _ops(PLAN_OPS, cpu) + _kernels(PLAN_KERNELS)
+            + kit.calls(False, "device_plan_table", len(w.tables))                # each table's plan cut out
+            + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))                # the ids in
     evicting = [(t, v) for t, v in zip(w.tables, written) if v]
     if evicting:
         candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
         work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
                  + _slot_writes(f * H * U, S) + _sort(candidates, f, cpu)
                  + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
-                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + Work(pcie_copies=f * VICTIM_SYNCS))
+                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + _kernels(f * (VICTIM_KERNELS + H))
+                 + Work(pcie_copies=f * VICTIM_SYNCS))
     return work
 
 
 def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work]:
     """Plan, Collect, Write-back, Transfer (nothing), Insert and Train of one batch. `train`:
-    scratchpipe's Train less its host-side hit check and marks (stages.py). `cpu`: the device is
-    the host's CPU (the module note)."""
+    scratchpipe's Train less its host-side hit check and marks (stages.py), to which its check on
+    the device is added; `cpu`: the device is the host's CPU (the module note), where the row
+    stores keep their books on the host and `train` is scratchpipe's own."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
@@ -105,9 +118,10 @@ def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> di
                                    + Work(pcie=v * rb)                            # written over the link
                                    + kit.scatter(True, v, rb, t.rows * rb))       # into the host table
         insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)                 # dirty bits, ids
-    for t in w.tables:                    # Train's hit check and marks, on the device's bookkeeping
-        train += (kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES) + kit.stream(True, 2 * t.unique * ID_BYTES)
-                  + _slot_writes(2 * t.unique, t.capacity) + _ops(4, cpu))
-    train += _ops(2, cpu) + Work(pcie_copies=1)               # every table's check as one answer
+    if not cpu:                           # Train's hit check and marks, on the device's bookkeeping
+        for t in w.tables:
+            train += (kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES) + kit.stream(True, 2 * t.unique * ID_BYTES)
+                      + _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 4))
+        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)   # every table's check as one answer
     return {"plan": plan_work(w, fetched, written, cpu), "collect": collect, "write_back": write_back,
             "transfer": Work(), "insert": insert, "train": train}

@@ -137,11 +137,14 @@ CALL_OPS = {
     "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
     "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
     "plan_victims": 8,        # and per table that evicts: its victim choice beyond the pass over the slots
+    "kernel": 1,              # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
+                              # host build's call on a CPU (ctypes, its arrays' checks: ~5x a NumPy call)
+    "device_plan_table": 8,   # scratchpipe-device's Plan, per table (host Python): its part of the plan
 }
 
 
 # calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
-LATER_CALLS = frozenset({"plan_batch", "plan_victims"})
+LATER_CALLS = frozenset({"plan_batch", "plan_victims", "kernel", "device_plan_table"})
 
 
 class OutdatedProfileError(ValueError):
@@ -212,6 +215,10 @@ class HardwareProfile:
     # slot's urgency counted, plan_loop.c's choose_victims), by the scratchpad's slots, once per
     # table and batch with a victim. None (a profile saved before it was measured): not priced
     host_plan_slot_rate: RateCurve | None = None
+    # the scratchpad's hash map (kernels/hashmap.cu), as scratchpipe-device probes it: probes/s
+    # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
+    # measured): priced as a random read of one bucket per probe (device_gather)
+    device_map_probe_rate: RateCurve | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
 

@@ -169,3 +169,67 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
     table = max((eight - two) / 6, 0.0)
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
     return max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0)
+
+
+MAP_SLOTS = ((2**14, 2**18), (2**12, 2**16, 2**20))   # the hash map's slots it is timed at (quick, full)
+PROBES = 2**14                                       # ids a query: a batch's distinct ids, about
+
+
+def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
+    """Probes/s of the scratchpad's hash map on this CPU's engine (the host build of hashmap.cu,
+    else its NumPy twin), as scratchpipe-device's Plan queries it: a full map of S slots, 16k
+    ids a query, half of them in it, in random order. The time of a 64-id query is taken out
+    (the call's own cost is an op of its stage). -> (rate by slots, source)."""
+    from scratchkit.kernels.engine import EngineKind, make_engine, resolve
+    from scratchkit.scratchpipe.device_map import DeviceSlotMap
+
+    engine, rng, repeats = make_engine(resolve(EngineKind.AUTO, "cpu")), np.random.default_rng(7), 3 if quick else 7
+    points = []
+    for slots in MAP_SLOTS[not quick]:
+        resident = rng.choice(4 * slots, slots, replace=False).astype(np.int64)
+        table = DeviceSlotMap(slots, engine)
+        table.insert(resident, np.arange(slots, dtype=np.int64))
+
+        def seconds(n: int) -> float:
+            ids = [rng.permutation(np.concatenate([rng.choice(resident, n // 2), rng.integers(4 * slots, 8 * slots, n - n // 2)]))
+                   for _ in range(repeats)]
+            taken = []
+            for query in ids:
+                start = time.thread_time()
+                table.query(query)
+                taken.append(time.thread_time() - start)
+            return float(np.median(taken))
+        points.append((slots, (PROBES - 64) / max(seconds(PROBES) - seconds(64), 1e-9)))
+    return RateCurve(tuple(points)), (f"the kernels' hash map on this CPU ({engine.name} engine), full maps of "
+                                      f"{MAP_SLOTS[not quick]} slots, {PROBES} ids a query (half in it), less a "
+                                      f"64-id query's time, median of {repeats}, CPU time")
+
+
+def device_plan_table_seconds(profile) -> float:
+    """What scratchpipe-device's Plan costs per table beyond what `profile` prices (its loop
+    cutting each table's plan out of the joined arrays, host Python): Plan on this CPU at 2 and
+    26 tables of 256 rows, 8 lookups a table and batch (so the per-id work is a few percent),
+    each less its priced work (device_stages.plan_work on `profile`), the difference per table.
+    Wall time less the batches' reading, median, past the filling."""
+    from scratchkit.config import CacheParams, DataConfig
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.measure.device_stages import plan_work
+    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.measure.work import StepWork
+
+    def unpriced(tables: int) -> float:
+        config = TrainConfig(data=DataConfig(table_sizes=(256,) * tables, pooling=1, batch_size=8, num_dense=1,
+                                             zipf=0.8, num_batches=64), cache=CacheParams(capacity=256))
+        source, taken, moved = SyntheticSource(config.data), [], []
+        planner = fresh_planner(config, source, device="cpu")
+        for b in range(40):
+            start = time.perf_counter()
+            planned = planner.plan(b)
+            taken.append(time.perf_counter() - start - planned.read_seconds)
+            moved.append([sum(getattr(p, k) for p in planned.tables) for k in ("fetched_rows", "written_back_rows")]
+                         + [sum(p.victims > 0 for p in planned.tables)])
+        fetched, written, evicting = np.mean(moved[16:], axis=0)
+        work = StepWork.from_config(config, source, batches=8, start=16).with_counters(fetched, written, evicting)
+        priced = plan_work(work, work.share(work.fetched_rows), work.share(work.written_back_rows, evicting_only=True), cpu=True)
+        return float(np.median(taken[16:])) - priced.seconds(profile)
+    return max((unpriced(26) - unpriced(2)) / 24, 0.0)

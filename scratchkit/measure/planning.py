@@ -7,9 +7,10 @@ import numpy as np
 from scratchkit.config import TrainConfig
 
 
-def fresh_planner(config: TrainConfig, source, threads: int = 1):
+def fresh_planner(config: TrainConfig, source, threads: int = 1, device: str | None = None):
     """A `PlanAhead` over `source` with every scratchpad empty, the trainer's depth, victim policy
-    and horizon (4 x (depth + 1)) and plan shards, `threads` planners at once."""
+    and horizon (4 x (depth + 1)) and plan shards, `threads` planners at once; `device`: the
+    device planner's (scratchpipe-device) on that torch device's engine."""
     from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 
     sizes = tuple(config.data.table_sizes)
@@ -20,5 +21,5 @@ def fresh_planner(config: TrainConfig, source, threads: int = 1):
                       slot_ids=tuple(np.full(c, -1, np.int64) for c in capacities),
                       dirty=tuple(np.zeros(c, bool) for c in capacities),
                       last_trained=tuple(np.full(c, -1, np.int64) for c in capacities), threads=threads,
-                      shards=config.cache.plan_shards)
+                      shards=config.cache.plan_shards, device=device)
     return PlanAhead(setup, source, 0)

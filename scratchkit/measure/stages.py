@@ -182,6 +182,8 @@ def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: b
     if trainer == "scratchpipe":
         return scratchpipe_stages(w, device_batched)
     if trainer == "scratchpipe-device":   # Train as scratchpipe's, its check on the device (device_stages.py)
+        if device_is_host:                # where the device is the CPU, the very same Train (rows.py)
+            return device_scratchpipe_stages(w, scratchpipe_stages(w, device_batched)["train"], cpu=True)
         train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=device_batched).values())
-        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1), cpu=device_is_host)
+        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1))
     raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")

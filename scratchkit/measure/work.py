@@ -34,11 +34,13 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from scratchkit.config import OptimizerKind, TrainConfig
+from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
 from scratchkit.measure.hw_profile import HardwareProfile, sort_units
 
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
 CACHED_BYTES = 2.0**18    # a table this small stays in a core's cache (the curves' smallest)
+BUCKET_BYTES = 16         # a bucket of the scratchpad's hash map: key and slot, int64 each
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Work:
     device_mm: tuple = ()         # (FLOPs per call, calls)
     device_bmm: tuple = ()        # (FLOPs per matrix, matrices)
     device_activations: float = 0.0   # floats the dense step's elementwise ops move
+    device_probes: tuple = ()     # (ids, map slots): probes of the scratchpad's hash map (hashmap.cu)
     touched_rows: float = 0.0     # distinct rows the whole step touches (0: not known)
 
     def __add__(self, other: "Work") -> "Work":
@@ -150,7 +153,17 @@ class Work:
                 + sum(count * hw.call(True, name) for name, count in self.device_calls)
                 + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
                 + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
-                + self.device_activations / hw.device_activation_rate.at(self.device_activations))
+                + self.device_activations / hw.device_activation_rate.at(self.device_activations)
+                + self._probes(hw))
+
+    def _probes(self, hw: HardwareProfile) -> float:
+        """The hash map's probes: at the measured rate by the map's slots where there is one,
+        else as random reads of one bucket each from the map's buckets."""
+        rate = hw.device_map_probe_rate
+        if rate is not None:
+            return sum(n / rate.at(slots) for n, slots in self.device_probes)
+        buckets = lambda slots: self._footprint(BUCKETS_PER_SLOT * slots * BUCKET_BYTES, BUCKET_BYTES)
+        return sum(hw.device_gather.seconds(n, BUCKET_BYTES, buckets(slots)) for n, slots in self.device_probes)
 
 
 def _sorts(sorts: tuple, torch_rate, numpy_rate) -> float:
