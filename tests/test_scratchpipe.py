@@ -394,3 +394,32 @@ def test_a_steps_stage_seconds_are_its_own_batchs_whatever_ran_beside_it(tiny_co
         for stage in (Stage.COLLECT, Stage.INSERT, Stage.TRAIN):
             ran = sum(e.end - e.start for e in events if e.stage is stage)
             assert record.stage_seconds[stage.value] == pytest.approx(ran, rel=1e-9, abs=1e-12), (record.step, stage)
+
+
+class SlowReads:
+    """A source whose every batch takes `seconds` to read: slower than planning it."""
+
+    def __init__(self, source, seconds: float = 0.01):
+        self.source, self.seconds = source, seconds
+        self.table_sizes, self.num_dense = source.table_sizes, source.num_dense
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def batch(self, index: int):
+        time.sleep(self.seconds)
+        return self.source.batch(index)
+
+
+@pytest.mark.parametrize("planner", ["thread", "process", "host-process", "inline", "device"])
+def test_no_stage_takes_negative_time_when_reading_is_slower_than_planning(tiny_config, planner):
+    """Plan's stage is its time less the reading it did (the step's `data`); a driver that reads the
+    first batch before Plan starts (to size the plan ring) must not subtract that reading from it."""
+    minimum = smallest_capacity(tiny_config, 2, 12)
+    source = SlowReads(SyntheticSource(tiny_config.data))
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, planner=planner)
+    records = list(trainer.train(12))
+    assert all(v >= 0 for r in records for v in r.stage_seconds.values()), [r.stage_seconds for r in records[:2]]
+    # each batch's reading, once, by a stage: but the first, read as the call starts to size the
+    # plan ring (process drivers), like the fork before it
+    assert all(r.stage_seconds["data"] >= 0.009 for r in records[1:])

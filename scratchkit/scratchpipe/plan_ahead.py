@@ -156,8 +156,12 @@ class PlanAhead:
             self._seen_upto = index
 
     def plan_bytes(self, b: int) -> int:
-        """A generous bound on the bytes of arrays in Planned(b): the plan ring's slot size."""
+        """A generous bound on the bytes of arrays in Planned(b): the plan ring's slot size. Its
+        reading is the call's start-up (like the fork), no stage's: were it counted, Plan(b) would
+        subtract reading it did not do, and read less than nothing when reading is slow."""
+        read = self._read
         self._see_upto(b)
+        self._read = read
         batch = self._batches[b]
         # per lookup: the batch's id and lookup_slots, and at most ten arrays of the working set
         per_table = sum(12 * len(ids) + capacity + len(offsets) + 1 for ids, offsets, capacity in
