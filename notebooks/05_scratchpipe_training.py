@@ -59,8 +59,10 @@ stage_breakdown(results)
 # they add up to more than the step: Plan, Collect and Write-back of later batches run *while* Train
 # works (on a CPU, in a process of their own). `scratchpipe-device` makes the same plans on the
 # device, for every table at once, and moves the rows with the scratchpad's kernels: the design for
-# a GPU server, where the host cannot keep up. Here the "device" is this CPU, so its Plan is NumPy
-# on a thread beside Train, and it is the slower of the two; the projections below show it on a GPU.
+# a GPU server, where the host cannot keep up. Here the "device" is this CPU: its stages are NumPy
+# calls, which on threads would only take turns with Train for Python's interpreter lock, so they run
+# inline, one after another in Train's thread. Nothing overlaps, and it is the slower of the two; the
+# projections below show it on a GPU.
 #
 # ## Live
 #
