@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import math
 import threading
-import time
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
@@ -95,8 +94,9 @@ class TrainingDashboard(widgets.VBox):
         self.figure.layout.title.text = (f"Live training ({what}, load factor {self.load_factor.value:.2f}, "
                                          f"depth {self.depth.value})")
 
-    def begin(self) -> BackgroundRun:
-        """Stop any run going, then train the picked trainer in a background thread."""
+    def begin(self, stop_after: int | None = None) -> BackgroundRun:
+        """Stop any run going, then train the picked trainer in a background thread (stopped
+        after `stop_after` steps, as the stop button would, if given)."""
         self.end()
         name, config = self.trainer.value, self.train_config()
         steps = min(self.steps, config.data.num_batches)   # a run cannot outlast its data
@@ -107,7 +107,7 @@ class TrainingDashboard(widgets.VBox):
         self._title(running=f"training {name}")
         self.run = BackgroundRun(lambda: make_trainer(name, config), steps,
                                  on_records=lambda records: self._draw(name, records), every=self.every,
-                                 on_finish=lambda run: self._finished(name, run))
+                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after)
         return self.run.start()
 
     def end(self) -> None:
@@ -120,10 +120,7 @@ class TrainingDashboard(widgets.VBox):
         if there is none, the picked trainer started and stopped after `steps` steps here (what
         pressing start, then stop, does), so a notebook run top to bottom has one too."""
         if self.run is None:
-            self.begin()
-            deadline = time.monotonic() + timeout
-            while self.run.running and len(self.run.records) < steps and time.monotonic() < deadline:
-                time.sleep(0.02)
+            self.begin(stop_after=steps).join(timeout)
         self.end()
         return self.run
 

@@ -30,11 +30,13 @@ class BackgroundRun:
         every: seconds between two calls of `on_records`.
         on_finish: called from the thread last of all, after the trainer is closed or an error
             was kept in `error`: the place to say "finished" or show the error.
+        stop_after: end as `stop()` does once this many steps are done (a stop at a step known
+            beforehand, whatever the machine's speed), or None.
     """
 
     def __init__(self, make_trainer: Callable[[], Trainer], steps: int,
                  on_records: Callable[[list[StepRecord]], None] | None = None, every: float = 0.1,
-                 on_finish: Callable[["BackgroundRun"], None] | None = None):
+                 on_finish: Callable[["BackgroundRun"], None] | None = None, stop_after: int | None = None):
         if steps <= 0:
             raise ValueError(f"steps must be positive, got {steps}")
         if every < 0:
@@ -44,6 +46,7 @@ class BackgroundRun:
         self._records: list[StepRecord] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._stop_after = stop_after
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.closed = False          # True once the trainer's close() has run
@@ -90,7 +93,7 @@ class BackgroundRun:
                     if time.perf_counter() - last >= self.every:
                         self._notify()
                         last = time.perf_counter()
-                    if self._stop.is_set():
+                    if self._stop.is_set() or len(self._records) == self._stop_after:
                         break
             finally:
                 steps.close()              # end the trainer's loop (a pipeline stops its threads)
