@@ -41,8 +41,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.embedding.table_batched import native_available
+from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,

@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, field
 from scratchkit.config import TrainConfig
 from scratchkit.measure.hardware import HardwareProfile, get_hardware
 from scratchkit.measure.stages import PIPELINED, TRAINERS, stage_work
-from scratchkit.trainers import TrainerKind
 from scratchkit.measure.work import StepWork, Work, mlp_flops
+from scratchkit.trainers import TrainerKind
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",

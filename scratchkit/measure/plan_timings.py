@@ -179,7 +179,7 @@ def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
     """Probes/s of the scratchpad's hash map on this CPU's engine (the host build of hashmap.cu,
     else its NumPy twin), as scratchpipe-device's Plan queries it: a full map of S slots, 16k
     ids a query, half of them in it, in random order. The time of a 64-id query is taken out
-    (the call's own cost is an op of its stage). -> (rate by slots, source)."""
+    (the call's own cost is a `kernel` call of its stage). -> (rate by slots, source)."""
     from scratchkit.kernels.engine import EngineKind, make_engine, resolve
     from scratchkit.scratchpipe.device_map import DeviceSlotMap
 
