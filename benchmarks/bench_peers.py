@@ -5,8 +5,11 @@ same batches, in one run.
                                                [--steps 100] [--rounds 5] [--json] [--embeddings]
                                                [--generated]
 
-The three peers, each training the same DLRM (same initial weights, same batches, SGD):
-    gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU)
+The peers, each training the same DLRM (same initial weights, same batches, SGD):
+    gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU),
+               bit for bit plain PyTorch
+    gpu-only-by-id   the same with `summation_order="by-id"`: each id's gradients summed in
+               lookup order (a stable radix sort, as FBGEMM sorts), PyTorch's result to rounding
     pytorch    `scratchkit.measure.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
                torch.optim.SGD, the loop anyone would write
     fbgemm     FBGEMM's SplitTableBatchedEmbeddingBagsCodegen (EmbeddingLocation.HOST,
@@ -127,7 +130,9 @@ def table_batched_inputs(ids, offsets) -> tuple[torch.Tensor, torch.Tensor]:
 
 def time_run(name: str, config, source, steps: int) -> float:
     """samples/s of `steps` steps of peer `name`, after WARMUP steps."""
-    if name == "gpu-only":
+    if name in ("gpu-only", "gpu-only-by-id"):
+        if name == "gpu-only-by-id":
+            config = replace(config, summation_order="by-id")
         with make_trainer("gpu-only", config, source=source) as trainer:
             list(trainer.train(WARMUP))
             start = time.perf_counter()
@@ -224,10 +229,10 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
+    print(f"{'profile':12s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
     for row in rows:
         fbgemm = "-" if row["ratio_to_fbgemm"] is None else f"{row['ratio_to_fbgemm']:.2f}"
-        print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['samples_per_s']:11,.0f} "
+        print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
               f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s}")
 
 
@@ -260,7 +265,7 @@ def main(argv=None) -> None:
             print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
                   f"{row['speedup_over_per_table']:11.2f}")
         return
-    peers = ["gpu-only", "pytorch"]
+    peers = ["gpu-only", "gpu-only-by-id", "pytorch"]
     why = fbgemm_missing()
     if why is None:
         peers.append("fbgemm")

@@ -29,18 +29,19 @@ def run_json(capsys, *argv):
 def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
     rows, err = run_json(capsys)
     peers = [r["peer"] for r in rows]
-    expected = ["gpu-only", "pytorch"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
+    expected = ["gpu-only", "gpu-only-by-id", "pytorch"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
     assert peers == expected
     assert ("FBGEMM skipped" in err) == ("fbgemm" not in peers)
     for row in rows:
         assert row["profile"] == "tiny" and row["threads"] == 1 and len(row["rounds_samples_per_s"]) == 2
         assert row["samples_per_s"] > 0
-    plain = rows[1]["rounds_samples_per_s"]
-    assert rows[1]["ratio_to_pytorch"] == 1.0
+    by_peer = {r["peer"]: r for r in rows}
+    plain = by_peer["pytorch"]["rounds_samples_per_s"]
+    assert by_peer["pytorch"]["ratio_to_pytorch"] == 1.0
     kit = rows[0]["rounds_samples_per_s"]   # the median of two round ratios: their mean
     assert rows[0]["ratio_to_pytorch"] == pytest.approx((kit[0] / plain[0] + kit[1] / plain[1]) / 2)
     if "fbgemm" in peers:
-        fbgemm = rows[2]["rounds_samples_per_s"]
+        fbgemm = by_peer["fbgemm"]["rounds_samples_per_s"]
         assert rows[0]["ratio_to_fbgemm"] == pytest.approx((kit[0] / fbgemm[0] + kit[1] / fbgemm[1]) / 2)
     else:
         assert rows[0]["ratio_to_fbgemm"] is None
@@ -49,7 +50,7 @@ def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
 def test_without_fbgemm_the_bench_says_so_and_times_the_others(capsys, monkeypatch):
     monkeypatch.setattr(bench, "fbgemm_missing", lambda: "ImportError: No module named 'fbgemm_gpu'")
     rows, err = run_json(capsys)
-    assert [r["peer"] for r in rows] == ["gpu-only", "pytorch"]
+    assert [r["peer"] for r in rows] == ["gpu-only", "gpu-only-by-id", "pytorch"]
     assert "FBGEMM skipped" in err and "No module named 'fbgemm_gpu'" in err and "make peers" in err
 
 

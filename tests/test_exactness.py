@@ -149,3 +149,17 @@ def test_the_reference_runs_on_the_trainers_thread_count():
     finally:
         torch.set_num_threads(threads)
     assert result.max_abs_diff == 0.0
+
+
+def test_the_by_id_summation_order_is_verified_against_its_stated_tolerance(tiny_config):
+    """`summation_order="by-id"` (the C++ backward sums each id's gradients in lookup order, not
+    torch's): not bit-exact, so verify states BY_ID_TOLERANCE and holds every trainer to it; the
+    difference is real (not 0) and small. Offered with SGD only (Adagrad turns rounding into steps)."""
+    from scratchkit.measure.verify import BY_ID_TOLERANCE
+
+    config = tiny_config.replace(summation_order="by-id")
+    results = list(verify(config, ["gpu-only", "hybrid", "lru", "scratchpipe", "scratchpipe-device"], steps=30))
+    assert all(r.tolerance == BY_ID_TOLERANCE and r.passed for r in results), results
+    assert max(r.max_abs_diff for r in results) > 0.0
+    with pytest.raises(ValueError, match="by-id' is offered with SGD only, not adagrad"):
+        tiny_config.replace(summation_order="by-id", optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from scratchkit.config import OptimizerConfig, OptimizerKind
+from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
 from scratchkit.embedding import table_batched as tb
 from scratchkit.native import CLibrary
 
@@ -243,3 +243,44 @@ def test_the_whole_step_on_real_batches_matches(threads):
             (config.data.batch_size, len(rows), config.model.dim), dtype=np.float32))
         assert_same(tb.embedding_backward_tables(ids, offsets, grad, rows),
                     tb.embedding_backward_tables_twin(ids, offsets, grad, rows))
+
+
+def by_id_in_lookup_order(ids, offsets, grad, rows) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The slow obvious twin of SummationOrder.BY_ID: per table, each distinct id (ascending) and
+    its gradients summed in lookup order, the first copied, each later one added."""
+    out = []
+    for t, (table_ids, starts) in enumerate(zip(ids, offsets)):
+        bag_of = torch.bucketize(torch.arange(len(table_ids)), starts, right=True) - 1   # [n]
+        sums = {}
+        for j, i in enumerate(table_ids.tolist()):                                     # lookup order
+            g = grad[bag_of[j], t]
+            sums[i] = g.clone() if i not in sums else sums[i] + g
+        unique = sorted(sums)
+        out.append((torch.tensor(unique, dtype=torch.int64),
+                    torch.stack([sums[i] for i in unique]) if unique else torch.empty(0, grad.shape[2])))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(**tables)
+def test_by_id_order_sums_each_ids_gradients_in_lookup_order(threads, seed, num_tables, max_rows, dim, max_bag, batch):
+    """SummationOrder.BY_ID (an option, SGD only): the C++ radix sort keeps equal ids in lookup
+    order, so each id's sum is exactly the lookup-order sum, whatever torch.sort would do."""
+    rows, _, ids, offsets = make_tables(seed, num_tables, max_rows, dim, max_bag, batch)
+    grad = torch.randn(batch, num_tables, dim, generator=torch.Generator().manual_seed(seed))
+    coalesced = tb.embedding_backward_tables(ids, offsets, grad, rows, order=SummationOrder.BY_ID)
+    assert coalesced.flat is not None                       # the C++ loop ran
+    for (index, grad_sum), (want_index, want_sum) in zip(coalesced, by_id_in_lookup_order(ids, offsets, grad, rows)):
+        assert torch.equal(index, want_index) and torch.equal(grad_sum, want_sum)
+
+
+def test_by_id_order_sorts_long_tables_and_large_ids_itself():
+    """Past RADIX_MIN lookups and with ids needing three radix passes, still lookup order."""
+    g, bags = torch.Generator().manual_seed(5), tb.RADIX_MIN + 10            # one lookup a bag
+    ids = [torch.randint(0, 3, (bags,), generator=g) * 2**30 // 3,            # 3 passes of 11 bits
+           torch.randint(0, 50, (200,), generator=g)]
+    offsets = [torch.arange(bags), torch.arange(bags).clamp(max=200)]         # then empty bags
+    grad = torch.randn(bags, 2, 4, generator=g)
+    coalesced = tb.embedding_backward_tables(ids, offsets, grad, [2**30, 50], order=SummationOrder.BY_ID)
+    for (index, grad_sum), (want_index, want_sum) in zip(coalesced, by_id_in_lookup_order(ids, offsets, grad, None)):
+        assert torch.equal(index, want_index) and torch.equal(grad_sum, want_sum)

@@ -35,6 +35,10 @@ def add_data_args(parser, default_profile: str = "small") -> None:
 def add_training_args(parser) -> None:
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
+    parser.add_argument("--summation-order", default="torch", choices=("torch", "by-id"),
+                        help="the order a CPU run sums each id's gradients in: torch's (bit for bit "
+                             "PyTorch, the default) or by-id (lookup order, a faster sort; SGD only, "
+                             "PyTorch's result to float rounding)")
     parser.add_argument("--capacity", type=capacity_arg, default=None,
                         help="cache/scratchpad rows per table, or 'min': the fewest ScratchPipe "
                              "accepts for this data and depth")
@@ -107,7 +111,7 @@ def _training(args, config, source, batches: int):
     else:
         cache = CacheParams(capacity=capacity, load_factor=args.load_factor, depth=args.depth,
                             victim_policy=config.cache.victim_policy, plan_shards=args.plan_shards)
-    return config.replace(optimizer=optimizer, cache=cache)
+    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order)
 
 
 def parse_trainer_list(text: str) -> list[str]:

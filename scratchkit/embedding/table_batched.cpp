@@ -9,7 +9,9 @@
 //   sk_tbe_backward  each distinct id's gradient: its first lookup's gradient copied, then each later
 //                    one added, in the order torch's sparse coalesce visits them: the permutation
 //                    that torch.sort gives the ids. Either the caller passes that permutation, or
-//                    `sort_like_torch` below computes the same one
+//                    `sort_like_torch` below computes the same one. With `by_id` (the kit's
+//                    SummationOrder.BY_ID, an option) each id's in lookup order instead, `sort_by_id`:
+//                    faster, and equal to PyTorch only to rounding
 //   sk_tbe_sgd       row = fma(-lr, g, row), torch's add_(g, alpha=-lr) (one rounding)
 // Tables are independent, so up to `threads` threads (a pool kept between calls) take whole tables.
 // Each function returns -1, or the first table whose input was out of range (nothing is read or
@@ -208,6 +210,35 @@ bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
     return true;
 }
 
+// ids [n] -> `a` [n] packed, sorted by id and, within an id, by position: the order the kit's
+// `SummationOrder.BY_ID` sums in (each id's gradients in lookup order; not torch's, which leaves
+// equal ids in introsort's order). A stable LSD radix sort, 11 bits of id a pass, as many passes
+// as the largest id needs (2 for tables under 4M rows): ~2x introsort's speed at 2k ids.
+// False: an id or n out of range.
+bool sort_by_id(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
+    const int64_t limit = int64_t{1} << 32;
+    if (n >= limit) return false;
+    thread_local std::vector<Packed> spare;
+    a.resize(n), spare.resize(n);
+    uint64_t bits_of_ids = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (ids[i] < 0 || ids[i] >= limit) return false;
+        a[i] = (static_cast<Packed>(ids[i]) << 32) | static_cast<Packed>(i);
+        bits_of_ids |= static_cast<uint64_t>(ids[i]);
+    }
+    constexpr int RADIX = 11;
+    Packed *from = a.data(), *to = spare.data();
+    for (int shift = 0; (bits_of_ids >> shift) != 0; shift += RADIX) {
+        int64_t start[(1 << RADIX) + 1] = {0};            // where each digit's run begins in `to`
+        for (int64_t i = 0; i < n; ++i) ++start[((id_of(from[i]) >> shift) & ((1 << RADIX) - 1)) + 1];
+        for (int d = 0; d < (1 << RADIX); ++d) start[d + 1] += start[d];
+        for (int64_t i = 0; i < n; ++i) to[start[(id_of(from[i]) >> shift) & ((1 << RADIX) - 1)]++] = from[i];
+        std::swap(from, to);
+    }
+    if (from != a.data()) std::copy(from, from + n, a.data());
+    return true;
+}
+
 // ------------------------------------------------------------------------------------ row loops
 // Rows of floats, four at a time through GCC's vector extension (SSE on x86-64, NEON on arm64):
 // each element is still one add of the same two floats, so the sums are those of a scalar loop.
@@ -371,7 +402,7 @@ int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const
                         const int64_t* const* perm, const int64_t* lengths, const int64_t* const* offsets,
                         const int64_t* const* addresses, const float* grad, int64_t stride_bag,
                         int64_t stride_table, const int64_t* starts, int64_t* index, float* grad_sum,
-                        int64_t* counts, int64_t threads) {
+                        int64_t* counts, int64_t threads, int64_t by_id) {
     std::vector<uint8_t> bad(num_tables, 0);
     by_width(dim, [&](auto width) {
         for_tables(num_tables, threads, [&](int64_t t) {
@@ -385,7 +416,7 @@ int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const
                     offsets[t], num_bags, addresses[t], grad_t, stride_bag, dim, index_t, sum_t);
             } else {
                 thread_local std::vector<Packed> sorted;
-                if (!sort_like_torch(id, n, sorted)) { bad[t] = 1; return; }
+                if (!(by_id ? sort_by_id(id, n, sorted) : sort_like_torch(id, n, sorted))) { bad[t] = 1; return; }
                 const Packed* s = sorted.data();
                 counts[t] = coalesce_table<width()>(
                     n, [&](int64_t k) { return position_of(s[k]); },

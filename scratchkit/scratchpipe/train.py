@@ -18,20 +18,20 @@ import torch
 
 from scratchkit.config import OptimizerConfig
 from scratchkit.device import Device
-from scratchkit.embedding.table_batched import (BackwardWorkspace, apply_updates, embedding_backward_tables,
-                                                pooled_lookup_tables)
+from scratchkit.embedding.table_batched import Coalesced, apply_updates, pooled_lookup_tables
 from scratchkit.scratchpipe.host_stages import InFlight
 from scratchkit.scratchpipe.rows import ScratchpadRows, as_tensor
 
 # (batch, pooled [B, T, dim], step) -> (loss, grad of pooled): the dense model's step, the trainer's
 DenseStep = Callable[[object, torch.Tensor, int], tuple[float, torch.Tensor]]
+# (ids, offsets, grad, num_rows, addresses) -> each table's coalesced gradients: the trainer's
+# `embedding_backward` (its buffers, its summation order)
+Backward = Callable[..., Coalesced]
 
 
 def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
-                        dense_step: DenseStep, optimizer: OptimizerConfig,
-                        workspace: BackwardWorkspace | None = None) -> float:
-    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained.
-    `workspace`: the trainer's, for the backward's buffers (table_batched.BackwardWorkspace)."""
+                        dense_step: DenseStep, backward: Backward, optimizer: OptimizerConfig) -> float:
+    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained."""
     b, batch = item.index, item.batch
     on_device = lambda array: dev.to_device(as_tensor(array))          # no copy where it is already
     slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
@@ -41,8 +41,7 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
     loss, grad = dense_step(batch, pooled, b)                          # grad [B, T, dim]
     # coalesce on table ids, as the reference does; each distinct id's sum goes to its slot, the
     # one Plan(b) mapped it to (`decision.slots`, in the same sorted order)
-    coalesced = embedding_backward_tables(ids, offsets, grad, [pad.num_rows for pad in pads],
-                                          addresses=slots, workspace=workspace)
+    coalesced = backward(ids, offsets, grad, [pad.num_rows for pad in pads], addresses=slots)
     for t, ((where, _), plan) in enumerate(zip(coalesced, item.tables)):
         if len(where) != len(plan.decision.unique_ids):
             raise RuntimeError(f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) "

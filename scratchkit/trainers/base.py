@@ -21,7 +21,7 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
-from scratchkit.embedding.table_batched import BackwardWorkspace
+from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, embedding_backward_tables
 from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag
@@ -149,6 +149,12 @@ class Trainer(ABC):
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
         return batch, ids, offsets
+
+    def embedding_backward(self, ids, offsets, grad: torch.Tensor, num_rows: list[int], addresses=None) -> Coalesced:
+        """Every table's distinct ids and summed gradients (table_batched.embedding_backward_tables),
+        in the config's summation order, into this trainer's buffers (valid until the next call)."""
+        return embedding_backward_tables(ids, offsets, grad, num_rows, addresses=addresses,
+                                         workspace=self.backward_workspace, order=self.config.summation_order)
 
     def dense_step(self, batch, pooled: torch.Tensor, step: int) -> tuple[float, torch.Tensor]:
         """Forward and backward of the MLPs on the device, and their optimizer step.

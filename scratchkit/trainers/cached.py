@@ -39,7 +39,7 @@ import torch
 
 from scratchkit.config import VictimPolicy
 from scratchkit.embedding.device_cache import DeviceCache
-from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
@@ -129,8 +129,7 @@ class CachedTrainer(HostTablesTrainer):
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):   # coalesced on the ids, each id's sum addressed by its slot
-            coalesced = embedding_backward_tables(ids, offsets, grad, [c.num_rows for c in self.caches],
-                                                  addresses=slots, workspace=self.backward_workspace)
+            coalesced = self.embedding_backward(ids, offsets, grad, [c.num_rows for c in self.caches], addresses=slots)
         with stage("update"):
             apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
                           self.config.optimizer)

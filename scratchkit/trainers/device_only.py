@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -31,8 +31,7 @@ class DeviceOnlyTrainer(Trainer):
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
-            coalesced = embedding_backward_tables(ids, offsets, grad, [w.shape[0] for w in self.weights],
-                                                  workspace=self.backward_workspace)
+            coalesced = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
         with stage("update"):
             apply_updates(self.weights, self.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started, hits=batch.lookups())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import apply_updates, embedding_backward_tables, pooled_lookup_tables
+from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 
 
@@ -29,8 +29,7 @@ class HybridTrainer(HostTablesTrainer):
         with stage("transfer"):
             grad = self.dev.to_host(grad)
         with stage("embedding_backward"):   # on the host
-            coalesced = embedding_backward_tables(ids, offsets, grad, self.tables.table_sizes,
-                                                  workspace=self.backward_workspace)
+            coalesced = self.embedding_backward(ids, offsets, grad, self.tables.table_sizes)
         with stage("update"):
             apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
         return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"

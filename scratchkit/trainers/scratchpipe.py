@@ -171,8 +171,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
             self.stage_hook(Stage.TRAIN, b)
         pads = self.stages.pads
         hits = count_hits(item, pads)
-        loss = train_through_slots(item, pads, self.dev, self.dense_step, self.config.optimizer,
-                                   self.backward_workspace)
+        loss = train_through_slots(item, pads, self.dev, self.dense_step, self.embedding_backward,
+                                   self.config.optimizer)
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
