@@ -163,3 +163,13 @@ def test_the_by_id_summation_order_is_verified_against_its_stated_tolerance(tiny
     assert max(r.max_abs_diff for r in results) > 0.0
     with pytest.raises(ValueError, match="by-id' is offered with SGD only, not adagrad"):
         tiny_config.replace(summation_order="by-id", optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))
+
+
+def test_the_command_line_says_why_a_by_id_run_is_not_held_to_zero(capsys):
+    from scratchkit.commands.cli import main
+
+    assert main(["verify", "--profile", "tiny", "--trainers", "gpu-only", "--steps", "5",
+                 "--summation-order", "by-id"]) == 0
+    out = capsys.readouterr().out
+    assert "(tolerance 1e-05): OK" in out and "lookup order, not in torch's" in out
+    assert "must be exactly 0.0" not in out

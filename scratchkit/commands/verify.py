@@ -5,6 +5,7 @@ import json
 
 from scratchkit.commands.common import add_config_args, progress, source_and_config
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
+from scratchkit.config import SummationOrder
 
 
 def add_parser(subparsers) -> None:
@@ -31,10 +32,10 @@ def run(args) -> int:
     source, config, _ = source_and_config(args, args.steps)
     results = list(progress(verify(config, trainers, args.steps, source=source, device=args.device,
                                    tolerance=args.tolerance), len(trainers), "verify"))
-    return show(results, args.json)
+    return show(results, args.json, by_id=config.summation_order is SummationOrder.BY_ID)
 
 
-def show(results, as_json: bool) -> int:
+def show(results, as_json: bool, by_id: bool = False) -> int:
     """Print verify's results (a JSON list, or a line each); -> the exit status (1: any failed)."""
     if as_json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
@@ -51,7 +52,7 @@ def show(results, as_json: bool) -> int:
         if results and results[0].tolerance == 0.0:
             print("On the CPU in deterministic mode the kit and the reference do the same float "
                   "operations in the same order, so every difference must be exactly 0.0.")
-        elif getattr(args, "summation_order", "torch") == "by-id":
+        elif by_id:
             print("--summation-order by-id adds each id's gradients in lookup order, not in torch's: "
                   "the sums differ from PyTorch's in their last bits, so the tolerance is not 0.")
     return 0 if all(r.passed for r in results) else 1
