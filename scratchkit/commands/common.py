@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 
 from scratchkit.commands import data_args
-from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind
+from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
@@ -35,7 +35,7 @@ def add_data_args(parser, default_profile: str = "small") -> None:
 def add_training_args(parser) -> None:
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
-    parser.add_argument("--summation-order", default="torch", choices=("torch", "by-id"),
+    parser.add_argument("--summation-order", default=SummationOrder.TORCH.value, choices=[o.value for o in SummationOrder],
                         help="the order a CPU run sums each id's gradients in: torch's (bit for bit "
                              "PyTorch, the default) or by-id (lookup order, a faster sort; SGD only, "
                              "PyTorch's result to float rounding)")

@@ -197,8 +197,8 @@ void introsort_loop(Packed* a, int64_t first, int64_t last, int64_t depth) {
     insertion_sort(a, first, last);
 }
 
-// ids [n] -> `a` [n] packed in torch.sort's order (n below 32768). False: an id or n out of range.
-bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
+// ids [n] -> `a` [n] packed, in lookup order. False: an id or n out of range (below 2^32 each).
+bool pack(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
     const int64_t limit = int64_t{1} << 32;
     if (n >= limit) return false;
     a.resize(n);
@@ -206,6 +206,12 @@ bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
         if (ids[i] < 0 || ids[i] >= limit) return false;
         a[i] = (static_cast<Packed>(ids[i]) << 32) | static_cast<Packed>(i);
     }
+    return true;
+}
+
+// ids [n] -> `a` [n] packed in torch.sort's order (n below 32768). False: an id or n out of range.
+bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
+    if (!pack(ids, n, a)) return false;
     if (n > 1) introsort_loop(a.data(), 0, n, 2 * (63 - __builtin_clzll(static_cast<uint64_t>(n))));
     return true;
 }
@@ -216,16 +222,11 @@ bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
 // as the largest id needs (2 for tables under 4M rows): ~2x introsort's speed at 2k ids.
 // False: an id or n out of range.
 bool sort_by_id(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
-    const int64_t limit = int64_t{1} << 32;
-    if (n >= limit) return false;
+    if (!pack(ids, n, a)) return false;
     thread_local std::vector<Packed> spare;
-    a.resize(n), spare.resize(n);
-    uint64_t bits_of_ids = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (ids[i] < 0 || ids[i] >= limit) return false;
-        a[i] = (static_cast<Packed>(ids[i]) << 32) | static_cast<Packed>(i);
-        bits_of_ids |= static_cast<uint64_t>(ids[i]);
-    }
+    spare.resize(n);
+    uint64_t bits_of_ids = 0;                             // the passes: as many as the largest id needs
+    for (int64_t i = 0; i < n; ++i) bits_of_ids |= id_of(a[i]);
     constexpr int RADIX = 11;
     Packed *from = a.data(), *to = spare.data();
     for (int shift = 0; (bits_of_ids >> shift) != 0; shift += RADIX) {

@@ -38,7 +38,8 @@ PLAN_KERNELS = 12          # and the .cu files' kernels: 2 map queries, an inser
 PLAN_SYNCS = 11            # waits for the device a batch (lengths, the tables' bounds)
 VICTIM_OPS = 24            # more ops a batch that evicts, beyond those per batch of the horizon,
 VICTIM_KERNELS = 1         # and the victims' keys
-HORIZON_OPS = 1            # per batch of the horizon: a scatter of urgencies, and a probe of the map
+HORIZON_OPS = 1            # per batch of the horizon: a scatter of urgencies,
+HORIZON_KERNELS = 1        # and a probe of the map
 VICTIM_SYNCS = 4           # the hits' slots, the candidates, their count per table, the chosen
 UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
 
@@ -94,7 +95,7 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool
         work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
                  + _slot_writes(f * H * U, S) + _sort(candidates, f, cpu)
                  + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
-                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + _kernels(f * (VICTIM_KERNELS + H))
+                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + _kernels(f * (VICTIM_KERNELS + HORIZON_KERNELS * H))
                  + Work(pcie_copies=f * VICTIM_SYNCS))
     return work
 

@@ -3,9 +3,9 @@
 Nothing overlaps: the step is Plan(b) + Collect(b) + Write-back(b) + Transfer(b) + Insert(b) +
 Train(b). That is what `scratchpipe-device` does where its "device" is the host's CPU: its
 stages are NumPy calls there, too short to release the GIL for long, and on worker threads they
-only take turns with Train for it. Measured on 2 cores (`tiny`, 40 steps), Train took 1.74 ms a
-step beside them and about 0.6 ms alone; the step went from 1.76 ms on threads to the sum of its
-stages inline (docs/costmodel.md has the run). On a GPU the same stages are launches of the
+only take turns with Train for it. Measured on 2 cores (`tiny`, 40 steps, 5 alternating rounds),
+Train took 1.9 ms a step beside them and 0.74 ms inline, and the step ran 1.34x faster inline
+(docs/costmodel.md has the run). On a GPU the same stages are launches of the
 device's kernels, which run while the threads go on: there the threads driver overlaps them.
 
 The body is host_process.py's (`stages_in_order`), the very order the host process runs, so
