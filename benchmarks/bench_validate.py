@@ -6,12 +6,15 @@ in one `train()` call) and set the `this-cpu` cost model's prediction beside eac
 measured seconds per step. The bounds (issue 12): every stage over 10% of its step within 25%,
 every step within 15%. It prints the table, the worst stage and PASS or FAIL, and exits 1 on FAIL.
 
-`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh first
-(and saves it), so the constants and the trainers are measured minutes apart on the same machine.
-Run it on a quiet machine: a neighbour's load slows the trainers' wall-clock steps, not the
-calibration's best CPU-time figures, and every error then reads negative.
+`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh (and
+saves it) at the start of each round, so constants and trainers are measured minutes apart on
+the same machine. `--rounds N` (default 3) runs the whole table N times, each round calibrated
+afresh with `--calibrate`, and reports each row's medians over the rounds (measured and predicted
+alike): on a shared VM the same step or constant moves by a third from one minute to the next,
+and one slow round, on either side, then moves no row. Run it on a quiet machine all the same: a
+neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time figures.
 
-    python benchmarks/bench_validate.py --calibrate                  # the whole table, ~5-8 min on 2 quiet cores
+    python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~7 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
     python benchmarks/bench_validate.py --json validation.json       # the rows, for notebooks and reports
 """
@@ -22,7 +25,7 @@ import json
 import sys
 import time
 
-from scratchkit.measure.validate import Validation, validate_trainers
+from scratchkit.measure.validate import Validation, median_of_rounds, validate_trainers
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 from scratchkit.trainers import available_trainers
 
@@ -38,7 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--trainers", default=",".join(available_trainers()), help="comma-separated (default: all)")
     parser.add_argument("--scale", type=float, default=0.05, help="for the scalable profiles (default 0.05)")
     parser.add_argument("--quick", action="store_true", help="a third of the steps: a smoke run")
-    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine first (and save it)")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) at each round's start")
+    parser.add_argument("--rounds", type=int, default=3, help="whole tables run, rows' medians reported (default 3)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
     args = parser.parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -46,13 +50,38 @@ def main(argv=None) -> int:
     for name in profiles:
         if name not in PROFILES:
             parser.error(f"--profiles: unknown profile {name!r}; choose from {', '.join(PROFILES)}")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     started = time.perf_counter()
+    rounds = []
+    for k in range(args.rounds):
+        say = lambda text: print(f"round {k + 1}/{args.rounds}: {text}", file=sys.stderr, flush=True)
+        rounds.append(one_round(profiles, trainers, args, say))
+        say(rounds[-1].verdict().split(":")[0])
+    validation = median_of_rounds(rounds)
+    from scratchkit.commands.tables import format_validation
+
+    print(format_validation(validation))
+    print(f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
+          f"(scale {args.scale} for {', '.join(p for p in profiles if p in SCALABLE) or 'none'})")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),
+                       "passed": validation.passed, "rows": validation.to_json(),
+                       "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "rows": r.to_json()}
+                                  for r in rounds]}, out, indent=2)
+    return 0 if validation.passed else 1
+
+
+def one_round(profiles: list[str], trainers: list[str], args, say) -> Validation:
+    """The whole table once: calibrated first with --calibrate, then every profile's trainers."""
     if args.calibrate:
         from scratchkit.measure.calibrate import calibrate
         from scratchkit.measure.hardware import save_calibration
 
-        path = save_calibration(calibrate(progress=lambda s: print(f"calibrate: {s}", file=sys.stderr, flush=True)))
-        print(f"calibrated and saved {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        t0 = time.perf_counter()
+        path = save_calibration(calibrate(progress=lambda s: say(f"calibrate: {s}")))
+        say(f"calibrated and saved {path} in {time.perf_counter() - t0:.0f} s")
     validation = Validation()
     for name in profiles:
         steps, warmup = STEPS.get(name, (10, 3))
@@ -61,19 +90,10 @@ def main(argv=None) -> int:
         config = get_profile(name, scale=args.scale if name in SCALABLE else None)
         t0 = time.perf_counter()
         part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu")
-        print(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s; "
-              f"{part.verdict().split(';')[0]}", file=sys.stderr, flush=True)
+        say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s; "
+            f"{part.verdict().split(';')[0]}")
         validation += part
-    from scratchkit.commands.tables import format_validation
-
-    print(format_validation(validation))
-    print(f"{len(profiles)} profiles x {len(trainers)} trainers in {time.perf_counter() - started:.0f} s "
-          f"(scale {args.scale} for {', '.join(p for p in profiles if p in SCALABLE) or 'none'})")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),
-                       "passed": validation.passed, "rows": validation.to_json()}, out, indent=2)
-    return 0 if validation.passed else 1
+    return validation
 
 
 if __name__ == "__main__":

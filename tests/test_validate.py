@@ -7,7 +7,8 @@ import json
 import pytest
 
 from scratchkit.commands.cli import main
-from scratchkit.measure.validate import STAGE_BOUND, STEP_BOUND, Validation, ValidationRow, compare, validate_trainers
+from scratchkit.measure.validate import (STAGE_BOUND, STEP_BOUND, Validation, ValidationRow, compare, make_row,
+                                        median_of_rounds, validate_trainers)
 from scratchkit.measure.costmodel import Projection
 
 
@@ -33,6 +34,53 @@ def test_compare_bounds_only_stages_over_a_tenth_of_the_step():
     assert not rows["update"].bounded and rows["update"].within is None          # 2% of the step
     assert rows["data"].predicted_s is None and rows["data"].error is None
     assert rows["step"].bounded and rows["step"].error == pytest.approx(0.2) and rows["step"].within is False
+
+
+def test_rounds_combine_as_medians_so_one_slow_round_moves_no_row():
+    """Three rounds; in the second the machine ran the step 3x slow and the calibration read 2x
+    fast. The medians are the other rounds' figures, and the errors, shares and bounds follow
+    from the medians (not the median of the errors)."""
+    def one(step, fetch, predicted_step, predicted_fetch, origin):
+        rows = [make_row("tiny", "lru", "fetch", fetch, predicted_fetch, step),
+                make_row("tiny", "lru", "data", 0.001, None, step),
+                make_row("tiny", "lru", "step", step, predicted_step, step)]
+        return Validation(rows, origin)
+    rounds = [one(0.010, 0.004, 0.011, 0.0045, "a"), one(0.030, 0.012, 0.005, 0.002, "b"),
+              one(0.012, 0.005, 0.0115, 0.005, "c")]
+    combined = {r.stage: r for r in median_of_rounds(rounds).rows}
+    assert list(combined) == ["fetch", "data", "step"]
+    step, fetch = combined["step"], combined["fetch"]
+    assert step.measured_s == pytest.approx(0.012) and step.predicted_s == pytest.approx(0.011)
+    assert step.error == pytest.approx(0.011 / 0.012 - 1) and step.within is True
+    assert fetch.measured_s == pytest.approx(0.005) and fetch.predicted_s == pytest.approx(0.0045)
+    assert fetch.share == pytest.approx(0.005 / 0.012) and fetch.bounded and fetch.within is True
+    assert combined["data"].predicted_s is None and combined["data"].bounded is False
+    assert median_of_rounds(rounds).hardware == "3 rounds: a; b; c" and median_of_rounds(rounds).passed
+    assert not median_of_rounds(rounds[1:2]).passed           # the slow round alone fails
+
+
+def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_validate.py"
+    spec = importlib.util.spec_from_file_location("bench_validate", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "v.json"
+    code = bench.main(["--profiles", "tiny", "--trainers", "gpu-only,lru", "--quick", "--rounds", "2",
+                       "--json", str(out)])
+    text, err = capsys.readouterr()
+    written = json.loads(out.read_text())
+    assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
+    assert len(written["rounds"]) == 2 and "round 2/2: tiny:" in err
+    by_round = [{(r["trainer"], r["stage"]): r["measured_s"] for r in k["rows"]} for k in written["rounds"]]
+    for r in written["rows"]:
+        low, high = sorted(rounds[(r["trainer"], r["stage"])] for rounds in by_round)
+        assert r["measured_s"] == pytest.approx((low + high) / 2)    # the median of two
+    with pytest.raises(SystemExit) as refused:
+        bench.main(["--rounds", "0"])
+    assert refused.value.code == 2 and "--rounds must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):

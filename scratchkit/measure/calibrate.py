@@ -215,8 +215,9 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
             "pcie_latency": "no copy",
             "device_flops": "torch.mm at the MLPs' shapes, less the op's fixed cost, CPU time",
             "device_bmm_flops": "torch.bmm of 1024 (T+1) x dim matrices, less the op's fixed cost, CPU time",
-            "device_activation_rate": "the kit's dense step at the MLPs' shapes: what its fixed costs and "
-                                      "matmuls leave, over the floats its elementwise ops move, CPU time"}
+            "device_activation_rate": "the kit's dense step at the MLPs' shapes, inside gpu-only's steps: "
+                                      "what its fixed costs and matmuls leave, over the floats its "
+                                      "elementwise ops move, the stage timer's wall time"}
         | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_update",
                              "device_op_latency",
                              "device_calls", "device_sort", "device_sort_value_rate")})
@@ -242,7 +243,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])
-    activations = activation_rate(bench, quick, calls, mm, bmm, RowCurve(tuple(scatters)))
+    activations = activation_rate(bench, quick, calls, mm, bmm, RowCurve(tuple(scatters)), device=dev)
     say(f"host <-> device {dev.torch}: pinned copies")
     up, down, copy_latency = link_rates(bench, dev, quick)
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
@@ -270,7 +271,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
             "device_sort_value_rate": f"embedding_backward on {name}, dim 64 over dim 16",
             "device_flops": f"torch.mm at the MLPs' shapes on {name}",
             "device_bmm_flops": f"torch.bmm of 1024 (T+1) x dim matrices on {name}",
-            "device_activation_rate": f"the kit's dense step at the MLPs' shapes on {name}"})
+            "device_activation_rate": f"the kit's dense step at the MLPs' shapes inside gpu-only's steps on {name}"})
 
 
 def device_name(dev) -> str:

@@ -201,24 +201,34 @@ def matmul_rates(bench: Bench, quick: bool, op: float) -> tuple[RateCurve, RateC
 
 
 DENSE_SHAPES = (((256, 8, 16, 64), (2048, 8, 64, 128)),
-                ((256, 8, 16, 64), (512, 26, 16, 64), (2048, 8, 64, 128), (4096, 26, 64, 128)))
+                ((256, 8, 16, 64), (512, 26, 16, 64), (2048, 8, 64, 128), (4096, 8, 128, 128), (4096, 26, 64, 128)))
+DENSE_TABLE_ROWS, DENSE_POOLING, DENSE_STEPS = 2**14, 8, 7
 
 
 def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve,
-                    scatter: RowCurve) -> RateCurve:
+                    scatter: RowCurve, device=None) -> RateCurve:
     """Floats per second of the dense step's elementwise work (kit.dense_activations), by the
     floats of a step, from the kit's dense step at the MLPs' shapes (batch, tables, dim, width):
-    what its fixed costs, its matmuls and the pairs' scatter leave of each step's time."""
+    what its fixed costs, its matmuls and the pairs' scatter leave of each step's time.
+
+    The dense step is timed where it runs, inside `gpu-only`'s training steps (its `mlp` stage,
+    the median of 7 after 3 warm-up steps; `device`: where they run), after an embedding lookup
+    of 16k-row tables has streamed its rows through the caches. Timed alone in a loop, the same
+    step ran 1.2x faster on `small` and its first runs (the allocator's first pages) 1.3x slower:
+    fitted to those, the model missed a step's MLP by -30% on `small` and +50% on
+    `embedding-bound`."""
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
     from scratchkit.measure import kit
+    from scratchkit.measure.fixed_costs import stage_times
     from scratchkit.measure.work import StepWork
 
     points = []
     for batch, tables, dim, width in DENSE_SHAPES[not quick]:
-        config = TrainConfig(data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=batch, num_dense=13),
+        config = TrainConfig(data=DataConfig(table_sizes=(DENSE_TABLE_ROWS,) * tables, pooling=DENSE_POOLING,
+                                             batch_size=batch, num_dense=13),
                              model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
         w = StepWork.from_config(config, batches=1)
-        step = dense_step_seconds(bench, config)
+        step = stage_times(config, DENSE_STEPS, bench.statistic, device)["mlp"]
         matmuls, batched = kit.dense_matmuls(w)
         vectors = tables + 1
         known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]
@@ -227,26 +237,6 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
         floats = kit.dense_activations(w)
         points.append((floats, floats / max(step - known, 0.05 * step)))
     return RateCurve(tuple(points))
-
-
-def dense_step_seconds(bench: Bench, config) -> float:
-    """One step of the kit's dense model (forward, loss, backward, SGD) as `Trainer.dense_step`."""
-    from scratchkit.model import init_dense_model
-
-    B, T = config.data.batch_size, len(config.data.table_sizes)
-    model = init_dense_model(config.model, config.data.num_dense, T, 0).to(bench.to_device(torch.zeros(1)).device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    dense, labels = bench.to_device(torch.randn(B, config.data.num_dense)), bench.to_device(torch.ones(B))
-    pooled = bench.to_device(torch.randn(B, T, config.model.dim))
-
-    def step(_):
-        p = pooled.detach().requires_grad_(True)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(dense, p), labels)
-        float(loss.detach())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-    return bench.median(step)
 
 
 def stream_bandwidth(bench: Bench) -> float:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
+
 from scratchkit.measure.costmodel import project
 from scratchkit.measure.hardware import get_hardware
 from scratchkit.measure.work import StepWork
@@ -84,21 +86,46 @@ class Validation:
         return [r.to_dict() for r in self.rows]
 
 
+def make_row(profile: str, trainer: str, stage: str, measured: float, predicted: float | None,
+             step_seconds: float) -> ValidationRow:
+    """One row: its error, its share of the measured step, and whether a bound applies."""
+    is_step = stage == "step"
+    share = measured / step_seconds if step_seconds > 0 else 0.0
+    error = None if predicted is None or measured <= 0 else predicted / measured - 1.0
+    bounded = error is not None and (is_step or share > SHARE)
+    bound = STEP_BOUND if is_step else STAGE_BOUND
+    return ValidationRow(profile, trainer, stage, measured, predicted, share, error, bounded,
+                         abs(error) <= bound if bounded else None)
+
+
 def compare(profile: str, trainer: str, stage_seconds: dict[str, float], step_seconds: float,
             projection) -> list[ValidationRow]:
     """The rows of one trainer: each measured or predicted stage, then the step."""
-    def row(stage: str, measured: float, predicted: float | None, is_step: bool = False) -> ValidationRow:
-        share = measured / step_seconds if step_seconds > 0 else 0.0
-        error = None if predicted is None or measured <= 0 else predicted / measured - 1.0
-        bounded = error is not None and (is_step or share > SHARE)
-        bound = STEP_BOUND if is_step else STAGE_BOUND
-        return ValidationRow(profile, trainer, stage, measured, predicted, share, error, bounded,
-                             abs(error) <= bound if bounded else None)
-
     predicted = projection.stage_seconds
     stages = list(stage_seconds) + [s for s in predicted if s not in stage_seconds]
-    rows = [row(s, stage_seconds.get(s, 0.0), None if s in UNMODELLED else predicted.get(s)) for s in stages]
-    return rows + [row("step", step_seconds, projection.step_seconds, is_step=True)]
+    rows = [make_row(profile, trainer, s, stage_seconds.get(s, 0.0), None if s in UNMODELLED else predicted.get(s),
+                     step_seconds) for s in stages]
+    return rows + [make_row(profile, trainer, "step", step_seconds, projection.step_seconds, step_seconds)]
+
+
+def median_of_rounds(rounds: list[Validation]) -> Validation:
+    """Rounds of the same validation (each calibrated afresh, or not) as one: each row's measured
+    and predicted seconds the medians over the rounds, so that a round the machine ran slow in,
+    on either side, moves no row (the way this project times anything: alternating rounds,
+    medians). A row missing from a round counts in the others'."""
+    runs: dict[tuple, list[ValidationRow]] = {}
+    for validation in rounds:
+        for r in validation.rows:
+            runs.setdefault((r.profile, r.trainer, r.stage), []).append(r)
+    median = lambda xs: float(np.median(xs))
+    measured = {key: median([r.measured_s for r in rows]) for key, rows in runs.items()}
+    predicted = {key: None if any(r.predicted_s is None for r in rows) else median([r.predicted_s for r in rows])
+                 for key, rows in runs.items()}
+    combined = [make_row(*key, measured[key], predicted[key], measured.get((*key[:2], "step"), 0.0))
+                for key in runs]
+    origins = sorted({v.hardware for v in rounds if v.hardware})
+    hardware = origins[0] if len(origins) == 1 else f"{len(rounds)} rounds: " + "; ".join(origins)
+    return Validation(combined, hardware)
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
