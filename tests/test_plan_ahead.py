@@ -18,7 +18,8 @@ from scratchkit.embedding.victims import first_by_keys
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.scratchpipe.drivers import MIN_STEPS_FOR_PROCESS, ForkedPlans, LocalPlans, PlanIn
 from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
-from scratchkit.scratchpipe.lookahead import NextUses, WorkingSets
+from scratchkit.embedding.working_sets import WorkingSets
+from scratchkit.scratchpipe.lookahead import NextUses
 from scratchkit.scratchpipe.plan import least_urgent
 from scratchkit.scratchpipe.plan_ahead import PlanAhead
 from scratchkit.scratchpipe.ring import PlanRing
@@ -246,9 +247,12 @@ def test_working_sets_equal_np_unique(num_rows, n, seed):
     working_sets = WorkingSets(num_rows)
     for _ in range(2):   # the bitmap is reused: the second call must not see the first's ids
         unique, inverse = working_sets(ids)
-        expected_unique, expected_inverse = np.unique(ids, return_inverse=True)
+        expected_unique, expected_inverse, expected_counts = np.unique(ids, return_inverse=True, return_counts=True)
         assert np.array_equal(unique, expected_unique) and unique.dtype == np.int64
         assert np.array_equal(inverse, expected_inverse)
+        unique, inverse, counts = working_sets(ids, counts=True)   # as the demand caches call it
+        assert np.array_equal(unique, expected_unique) and np.array_equal(inverse, expected_inverse)
+        assert np.array_equal(counts, expected_counts) and counts.dtype == expected_counts.dtype
         ids = ids[::-1] // 2
 
 

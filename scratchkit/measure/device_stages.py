@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from scratchkit.measure import kit
 from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
-from scratchkit.scratchpipe.lookahead import WorkingSets
+from scratchkit.embedding.working_sets import WorkingSets
 
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
 # fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
@@ -72,8 +72,7 @@ def _working_set(N: float, U: float, rows: int, cpu: bool) -> Work:
     """unique(ids, return_inverse) of N lookups: a sort, or on a CPU with small tables the bitmap
     (lookahead.WorkingSets: N marks, a pass over the rows to read and clear them, U positions)."""
     if cpu and rows <= WorkingSets.BITMAP_ROWS_PER_LOOKUP * N:
-        return (kit.scatter(True, N, 1, rows) + kit.stream(True, 2 * rows) + _slot_writes(U, rows)
-                + kit.gather(True, N, ID_BYTES, rows * ID_BYTES))
+        return kit.bitmap_working_set(True, N, U, rows)
     return _sort(N, 1, cpu) + kit.stream(True, UNIQUE_PASSES * N * ID_BYTES)
 
 

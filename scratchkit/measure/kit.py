@@ -7,6 +7,7 @@ n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`
 from __future__ import annotations
 
 from scratchkit.config import OptimizerKind
+from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.measure.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
 
 
@@ -157,6 +158,26 @@ def unique(n: float) -> Work:
     """np.unique(ids, return_inverse=True, return_counts=True): an argsort of n ids, then a few
     passes over them (about 6 arrays of n int64 written or read)."""
     return calls(False, "unique") + on(False, sorts=(("numpy", n, 1),), stream=6 * n * ID_BYTES)
+
+
+def bitmap_working_set(device: bool, n: float, u: float, rows: float, counts: bool = False) -> Work:
+    """WorkingSets' bitmap (embedding/working_sets.py) for n lookups of u distinct ids of a table
+    of `rows`: n marks, a pass over the bitmap to read it and u marks cleared, u positions
+    written and n read back; `counts`: a bincount of the n positions into u counters."""
+    work = (scatter(device, n, 1, rows) + stream(device, 2 * rows) + scatter(device, u, ID_BYTES, rows * ID_BYTES)
+            + gather(device, n, ID_BYTES, rows * ID_BYTES))
+    return work + scatter(device, n, ID_BYTES, u * ID_BYTES) if counts else work
+
+
+BITMAP_CALLS = 6      # NumPy calls of the bitmap's path: mark, flatnonzero, clear, arange, positions, inverse
+
+
+def working_set(n: float, u: float, rows: float, counts: bool = False) -> Work:
+    """`WorkingSets(rows)(ids, counts)` on the host: the bitmap where the table is small next to
+    the batch, else np.unique's sort."""
+    if rows <= WorkingSets.BITMAP_ROWS_PER_LOOKUP * n:
+        return numpy_calls(BITMAP_CALLS + counts) + bitmap_working_set(False, n, u, rows, counts)
+    return unique(n)
 
 
 def from_numpy(count: float) -> Work:

@@ -4,8 +4,8 @@ The stage names are the trainers' own (`StepRecord.stage_seconds`). Where a stag
 
 - gpu-only: tables on the device; the ids cross (transfer).
 - hybrid: the embedding stages on the host (`Work.on_host`), pooled vectors and gradients cross.
-- static, lru, lfu (trainers/cached.py): `fetch` is the map lookup of the working set (np.unique,
-  the id -> slot array) and the demand fill (host rows gathered, sent, scattered into slots; for
+- static, lru, lfu (trainers/cached.py): `fetch` is the map lookup of the working set (WorkingSets:
+  a bitmap or np.unique; the id -> slot array) and the demand fill (host rows gathered, sent, scattered into slots; for
   a full cache first the victims' choice, a sort of the cached rows the batch does not use);
   `write_back` the victims' rows home; then the batch trains on the cache's rows by slot.
 - prefetch-lru: the same fetch for the next batch, named `prefetch` / `prefetch_write_back`.
@@ -86,7 +86,7 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
     work = Work()
     for t, m, v in zip(w.tables, fetched, victims):
         C = t.capacity
-        work += (kit.unique(t.lookups) + kit.map_lookup(t.unique, t.rows) + kit.scan(t.unique, 3)
+        work += (kit.working_set(t.lookups, t.unique, t.rows, counts=True) + kit.map_lookup(t.unique, t.rows) + kit.scan(t.unique, 3)
                  + kit.scan(C, 2))                                  # misses; free slots
         if trainer == "static":    # misses into transient slots past the cache
             work += move_rows(w, m, t.rows, C + m, to_device=True)

@@ -41,7 +41,7 @@ from scratchkit.config import VictimPolicy
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.device_map import DeviceSlotMap
 from scratchkit.scratchpipe.events import PlanDecision
-from scratchkit.scratchpipe.lookahead import WorkingSets
+from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.scratchpipe.plan import TablePlan
 
 NEVER = -(2 ** 40)     # last_planned of a slot no batch of this call has planned

@@ -1,41 +1,13 @@
-"""What Plan reads of the batches it can see: each batch's working set, and how soon ids come back.
+"""What Plan reads of the batches it can see: how soon ids come back.
 
-Plan(b) needs batch b's working set U_b (its distinct ids) for the hits and misses, and, when it
-must evict, how soon each resident id is needed again in batches b+1 .. b+horizon, to keep the
-ones needed soon (`NextUses`). Both are computed once per batch and table; these two classes make
-them cheap for the common shapes.
+Plan(b) needs batch b's working set U_b (its distinct ids) for the hits and misses
+(`scratchkit.embedding.working_sets.WorkingSets`, shared with the caches), and, when it must
+evict, how soon each resident id is needed again in batches b+1 .. b+horizon, to keep the ones
+needed soon (`NextUses`), computed once per batch for every table at once.
 """
 from __future__ import annotations
 
 import numpy as np
-
-
-class WorkingSets:
-    """`np.unique(ids, return_inverse=True)` for one table's batches, made faster where it can.
-
-    When the table is small next to a batch (at most BITMAP_ROWS_PER_LOOKUP rows per lookup), ids
-    are marked in a [num_rows] bitmap and read back in order, ~4x faster than sorting 2k ids; the
-    result is the same arrays. Larger tables sort, as np.unique does.
-    """
-
-    BITMAP_ROWS_PER_LOOKUP = 64   # measured: the bitmap wins up to ~200 rows per lookup
-
-    def __init__(self, num_rows: int):
-        self.num_rows = num_rows
-        self._mark = self._position = None   # [num_rows] scratch, made on first use
-
-    def __call__(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(unique [u] sorted, inverse [n]) with unique[inverse] == ids."""
-        if self.num_rows > self.BITMAP_ROWS_PER_LOOKUP * len(ids):
-            return np.unique(ids, return_inverse=True)
-        if self._mark is None:
-            self._mark = np.zeros(self.num_rows, dtype=bool)
-            self._position = np.empty(self.num_rows, dtype=np.int64)
-        self._mark[ids] = True
-        unique = np.flatnonzero(self._mark)
-        self._mark[unique] = False                               # clean for the next batch
-        self._position[unique] = np.arange(len(unique))
-        return unique, self._position[ids]
 
 
 class NextUses:

@@ -32,7 +32,8 @@ import numpy as np
 
 from scratchkit.config import VictimPolicy
 from scratchkit.scratchpipe.events import PlanDecision
-from scratchkit.scratchpipe.lookahead import NextUses, WorkingSets
+from scratchkit.embedding.working_sets import WorkingSets
+from scratchkit.scratchpipe.lookahead import NextUses
 from scratchkit.scratchpipe.slot_map import SlotMap
 
 

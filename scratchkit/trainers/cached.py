@@ -41,6 +41,7 @@ from scratchkit.config import VictimPolicy
 from scratchkit.embedding.device_cache import DeviceCache
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
+from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 
@@ -73,6 +74,7 @@ class CachedTrainer(HostTablesTrainer):
         width = config.optimizer.state_width(config.model.dim)
         self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.dev)
                        for n in self.tables.table_sizes]
+        self.working_sets = [WorkingSets(n) for n in self.tables.table_sizes]
 
     # --- what subclasses decide -------------------------------------------------------------------
     def check_working_set(self, t: int, size: int) -> None:
@@ -106,7 +108,7 @@ class CachedTrainer(HostTablesTrainer):
         served = Served()
         with self.timer.stage(stages[0]):
             for t, table_ids in enumerate(batch.ids):
-                unique, inverse, counts = np.unique(table_ids, return_inverse=True, return_counts=True)
+                unique, inverse, counts = self.working_sets[t](table_ids, counts=True)
                 self.check_working_set(t, len(unique))                # before anything moves
                 slot_u = self.caches[t].slot_of_id[unique]            # [u], -1 = miss
                 served.hits += int(counts[slot_u >= 0].sum())         # per lookup, before the fill
