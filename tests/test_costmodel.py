@@ -9,12 +9,13 @@ import pytest
 import torch
 
 from scratchkit.commands.cli import main
-from scratchkit.config import DataConfig, ModelConfig, OptimizerKind, TrainConfig
+from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure import kit
 from scratchkit.measure.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
                                           project_all, stage_work, validate)
 from scratchkit.measure.gpu_profiles import GPU_PROFILES
+from scratchkit.measure.stages import plan_handoff
 from scratchkit.measure.hardware import PROFILE_NAMES, get_hardware, parse_profiles
 from scratchkit.measure.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.measure.work import TableWork
@@ -237,9 +238,36 @@ def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     w = one_table().with_counters(100, 50)
     hw = toy(host_cores=2, device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
     p = project("scratchpipe", w, hw, extra={"data": 0.5})
-    host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5
+    send, receive = (part.seconds(hw) for part in plan_handoff(w))   # each plan's hand-off, both sides
+    assert send > 0 and receive > 0
+    host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5 + send
+    train = p.stage_seconds["train"] + receive
     assert p.resource_seconds["host process"] == pytest.approx(host)
-    assert p.step_seconds == pytest.approx(max(host, p.stage_seconds["train"], (host + p.stage_seconds["train"]) / 2))
+    assert p.resource_seconds["train"] == pytest.approx(train)
+    assert p.step_seconds == pytest.approx(max(host, train, (host + train) / 2))
+
+
+def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
+    """plan_handoff's copies are the arrays a real Plan(b), stripped as the host process strips it,
+    puts in the ring (scratchpipe/ring.py): counted from the batch, not from the plan."""
+    import multiprocessing
+
+    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.scratchpipe.host_process import what_train_reads
+    from scratchkit.scratchpipe.ring import PlanRing
+
+    config = TrainConfig(data=DataConfig(table_sizes=(5000, 3000, 80), pooling=6, batch_size=64, num_dense=5,
+                                         zipf=1.0), cache=CacheParams(capacity=1200))
+    source = SyntheticSource(config.data)
+    planner = fresh_planner(config, source)
+    ring = PlanRing(multiprocessing.get_context("fork"), 4 * planner.plan_bytes(0), slots=1)
+    for b in range(4):
+        message = ring.pack(what_train_reads(False)(planner.plan(b)))
+        assert message[0] == "ring"
+        ring.unpack(message)
+        send, receive = plan_handoff(StepWork.from_config(config, source, batches=1, start=b))
+        assert send.host_stream == receive.host_stream == pytest.approx(2 * sum(message[2]), rel=0.01)
+    ring.close()
 
 
 def test_bench_project_adds_projections_to_json_and_table(capsys):

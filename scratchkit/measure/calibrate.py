@@ -47,7 +47,7 @@ from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCur
 from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
-from scratchkit.measure.plan_timings import (device_plan_table_seconds, map_probe_rate, plan_call_seconds, plan_rates,
+from scratchkit.measure.plan_timings import (device_plan_table_seconds, handoff_call_seconds, map_probe_rate, plan_call_seconds, plan_rates,
                                              plan_slot_rate)
 from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
 
@@ -120,6 +120,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
      plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
     calls["plan_table"], calls["plan_batch"], calls["plan_victims"] = plan_call_seconds(bench, host)
+    calls |= handoff_call_seconds(bench, host["host_stream_bw"])
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
     rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
@@ -237,7 +238,8 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch", "plan_victims")}   # on the host
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_batch", "plan_victims",
+                                                 "send_batch", "send_table", "receive_batch", "receive_table")}   # on the host
     calls["kernel"] = calls["op"]   # assumption: a CuPy kernel's launch costs what a torch op's does
     calls["device_plan_table"] = host["host_calls"]["device_plan_table"]   # Python: on the host
     say(f"device {dev.torch}: sorting and FLOPs")

@@ -20,7 +20,9 @@ No overlap is assumed inside a stage. Across stages (`project`):
   Transfer and Insert one after another on another thread; the link (Transfer, the victims'
   rows); the device (Insert's scatters, the victims' gathers, Train). On a CPU run (no GPU)
   every host stage runs in one forked process and Train in the trainer's: the step is the
-  larger of the two, or their sum over the cores when there are fewer cores than the two.
+  larger of the two, or their sum over the cores when there are fewer cores than the two; each
+  side also spends the hand-off of every plan (`stages.plan_handoff`: pickled into a ring of
+  shared memory, its skeleton down a pipe), which no stage's clock counts.
   `bound_stage` names the largest stage within the busiest resource.
 - `scratchpipe-device` (Plan and the row moves on the device, device_stages.py) is a pipeline of
   threads too, but its stages are the device's kernels, each thread's on a stream of its own. On
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
 from scratchkit.measure.hardware import HardwareProfile, get_hardware
-from scratchkit.measure.stages import PIPELINED, TRAINERS, stage_work
+from scratchkit.measure.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
 from scratchkit.measure.work import StepWork, Work, mlp_flops
 from scratchkit.trainers import TrainerKind
 
@@ -111,10 +113,11 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stage
     """ScratchPipe's resources and their busy time per step (the module note)."""
     if hw.device_is_host:
         host = ["plan", "collect", "write_back", "transfer", "insert"]
-        busy = sum(stages[s] for s in host) + extra_s     # the host process reads the batches too
+        send, receive = (part.seconds(hw) for part in plan_handoff(work))   # on no stage's clock
+        busy = sum(stages[s] for s in host) + extra_s + send   # the host process reads the batches too
+        train = stages["train"] + receive
         groups = {"host process": host, "train": ["train"], "shared cores": list(stages)}
-        return groups, {"host process": busy, "train": stages["train"],
-                        "shared cores": (busy + stages["train"]) / hw.host_cores}
+        return groups, {"host process": busy, "train": train, "shared cores": (busy + train) / hw.host_cores}
     parts = stage_work(trainer, work, hw)
     link = lambda s: parts[s].pcie_seconds(hw)
     groups = {"plan": ["plan"], "collect": ["collect"],

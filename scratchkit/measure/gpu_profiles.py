@@ -99,8 +99,10 @@ HOST_CORE = {
     "host_op_latency": 4.3 * US,
     "host_numpy_op_latency": 1.3 * US,
     "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 45.8 * US, "plan_batch": 15.1 * US, "plan_victims": 94.9 * US,
-                   # the last two not timed on that Xeon: an AMD EPYC VM core's, 2026-12-01
-                   "kernel": 6.5 * US, "device_plan_table": 8.5 * US},
+                   # the rest not timed on that Xeon: an AMD EPYC VM core's, 2026-12-01 (the hand-off
+                   # of a plan is a CPU run's only, priced in no GPU projection)
+                   "kernel": 6.5 * US, "device_plan_table": 8.5 * US, "send_batch": 42.4 * US,
+                   "send_table": 17.2 * US, "receive_batch": 31.3 * US, "receive_table": 4.6 * US},
     "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
     "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),
     # the planner's four, calibrated again 2026-12-01 on the same VM, when its victim choice's pass

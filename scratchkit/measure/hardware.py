@@ -78,8 +78,9 @@ def _measured() -> HardwareProfile:
     from scratchkit.measure.calibrate import calibrate
 
     profile = calibrate(quick=True)
-    return replace(profile, origin=f"measured now, quickly ({profile.origin}): no saved calibration "
-                                   f"at {saved_profile_path()}; `scratchkit calibrate` saves one")
+    path = saved_profile_path()
+    why = f"the saved calibration at {path} is an earlier kit's" if path.exists() else f"no saved calibration at {path}"
+    return replace(profile, origin=f"measured now, quickly ({profile.origin}): {why}; `scratchkit calibrate` saves one")
 
 
 def get_hardware(name: str) -> HardwareProfile:

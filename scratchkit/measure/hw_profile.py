@@ -140,11 +140,16 @@ CALL_OPS = {
     "kernel": 1,              # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
                               # host build's call on a CPU (ctypes, its arrays' checks: ~5x a NumPy call)
     "device_plan_table": 8,   # scratchpipe-device's Plan, per table (host Python): its part of the plan
+    "send_batch": 10,         # a CPU run's host process hands Plan(b) to Train (pickle, the ring, the
+    "send_table": 4,          # pipe; scratchpipe/ring.py): per batch and per table in the host process,
+    "receive_batch": 8,       # and in the trainer's, as it receives and unpacks it (host); the arrays'
+    "receive_table": 1,       # bytes priced apart, as copies
 }
 
 
 # calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
-LATER_CALLS = frozenset({"plan_batch", "plan_victims", "kernel", "device_plan_table"})
+LATER_CALLS = frozenset({"plan_batch", "plan_victims", "kernel", "device_plan_table",
+                         "send_batch", "send_table", "receive_batch", "receive_table"})
 
 
 class OutdatedProfileError(ValueError):

@@ -233,3 +233,51 @@ def device_plan_table_seconds(profile) -> float:
         priced = plan_work(work, work.share(work.fetched_rows), work.share(work.written_back_rows, evicting_only=True), cpu=True)
         return float(np.median(taken[16:])) - priced.seconds(profile)
     return max((unpriced(26) - unpriced(2)) / 24, 0.0)
+
+
+def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
+    """What handing Plan(b) from the host process to Train costs on a CPU run (host_process.py):
+    the plan as Train reads it (`what_train_reads`) packed into the ring and its skeleton sent
+    down the pipe (the host process), then received and unpacked (the trainer's process), at 2
+    and 8 tables of `plan_call_seconds`' shape. Each side's time less its copies' bytes (read and
+    written once each, at `stream_bw`): the difference per table, and what 2 tables cost beyond
+    twice that, per batch. CPU time, median. -> {"send_table", "send_batch", "receive_table",
+    "receive_batch"} (host_calls, seconds)."""
+    import multiprocessing
+
+    from scratchkit.config import CacheParams, DataConfig
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.scratchpipe.events import Stage
+    from scratchkit.scratchpipe.host_process import what_train_reads
+    from scratchkit.scratchpipe.ring import PlanRing, widen_pipe
+
+    rows, strip, context = 2**15, what_train_reads(False), multiprocessing.get_context("fork")
+
+    def seconds(tables: int) -> tuple[float, float]:      # -> (send, receive) s a batch, less copies
+        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
+                                             num_dense=13, zipf=0.8, num_batches=4 * bench.repeats + 24),
+                             cache=CacheParams(capacity=rows))
+        planner = fresh_planner(config, SyntheticSource(config.data))
+        ring, (inbox, outbox) = PlanRing(context, 4 * planner.plan_bytes(0), slots=2), context.Pipe(duplex=False)
+        widen_pipe(outbox)
+        sent, received = [], []
+        for b in range(4 * bench.repeats + 8):
+            planned = strip(planner.plan(b))
+            times = [(stage, b, 0.0, 0.0, 0.0) for stage in Stage]     # the stage times travel with it
+            start = time.thread_time()
+            message = ring.pack((planned, times))
+            outbox.send(("result", b, message))
+            middle = time.thread_time()
+            ring.unpack(inbox.recv()[2])
+            copies = 2 * 2 * sum(message[2]) / stream_bw          # into the ring, out of it: read + write
+            sent.append(middle - start - copies / 2)
+            received.append(time.thread_time() - middle - copies / 2)
+        ring.close()
+        return float(bench.statistic(sent[8:])), float(bench.statistic(received[8:]))
+    (send_two, receive_two), (send_eight, receive_eight) = seconds(2), seconds(8)
+    costs = {}
+    for side, two, eight in (("send", send_two, send_eight), ("receive", receive_two, receive_eight)):
+        costs[f"{side}_table"] = max((eight - two) / 6, 0.0)
+        costs[f"{side}_batch"] = max(two - 2 * costs[f"{side}_table"], 0.0)
+    return costs

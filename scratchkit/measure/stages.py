@@ -149,6 +149,19 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
             "insert": insert, "train": train}
 
 
+def plan_handoff(w: StepWork) -> tuple[Work, Work]:
+    """A CPU run's hand-off of Plan(b) from the host process to Train (scratchpipe/ring.py), on
+    no stage's clock: (what the host process spends sending it, what the trainer's spends
+    receiving it). Its arrays, as Train reads them: per table the ids and their slots [n], the
+    offsets [B], the working set's ids and slots [u]; the dense features and labels. Each side
+    copies them once (into the ring, out of it): read and written."""
+    nbytes = (sum(2 * t.lookups + w.batch_size + 2 * t.unique for t in w.tables) * ID_BYTES
+              + w.batch_size * (w.num_dense + 1) * FLOAT_BYTES)
+    side = lambda name: (kit.calls(False, f"{name}_batch") + kit.calls(False, f"{name}_table", w.num_tables)
+                         + kit.stream(False, 2 * nbytes))
+    return side("send"), side("receive")
+
+
 def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     """The work of each stage of `trainer` in one step (stage names as its StepRecords use),
     its rows priced as in a step that touches the working set (`Work.in_step`). `hw`: the

@@ -37,7 +37,7 @@ class HostProcess:
     def __init__(self, stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, start: int,
                  stop: int, clock, hook=None):
         self.stages, self.schedule, self.clock, self.hook, self.stop_index = stages, schedule, clock, hook, stop
-        body = stages_in_order(stages, schedule, plan_ahead, _what_train_reads(clock.log.enabled))
+        body = stages_in_order(stages, schedule, plan_ahead, what_train_reads(clock.log.enabled))
         self.forked = ForkedStages("host", body, start, stop, plan_ahead.plan_bytes(start),
                                    slots=schedule.depth + 2, hook=hook)
 
@@ -88,7 +88,7 @@ def stages_in_order(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhea
     return body
 
 
-def _what_train_reads(trace: bool):
+def what_train_reads(trace: bool):
     """Planned(b) without the arrays only the host stages read, nor, with the event trace off,
     those only the trace reads: less to copy into the ring and out of it, every step."""
     none = np.empty(0, dtype=np.int64)
