@@ -30,8 +30,10 @@ from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 from scratchkit.trainers import available_trainers
 
 # timed steps and warm-up steps per profile: enough steps for a steady mean, few enough that the
-# whole table runs in minutes (an embedding-bound step is ~0.3 s on one core at scale 0.05)
-STEPS = {"tiny": (40, 5), "small": (30, 5), "criteo-like": (30, 5), "embedding-bound": (8, 3),
+# whole table runs in minutes (an embedding-bound step is ~0.3 s on one core at scale 0.05). The
+# small profiles' steps take 1-10 ms: at 30-40 of them one scheduler hiccup or collection moved a
+# mean by 10-20%, so they run a second or so each
+STEPS = {"tiny": (300, 20), "small": (150, 10), "criteo-like": (100, 10), "embedding-bound": (8, 3),
          "embedding-bound-skewed": (8, 3), "embedding-bound-wide": (6, 3), "criteo-skew": (8, 3)}
 
 
@@ -58,6 +60,8 @@ def main(argv=None) -> int:
         say = lambda text: print(f"round {k + 1}/{args.rounds}: {text}", file=sys.stderr, flush=True)
         rounds.append(one_round(profiles, trainers, args, say))
         say(rounds[-1].verdict().split(":")[0])
+        for line in rounds[-1].noise():
+            say(line)
     validation = median_of_rounds(rounds)
     from scratchkit.commands.tables import format_validation
 
@@ -68,7 +72,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as out:
             json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),
                        "passed": validation.passed, "rows": validation.to_json(),
-                       "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "rows": r.to_json()}
+                       "noise": validation.noise(),
+                       "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "noise": r.noise(), "rows": r.to_json()}
                                   for r in rounds]}, out, indent=2)
     return 0 if validation.passed else 1
 

@@ -143,7 +143,9 @@ bound_table(projections)
 # are priced with this machine's cores. Compare the two ScratchPipes: the host-side one falls
 # further behind `gpu-only` as the tables grow and the locality drops (its Collect, a host stage,
 # bounds it), while `scratchpipe-device`, whose per-id work is on the device, stays close to
-# `gpu-only` on every cell; the prefetching cache, which looks one batch ahead, stays at a few x.
+# `gpu-only` on every cell. The prefetching cache, which looks one batch ahead, does well where its
+# cache holds most of what a batch needs (the small tables, high locality: its prefetch still bounds
+# it) and falls back to a few x where it does not.
 
 # %%
 from scratchkit.course.projections import speedup_grid

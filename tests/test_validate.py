@@ -7,6 +7,7 @@ import json
 import pytest
 
 from scratchkit.commands.cli import main
+from scratchkit.commands.tables import format_validation
 from scratchkit.measure.validate import (STAGE_BOUND, STEP_BOUND, Validation, ValidationRow, compare, make_row,
                                         median_of_rounds, validate_trainers)
 from scratchkit.measure.costmodel import Projection
@@ -59,6 +60,17 @@ def test_rounds_combine_as_medians_so_one_slow_round_moves_no_row():
     assert not median_of_rounds(rounds[1:2]).passed           # the slow round alone fails
 
 
+def test_the_machines_spread_is_the_same_dense_step_across_trainers():
+    """Trainers that run the same dense step: its fastest and slowest measurement per profile,
+    never a profile with one trainer's, never a stage other than mlp."""
+    rows = [make_row("tiny", t, "mlp", s, 0.5e-3, 1e-3) for t, s in (("gpu-only", 0.5e-3), ("lru", 0.8e-3), ("lfu", 0.6e-3))]
+    rows += [make_row("tiny", "lru", "fetch", 5e-3, 1e-3, 1e-3), make_row("small", "lru", "mlp", 2e-3, 2e-3, 4e-3)]
+    v = Validation(rows)
+    assert v.dense_spread() == {"tiny": (pytest.approx(0.5e-3), pytest.approx(0.8e-3), 3)}
+    assert v.noise() == ["tiny: the same dense step (mlp) measured 0.500-0.800 ms across 3 trainers (+60%)"]
+    assert "the machine's spread:\n  tiny: the same dense step" in format_validation(v)
+
+
 def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     import importlib.util
     from pathlib import Path
@@ -74,6 +86,7 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     written = json.loads(out.read_text())
     assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
     assert len(written["rounds"]) == 2 and "round 2/2: tiny:" in err
+    assert written["noise"][0].startswith("tiny: the same dense step (mlp) measured")   # gpu-only's and lru's
     by_round = [{(r["trainer"], r["stage"]): r["measured_s"] for r in k["rows"]} for k in written["rounds"]]
     for r in written["rows"]:
         low, high = sorted(rounds[(r["trainer"], r["stage"])] for rounds in by_round)

@@ -60,8 +60,11 @@ def format_validation(validation: Validation) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if 3 <= i <= 6 else str(c).ljust(w)
                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    noise = validation.noise()
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
-                     + [f"this-cpu: {validation.hardware}", validation.verdict()])
+                     + [f"this-cpu: {validation.hardware}"]
+                     + (["the machine's spread:"] + [f"  {n}" for n in noise] if noise else [])
+                     + [validation.verdict()])
 
 
 def describe_hardware(hw: HardwareProfile) -> str:

@@ -82,6 +82,22 @@ class Validation:
         return (f"{head}: bounds {100 * STAGE_BOUND:.0f}% per stage over {100 * SHARE:.0f}% of the step, "
                 f"{100 * STEP_BOUND:.0f}% on the step{named}{step}")
 
+    def dense_spread(self) -> dict[str, tuple[float, float, int]]:
+        """The machine's noise, measured without the model: per profile, the fastest and slowest
+        `mlp` stage among the trainers that report one, and how many. Every such trainer runs
+        the very same dense step on the same shapes, so their spread is the machine's, not the
+        model's: an error inside it says nothing of the model. -> {profile: (min s, max s, n)}."""
+        found: dict[str, list[float]] = {}
+        for r in self.rows:
+            if r.stage == "mlp" and r.measured_s > 0:
+                found.setdefault(r.profile, []).append(r.measured_s)
+        return {p: (min(xs), max(xs), len(xs)) for p, xs in found.items() if len(xs) > 1}
+
+    def noise(self) -> list[str]:
+        """One line per profile: dense_spread in words."""
+        return [f"{profile}: the same dense step (mlp) measured {1000 * lo:.3f}-{1000 * hi:.3f} ms across "
+                f"{n} trainers ({100 * (hi / lo - 1):+.0f}%)" for profile, (lo, hi, n) in self.dense_spread().items()]
+
     def to_json(self) -> list[dict]:
         return [r.to_dict() for r in self.rows]
 
