@@ -143,16 +143,13 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
     the extra per table, less the extra priced work, is the cost of a table's victim choice
     beyond its pass over the slots (at these small batches its fixed part shows).
     -> (seconds per table, per batch, per table that evicts)."""
-    from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
 
     rows, scan = 2**15, host["host_plan_slot_rate"]
 
     def seconds(tables: int, capacity: int) -> tuple[float, float]:   # -> (median s a batch, priced s a table)
-        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
-                                             num_dense=1, zipf=0.8, num_batches=4 * bench.repeats + 24),
-                             cache=CacheParams(capacity=capacity))
+        config = small_batch_config(tables, rows, capacity, 4 * bench.repeats + 24)
         planner, taken, priced = fresh_planner(config, SyntheticSource(config.data)), [], []
         for b in range(4 * bench.repeats + 8):   # wall time, less PlanAhead's reading
             start = time.perf_counter()
@@ -169,6 +166,15 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
     table = max((eight - two) / 6, 0.0)
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
     return max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0)
+
+
+def small_batch_config(tables: int, rows: int, capacity: int, batches: int, num_dense: int = 1) -> TrainConfig:
+    """The planner's calls are timed at a small batch's shape: 2048 lookups a table (256 samples,
+    pooling 8) of Zipf(0.8) ids, `tables` tables of `rows` rows, scratchpads of `capacity`."""
+    from scratchkit.config import CacheParams, DataConfig
+
+    return TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256, num_dense=num_dense,
+                                       zipf=0.8, num_batches=batches), cache=CacheParams(capacity=capacity))
 
 
 MAP_SLOTS = ((2**14, 2**18), (2**12, 2**16, 2**20))   # the hash map's slots it is timed at (quick, full)
@@ -245,7 +251,6 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
     "receive_batch"} (host_calls, seconds)."""
     import multiprocessing
 
-    from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
     from scratchkit.scratchpipe.events import Stage
@@ -255,9 +260,7 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
     rows, strip, context = 2**15, what_train_reads(False), multiprocessing.get_context("fork")
 
     def seconds(tables: int) -> tuple[float, float]:      # -> (send, receive) s a batch, less copies
-        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256,
-                                             num_dense=13, zipf=0.8, num_batches=4 * bench.repeats + 24),
-                             cache=CacheParams(capacity=rows))
+        config = small_batch_config(tables, rows, rows, 4 * bench.repeats + 24, num_dense=13)   # 13 dense features, as Criteo has
         planner = fresh_planner(config, SyntheticSource(config.data))
         ring, (inbox, outbox) = PlanRing(context, 4 * planner.plan_bytes(0), slots=2), context.Pipe(duplex=False)
         widen_pipe(outbox)
@@ -270,9 +273,9 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
             outbox.send(("result", b, message))
             middle = time.thread_time()
             ring.unpack(inbox.recv()[2])
-            copies = 2 * 2 * sum(message[2]) / stream_bw          # into the ring, out of it: read + write
-            sent.append(middle - start - copies / 2)
-            received.append(time.thread_time() - middle - copies / 2)
+            copy = 2 * sum(message[2]) / stream_bw     # each side's: into the ring or out of it, read + write
+            sent.append(middle - start - copy)
+            received.append(time.thread_time() - middle - copy)
         ring.close()
         return float(bench.statistic(sent[8:])), float(bench.statistic(received[8:]))
     (send_two, receive_two), (send_eight, receive_eight) = seconds(2), seconds(8)
