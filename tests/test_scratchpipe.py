@@ -423,3 +423,18 @@ def test_no_stage_takes_negative_time_when_reading_is_slower_than_planning(tiny_
     # each batch's reading, once, by a stage: but the first, read as the call starts to size the
     # plan ring (process drivers), like the fork before it
     assert all(r.stage_seconds["data"] >= 0.009 for r in records[1:])
+
+
+@pytest.mark.parametrize("name", ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe", "scratchpipe-device"])
+def test_the_callers_time_between_steps_is_no_steps(tiny_config, name):
+    """A step's seconds are the trainer's, not what its caller does between two steps (a live plot,
+    another trainer's turn in an alternated bench): ScratchPipe timed a step from the end of the
+    one before, so a caller's pause went into the next step's seconds, and into its samples/s."""
+    pause = 0.2
+    with make_trainer(name, tiny_config, device="cpu") as trainer:
+        steps = trainer.train(6)
+        records = [next(steps)]            # the first: ScratchPipe's pipeline starts in it
+        for record in steps:
+            records.append(record)
+            time.sleep(pause)
+    assert all(r.seconds < pause / 2 for r in records[1:]), [round(r.seconds, 4) for r in records]

@@ -152,8 +152,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
             for b in range(start, stop):
                 with interrupted:            # Ctrl-C lands between steps, never inside one
                     record = self._train_one(driver, b, last_end, lambda: interrupted.raised)
-                last_end = time.perf_counter()
                 yield record
+                last_end = time.perf_counter()   # from here: the caller's time between steps is no step's
                 if interrupted.raised:
                     raise KeyboardInterrupt
             finished = True
