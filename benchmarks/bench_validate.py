@@ -11,10 +11,12 @@ saves it) at the start of each round, so constants and trainers are measured min
 the same machine. `--rounds N` (default 3) runs the whole table N times, each round calibrated
 afresh with `--calibrate`, and reports each row's medians over the rounds (measured and predicted
 alike): on a shared VM the same step or constant moves by a third from one minute to the next,
-and one slow round, on either side, then moves no row. Run it on a quiet machine all the same: a
+and one slow round, on either side, then moves no row. Within a round each profile's trainers
+alternate (`--alternate K`, default 4: every trainer open at once, each taking a K-th of its
+timed steps in turn), so that they all cover the same minutes. Run it on a quiet machine all the same: a
 neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time figures.
 
-    python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~7 min on 2 cores
+    python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~10 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
     python benchmarks/bench_validate.py --json validation.json       # the rows, for notebooks and reports
 """
@@ -35,6 +37,9 @@ from scratchkit.trainers import available_trainers
 # mean by 10-20%, so they run a second or so each
 STEPS = {"tiny": (300, 20), "small": (150, 10), "criteo-like": (100, 10), "embedding-bound": (8, 3),
          "embedding-bound-skewed": (8, 3), "embedding-bound-wide": (6, 3), "criteo-skew": (8, 3)}
+# each profile's trainers alternate, in this many parts of their timed steps (run_bench's rounds):
+# one after another, the same dense step spread by up to +95% across the trainers of one profile
+ALTERNATE = 4
 
 
 def main(argv=None) -> int:
@@ -45,6 +50,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="a third of the steps: a smoke run")
     parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) at each round's start")
     parser.add_argument("--rounds", type=int, default=3, help="whole tables run, rows' medians reported (default 3)")
+    parser.add_argument("--alternate", type=int, default=ALTERNATE, metavar="K",
+                        help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
+                             f"them cover the same minutes (default {ALTERNATE}; 1: one after another)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
     args = parser.parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -52,6 +60,8 @@ def main(argv=None) -> int:
     for name in profiles:
         if name not in PROFILES:
             parser.error(f"--profiles: unknown profile {name!r}; choose from {', '.join(PROFILES)}")
+    if args.alternate < 1:
+        parser.error(f"--alternate must be at least 1, got {args.alternate}")
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     started = time.perf_counter()
@@ -94,7 +104,8 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> Validation
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
         config = get_profile(name, scale=args.scale if name in SCALABLE else None)
         t0 = time.perf_counter()
-        part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu")
+        part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
+                                rounds=args.alternate)
         say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s; "
             f"{part.verdict().split(';')[0]}")
         validation += part

@@ -94,6 +94,35 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         bench.main(["--rounds", "0"])
     assert refused.value.code == 2 and "--rounds must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        bench.main(["--alternate", "0"])
+    assert refused.value.code == 2 and "--alternate must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_config):
+    """run_bench(rounds=K): each trainer's timed steps in K parts, taken in turn (the order reversed
+    every other round), every trainer on the same batches as one after another: its counters and
+    ScratchPipe's hits are the same (each trainer trains alone, only in turns)."""
+    from scratchkit.measure.bench import run_bench
+
+    order = []
+
+    def wrap(records, total, name):    # a progress hook that sees each timed step as it is taken
+        for record in records:
+            order.append(name)
+            yield record
+
+    trainers = ["gpu-only", "lru", "scratchpipe"]
+    alternated = run_bench(tiny_config, trainers, 5, warmup=2, device="cpu", wrap=wrap, rounds=2)
+    assert order == ["gpu-only"] * 3 + ["lru"] * 3 + ["scratchpipe"] * 3 + ["scratchpipe"] * 2 + ["lru"] * 2 + ["gpu-only"] * 2
+    alone = run_bench(tiny_config, trainers, 5, warmup=2, device="cpu")
+    for a, b in zip(alternated, alone):
+        assert (a.trainer, a.steps) == (b.trainer, b.steps)
+        assert (a.lookups_per_step, a.fetched_rows_per_step, a.written_back_rows_per_step, a.hit_rate) == \
+            (b.lookups_per_step, b.fetched_rows_per_step, b.written_back_rows_per_step, b.hit_rate)
+    assert alternated[2].hit_rate == 1.0
+    with pytest.raises(ValueError, match="rounds must be at least 1, got 0"):
+        run_bench(tiny_config, trainers, 5, rounds=0)
 
 
 def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):

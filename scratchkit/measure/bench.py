@@ -1,10 +1,12 @@
 """Measure trainers side by side on identical batches: samples/s and where the time goes."""
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.trainers import make_trainer
+from scratchkit.trainers import SCRATCHPIPE_TRAINERS, make_trainer
 
 
 @dataclass
@@ -26,38 +28,84 @@ class BenchResult:
 
 
 def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, source=None,
-              device: str | None = None, wrap=None) -> list[BenchResult]:
+              device: str | None = None, wrap=None, rounds: int = 1) -> list[BenchResult]:
     """Each trainer trains `warmup` untimed then `steps` timed steps on the same batches.
 
     Both in one `train()` call: the warm-up then warms what is timed. (ScratchPipe starts its
     pipeline at each call: it forks the host process and plans a batch's look-ahead before the
     first Train, ~50-70 ms that a warm-up call of its own would not have taken off the timed one.)
     `wrap(iterable, total, desc)` may add a progress bar.
+
+    `rounds` > 1 alternates them: every trainer is open at once and takes its timed steps in
+    `rounds` parts, each trainer a part in turn (the order reversed every other round), so that
+    each one's figures cover the same minutes of the machine. On a VM whose speed moves by a third
+    from one minute to the next, trainers timed one after another compare one minute with another
+    (`measure/validate.py`'s machine spread shows it). It holds every trainer's tables at once.
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     source = source if source is not None else SyntheticSource(config.data)
-    results = []
-    for name in trainers:
-        with make_trainer(name, config, source=source, device=device) as trainer:
-            if hasattr(trainer, "events"):
-                trainer.events.enabled = False   # the visualizer's trace is not what we measure
-            steps_run = trainer.train(warmup + steps)
-            for _ in range(warmup):
-                next(steps_run)
-            records = list(wrap(steps_run, steps, name) if wrap else steps_run)
-        seconds = sum(r.seconds for r in records)
-        stages: dict[str, float] = {}
-        for r in records:
-            for k, v in r.stage_seconds.items():
-                stages[k] = stages.get(k, 0.0) + v / steps
-        lookups = sum(r.lookups for r in records)
-        hits = None if records[0].hits is None else sum(r.hits for r in records) / max(lookups, 1)
-        results.append(BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
-                                   stages, hits, lookups_per_step=lookups / steps,
-                                   fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
-                                   written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
-                                   evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps))
+    if rounds == 1:        # one at a time: one trainer's tables in memory at once
+        results = []
+        for name in trainers:
+            with make_trainer(name, config, source=source, device=device) as trainer:
+                records = list(_timed(trainer, name, warmup, [steps], wrap)[0])
+            results.append(_result(name, steps, records))
+    else:
+        parts = _parts(steps, rounds)
+        with ExitStack() as stack:
+            # each made and started (warmed up) before the next is made, ScratchPipe's first: it
+            # forks its host process as it starts, and a fork shares every page the process holds
+            # then, copy on write: another trainer's tables made before it would fault a page at
+            # a time as that trainer writes them, for as long as the child lives
+            runs = {}
+            for name in sorted(trainers, key=lambda name: name not in SCRATCHPIPE_TRAINERS):
+                trainer = stack.enter_context(make_trainer(name, config, source=source, device=device))
+                runs[name] = _timed(trainer, name, warmup, parts, wrap)
+            runs = [(name, runs[name]) for name in trainers]
+            records = {name: [] for name in trainers}
+            for k in range(len(parts)):
+                for name, chunks in (runs if k % 2 == 0 else runs[::-1]):
+                    records[name] += list(chunks[k])
+        results = [_result(name, steps, records[name]) for name in trainers]
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results
+
+
+def _parts(steps: int, rounds: int) -> list[int]:
+    """`steps` split into `rounds` near-equal parts (no empty one): 10, 3 -> [4, 3, 3]."""
+    rounds = min(rounds, steps)
+    return [steps // rounds + (k < steps % rounds) for k in range(rounds)]
+
+
+def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> list:
+    """Start `trainer` on warmup + sum(parts) steps, take the warm-up, and return one iterator
+    per part of the timed steps (each drained before the next)."""
+    if hasattr(trainer, "events"):
+        trainer.events.enabled = False   # the visualizer's trace is not what we measure
+    steps_run = trainer.train(warmup + sum(parts))
+    for _ in range(warmup):
+        next(steps_run)
+    # the last part is the generator itself, drained: what train() does after its last step
+    # (ScratchPipe stops its pipeline) runs before the trainer closes, as in one uninterrupted call
+    chunks = [islice(steps_run, n) for n in parts[:-1]] + [steps_run]
+    return [wrap(chunk, n, name) if wrap else chunk for chunk, n in zip(chunks, parts)]
+
+
+def _result(name: str, steps: int, records: list) -> BenchResult:
+    """A trainer's timed steps as one result: samples/s, and each stage's and counter's mean."""
+    seconds = sum(r.seconds for r in records)
+    stages: dict[str, float] = {}
+    for r in records:
+        for k, v in r.stage_seconds.items():
+            stages[k] = stages.get(k, 0.0) + v / steps
+    lookups = sum(r.lookups for r in records)
+    hits = None if records[0].hits is None else sum(r.hits for r in records) / max(lookups, 1)
+    return BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
+                       stages, hits, lookups_per_step=lookups / steps,
+                       fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
+                       written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
+                       evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps)

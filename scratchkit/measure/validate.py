@@ -145,10 +145,11 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
-                      source=None, device: str | None = None, wrap=None) -> Validation:
+                      source=None, device: str | None = None, wrap=None, rounds: int = 1) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
-    timed ones, in one `train()` call: scratchkit.measure.bench.run_bench), predict each with
-    `this-cpu`, and compare."""
+    timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
+    trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
+    and compare."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.bench import run_bench
 
@@ -158,7 +159,8 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     hw = get_hardware("this-cpu")
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     validation = Validation(hardware=hw.origin)
-    for result in run_bench(config, trainers, steps, warmup=warmup, source=source, device=device, wrap=wrap):
+    for result in run_bench(config, trainers, steps, warmup=warmup, source=source, device=device, wrap=wrap,
+                            rounds=rounds):
         work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
                                   result.evicting_tables_per_step)
         if result.trainer == "scratchpipe" and hw.device_is_host:
