@@ -55,12 +55,11 @@ def per_table_ops():
             os.environ["SCRATCHKIT_NATIVE"] = before
 
 
-def stage_times(config: TrainConfig, steps: int, statistic, device=None) -> dict[str, float]:
-    """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps),
-    with the per-table torch ops (the module note)."""
+def stage_times(config: TrainConfig, steps: int, statistic, device=None, warmup: int = 3) -> dict[str, float]:
+    """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps
+    after `warmup` untimed ones), with the per-table torch ops (the module note)."""
     from scratchkit.trainers import make_trainer
 
-    warmup = 3
     with per_table_ops(), make_trainer("gpu-only", config, device=device) as trainer:
         records = list(trainer.train(warmup + steps))[warmup:]
     return {s: float(statistic([r.stage_seconds.get(s, 0.0) for r in records])) for s in records[0].stage_seconds}

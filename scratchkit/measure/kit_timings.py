@@ -200,9 +200,19 @@ def matmul_rates(bench: Bench, quick: bool, op: float) -> tuple[RateCurve, RateC
     return RateCurve(tuple(mm)), RateCurve(tuple(bmm))
 
 
-DENSE_SHAPES = (((256, 8, 16, 64), (2048, 8, 64, 128)),
-                ((256, 8, 16, 64), (512, 26, 16, 64), (2048, 8, 64, 128), (4096, 8, 128, 128), (4096, 26, 64, 128)))
-DENSE_TABLE_ROWS, DENSE_POOLING, DENSE_STEPS = 2**14, 8, 7
+# the profiles' dense steps (batch, tables, dim, width, table rows, pooling): tiny, small,
+# criteo-like, embedding-bound, -wide, criteo-skew. tiny's is nearly all fixed costs, which run
+# slower inside a step than in the loop `call_latencies` times them in: without its own point the
+# rate at small's held for it, and tiny's MLP came out -32..-40% in every trainer (2026-12-01 23:18
+# UTC). Its lookups stay in the caches (3 tables of a few hundred rows), so its point's do too:
+# behind 16k-row tables the same dense step ran 5-25% slower
+TINY_SHAPE = (32, 3, 8, 16, 512, 2)
+DENSE_SHAPES = ((TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
+                (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (512, 26, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8),
+                 (4096, 8, 128, 128, 2**14, 8), (4096, 26, 64, 128, 2**14, 8)))
+# timed steps, and warm-up steps by batch: the first tens of a 1 ms step ran 10-40% slower than
+# the rest (tiny's shape, three runs of 200 steps, 2026-12-01 23:55 UTC); a big batch's are few
+DENSE_STEPS, DENSE_WARMUP = 15, lambda batch: 20 if batch <= 512 else 3
 
 
 def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve,
@@ -212,8 +222,9 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     what its fixed costs, its matmuls and the pairs' scatter leave of each step's time.
 
     The dense step is timed where it runs, inside `gpu-only`'s training steps (its `mlp` stage,
-    the median of 7 after 3 warm-up steps; `device`: where they run), after an embedding lookup
-    of 16k-row tables has streamed its rows through the caches. Timed alone in a loop, the same
+    the median of DENSE_STEPS after DENSE_WARMUP; `device`: where they run), after an embedding
+    lookup of the shape's tables (16k rows but tiny's) has streamed its rows through the caches.
+    Timed alone in a loop, the same
     step ran 1.2x faster on `small` and its first runs (the allocator's first pages) 1.3x slower:
     fitted to those, the model missed a step's MLP by -30% on `small` and +50% on
     `embedding-bound`."""
@@ -223,12 +234,12 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     from scratchkit.measure.work import StepWork
 
     points = []
-    for batch, tables, dim, width in DENSE_SHAPES[not quick]:
-        config = TrainConfig(data=DataConfig(table_sizes=(DENSE_TABLE_ROWS,) * tables, pooling=DENSE_POOLING,
+    for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:
+        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=pooling,
                                              batch_size=batch, num_dense=13),
                              model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
         w = StepWork.from_config(config, batches=1)
-        step = stage_times(config, DENSE_STEPS, bench.statistic, device)["mlp"]
+        step = stage_times(config, DENSE_STEPS, bench.statistic, device, warmup=DENSE_WARMUP(batch))["mlp"]
         matmuls, batched = kit.dense_matmuls(w)
         vectors = tables + 1
         known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]
