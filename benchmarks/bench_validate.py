@@ -13,7 +13,9 @@ afresh with `--calibrate`, and reports each row's medians over the rounds (measu
 alike): on a shared VM the same step or constant moves by a third from one minute to the next,
 and one slow round, on either side, then moves no row. Within a round each profile's trainers
 alternate (`--alternate K`, default 4: every trainer open at once, each taking a K-th of its
-timed steps in turn), so that they all cover the same minutes. Run it on a quiet machine all the same: a
+timed steps in turn), so that they all cover the same minutes. Each profile's line says how much
+CPU time the hypervisor stole meanwhile (a VM's `steal`, scratchkit/measure/steal.py): the wall
+clock the trainers are timed by grows by it, the calibration's CPU-time figures do not. Run it on a quiet machine all the same: a
 neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time figures.
 
     python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~10 min on 2 cores
@@ -27,6 +29,7 @@ import json
 import sys
 import time
 
+from scratchkit.measure.steal import StealMeter
 from scratchkit.measure.validate import Validation, median_of_rounds, validate_trainers
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 from scratchkit.trainers import available_trainers
@@ -65,10 +68,12 @@ def main(argv=None) -> int:
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     started = time.perf_counter()
-    rounds = []
+    rounds, stolen = [], []
     for k in range(args.rounds):
         say = lambda text: print(f"round {k + 1}/{args.rounds}: {text}", file=sys.stderr, flush=True)
-        rounds.append(one_round(profiles, trainers, args, say))
+        validation, steal = one_round(profiles, trainers, args, say)
+        rounds.append(validation)
+        stolen.append(steal)
         say(rounds[-1].verdict().split(":")[0])
         for line in rounds[-1].noise():
             say(line)
@@ -78,18 +83,24 @@ def main(argv=None) -> int:
     print(format_validation(validation))
     print(f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
           f"(scale {args.scale} for {', '.join(p for p in profiles if p in SCALABLE) or 'none'})")
+    worst = max((share, k, name) for k, steal in enumerate(stolen) for name, share in steal.items() if share is not None) \
+        if any(share is not None for steal in stolen for share in steal.values()) else None
+    if worst is not None:
+        print(f"the hypervisor's steal: at most {100 * worst[0]:.0f}% of the CPU time wanted, on {worst[2]} in round "
+              f"{worst[1] + 1} (a quiet machine: near 0)")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),
                        "passed": validation.passed, "rows": validation.to_json(),
                        "noise": validation.noise(),
-                       "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "noise": r.noise(), "rows": r.to_json()}
-                                  for r in rounds]}, out, indent=2)
+                       "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "noise": r.noise(), "steal": steal,
+                                   "rows": r.to_json()} for r, steal in zip(rounds, stolen)]}, out, indent=2)
     return 0 if validation.passed else 1
 
 
-def one_round(profiles: list[str], trainers: list[str], args, say) -> Validation:
-    """The whole table once: calibrated first with --calibrate, then every profile's trainers."""
+def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Validation, dict[str, float | None]]:
+    """The whole table once: calibrated first with --calibrate, then every profile's trainers.
+    -> (its rows, the share of CPU time the hypervisor stole per profile: measure/steal.py)."""
     if args.calibrate:
         from scratchkit.measure.calibrate import calibrate
         from scratchkit.measure.hardware import save_calibration
@@ -97,19 +108,22 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> Validation
         t0 = time.perf_counter()
         path = save_calibration(calibrate(progress=lambda s: say(f"calibrate: {s}")))
         say(f"calibrated and saved {path} in {time.perf_counter() - t0:.0f} s")
-    validation = Validation()
+    validation, stolen = Validation(), {}
     for name in profiles:
         steps, warmup = STEPS.get(name, (10, 3))
         if args.quick:
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
         config = get_profile(name, scale=args.scale if name in SCALABLE else None)
         t0 = time.perf_counter()
-        part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                rounds=args.alternate)
-        say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s; "
+        with StealMeter() as steal:
+            part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
+                                    rounds=args.alternate)
+        stolen[name] = steal.share
+        stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
+        say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
             f"{part.verdict().split(';')[0]}")
         validation += part
-    return validation
+    return validation, stolen
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
     assert len(written["rounds"]) == 2 and "round 2/2: tiny:" in err
     assert written["noise"][0].startswith("tiny: the same dense step (mlp) measured")   # gpu-only's and lru's
+    assert all(set(k["steal"]) == {"tiny"} for k in written["rounds"])     # the hypervisor's share, or None
     by_round = [{(r["trainer"], r["stage"]): r["measured_s"] for r in k["rows"]} for k in written["rounds"]]
     for r in written["rows"]:
         low, high = sorted(rounds[(r["trainer"], r["stage"])] for rounds in by_round)
