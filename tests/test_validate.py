@@ -122,6 +122,11 @@ def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_co
         assert (a.lookups_per_step, a.fetched_rows_per_step, a.written_back_rows_per_step, a.hit_rate) == \
             (b.lookups_per_step, b.fetched_rows_per_step, b.written_back_rows_per_step, b.hit_rate)
     assert alternated[2].hit_rate == 1.0
+    once = run_bench(tiny_config, ["lru"], 4, warmup=1, device="cpu")
+    twice = run_bench(tiny_config, ["lru", "lru"], 4, warmup=1, device="cpu", rounds=2)   # each its own steps
+    assert [(r.trainer, r.lookups_per_step, r.fetched_rows_per_step) for r in twice] == \
+        [("lru", once[0].lookups_per_step, once[0].fetched_rows_per_step)] * 2
+    assert twice[0].seconds != twice[1].seconds       # two trainers timed, not one reported twice
     with pytest.raises(ValueError, match="rounds must be at least 1, got 0"):
         run_bench(tiny_config, trainers, 5, rounds=0)
 

@@ -60,16 +60,15 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
             # forks its host process as it starts, and a fork shares every page the process holds
             # then, copy on write: another trainer's tables made before it would fault a page at
             # a time as that trainer writes them, for as long as the child lives
-            runs = {}
-            for name in sorted(trainers, key=lambda name: name not in SCRATCHPIPE_TRAINERS):
-                trainer = stack.enter_context(make_trainer(name, config, source=source, device=device))
-                runs[name] = _timed(trainer, name, warmup, parts, wrap)
-            runs = [(name, runs[name]) for name in trainers]
-            records = {name: [] for name in trainers}
+            runs = [None] * len(trainers)      # by position: a trainer may be named twice
+            for i in sorted(range(len(trainers)), key=lambda i: trainers[i] not in SCRATCHPIPE_TRAINERS):
+                trainer = stack.enter_context(make_trainer(trainers[i], config, source=source, device=device))
+                runs[i] = _timed(trainer, trainers[i], warmup, parts, wrap)
+            records = [[] for _ in trainers]
             for k in range(len(parts)):
-                for name, chunks in (runs if k % 2 == 0 else runs[::-1]):
-                    records[name] += list(chunks[k])
-        results = [_result(name, steps, records[name]) for name in trainers]
+                for i in (range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers)))):
+                    records[i] += list(runs[i][k])
+        results = [_result(name, steps, taken) for name, taken in zip(trainers, records)]
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results
