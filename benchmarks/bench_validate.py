@@ -13,10 +13,10 @@ afresh with `--calibrate`, and reports each row's medians over the rounds (measu
 alike): on a shared VM the same step or constant moves by a third from one minute to the next,
 and one slow round, on either side, then moves no row. Within a round each profile's trainers
 alternate (`--alternate K`, default 4: every trainer open at once, each taking a K-th of its
-timed steps in turn), so that they all cover the same minutes. Each profile's line says how much
-CPU time the hypervisor stole meanwhile (a VM's `steal`, scratchkit/measure/steal.py): the wall
-clock the trainers are timed by grows by it, the calibration's CPU-time figures do not. Run it on a quiet machine all the same: a
-neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time figures.
+timed steps in turn), so that they all cover the same minutes. Run it on a quiet machine all the
+same: a neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time
+figures. Each profile's line says how much CPU time the hypervisor stole meanwhile (a VM's
+`steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see.
 
     python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~10 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
@@ -83,11 +83,11 @@ def main(argv=None) -> int:
     print(format_validation(validation))
     print(f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
           f"(scale {args.scale} for {', '.join(p for p in profiles if p in SCALABLE) or 'none'})")
-    worst = max((share, k, name) for k, steal in enumerate(stolen) for name, share in steal.items() if share is not None) \
-        if any(share is not None for steal in stolen for share in steal.values()) else None
-    if worst is not None:
-        print(f"the hypervisor's steal: at most {100 * worst[0]:.0f}% of the CPU time wanted, on {worst[2]} in round "
-              f"{worst[1] + 1} (a quiet machine: near 0)")
+    shares = [(share, k, name) for k, steal in enumerate(stolen) for name, share in steal.items() if share is not None]
+    if shares:
+        share, k, name = max(shares)
+        print(f"the hypervisor's steal: at most {100 * share:.0f}% of the CPU time wanted, on {name} in round "
+              f"{k + 1} (a quiet machine: near 0)")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),

@@ -224,10 +224,9 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     The dense step is timed where it runs, inside `gpu-only`'s training steps (its `mlp` stage,
     the median of DENSE_STEPS after DENSE_WARMUP; `device`: where they run), after an embedding
     lookup of the shape's tables (16k rows but tiny's) has streamed its rows through the caches.
-    Timed alone in a loop, the same
-    step ran 1.2x faster on `small` and its first runs (the allocator's first pages) 1.3x slower:
-    fitted to those, the model missed a step's MLP by -30% on `small` and +50% on
-    `embedding-bound`."""
+    Timed alone in a loop, the same step ran 1.2x faster on `small` and its first runs (the
+    allocator's first pages) 1.3x slower: fitted to those, the model missed a step's MLP by -30%
+    on `small` and +50% on `embedding-bound`."""
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
     from scratchkit.measure import kit
     from scratchkit.measure.fixed_costs import stage_times
