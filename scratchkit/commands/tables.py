@@ -86,6 +86,10 @@ def describe_hardware(hw: HardwareProfile) -> str:
         curve = getattr(hw, name)
         at = ", ".join(f"{n}: {curve.at(n) / 1e6:,.0f}" for n in (2048, 82000))
         lines.append(f"  {name:22s} M key*log2(n)/s at n {at}  {src(name)}")
+    select = hw.host_numpy_select
+    lines.append(f"  {'host_numpy_select':22s} " + ("not measured: priced as a sort" if select is None else
+                 ", ".join(f"M keys/s at n {n}: {select.at(n) / 1e6:,.0f}" for n in (2048, 82000)))
+                 + f"  {src('host_numpy_select')}")
     for name in ("host_sort_value_rate", "device_sort_value_rate"):
         lines.append(f"  {name:22s} {getattr(hw, name) / 1e6:>10,.1f} M floats/s  {src(name)}")
     curve = hw.device_activation_rate

@@ -15,6 +15,7 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
                             16 and 64: the part that grows with the dim is `host_sort_value_rate`,
                             the rest, in n log2 n, the sort rate at each n
     host_numpy_sort         np.unique(return_inverse, return_counts) at 512-128k ids
+    host_numpy_select       np.partition (a demand cache's victim choice) at 512-128k keys
     device_flops            torch.mm at the MLPs' shapes; device_bmm_flops: the interaction's bmm
     host_plan_*             ScratchPipe's C++ planner (NativePlans): lookups/s seeing batches,
                             distinct ids/s and misses/s planning, slots/s choosing victims, and
@@ -112,6 +113,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
     say("sorting: embedding_backward and np.unique at 512 to 128k ids")
     host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
     host["host_numpy_sort"] = numpy_sort_rate(bench, quick, calls["unique"])
+    host["host_numpy_select"] = numpy_select_rate(bench, quick)
     say("FLOP rate and the dense step at the MLPs' shapes")
     host["mm"], host["bmm"] = matmul_rates(bench, quick, calls["op"])
     host["activations"] = activation_rate(bench, quick, calls, host["mm"], host["bmm"], host["host_scatter"])
@@ -138,6 +140,7 @@ def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
                      "and its per-float cost: keys x log2 n per second",
         "host_sort_value_rate": "embedding_backward's extra time at dim 64 over dim 16, per float",
         "host_numpy_sort": "np.unique(return_inverse, return_counts), less its fixed cost",
+        "host_numpy_select": f"np.partition of int64 keys at 512-128k keys, less its time on 16, {how}",
         "host_plan_lookup_rate": plan_source, "host_plan_id_rate": plan_source,
         "host_plan_miss_rate": plan_source, "host_plan_slot_rate": slot_source,
         "host_cores": "os.cpu_count()",
@@ -194,6 +197,19 @@ def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve
         ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]    # a table's ids each
         t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
         points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
+    return RateCurve(tuple(points))
+
+
+def numpy_select_rate(bench: Bench, quick: bool) -> RateCurve:
+    """Keys/s of np.partition at the k-th of n int64 keys (k = n/4, about a victim choice's share)."""
+    small = [np.arange(16) * (t + 1) for t in range(TABLES)]
+    fixed = bench.per_call(lambda t: np.partition(small[t], 4))
+    points = []
+    for n in SORT_SIZES[not quick]:
+        tables = max(1, min(TABLES, 2**16 // n))
+        keys = [bench.rng.integers(0, 2**40, n) for _ in range(tables)]
+        t = bench.per_call(lambda k: np.partition(keys[k], n // 4), tables)
+        points.append((n, n / max(t - fixed, 0.1 * t)))
     return RateCurve(tuple(points))
 
 

@@ -220,6 +220,9 @@ class HardwareProfile:
     # slot's urgency counted, plan_loop.c's choose_victims), by the scratchpad's slots, once per
     # table and batch with a victim. None (a profile saved before it was measured): not priced
     host_plan_slot_rate: RateCurve | None = None
+    # np.partition (a demand cache's victim choice, embedding/victims.py's first_k): int64 keys/s
+    # by the keys of a call. None (a profile saved before it was measured): priced as a NumPy sort
+    host_numpy_select: RateCurve | None = None
     # the scratchpad's hash map (kernels/hashmap.cu), as scratchpipe-device probes it: probes/s
     # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)

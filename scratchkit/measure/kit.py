@@ -180,6 +180,12 @@ def working_set(n: float, u: float, rows: float, counts: bool = False) -> Work:
     return unique(n)
 
 
+def select(n: float, count: float = 1) -> Work:
+    """np.partition of n int64 keys at the k-th (`embedding/victims.py`'s first_k): introselect,
+    about linear in n (priced by the calibrated `host_numpy_select` rate, keys/s at n)."""
+    return numpy_calls(count) + on(False, sorts=(("select", n, count),))
+
+
 def from_numpy(count: float) -> Work:
     """torch.from_numpy (or a move to a CPU "device"): it wraps an array, about a NumPy call."""
     return numpy_calls(count)

@@ -91,12 +91,15 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
         if trainer == "static":    # misses into transient slots past the cache
             work += move_rows(w, m, t.rows, C + m, to_device=True)
             continue
-        if v:                       # a full cache: the cached rows the batch does not use, sorted
-            candidates = max(C - t.unique, 1)
+        if v:                       # a full cache: of the cached rows the batch does not use, the
+            candidates = max(C - t.unique, 1)       # first by recency (lfu: by count, then recency)
             keys = 2 if trainer == "lfu" else 1
+            chosen = v / max(f, 1e-9)   # victims in a step that chooses (first_k: split, then sorted)
             work += (kit.scan(f * C, 3) + kit.map_write(f * t.unique, C)
-                     + kit.gather(False, f * keys * candidates, ID_BYTES, C * ID_BYTES)
-                     + Work(host_sorts=(("numpy", candidates, f * keys),)) + kit.numpy_calls(2 * f))
+                     + kit.gather(False, f * candidates, ID_BYTES, C * ID_BYTES)        # the first key
+                     + kit.select(candidates, f * keys) + kit.scan(candidates, 4 * f)   # <, ==, taken
+                     + kit.gather(False, f * keys * chosen, ID_BYTES, C * ID_BYTES)
+                     + Work(host_sorts=(("numpy", chosen, f * keys),)) + kit.numpy_calls(3 * f))
         # the fill, the map (slot_of_id, id_of_slot, dirty, the batch's slots), the clock
         work += (move_rows(w, m, t.rows, C, to_device=True) + kit.map_write(m, t.rows)
                  + kit.map_write(m, C) + kit.map_write(m, C) + kit.map_write(m, t.unique)

@@ -10,7 +10,8 @@ work of one stage in the units the profiles price:
                     are in), priced by the profile's RowCurve at that table size
     sorts           keys sorted by the kit's coalesce (torch) or by NumPy (unique, argsort), per
                     sort: (n keys, how many sorts[, depth]), priced in n x depth (log2 n unless
-                    given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate
+                    given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate;
+                    ("select", n, count): np.partition's n keys, at the select rate
     sort_values     floats the coalesce moves and sums beside its keys
     calls           the kit's calls, each with its fixed cost (hw_profile.CALL_OPS)
     mm, bmm         matmuls: (FLOPs per call, calls), and the interaction's batched small ones
@@ -107,7 +108,7 @@ class Work:
         return (self.host_stream / hw.host_stream_bw
                 + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
                                               "lookup": hw.host_lookup, "update": hw.host_update})
-                + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort)
+                + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort, hw.host_numpy_select)
                 + self.host_sort_values / hw.host_sort_value_rate + self._tbe(self.host_tbe, hw)
                 + sum(count * hw.call(False, name) for name, count in self.host_calls)
                 + plan / max(planners, 1.0)
@@ -148,7 +149,7 @@ class Work:
         return (self.device_stream / hw.device_stream_bw
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
                                                 "lookup": hw.device_lookup, "update": hw.device_update})
-                + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort)
+                + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort, hw.host_numpy_select)
                 + self.device_sort_values / hw.device_sort_value_rate + self._tbe(self.device_tbe, hw)
                 + sum(count * hw.call(True, name) for name, count in self.device_calls)
                 + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
@@ -166,12 +167,18 @@ class Work:
         return sum(hw.device_gather.seconds(n, BUCKET_BYTES, buckets(slots)) for n, slots in self.device_probes)
 
 
-def _sorts(sorts: tuple, torch_rate, numpy_rate) -> float:
+def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
+    """Sorts in key x log2 n (or x depth) at their kind's rate; selections in keys at theirs (a
+    profile without a select rate prices one as NumPy's sort of the same keys)."""
     total = 0.0
     for kind, n, count, *depth in sorts:
-        if n > 1:
-            units = n * depth[0] if depth else sort_units(n)
-            total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
+        if n <= 1:
+            continue
+        if kind == "select" and select_rate is not None:
+            total += count * n / select_rate.at(n)
+            continue
+        units = n * depth[0] if depth else sort_units(n)
+        total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
     return total
 
 
