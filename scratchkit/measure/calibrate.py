@@ -42,6 +42,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
@@ -60,6 +61,7 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
     it, else the CPU is the device). `progress(text)` hears each step as it starts."""
     say = progress or (lambda _: None)
+    keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

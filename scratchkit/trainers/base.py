@@ -15,6 +15,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
+from scratchkit.allocator import keep_step_memory
 from scratchkit.config import OnNonFiniteLoss, TrainConfig
 from scratchkit.data.checks import check_batch
 from scratchkit.data.synthetic import SyntheticSource
@@ -77,6 +78,7 @@ class Trainer(ABC):
         self.device = self.dev.torch
         if config.cpu_threads is not None:
             torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
+        keep_step_memory()                              # a step's temporaries reused (allocator.py)
         if config.deterministic:
             self.dev.make_deterministic()               # CUDA's atomics; the CPU's ops already are
         num_tables = len(config.data.table_sizes)
