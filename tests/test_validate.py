@@ -100,6 +100,25 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     assert refused.value.code == 2 and "--alternate must be at least 1, got 0" in capsys.readouterr().err
 
 
+def test_each_profile_is_calibrated_just_before_its_trainers(monkeypatch, capsys):
+    """--calibrate: a calibration before every profile of every round, not one a round (the
+    machine's speed drifts over the minutes a round takes)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_validate.py"
+    spec = importlib.util.spec_from_file_location("bench_validate", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    happened = []
+    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate"))
+    monkeypatch.setattr(bench, "validate_trainers",
+                        lambda config, trainers, steps, profile, **_: happened.append(profile) or Validation())
+    bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate"])
+    capsys.readouterr()
+    assert happened == ["calibrate", "tiny", "calibrate", "small"] * 2
+
+
 def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_config):
     """run_bench(rounds=K): each trainer's timed steps in K parts, taken in turn (the order reversed
     every other round), every trainer on the same batches as one after another: its counters and
