@@ -16,7 +16,10 @@ alternate (`--alternate K`, default 4: every trainer open at once, each taking a
 timed steps in turn), so that they all cover the same minutes. Run it on a quiet machine all the
 same: a neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time
 figures. Each profile's line says how much CPU time the hypervisor stole meanwhile (a VM's
-`steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see.
+`steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see. And each
+profile's first trainer runs a second time beside the others (`--no-again` leaves it out): how far
+the same code on the same batches in the same minutes measured from itself is the machine's own
+repeatability, and the table says how many rows outside their bound are outside by more than that.
 
     python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~18 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
@@ -56,6 +59,9 @@ def main(argv=None) -> int:
     parser.add_argument("--alternate", type=int, default=ALTERNATE, metavar="K",
                         help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
                              f"them cover the same minutes (default {ALTERNATE}; 1: one after another)")
+    parser.add_argument("--no-again", dest="again", action="store_false",
+                        help="don't run each profile's first trainer a second time (by default it runs again "
+                             "beside the others: the machine's own repeatability, no model in it)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
     args = parser.parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -75,7 +81,7 @@ def main(argv=None) -> int:
         rounds.append(validation)
         stolen.append(steal)
         say(rounds[-1].verdict().split(":")[0])
-        for line in rounds[-1].noise():
+        for line in rounds[-1].noise() + rounds[-1].repeatability_lines():
             say(line)
     validation = median_of_rounds(rounds)
     from scratchkit.commands.tables import format_validation
@@ -92,9 +98,12 @@ def main(argv=None) -> int:
         with open(args.json, "w") as out:
             json.dump({"hardware": validation.hardware, "verdict": validation.verdict(),
                        "passed": validation.passed, "rows": validation.to_json(),
-                       "noise": validation.noise(),
+                       "noise": validation.noise(), "repeatability": validation.repeatability_lines(),
+                       "beyond_the_machine": [r.to_dict() for r in validation.beyond_the_machine()],
+                       "again": [r.to_dict() for r in validation.again],
                        "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "noise": r.noise(), "steal": steal,
-                                   "rows": r.to_json()} for r, steal in zip(rounds, stolen)]}, out, indent=2)
+                                   "rows": r.to_json(), "again": [a.to_dict() for a in r.again]}
+                                  for r, steal in zip(rounds, stolen)]}, out, indent=2)
     return 0 if validation.passed else 1
 
 
@@ -113,7 +122,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                    rounds=args.alternate)
+                                     rounds=args.alternate, again=args.again)
         stolen[name] = steal.share
         stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
         say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "

@@ -71,6 +71,27 @@ def test_the_machines_spread_is_the_same_dense_step_across_trainers():
     assert "the machine's spread:\n  tiny: the same dense step" in format_validation(v)
 
 
+def test_the_same_trainer_run_twice_tells_the_machines_errors_from_the_models():
+    """`again`: gpu-only's second run measured mlp 40% and the step 10% above its first. lru's mlp,
+    30% off its prediction, is outside its bound but inside that difference; its fetch (no stage of
+    the repeated trainer: the step's 10% stands for it) is outside both; the step of small, whose
+    profile has no repeated trainer, outside its bound. The second run's rows are kept apart."""
+    step = 10e-3
+    rows = [make_row("tiny", "gpu-only", "mlp", 1e-3, 1e-3, step), make_row("tiny", "gpu-only", "step", step, step, step),
+            make_row("tiny", "lru", "mlp", 2e-3, 1.4e-3, step), make_row("tiny", "lru", "fetch", 4e-3, 2e-3, step),
+            make_row("tiny", "lru", "step", step, 9e-3, step), make_row("small", "lru", "step", step, 5e-3, step)]
+    again = [make_row("tiny", "gpu-only (again)", "mlp", 1.4e-3, 1e-3, 1.1 * step),
+             make_row("tiny", "gpu-only (again)", "step", 1.1 * step, step, 1.1 * step)]
+    v = Validation(rows, "a", again)
+    assert v.repeatability() == {("tiny", "mlp"): pytest.approx(0.4), ("tiny", "step"): pytest.approx(0.1)}
+    outside = [(r.profile, r.trainer, r.stage) for r in v.failures()]
+    assert outside == [("tiny", "lru", "mlp"), ("tiny", "lru", "fetch"), ("small", "lru", "step")]
+    assert [(r.profile, r.stage) for r in v.beyond_the_machine()] == [("tiny", "fetch"), ("small", "step")]
+    assert v.repeatability_lines() == ["tiny: the same trainer run twice differed by up to +40% (mlp), +10% on the step"]
+    assert "2 of the 3 rows outside are outside by more than" in format_validation(v)
+    assert len(median_of_rounds([v, v]).again) == 2 and Validation(rows).beyond_the_machine() == v.failures()
+
+
 def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     import importlib.util
     from pathlib import Path
@@ -152,8 +173,9 @@ def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_co
 
 def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     trainers = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe"]
-    v = validate_trainers(tiny_config, trainers, steps=4, warmup=2, profile="tiny", device="cpu")
+    v = validate_trainers(tiny_config, trainers, steps=4, warmup=2, profile="tiny", device="cpu", again=True)
     assert [r.trainer for r in v.rows if r.stage == "step"] == trainers
+    assert {r.trainer for r in v.again} == {"gpu-only (again)"} and set(v.repeatability()) >= {("tiny", "step")}
     for r in v.rows:
         assert r.profile == "tiny" and r.measured_s >= 0
         if r.stage not in ("data",):

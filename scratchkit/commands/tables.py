@@ -60,11 +60,14 @@ def format_validation(validation: Validation) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if 3 <= i <= 6 else str(c).ljust(w)
                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    noise = validation.noise()
+    noise = validation.noise() + validation.repeatability_lines()
+    beyond = ([f"{len(validation.beyond_the_machine())} of the {len(validation.failures())} rows outside "
+               "are outside by more than the same trainer run twice differed on that stage"]
+              if validation.again and validation.failures() else [])
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
                      + [f"this-cpu: {validation.hardware}"]
                      + (["the machine's spread:"] + [f"  {n}" for n in noise] if noise else [])
-                     + [validation.verdict()])
+                     + beyond + [validation.verdict()])
 
 
 def describe_hardware(hw: HardwareProfile) -> str:

@@ -23,6 +23,7 @@ from scratchkit.measure.work import StepWork
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
 UNMODELLED = ("data",)
+AGAIN = " (again)"        # the label of a trainer's second run beside the others (`again=True`)
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,13 @@ class Validation:
 
     rows: list[ValidationRow] = field(default_factory=list)
     hardware: str = ""            # where this-cpu came from (`HardwareProfile.origin`)
+    # the first trainer of each profile run a second time beside the others (`again=True`): the
+    # same code on the same batches in the same minutes, so how far its stages differ from the
+    # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
+    again: list[ValidationRow] = field(default_factory=list)
 
     def __add__(self, other: "Validation") -> "Validation":
-        return Validation(self.rows + other.rows, self.hardware or other.hardware)
+        return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again)
 
     def bounded(self) -> list[ValidationRow]:
         return [r for r in self.rows if r.bounded]
@@ -98,6 +103,38 @@ class Validation:
         return [f"{profile}: the same dense step (mlp) measured {1000 * lo:.3f}-{1000 * hi:.3f} ms across "
                 f"{n} trainers ({100 * (hi / lo - 1):+.0f}%)" for profile, (lo, hi, n) in self.dense_spread().items()]
 
+    def repeatability(self) -> dict[tuple[str, str], float]:
+        """(profile, stage) -> how far the second run of a profile's first trainer measured that
+        stage (and the step) from the first run: again / first - 1."""
+        first = {(r.profile, r.trainer, r.stage): r.measured_s for r in self.rows}
+        return {(r.profile, r.stage): r.measured_s / first[(r.profile, base, r.stage)] - 1.0
+                for r in self.again for base in [r.trainer.removesuffix(AGAIN)]
+                if first.get((r.profile, base, r.stage), 0.0) > 0 and r.measured_s > 0}
+
+    def beyond_the_machine(self) -> list[ValidationRow]:
+        """The rows outside their bound by more than the machine's own repeatability on that
+        profile: the stage's where the repeated trainer has it, else the step's (a row inside
+        what the same code measured twice disagrees by cannot tell a model's error from the
+        machine's). Without a repeated trainer, every row outside."""
+        again = self.repeatability()
+        if not again:
+            return self.failures()
+        noise = lambda r: abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
+        return [r for r in self.failures() if abs(r.error) > noise(r)]
+
+    def repeatability_lines(self) -> list[str]:
+        """One line per profile: the repeated trainer's largest difference from its first run."""
+        by_profile: dict[str, list[tuple[float, str]]] = {}
+        for (profile, stage), diff in self.repeatability().items():
+            by_profile.setdefault(profile, []).append((diff, stage))
+        lines = []
+        for profile, diffs in by_profile.items():
+            diff, stage = max(diffs, key=lambda d: abs(d[0]))
+            step = next(d for d, s in diffs if s == "step") if any(s == "step" for _, s in diffs) else None
+            lines.append(f"{profile}: the same trainer run twice differed by up to {100 * diff:+.0f}% ({stage})"
+                         + ("" if step is None else f", {100 * step:+.0f}% on the step"))
+        return lines
+
     def to_json(self) -> list[dict]:
         return [r.to_dict() for r in self.rows]
 
@@ -129,27 +166,30 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
     and predicted seconds the medians over the rounds, so that a round the machine ran slow in,
     on either side, moves no row (the way this project times anything: alternating rounds,
     medians). A row missing from a round counts in the others'."""
-    runs: dict[tuple, list[ValidationRow]] = {}
-    for validation in rounds:
-        for r in validation.rows:
-            runs.setdefault((r.profile, r.trainer, r.stage), []).append(r)
-    median = lambda xs: float(np.median(xs))
-    measured = {key: median([r.measured_s for r in rows]) for key, rows in runs.items()}
-    predicted = {key: None if any(r.predicted_s is None for r in rows) else median([r.predicted_s for r in rows])
-                 for key, rows in runs.items()}
-    combined = [make_row(*key, measured[key], predicted[key], measured.get((*key[:2], "step"), 0.0))
-                for key in runs]
+    def combined(rows_of) -> list[ValidationRow]:
+        runs: dict[tuple, list[ValidationRow]] = {}
+        for validation in rounds:
+            for r in rows_of(validation):
+                runs.setdefault((r.profile, r.trainer, r.stage), []).append(r)
+        median = lambda xs: float(np.median(xs))
+        measured = {key: median([r.measured_s for r in rows]) for key, rows in runs.items()}
+        predicted = {key: None if any(r.predicted_s is None for r in rows) else median([r.predicted_s for r in rows])
+                     for key, rows in runs.items()}
+        return [make_row(*key, measured[key], predicted[key], measured.get((*key[:2], "step"), 0.0)) for key in runs]
+
     origins = sorted({v.hardware for v in rounds if v.hardware})
     hardware = origins[0] if len(origins) == 1 else f"{len(rounds)} rounds: " + "; ".join(origins)
-    return Validation(combined, hardware)
+    return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again))
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
-                      source=None, device: str | None = None, wrap=None, rounds: int = 1) -> Validation:
+                      source=None, device: str | None = None, wrap=None, rounds: int = 1,
+                      again: bool = False) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
-    and compare."""
+    and compare. `again`: the first trainer runs a second time beside them (its rows in
+    `Validation.again`, labelled with AGAIN: the machine's repeatability)."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.bench import run_bench
 
@@ -159,13 +199,15 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     hw = get_hardware("this-cpu")
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     validation = Validation(hardware=hw.origin)
-    for result in run_bench(config, trainers, steps, warmup=warmup, source=source, device=device, wrap=wrap,
-                            rounds=rounds):
+    names = trainers + trainers[:1] if again else trainers
+    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds)
+    for i, result in enumerate(results):
         work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
                                   result.evicting_tables_per_step)
         if result.trainer == "scratchpipe" and hw.device_is_host:
             work = replace(work, planners=1)    # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
-        validation.rows += compare(profile, result.trainer, result.stage_seconds, result.seconds / result.steps,
-                                   project(result.trainer, work, hw, extra=extra))
+        rows = compare(profile, result.trainer + (AGAIN if i >= len(trainers) else ""), result.stage_seconds,
+                       result.seconds / result.steps, project(result.trainer, work, hw, extra=extra))
+        (validation.again if i >= len(trainers) else validation.rows).extend(rows)
     return validation
