@@ -17,11 +17,13 @@ timed steps in turn), so that they all cover the same minutes. Run it on a quiet
 same: a neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time
 figures. Each profile's line says how much CPU time the hypervisor stole meanwhile (a VM's
 `steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see. And each
-profile's first trainer runs a second time beside the others (`--no-again` leaves it out): how far
-the same code on the same batches in the same minutes measured from itself is the machine's own
-repeatability, and the table says how many rows outside their bound are outside by more than that.
+profile's first trainer runs a second time beside the others, and with --calibrate a second
+calibration follows the first (`--no-again` leaves both out): how far the same code on the same
+batches in the same minutes measured from itself, and two calibrations a minute apart predicted
+the same rows, is the machine's own repeatability; the table says how many rows outside their
+bound are outside by more than that.
 
-    python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~18 min on 2 cores
+    python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~30 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
     python benchmarks/bench_validate.py --json validation.json       # the rows, for notebooks and reports
 """
@@ -60,8 +62,9 @@ def main(argv=None) -> int:
                         help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
                              f"them cover the same minutes (default {ALTERNATE}; 1: one after another)")
     parser.add_argument("--no-again", dest="again", action="store_false",
-                        help="don't run each profile's first trainer a second time (by default it runs again "
-                             "beside the others: the machine's own repeatability, no model in it)")
+                        help="don't measure the machine's repeatability (by default each profile's first trainer "
+                             "runs again beside the others and, with --calibrate, a second calibration follows "
+                             "the first)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
     args = parser.parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -113,8 +116,9 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     measure/steal.py)."""
     validation, stolen = Validation(), {}
     for name in profiles:
+        first = second = None
         if args.calibrate:
-            calibrate_now(lambda s: say(f"{name}: calibrate: {s}"))
+            first, second = calibrate_now(lambda s: say(f"{name}: calibrate: {s}"), twice=args.again)
         steps, warmup = STEPS.get(name, (10, 3))
         if args.quick:
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
@@ -122,7 +126,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                     rounds=args.alternate, again=args.again)
+                                     rounds=args.alternate, again=args.again, hardware=first, recalibrated=second)
         stolen[name] = steal.share
         stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
         say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
@@ -131,18 +135,22 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     return validation, stolen
 
 
-def calibrate_now(say) -> None:
+def calibrate_now(say, twice: bool = False):
     """Measure this machine and save it as `this-cpu`: a profile's trainers are then priced by
     constants measured a minute before them, not by a calibration up to ten minutes older. On
     this project's VM the machine's speed drifts over minutes: one calibration a round put 68 of
     180 bounded rows outside, one before each profile 46 of 181 (two runs of 2026-12-02, 03:03 and
-    03:13 UTC, the same code; docs/costmodel.md)."""
+    03:13 UTC, the same code; docs/costmodel.md). `twice`: a second calibration right after the
+    first, kept beside it (the calibration's own repeatability). -> (first, second or None)."""
     from scratchkit.measure.calibrate import calibrate
     from scratchkit.measure.hardware import save_calibration
 
     t0 = time.perf_counter()
-    path = save_calibration(calibrate(progress=say))
-    say(f"calibrated and saved {path} in {time.perf_counter() - t0:.0f} s")
+    first = calibrate(progress=say)
+    path = save_calibration(first)
+    second = calibrate() if twice else None
+    say(f"calibrated {'twice ' if twice else ''}and saved {path} in {time.perf_counter() - t0:.0f} s")
+    return first, second
 
 
 if __name__ == "__main__":

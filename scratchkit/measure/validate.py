@@ -54,9 +54,13 @@ class Validation:
     # same code on the same batches in the same minutes, so how far its stages differ from the
     # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
     again: list[ValidationRow] = field(default_factory=list)
+    # the same rows priced by a second calibration made right after the first (`recalibrated=`):
+    # how far two calibrations a minute apart predict each row is the calibration's repeatability
+    recalibrated: list[ValidationRow] = field(default_factory=list)
 
     def __add__(self, other: "Validation") -> "Validation":
-        return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again)
+        return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again,
+                          self.recalibrated + other.recalibrated)
 
     def bounded(self) -> list[ValidationRow]:
         return [r for r in self.rows if r.bounded]
@@ -111,15 +115,22 @@ class Validation:
                 for r in self.again for base in [r.trainer.removesuffix(AGAIN)]
                 if first.get((r.profile, base, r.stage), 0.0) > 0 and r.measured_s > 0}
 
+    def calibration_repeatability(self) -> dict[tuple[str, str, str], float]:
+        """(profile, trainer, stage) -> the second calibration's prediction / the first's - 1."""
+        first = {(r.profile, r.trainer, r.stage): r.predicted_s for r in self.rows}
+        return {key: r.predicted_s / first[key] - 1.0 for r in self.recalibrated
+                for key in [(r.profile, r.trainer, r.stage)] if r.predicted_s and first.get(key)}
+
     def beyond_the_machine(self) -> list[ValidationRow]:
-        """The rows outside their bound by more than the machine's own repeatability on that
-        profile: the stage's where the repeated trainer has it, else the step's (a row inside
-        what the same code measured twice disagrees by cannot tell a model's error from the
-        machine's). Without a repeated trainer, every row outside."""
-        again = self.repeatability()
-        if not again:
+        """The rows outside their bound by more than the machine's own repeatability there: how
+        far the same trainer measured twice disagreed on that stage (else on the step) of that
+        profile, plus how far two calibrations a minute apart predicted that row. A row inside
+        that cannot tell a model's error from the machine's. Without either, every row outside."""
+        again, calibrated = self.repeatability(), self.calibration_repeatability()
+        if not again and not calibrated:
             return self.failures()
-        noise = lambda r: abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
+        noise = lambda r: (abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
+                           + abs(calibrated.get((r.profile, r.trainer, r.stage), 0.0)))
         return [r for r in self.failures() if abs(r.error) > noise(r)]
 
     def repeatability_lines(self) -> list[str]:
@@ -133,6 +144,15 @@ class Validation:
             step = next(d for d, s in diffs if s == "step") if any(s == "step" for _, s in diffs) else None
             lines.append(f"{profile}: the same trainer run twice differed by up to {100 * diff:+.0f}% ({stage})"
                          + ("" if step is None else f", {100 * step:+.0f}% on the step"))
+        bounded = {(r.profile, r.trainer, r.stage) for r in self.bounded()}
+        by_profile_calibrated: dict[str, list[tuple[float, str]]] = {}
+        for (profile, trainer, stage), diff in self.calibration_repeatability().items():
+            if (profile, trainer, stage) in bounded:
+                by_profile_calibrated.setdefault(profile, []).append((diff, f"{trainer} {stage}"))
+        for profile, diffs in by_profile_calibrated.items():
+            diff, where = max(diffs, key=lambda d: abs(d[0]))
+            lines.append(f"{profile}: two calibrations a minute apart predicted a bounded row up to "
+                         f"{100 * diff:+.0f}% apart ({where})")
         return lines
 
     def to_json(self) -> list[dict]:
@@ -179,24 +199,27 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
 
     origins = sorted({v.hardware for v in rounds if v.hardware})
     hardware = origins[0] if len(origins) == 1 else f"{len(rounds)} rounds: " + "; ".join(origins)
-    return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again))
+    return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again),
+                      combined(lambda v: v.recalibrated))
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
                       source=None, device: str | None = None, wrap=None, rounds: int = 1,
-                      again: bool = False) -> Validation:
+                      again: bool = False, hardware=None, recalibrated=None) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
     and compare. `again`: the first trainer runs a second time beside them (its rows in
-    `Validation.again`, labelled with AGAIN: the machine's repeatability)."""
+    `Validation.again`, labelled with AGAIN: the machine's repeatability). `hardware`: the
+    profile to predict with (None: this-cpu); `recalibrated`: a second one, calibrated right
+    after it, that prices the same rows into `Validation.recalibrated`."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.bench import run_bench
 
     if steps <= 0 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup >= 0, got steps={steps}, warmup={warmup}")
     source = source if source is not None else SyntheticSource(config.data)
-    hw = get_hardware("this-cpu")
+    hw = hardware if hardware is not None else get_hardware("this-cpu")
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     validation = Validation(hardware=hw.origin)
     names = trainers + trainers[:1] if again else trainers
@@ -207,7 +230,10 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
         if result.trainer == "scratchpipe" and hw.device_is_host:
             work = replace(work, planners=1)    # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
-        rows = compare(profile, result.trainer + (AGAIN if i >= len(trainers) else ""), result.stage_seconds,
-                       result.seconds / result.steps, project(result.trainer, work, hw, extra=extra))
+        label, step = result.trainer + (AGAIN if i >= len(trainers) else ""), result.seconds / result.steps
+        rows = compare(profile, label, result.stage_seconds, step, project(result.trainer, work, hw, extra=extra))
         (validation.again if i >= len(trainers) else validation.rows).extend(rows)
+        if recalibrated is not None and i < len(trainers):
+            validation.recalibrated += compare(profile, label, result.stage_seconds, step,
+                                               project(result.trainer, work, recalibrated, extra=extra))
     return validation
