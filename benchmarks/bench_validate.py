@@ -6,10 +6,11 @@ in one `train()` call) and set the `this-cpu` cost model's prediction beside eac
 measured seconds per step. The bounds (issue 12): every stage over 10% of its step within 25%,
 every step within 15%. It prints the table, the worst stage and PASS or FAIL, and exits 1 on FAIL.
 
-`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh (and
-saves it) before each profile of each round, so each profile's constants and trainers are
-measured a minute apart on the same machine. `--rounds N` (default 3) runs the whole table N
-times and reports each row's medians over the rounds (measured and predicted
+`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh between
+the trainers' turns instead (before each of the --alternate parts of every profile, 3 runs a
+figure, each saved as `this-cpu`) and prices the profile by those calibrations' median, so that
+the constants and the steps they predict are measured in the same minutes. `--rounds N`
+(default 3) runs the whole table N times and reports each row's medians over the rounds (measured and predicted
 alike): on a shared VM the same step or constant moves by a third from one minute to the next,
 and one slow round, on either side, then moves no row. Within a round each profile's trainers
 alternate (`--alternate K`, default 4: every trainer open at once, each taking a K-th of its
@@ -17,11 +18,10 @@ timed steps in turn), so that they all cover the same minutes. Run it on a quiet
 same: a neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time
 figures. Each profile's line says how much CPU time the hypervisor stole meanwhile (a VM's
 `steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see. And each
-profile's first trainer runs a second time beside the others, and with --calibrate a second
-calibration follows the first (`--no-again` leaves both out): how far the same code on the same
-batches in the same minutes measured from itself, and two calibrations a minute apart predicted
-the same rows, is the machine's own repeatability; the table says how many rows outside their
-bound are outside by more than that.
+profile's first trainer runs a second time beside the others (`--no-again` leaves it out): how
+far the same code on the same batches in the same minutes measured from itself, and how far the
+calibrations between the turns predicted each row from their median, is the machine's own
+repeatability; the table says how many rows outside their bound are outside by more than that.
 
     python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~30 min on 2 cores
     python benchmarks/bench_validate.py --profiles tiny,small --quick  # a smoke run
@@ -48,6 +48,9 @@ STEPS = {"tiny": (300, 20), "small": (150, 10), "criteo-like": (100, 10), "embed
 # each profile's trainers alternate, in this many parts of their timed steps (run_bench's rounds):
 # one after another, the same dense step spread by up to +95% across the trainers of one profile
 ALTERNATE = 4
+# timed runs per figure of each calibration between the turns: several calibrations of 3 spread
+# over a profile's minutes, not one of 7 a minute before them
+CALIBRATION_REPEATS = 3
 
 
 def main(argv=None) -> int:
@@ -56,15 +59,14 @@ def main(argv=None) -> int:
     parser.add_argument("--trainers", default=",".join(available_trainers()), help="comma-separated (default: all)")
     parser.add_argument("--scale", type=float, default=0.05, help="for the scalable profiles (default 0.05)")
     parser.add_argument("--quick", action="store_true", help="a third of the steps: a smoke run")
-    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) before each profile of each round")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) between the trainers' turns, every profile of every round")
     parser.add_argument("--rounds", type=int, default=3, help="whole tables run, rows' medians reported (default 3)")
     parser.add_argument("--alternate", type=int, default=ALTERNATE, metavar="K",
                         help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
                              f"them cover the same minutes (default {ALTERNATE}; 1: one after another)")
     parser.add_argument("--no-again", dest="again", action="store_false",
-                        help="don't measure the machine's repeatability (by default each profile's first trainer "
-                             "runs again beside the others and, with --calibrate, a second calibration follows "
-                             "the first)")
+                        help="don't run each profile's first trainer a second time beside the others (by "
+                             "default it runs again: the machine's own repeatability, no model in it)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
     args = parser.parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -116,9 +118,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     measure/steal.py)."""
     validation, stolen = Validation(), {}
     for name in profiles:
-        first = second = None
-        if args.calibrate:
-            first, second = calibrate_now(lambda s: say(f"{name}: calibrate: {s}"), twice=args.again)
+        calibrate = (lambda: calibrate_now(lambda s: say(f"{name}: calibrate: {s}"))) if args.calibrate else None
         steps, warmup = STEPS.get(name, (10, 3))
         if args.quick:
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
@@ -126,7 +126,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                     rounds=args.alternate, again=args.again, hardware=first, recalibrated=second)
+                                     rounds=args.alternate, again=args.again, calibrate=calibrate)
         stolen[name] = steal.share
         stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
         say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
@@ -135,22 +135,21 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     return validation, stolen
 
 
-def calibrate_now(say, twice: bool = False):
-    """Measure this machine and save it as `this-cpu`: a profile's trainers are then priced by
-    constants measured a minute before them, not by a calibration up to ten minutes older. On
-    this project's VM the machine's speed drifts over minutes: one calibration a round put 68 of
-    180 bounded rows outside, one before each profile 46 of 181 (two runs of 2026-12-02, 03:03 and
-    03:13 UTC, the same code; docs/costmodel.md). `twice`: a second calibration right after the
-    first, kept beside it (the calibration's own repeatability). -> (first, second or None)."""
+def calibrate_now(say):
+    """Measure this machine (3 runs a figure), save it as `this-cpu`, and return it. With
+    --calibrate, validate_trainers calls this before each part of a profile's trainers' turns and
+    prices the profile by the median of those calibrations, measured in the same minutes as the
+    steps. On this project's VM the machine's speed moves over seconds to minutes: one
+    calibration a round put 68 of 180 bounded rows outside, one before each profile 46 of 181
+    (2026-12-02, 03:03 and 03:13 UTC, the same code; docs/costmodel.md)."""
     from scratchkit.measure.calibrate import calibrate
     from scratchkit.measure.hardware import save_calibration
 
     t0 = time.perf_counter()
-    first = calibrate(progress=say)
-    path = save_calibration(first)
-    second = calibrate() if twice else None
-    say(f"calibrated {'twice ' if twice else ''}and saved {path} in {time.perf_counter() - t0:.0f} s")
-    return first, second
+    profile = calibrate(progress=say, repeats=CALIBRATION_REPEATS)
+    path = save_calibration(profile)
+    say(f"calibrated and saved {path} in {time.perf_counter() - t0:.0f} s")
+    return profile
 
 
 if __name__ == "__main__":

@@ -165,3 +165,22 @@ def test_the_dense_step_is_calibrated_at_every_profiles_shape():
         assert config.model.top_mlp == (width, 1) and dim == config.model.dim, name
         assert (config.data.batch_size, len(config.data.table_sizes), dim, width) in shapes, name
     assert {shape[:4] for shape in DENSE_SHAPES[0]} <= shapes        # quick: a few of them
+
+
+def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
+    """hw_profile.median_profile: validation prices a profile by the median of the calibrations
+    taken between its trainers' turns."""
+    from dataclasses import replace
+
+    from scratchkit.measure.hw_profile import RateCurve, median_profile
+
+    base = hardware.get_hardware("h100-pcie5")
+    made = [replace(base, host_stream_bw=bw, host_numpy_sort=RateCurve(((512, r), (2048, 2 * r))),
+                    host_calls=base.host_calls | {"op": op})
+            for bw, r, op in ((1e9, 3e8, 5e-6), (3e9, 1e8, 1e-6), (2e9, 2e8, 9e-6))]
+    median = median_profile(made)
+    assert median.host_stream_bw == 2e9 and median.host_calls["op"] == 5e-6
+    assert median.host_numpy_sort.points == ((512, 2e8), (2048, 4e8))
+    assert median.host_gather == base.host_gather and median.name == base.name
+    with pytest.raises(ValueError, match="not measured at the same points"):
+        median_profile([made[0], replace(base, host_numpy_sort=RateCurve(((1024, 1e8),)))])

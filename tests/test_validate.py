@@ -90,13 +90,15 @@ def test_the_same_trainer_run_twice_tells_the_machines_errors_from_the_models():
     assert v.repeatability_lines() == ["tiny: the same trainer run twice differed by up to +40% (mlp), +10% on the step"]
     assert "2 of the 3 rows outside are outside by more than" in format_validation(v)
     assert len(median_of_rounds([v, v]).again) == 2 and Validation(rows).beyond_the_machine() == v.failures()
-    # a second calibration that predicted lru's fetch 60% higher: its 50% error is inside that too
-    recalibrated = [make_row("tiny", "lru", "fetch", 4e-3, 3.2e-3, step)]
-    both = Validation(rows, "a", again, recalibrated)
-    assert both.calibration_repeatability() == {("tiny", "lru", "fetch"): pytest.approx(0.6)}
+    # the calibrations of those minutes predicted lru's fetch up to 60% from their median: its
+    # 50% error is inside that and the step's 10% together
+    both = Validation(rows, "a", again, {("tiny", "lru", "fetch"): 0.6})
     assert [(r.profile, r.stage) for r in both.beyond_the_machine()] == [("small", "step")]
-    assert "tiny: two calibrations a minute apart predicted a bounded row up to +60% apart (lru fetch)" in \
-        both.repeatability_lines()
+    assert ("tiny: the calibrations between the trainers' turns predicted a bounded row up to 60% from "
+            "their median (lru fetch)") in both.repeatability_lines()
+    assert median_of_rounds([both, Validation(rows, "b", again, {("tiny", "lru", "fetch"): 0.2}),
+                             Validation(rows, "c", again, {("tiny", "lru", "fetch"): 0.4})]
+                            ).calibration_spread == {("tiny", "lru", "fetch"): pytest.approx(0.4)}
 
 
 def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
@@ -128,9 +130,9 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     assert refused.value.code == 2 and "--alternate must be at least 1, got 0" in capsys.readouterr().err
 
 
-def test_each_profile_is_calibrated_just_before_its_trainers(monkeypatch, capsys):
-    """--calibrate: a calibration before every profile of every round, not one a round (the
-    machine's speed drifts over the minutes a round takes)."""
+def test_each_profile_is_calibrated_between_its_trainers_turns(monkeypatch, capsys):
+    """--calibrate: calibrations for every profile of every round, handed to validate_trainers to
+    take between the trainers' turns, not one a round (the machine's speed moves over minutes)."""
     import importlib.util
     from pathlib import Path
 
@@ -139,12 +141,17 @@ def test_each_profile_is_calibrated_just_before_its_trainers(monkeypatch, capsys
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     happened = []
-    monkeypatch.setattr(bench, "calibrate_now", lambda say, twice: happened.append("calibrate") or ("hw", "hw again"))
-    monkeypatch.setattr(bench, "validate_trainers", lambda config, trainers, steps, profile, hardware, recalibrated, **_:
-                        happened.append((profile, hardware, recalibrated)) or Validation())
-    bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate"])
+    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or "hw")
+    def validate(config, trainers, steps, profile, calibrate, rounds, **_):   # as validate_trainers: a calibration
+        for _ in range(rounds):                                             # before each part of the turns
+            assert calibrate() == "hw"
+        happened.append(profile)
+        return Validation()
+    monkeypatch.setattr(bench, "validate_trainers", validate)
+    bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate",
+                "--alternate", "2"])
     capsys.readouterr()
-    assert happened == ["calibrate", ("tiny", "hw", "hw again"), "calibrate", ("small", "hw", "hw again")] * 2
+    assert happened == ["calibrate", "calibrate", "tiny", "calibrate", "calibrate", "small"] * 2
 
 
 def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_config):
@@ -183,11 +190,13 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     from scratchkit.measure.hardware import get_hardware
 
     hw = get_hardware("this-cpu")
+    taken = []
     v = validate_trainers(tiny_config, trainers, steps=4, warmup=2, profile="tiny", device="cpu", again=True,
-                          hardware=hw, recalibrated=hw)
+                          rounds=2, calibrate=lambda: taken.append(hw) or hw)
     assert [r.trainer for r in v.rows if r.stage == "step"] == trainers
     assert {r.trainer for r in v.again} == {"gpu-only (again)"} and set(v.repeatability()) >= {("tiny", "step")}
-    assert set(v.calibration_repeatability().values()) == {0.0}         # the same profile twice
+    assert len(taken) == 2 and set(v.calibration_spread.values()) == {0.0}   # the same profile twice
+    assert v.calibration_spread[("tiny", "lru", "fetch")] == 0.0 and "median of 2 between the turns" in v.hardware
     for r in v.rows:
         assert r.profile == "tiny" and r.measured_s >= 0
         if r.stage not in ("data",):

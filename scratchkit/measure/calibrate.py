@@ -56,16 +56,19 @@ from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
 Progress = Callable[[str], None]
 
 
-def calibrate(quick: bool = False, progress: Progress | None = None, device=None) -> HardwareProfile:
+def calibrate(quick: bool = False, progress: Progress | None = None, device=None,
+              repeats: int | None = None) -> HardwareProfile:
     """Measure this machine (tens of seconds; `quick`: fewer sizes and repeats, a few seconds).
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
-    it, else the CPU is the device). `progress(text)` hears each step as it starts."""
+    it, else the CPU is the device). `progress(text)` hears each step as it starts. `repeats`:
+    timed runs per figure on the host (default 7, quick 3; validation takes several calibrations
+    of 3 between the trainers' turns and their median: hw_profile.median_profile)."""
     say = progress or (lambda _: None)
     keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        host, sources = measure_host(quick, say)
+        host, sources = measure_host(quick, say, repeats)
         if device is None and torch.cuda.is_available():
             from scratchkit.device import Device
             device = Device("cuda")
@@ -95,9 +98,9 @@ def machine_name() -> str:
 
 
 # ------------------------------------------------------------------------------------------ host
-def measure_host(quick: bool, say: Progress) -> tuple[dict, dict[str, str]]:
+def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tuple[dict, dict[str, str]]:
     """Every host constant: (HardwareProfile fields and the CPU's mm/bmm curves, their sources)."""
-    bench = Bench(repeats=3 if quick else 7)
+    bench = Bench(repeats=repeats or (3 if quick else 7))
     how = f"CPU time, median of {bench.repeats} runs, each after a 4 MiB flush"
     say("host memory: streaming copy of 64 MiB")
     host = {"host_stream_bw": numpy_stream_bandwidth(bench)}

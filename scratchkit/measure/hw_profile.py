@@ -22,6 +22,8 @@ from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+import numpy as np
+
 GB = 1e9
 US = 1e-6
 MB = 2**20
@@ -305,6 +307,28 @@ class HardwareProfile:
 
 
 _MISSING = fields(HardwareProfile)[0].default   # dataclasses.MISSING, without importing a private name
+
+
+def median_profile(profiles: list[HardwareProfile]) -> HardwareProfile:
+    """Calibrations of the same machine as one: every figure, every curve's every point and every
+    call's cost the median over `profiles` (which must have been measured alike: the same fields,
+    curves at the same points). The first one's name, sources and origin."""
+    if not profiles:
+        raise ValueError("no profiles to take the median of")
+    forms = [p.to_json() for p in profiles]
+    median = lambda xs: float(np.median(xs))
+    out = dict(forms[0])
+    for name, value in forms[0].items():
+        values = [form[name] for form in forms]
+        if isinstance(value, float):
+            out[name] = median(values)
+        elif isinstance(value, dict) and name.endswith("_calls"):
+            out[name] = {k: median([v[k] for v in values]) for k in value}
+        elif isinstance(value, list) and value and isinstance(value[0], list):
+            if any(len(v) != len(value) or [p[:-1] for p in v] != [p[:-1] for p in value] for v in values):
+                raise ValueError(f"{name}: the profiles' curves are not measured at the same points")
+            out[name] = [point[:-1] + [median([v[i][-1] for v in values])] for i, point in enumerate(value)]
+    return HardwareProfile.from_json(out)
 
 
 def save_profile(profile: HardwareProfile, path: Path) -> Path:

@@ -213,7 +213,7 @@ DENSE_SHAPES = ((TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**1
                  (4096, 8, 128, 128, 2**14, 8), (4096, 26, 64, 128, 2**14, 8)))
 # timed steps, and warm-up steps by batch: steps 3-10 of a ~1 ms dense step ran -8..+44% against
 # steps 50-200, slower in 4 of 6 runs of 200 steps (2026-12-01 23:55 UTC); a big batch's are few
-DENSE_STEPS, DENSE_WARMUP = 15, lambda batch: 20 if batch <= 512 else 3
+DENSE_STEPS, DENSE_WARMUP = lambda repeats: 2 * repeats + 1, lambda batch: 20 if batch <= 512 else 3
 
 
 def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve,
@@ -223,7 +223,7 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     what its fixed costs, its matmuls and the pairs' scatter leave of each step's time.
 
     The dense step is timed where it runs, inside `gpu-only`'s training steps (its `mlp` stage,
-    the median of DENSE_STEPS after DENSE_WARMUP; `device`: where they run), after an embedding
+    the median of DENSE_STEPS (15 at 7 repeats) after DENSE_WARMUP; `device`: where they run), after an embedding
     lookup of the shape's tables (16k rows but tiny's) has streamed its rows through the caches.
     Timed alone in a loop, the same step ran 1.2x faster on `small` and its first runs (the
     allocator's first pages) 1.3x slower: fitted to those, the model missed a step's MLP by -30%
@@ -239,7 +239,8 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
                                              batch_size=batch, num_dense=13),
                              model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
         w = StepWork.from_config(config, batches=1)
-        step = stage_times(config, DENSE_STEPS, bench.statistic, device, warmup=DENSE_WARMUP(batch))["mlp"]
+        step = stage_times(config, DENSE_STEPS(bench.repeats), bench.statistic, device,
+                           warmup=DENSE_WARMUP(batch))["mlp"]
         matmuls, batched = kit.dense_matmuls(w)
         vectors = tables + 1
         known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]

@@ -6,7 +6,7 @@ The stage names are the trainers' own (`StepRecord.stage_seconds`). Where a stag
 - hybrid: the embedding stages on the host (`Work.on_host`), pooled vectors and gradients cross.
 - static, lru, lfu (trainers/cached.py): `fetch` is the map lookup of the working set (WorkingSets:
   a bitmap or np.unique; the id -> slot array) and the demand fill (host rows gathered, sent, scattered into slots; for
-  a full cache first the victims' choice, a sort of the cached rows the batch does not use);
+  a full cache first the victims' choice: a selection among the cached rows the batch does not use);
   `write_back` the victims' rows home; then the batch trains on the cache's rows by slot.
 - prefetch-lru: the same fetch for the next batch, named `prefetch` / `prefetch_write_back`.
 - scratchpipe: Plan (the planner's per-lookup and per-id work, plus its per-table calls),

@@ -19,6 +19,7 @@ import numpy as np
 
 from scratchkit.measure.costmodel import project
 from scratchkit.measure.hardware import get_hardware
+from scratchkit.measure.hw_profile import median_profile
 from scratchkit.measure.work import StepWork
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
@@ -54,13 +55,14 @@ class Validation:
     # same code on the same batches in the same minutes, so how far its stages differ from the
     # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
     again: list[ValidationRow] = field(default_factory=list)
-    # the same rows priced by a second calibration made right after the first (`recalibrated=`):
-    # how far two calibrations a minute apart predict each row is the calibration's repeatability
-    recalibrated: list[ValidationRow] = field(default_factory=list)
+    # (profile, trainer, stage) -> how far the calibrations taken between the trainers' turns
+    # (`calibrate=`) predicted the row from their median, the farthest: the calibration's own
+    # repeatability over the same minutes
+    calibration_spread: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def __add__(self, other: "Validation") -> "Validation":
         return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again,
-                          self.recalibrated + other.recalibrated)
+                          self.calibration_spread | other.calibration_spread)
 
     def bounded(self) -> list[ValidationRow]:
         return [r for r in self.rows if r.bounded]
@@ -115,18 +117,13 @@ class Validation:
                 for r in self.again for base in [r.trainer.removesuffix(AGAIN)]
                 if first.get((r.profile, base, r.stage), 0.0) > 0 and r.measured_s > 0}
 
-    def calibration_repeatability(self) -> dict[tuple[str, str, str], float]:
-        """(profile, trainer, stage) -> the second calibration's prediction / the first's - 1."""
-        first = {(r.profile, r.trainer, r.stage): r.predicted_s for r in self.rows}
-        return {key: r.predicted_s / first[key] - 1.0 for r in self.recalibrated
-                for key in [(r.profile, r.trainer, r.stage)] if r.predicted_s and first.get(key)}
-
     def beyond_the_machine(self) -> list[ValidationRow]:
         """The rows outside their bound by more than the machine's own repeatability there: how
         far the same trainer measured twice disagreed on that stage (else on the step) of that
-        profile, plus how far two calibrations a minute apart predicted that row. A row inside
-        that cannot tell a model's error from the machine's. Without either, every row outside."""
-        again, calibrated = self.repeatability(), self.calibration_repeatability()
+        profile, plus how far the calibrations of those minutes predicted that row from their
+        median. A row inside that cannot tell a model's error from the machine's. Without
+        either, every row outside."""
+        again, calibrated = self.repeatability(), self.calibration_spread
         if not again and not calibrated:
             return self.failures()
         noise = lambda r: (abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
@@ -146,13 +143,13 @@ class Validation:
                          + ("" if step is None else f", {100 * step:+.0f}% on the step"))
         bounded = {(r.profile, r.trainer, r.stage) for r in self.bounded()}
         by_profile_calibrated: dict[str, list[tuple[float, str]]] = {}
-        for (profile, trainer, stage), diff in self.calibration_repeatability().items():
+        for (profile, trainer, stage), diff in self.calibration_spread.items():
             if (profile, trainer, stage) in bounded:
                 by_profile_calibrated.setdefault(profile, []).append((diff, f"{trainer} {stage}"))
         for profile, diffs in by_profile_calibrated.items():
-            diff, where = max(diffs, key=lambda d: abs(d[0]))
-            lines.append(f"{profile}: two calibrations a minute apart predicted a bounded row up to "
-                         f"{100 * diff:+.0f}% apart ({where})")
+            diff, where = max(diffs)
+            lines.append(f"{profile}: the calibrations between the trainers' turns predicted a bounded row "
+                         f"up to {100 * diff:.0f}% from their median ({where})")
         return lines
 
     def to_json(self) -> list[dict]:
@@ -199,31 +196,41 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
 
     origins = sorted({v.hardware for v in rounds if v.hardware})
     hardware = origins[0] if len(origins) == 1 else f"{len(rounds)} rounds: " + "; ".join(origins)
+    spreads: dict[tuple, list[float]] = {}
+    for validation in rounds:
+        for key, spread in validation.calibration_spread.items():
+            spreads.setdefault(key, []).append(spread)
     return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again),
-                      combined(lambda v: v.recalibrated))
+                      {key: float(np.median(values)) for key, values in spreads.items()})
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
                       source=None, device: str | None = None, wrap=None, rounds: int = 1,
-                      again: bool = False, hardware=None, recalibrated=None) -> Validation:
+                      again: bool = False, hardware=None, calibrate=None) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
     and compare. `again`: the first trainer runs a second time beside them (its rows in
     `Validation.again`, labelled with AGAIN: the machine's repeatability). `hardware`: the
-    profile to predict with (None: this-cpu); `recalibrated`: a second one, calibrated right
-    after it, that prices the same rows into `Validation.recalibrated`."""
+    profile to predict with (None: this-cpu). `calibrate()`, a function that calibrates this
+    machine, runs before each part of the trainers' turns instead (run_bench's `between`): the
+    rows are priced by the median of those calibrations (hw_profile.median_profile), measured in
+    the same minutes as the steps, and `Validation.calibration_spread` says how far each of them
+    predicted each row from that median."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.bench import run_bench
 
     if steps <= 0 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup >= 0, got steps={steps}, warmup={warmup}")
     source = source if source is not None else SyntheticSource(config.data)
-    hw = hardware if hardware is not None else get_hardware("this-cpu")
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
-    validation = Validation(hardware=hw.origin)
     names = trainers + trainers[:1] if again else trainers
-    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds)
+    passes: list = []
+    between = (lambda k: passes.append(calibrate())) if calibrate is not None else None
+    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds,
+                        between=between)
+    hw = median_profile(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
+    validation = Validation(hardware=hw.origin + (f" (median of {len(passes)} between the turns)" if passes else ""))
     for i, result in enumerate(results):
         work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
                                   result.evicting_tables_per_step)
@@ -231,9 +238,22 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
             work = replace(work, planners=1)    # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
         label, step = result.trainer + (AGAIN if i >= len(trainers) else ""), result.seconds / result.steps
-        rows = compare(profile, label, result.stage_seconds, step, project(result.trainer, work, hw, extra=extra))
+        projection = project(result.trainer, work, hw, extra=extra)
+        rows = compare(profile, label, result.stage_seconds, step, projection)
         (validation.again if i >= len(trainers) else validation.rows).extend(rows)
-        if recalibrated is not None and i < len(trainers):
-            validation.recalibrated += compare(profile, label, result.stage_seconds, step,
-                                               project(result.trainer, work, recalibrated, extra=extra))
+        if len(passes) > 1 and i < len(trainers):
+            validation.calibration_spread |= spread_of(profile, label, projection,
+                                                       [project(result.trainer, work, p, extra=extra) for p in passes])
     return validation
+
+
+def spread_of(profile: str, trainer: str, median, projections) -> dict[tuple[str, str, str], float]:
+    """Per stage (and the step) of one trainer: the farthest any calibration's projection is from
+    the median profile's, relative to it."""
+    stages = {**median.stage_seconds, "step": median.step_seconds}
+    out = {}
+    for stage, at_median in stages.items():
+        if at_median > 0:
+            values = [p.step_seconds if stage == "step" else p.stage_seconds.get(stage, 0.0) for p in projections]
+            out[(profile, trainer, stage)] = max(abs(v / at_median - 1.0) for v in values)
+    return out
