@@ -6,11 +6,11 @@ in one `train()` call) and set the `this-cpu` cost model's prediction beside eac
 measured seconds per step. The bounds (issue 12): every stage over 10% of its step within 25%,
 every step within 15%. It prints the table, the worst stage and PASS or FAIL, and exits 1 on FAIL.
 
-`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh between
-the trainers' turns instead (before each of the --alternate parts of every profile, 3 runs a
-figure, each saved as `this-cpu`) and prices the profile by those calibrations' median, so that
-the constants and the steps they predict are measured in the same minutes. `--rounds N`
-(default 3) runs the whole table N times and reports each row's medians over the rounds (measured and predicted
+`this-cpu` is the profile `scratchkit calibrate` saved; `--calibrate` measures it afresh just
+before and just after every profile's trainers instead (3 runs a figure, each saved as
+`this-cpu`; the one after a profile is the next one's before) and prices the profile by the two
+calibrations' median, so that the constants are measured on either side of the steps they
+predict. `--rounds N` (default 3) runs the whole table N times and reports each row's medians over the rounds (measured and predicted
 alike): on a shared VM the same step or constant moves by a third from one minute to the next,
 and one slow round, on either side, then moves no row. Within a round each profile's trainers
 alternate (`--alternate K`, default 4: every trainer open at once, each taking a K-th of its
@@ -20,7 +20,7 @@ figures. Each profile's line says how much CPU time the hypervisor stole meanwhi
 `steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see. And each
 profile's first trainer runs a second time beside the others (`--no-again` leaves it out): how
 far the same code on the same batches in the same minutes measured from itself, and how far the
-calibrations between the turns predicted each row from their median, is the machine's own
+calibrations before and after predicted each row from their median, is the machine's own
 repeatability; the table says how many rows outside their bound are outside by more than that.
 
     python benchmarks/bench_validate.py --calibrate                  # the whole table, 3 rounds, ~30 min on 2 cores
@@ -48,8 +48,8 @@ STEPS = {"tiny": (300, 20), "small": (150, 10), "criteo-like": (100, 10), "embed
 # each profile's trainers alternate, in this many parts of their timed steps (run_bench's rounds):
 # one after another, the same dense step spread by up to +95% across the trainers of one profile
 ALTERNATE = 4
-# timed runs per figure of each calibration between the turns: several calibrations of 3 spread
-# over a profile's minutes, not one of 7 a minute before them
+# timed runs per figure of each calibration: two of 3 on either side of a profile's minutes (the
+# one after it is the next profile's before), not one of 7 a minute before them
 CALIBRATION_REPEATS = 3
 
 
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     parser.add_argument("--trainers", default=",".join(available_trainers()), help="comma-separated (default: all)")
     parser.add_argument("--scale", type=float, default=0.05, help="for the scalable profiles (default 0.05)")
     parser.add_argument("--quick", action="store_true", help="a third of the steps: a smoke run")
-    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) between the trainers' turns, every profile of every round")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) before and after every profile's trainers")
     parser.add_argument("--rounds", type=int, default=3, help="whole tables run, rows' medians reported (default 3)")
     parser.add_argument("--alternate", type=int, default=ALTERNATE, metavar="K",
                         help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
@@ -117,6 +117,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     with --calibrate. -> (its rows, the share of CPU time the hypervisor stole per profile:
     measure/steal.py)."""
     validation, stolen = Validation(), {}
+    before = None                # the calibration after a profile is the next one's before
     for name in profiles:
         calibrate = (lambda: calibrate_now(lambda s: say(f"{name}: calibrate: {s}"))) if args.calibrate else None
         steps, warmup = STEPS.get(name, (10, 3))
@@ -126,7 +127,8 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                     rounds=args.alternate, again=args.again, calibrate=calibrate)
+                                     rounds=args.alternate, again=args.again, calibrate=calibrate, before=before)
+        before = part.calibrations[-1] if part.calibrations else None
         stolen[name] = steal.share
         stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
         say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
@@ -137,11 +139,11 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
 
 def calibrate_now(say):
     """Measure this machine (3 runs a figure), save it as `this-cpu`, and return it. With
-    --calibrate, validate_trainers calls this before each part of a profile's trainers' turns and
-    prices the profile by the median of those calibrations, measured in the same minutes as the
-    steps. On this project's VM the machine's speed moves over seconds to minutes: one
-    calibration a round put 68 of 180 bounded rows outside, one before each profile 46 of 181
-    (2026-12-02, 03:03 and 03:13 UTC, the same code; docs/costmodel.md)."""
+    --calibrate, validate_trainers calls this just before and just after a profile's trainers
+    (the one after is the next profile's before) and prices the profile by the median of the
+    two. On this project's VM the machine's speed moves over seconds to minutes: one calibration
+    a round put 68 of 180 bounded rows outside, one before each profile 46 of 181 (2026-12-02,
+    03:03 and 03:13 UTC, the same code; docs/costmodel.md)."""
     from scratchkit.measure.calibrate import calibrate
     from scratchkit.measure.hardware import save_calibration
 

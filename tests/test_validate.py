@@ -94,7 +94,7 @@ def test_the_same_trainer_run_twice_tells_the_machines_errors_from_the_models():
     # 50% error is inside that and the step's 10% together
     both = Validation(rows, "a", again, {("tiny", "lru", "fetch"): 0.6})
     assert [(r.profile, r.stage) for r in both.beyond_the_machine()] == [("small", "step")]
-    assert ("tiny: the calibrations between the trainers' turns predicted a bounded row up to 60% from "
+    assert ("tiny: the calibrations before and after its trainers predicted a bounded row up to 60% from "
             "their median (lru fetch)") in both.repeatability_lines()
     assert median_of_rounds([both, Validation(rows, "b", again, {("tiny", "lru", "fetch"): 0.2}),
                              Validation(rows, "c", again, {("tiny", "lru", "fetch"): 0.4})]
@@ -130,9 +130,10 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     assert refused.value.code == 2 and "--alternate must be at least 1, got 0" in capsys.readouterr().err
 
 
-def test_each_profile_is_calibrated_between_its_trainers_turns(monkeypatch, capsys):
-    """--calibrate: calibrations for every profile of every round, handed to validate_trainers to
-    take between the trainers' turns, not one a round (the machine's speed moves over minutes)."""
+def test_each_profile_is_calibrated_before_and_after_its_trainers(monkeypatch, capsys):
+    """--calibrate: a calibration on either side of every profile's trainers, the one after a
+    profile standing for the next one's before, not one a round (the machine's speed moves over
+    minutes)."""
     import importlib.util
     from pathlib import Path
 
@@ -140,18 +141,18 @@ def test_each_profile_is_calibrated_between_its_trainers_turns(monkeypatch, caps
     spec = importlib.util.spec_from_file_location("bench_validate", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    happened = []
-    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or "hw")
-    def validate(config, trainers, steps, profile, calibrate, rounds, **_):   # as validate_trainers: a calibration
-        for _ in range(rounds):                                             # before each part of the turns
-            assert calibrate() == "hw"
+    happened, made = [], iter(range(100))
+    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or f"hw{next(made)}")
+
+    def validate(config, trainers, steps, profile, calibrate, before, **_):   # as validate_trainers does
+        passes = [before if before is not None else calibrate()]
         happened.append(profile)
-        return Validation()
+        passes.append(calibrate())
+        return Validation(calibrations=passes)
     monkeypatch.setattr(bench, "validate_trainers", validate)
-    bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate",
-                "--alternate", "2"])
+    bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate"])
     capsys.readouterr()
-    assert happened == ["calibrate", "calibrate", "tiny", "calibrate", "calibrate", "small"] * 2
+    assert happened == ["calibrate", "tiny", "calibrate", "small", "calibrate"] * 2
 
 
 def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_config):
@@ -193,10 +194,15 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     taken = []
     v = validate_trainers(tiny_config, trainers, steps=4, warmup=2, profile="tiny", device="cpu", again=True,
                           rounds=2, calibrate=lambda: taken.append(hw) or hw)
+    from dataclasses import replace
+
+    last = replace(hw, origin="the last profile's")   # the calibration after the profile before
+    assert validate_trainers(tiny_config, ["gpu-only"], steps=2, warmup=1, device="cpu", calibrate=lambda: hw,
+                             before=last).calibrations == [last, hw]
     assert [r.trainer for r in v.rows if r.stage == "step"] == trainers
     assert {r.trainer for r in v.again} == {"gpu-only (again)"} and set(v.repeatability()) >= {("tiny", "step")}
     assert len(taken) == 2 and set(v.calibration_spread.values()) == {0.0}   # the same profile twice
-    assert v.calibration_spread[("tiny", "lru", "fetch")] == 0.0 and "median of 2 between the turns" in v.hardware
+    assert v.calibration_spread[("tiny", "lru", "fetch")] == 0.0 and "median of 2: before and after" in v.hardware
     for r in v.rows:
         assert r.profile == "tiny" and r.measured_s >= 0
         if r.stage not in ("data",):

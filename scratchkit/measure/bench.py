@@ -4,7 +4,6 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from itertools import islice
-from typing import Callable
 
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.trainers import SCRATCHPIPE_TRAINERS, make_trainer
@@ -29,8 +28,7 @@ class BenchResult:
 
 
 def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, source=None,
-              device: str | None = None, wrap=None, rounds: int = 1,
-              between: Callable[[int], None] | None = None) -> list[BenchResult]:
+              device: str | None = None, wrap=None, rounds: int = 1) -> list[BenchResult]:
     """Each trainer trains `warmup` untimed then `steps` timed steps on the same batches.
 
     Both in one `train()` call: the warm-up then warms what is timed. (ScratchPipe starts its
@@ -43,9 +41,6 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
     each one's figures cover the same minutes of the machine. On a VM whose speed moves by a third
     from one minute to the next, trainers timed one after another compare one minute with another
     (`measure/validate.py`'s machine spread shows it). It holds every trainer's tables at once.
-    `between(k)` runs before the k-th part of the trainers' turns (after all are warmed up; with
-    `rounds` 1, once, before the first trainer's timed steps): validation calibrates there, so
-    that its constants are measured in the same minutes as the steps they predict.
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
@@ -54,8 +49,6 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
     source = source if source is not None else SyntheticSource(config.data)
     if rounds == 1:        # one at a time: one trainer's tables in memory at once
         results = []
-        if between is not None:
-            between(0)
         for name in trainers:
             with make_trainer(name, config, source=source, device=device) as trainer:
                 records = list(_timed(trainer, name, warmup, [steps], wrap)[0])
@@ -73,8 +66,6 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
                 runs[i] = _timed(trainer, trainers[i], warmup, parts, wrap)
             records = [[] for _ in trainers]
             for k in range(len(parts)):
-                if between is not None:
-                    between(k)
                 for i in (range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers)))):
                     records[i] += list(runs[i][k])
         results = [_result(name, steps, taken) for name, taken in zip(trainers, records)]

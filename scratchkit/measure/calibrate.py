@@ -62,7 +62,7 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
     it, else the CPU is the device). `progress(text)` hears each step as it starts. `repeats`:
     timed runs per figure on the host (default 7, quick 3; validation takes several calibrations
-    of 3 between the trainers' turns and their median: hw_profile.median_profile)."""
+    of 3 on either side of a profile's trainers and their median: hw_profile.median_profile)."""
     say = progress or (lambda _: None)
     keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()

@@ -55,14 +55,15 @@ class Validation:
     # same code on the same batches in the same minutes, so how far its stages differ from the
     # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
     again: list[ValidationRow] = field(default_factory=list)
-    # (profile, trainer, stage) -> how far the calibrations taken between the trainers' turns
-    # (`calibrate=`) predicted the row from their median, the farthest: the calibration's own
-    # repeatability over the same minutes
+    # (profile, trainer, stage) -> how far the calibrations just before and just after the
+    # trainers (`calibrate=`) predicted the row from their median, the farther: the calibration's
+    # own repeatability over those minutes
     calibration_spread: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    calibrations: list = field(default_factory=list, repr=False)   # those calibrations, in order
 
     def __add__(self, other: "Validation") -> "Validation":
         return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again,
-                          self.calibration_spread | other.calibration_spread)
+                          self.calibration_spread | other.calibration_spread, self.calibrations + other.calibrations)
 
     def bounded(self) -> list[ValidationRow]:
         return [r for r in self.rows if r.bounded]
@@ -120,7 +121,7 @@ class Validation:
     def beyond_the_machine(self) -> list[ValidationRow]:
         """The rows outside their bound by more than the machine's own repeatability there: how
         far the same trainer measured twice disagreed on that stage (else on the step) of that
-        profile, plus how far the calibrations of those minutes predicted that row from their
+        profile, plus how far the calibrations around those minutes predicted that row from their
         median. A row inside that cannot tell a model's error from the machine's. Without
         either, every row outside."""
         again, calibrated = self.repeatability(), self.calibration_spread
@@ -148,7 +149,7 @@ class Validation:
                 by_profile_calibrated.setdefault(profile, []).append((diff, f"{trainer} {stage}"))
         for profile, diffs in by_profile_calibrated.items():
             diff, where = max(diffs)
-            lines.append(f"{profile}: the calibrations between the trainers' turns predicted a bounded row "
+            lines.append(f"{profile}: the calibrations before and after its trainers predicted a bounded row "
                          f"up to {100 * diff:.0f}% from their median ({where})")
         return lines
 
@@ -206,16 +207,18 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
                       source=None, device: str | None = None, wrap=None, rounds: int = 1,
-                      again: bool = False, hardware=None, calibrate=None) -> Validation:
+                      again: bool = False, hardware=None, calibrate=None, before=None) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
     and compare. `again`: the first trainer runs a second time beside them (its rows in
     `Validation.again`, labelled with AGAIN: the machine's repeatability). `hardware`: the
     profile to predict with (None: this-cpu). `calibrate()`, a function that calibrates this
-    machine, runs before each part of the trainers' turns instead (run_bench's `between`): the
-    rows are priced by the median of those calibrations (hw_profile.median_profile), measured in
-    the same minutes as the steps, and `Validation.calibration_spread` says how far each of them
+    machine, runs just before the trainers (unless `before`, a calibration just made, stands
+    for it) and just after them instead: the rows are priced by the median of the two
+    (hw_profile.median_profile), measured on either side of the steps' minutes (not between the
+    trainers' turns: a turn after a calibration starts on caches the calibration swept, and ran
+    up to 3x slow on criteo-skew), and `Validation.calibration_spread` says how far each
     predicted each row from that median."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.bench import run_bench
@@ -225,12 +228,13 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     source = source if source is not None else SyntheticSource(config.data)
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     names = trainers + trainers[:1] if again else trainers
-    passes: list = []
-    between = (lambda k: passes.append(calibrate())) if calibrate is not None else None
-    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds,
-                        between=between)
+    passes = [] if calibrate is None else [before if before is not None else calibrate()]
+    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds)
+    if calibrate is not None:
+        passes.append(calibrate())
     hw = median_profile(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
-    validation = Validation(hardware=hw.origin + (f" (median of {len(passes)} between the turns)" if passes else ""))
+    validation = Validation(hardware=hw.origin + (f" (median of {len(passes)}: before and after)" if passes else ""),
+                            calibrations=passes)
     for i, result in enumerate(results):
         work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
                                   result.evicting_tables_per_step)
