@@ -86,10 +86,11 @@ def tbe_calls(device: bool, name: str, tables: int) -> Work:
 
 def lookup_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     """`pooled_lookup_tables`: one C++ call for every table's bags; per table its distinct rows
-    from the table (`footprints[t]` bytes), its repeats from the core's cache."""
+    from the table (`footprints[t]` bytes), its repeats by how far back their row was last looked
+    up (`TableWork.reuse`)."""
     n = sum(t.lookups for t in tables)
-    return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n)
-                                                         for t, f in zip(tables, footprints)))
+    return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n,
+                                                                      t.reuse) for t, f in zip(tables, footprints)))
 
 
 def backward_tables(device: bool, tables, row_bytes: int) -> Work:

@@ -125,16 +125,19 @@ class Work:
                              "`scratchkit calibrate` on a machine with a C++ compiler")
         total = 0.0
         for kind, *size in entries:
-            if kind == "lookup":       # each distinct row from the table, each repeat from the
-                n, u, row, table, call = size       # table's working set of the batch:
-                # between two lookups of a row come about the batch's other distinct rows of its
-                # table, so a repeat is a random row of a footprint that size, not a row still in
-                # the core's cache. Measured on the issue-12 profiles' batches (each table's
-                # distinct ids alone, against the whole batch; 2026-12-02): a repeat took 15-17
-                # ns at 256 B rows where the cached price was 8, 45 ns at 512 B (-wide) against 13
-                working_set = max(min(u * row, table), CACHED_BYTES)
+            if kind == "lookup":       # each distinct row from the table, each repeat from as
+                n, u, row, table, call, reuse = size    # far back as it was last looked up:
+                # a repeat whose row was last looked up d distinct rows ago is a random row of a
+                # footprint of d rows, not a row still in the core's cache. Measured on the
+                # issue-12 profiles' batches (each table's distinct ids alone, against the whole
+                # batch; 2026-12-02): a repeat took 15-17 ns at 256 B rows where the cached price
+                # was 8, 45 ns at 512 B (-wide) against 13. Without its distances (`reuse`), as
+                # far back as the table's working set in the batch
+                price = lambda rows: hw.host_tbe_lookup.seconds_per_row(
+                    row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call)
+                bins = reuse or ((u, n - u),)
                 total += (u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
-                          + (n - u) * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(working_set, row), call))
+                          + sum(count * price(d) for d, count in bins))
             elif kind == "backward":   # the curve's middle axis: lookups per distinct id
                 n, u, row = size
                 total += n * hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n)
@@ -197,6 +200,24 @@ class TableWork:
     lookups: float
     unique: float
     capacity: int        # slots of a cache or scratchpad (capped at the table)
+    # its repeats by LRU stack distance within the batch (`reuse_bins`): ((distance in rows, repeats
+    # per step), ...) by powers of two, each bin at its upper edge; () not known
+    reuse: tuple = ()
+
+
+def reuse_bins(ids: np.ndarray) -> dict[int, float]:
+    """A batch's lookups of one table by how far back their row was last looked up: {d: repeats
+    whose LRU stack distance (distinct other rows in between) is below d and at least d/2}, d a
+    power of two (the kit's own miss-ratio curve, scratchkit/sim)."""
+    from scratchkit.sim.mrc import lru_mrc
+
+    if len(ids) == 0:
+        return {}
+    curve = lru_mrc(ids)
+    edges = 2 ** np.arange(0, int(np.ceil(np.log2(max(curve.unique_ids, 2)))) + 1)
+    hits = curve.hits_over(edges)                      # repeats at distance below each edge
+    counts = np.diff(np.concatenate([[0], hits]))
+    return {int(d): float(c) for d, c in zip(edges, counts) if c}
 
 
 @dataclass(frozen=True)
@@ -267,9 +288,16 @@ class StepWork:
         if not taken:
             raise ValueError(f"the source has {len(source)} batches; none from batch {start}")
         sizes = config.data.table_sizes
+
+        def reuse(t: int) -> tuple:      # the batches' repeats by distance, averaged
+            total: dict[int, float] = {}
+            for b in taken:
+                for d, c in reuse_bins(np.asarray(b.ids[t])).items():
+                    total[d] = total.get(d, 0.0) + c / len(taken)
+            return tuple(sorted(total.items()))
         tables = tuple(TableWork(rows=n, lookups=float(np.mean([len(b.ids[t]) for b in taken])),
                                  unique=float(np.mean([len(np.unique(b.ids[t])) for b in taken])),
-                                 capacity=config.cache.capacity_for(n)) for t, n in enumerate(sizes))
+                                 capacity=config.cache.capacity_for(n), reuse=reuse(t)) for t, n in enumerate(sizes))
         m, num_dense, T = config.model, source.num_dense, len(sizes)
         horizon = 4 * (config.cache.depth + 1) if config.cache.victim_policy == "furthest" else 0
         return cls(batch_size=config.data.batch_size, dim=m.dim,
