@@ -5,6 +5,7 @@ import json
 import math
 from dataclasses import fields, replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -429,3 +430,24 @@ def test_plan_shards_are_planners_the_model_spreads_plan_over():
     assert one.plan_parallelism == 4 and four.plan_parallelism == 16
     hw = toy(host_cores=32)
     assert plan_cores(four, hw) == 16 and plan_cores(one, hw) == 4
+
+
+def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
+    """reuse_bins: rows 1 2 1 3 2 1. The second 1 comes 1 distinct row after the first (bin 2:
+    distances 1); the second 2 and the third 1 come 2 after theirs (bin 4: distances 2-3)."""
+    from scratchkit.measure.work import reuse_bins
+
+    assert reuse_bins(np.array([1, 2, 1, 3, 2, 1])) == {2: 1.0, 4: 2.0}
+    assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}
+
+
+def test_a_repeat_from_far_back_costs_what_a_row_of_that_footprint_does():
+    """The same lookups, their repeats near (1 row back) or far (64k rows back, a footprint of
+    16 MiB of 256 B rows): far costs more on this-cpu's curve; unknown distances are priced at
+    the table's working set."""
+    hw = batched(host_tbe_lookup=RowCurve(((256, 2**18, 2**16, 5e-9), (256, 2**28, 2**16, 9e-8))))
+    lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse),)).seconds(hw)
+    near, far = lookup(((1, 1000.0),)), lookup(((65536, 1000.0),))
+    assert near == pytest.approx(1000 * 9e-8 + 1000 * 5e-9)
+    assert far == pytest.approx(1000 * 9e-8 + 1000 * 5e-9 * 18 ** 0.6)     # 16 MiB: 0.6 of the log way
+    assert lookup(()) == pytest.approx(lookup(((1000, 1000.0),)))     # the working set: 1,000 rows
