@@ -441,6 +441,17 @@ def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
     assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}
 
 
+def test_an_update_is_priced_by_the_share_of_its_table_it_updates():
+    """SGD walks a table's updated rows in ascending order: a table updated at density 1 is nearly
+    a stream (1 ns a row on this curve), at 0.1 it is a random row's price (4 ns); 0.5 lies 0.7
+    of the log way between. The density is the update's rows over the table's, whatever the call."""
+    hw = batched(host_tbe_update=RowCurve(((256, 2**20, 0.1, 4e-9), (256, 2**20, 1.0, 1e-9))))
+    update = lambda u, call: Work(device_tbe=(("sgd", u, 256, 2**20, call),)).seconds(hw)
+    assert update(4096, 4096) == pytest.approx(4096 * 1e-9)            # all 4,096 rows of 1 MiB
+    assert update(410, 4096) == pytest.approx(410 * 4e-9, rel=1e-3)     # a tenth of them
+    assert update(2048, 16384) == pytest.approx(2048 * 4e-9 * 0.25 ** (math.log(5) / math.log(10)))
+
+
 def test_a_repeat_from_far_back_costs_what_a_row_of_that_footprint_does():
     """The same lookups, their repeats near (1 row back) or far (64k rows back, a footprint of
     16 MiB of 256 B rows): far costs more on this-cpu's curve; unknown distances are priced at

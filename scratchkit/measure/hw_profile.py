@@ -74,7 +74,7 @@ class RowCurve:
                 grid.setdefault(f, []).append((n, sec))
         feet = sorted(grid)
         per_foot = [_interp_log([n for n, _ in sorted(grid[f])], [sec for _, sec in sorted(grid[f])],
-                                max(rows, 1.0)) for f in feet]
+                                max(rows, 1e-9)) for f in feet]   # rows, or the update's density
         return _interp_log(feet, per_foot, max(footprint, 1.0))
 
     def seconds(self, rows: float, row_bytes: float, footprint: float) -> float:
@@ -212,7 +212,8 @@ class HardwareProfile:
     # the table-batched C++ calls (scratchkit/embedding/table_batched.py), which the trainers make
     # on a CPU instead of optim.py's per-table ops: seconds per lookup (forward: by row bytes,
     # table bytes and lookups of the call; backward: by row bytes, lookups per distinct id in the
-    # footprint's place, and a table's lookups) and per distinct row updated by SGD; their fixed costs are
+    # footprint's place, and a table's lookups) and per distinct row updated by SGD (by row bytes,
+    # table bytes and the share of the table's rows updated, in the rows' place); their fixed costs are
     # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
     # profiles, no compiler): the per-table pricing
     host_tbe_lookup: RowCurve | None = None
@@ -239,6 +240,9 @@ class HardwareProfile:
                 raise ValueError(f"profile {self.name!r}: {f.name} must be > 0, got {value}")
             if f.type == "float" and f.name.endswith("_latency") and not value >= 0:
                 raise ValueError(f"profile {self.name!r}: {f.name} must be >= 0, got {value}")
+        if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
+            raise OutdatedProfileError(f"profile {self.name!r}: host_tbe_update is by rows of the call; "
+                                       "this kit prices an update by the share of the table it updates")
         if self.host_cores < 1:
             raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):

@@ -141,9 +141,10 @@ class Work:
             elif kind == "backward":   # the curve's middle axis: lookups per distinct id
                 n, u, row = size
                 total += n * hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n)
-            else:
+            else:                      # the curve's last axis: the share of the table updated
                 u, row, table, call = size
-                total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), call)
+                density = min(u * row / max(table, 1.0), 1.0)
+                total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
         return total
 
     def pcie_seconds(self, hw: HardwareProfile) -> float:
