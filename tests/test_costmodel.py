@@ -186,6 +186,22 @@ def test_the_pipeline_is_bound_by_its_slowest_resource(name):
     assert serial.bound_stage == max(serial.stage_seconds, key=serial.stage_seconds.get)
 
 
+def test_the_planners_per_table_cost_is_priced_at_the_tables_lookups():
+    """ScratchPipe's Plan pays `plan_table_few` (timed at 64 lookups a table) for a table of 64 or
+    fewer, `plan_table` (2,048) at 2,048 or more, and between them a share of each, by log lookups:
+    at 362 (the geometric middle) half of each. Only the fixed part: the rates price the rest."""
+    hw = toy(host_calls={c: US for c in CALL_OPS} | {"plan_table": 30 * US, "plan_table_few": 10 * US,
+                                                    "plan_batch": 0.0},
+             host_plan_lookup_rate=RateCurve.constant(1e30), host_plan_id_rate=RateCurve.constant(1e30),
+             host_plan_miss_rate=RateCurve.constant(1e30))
+    plan = lambda n, tables=1: stage_work("scratchpipe", replace(one_table(lookups=n, unique=n / 2),
+                                          tables=one_table(lookups=n, unique=n / 2).tables * tables),
+                                          hw)["plan"].host_seconds(hw)
+    assert plan(64) == pytest.approx(10 * US) and plan(16) == pytest.approx(10 * US)
+    assert plan(2048) == pytest.approx(30 * US) and plan(81920, tables=8) == pytest.approx(8 * 30 * US)
+    assert plan(2048 ** 0.5 * 8) == pytest.approx(20 * US)
+
+
 def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight():
     """scratchpipe-device plans every table at once: its launches a batch do not grow with the
     tables (the per-id work does), and its Plan's only host work is cutting each table's plan out."""

@@ -137,6 +137,7 @@ CALL_OPS = {
     "numpy": 1,               # a NumPy call (host only)
     "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
     "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
+    "plan_table_few": 16,     # the same at 64 lookups a table (plan_timings.plan_table_weights)
     "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
     "plan_victims": 8,        # and per table that evicts: its victim choice beyond the pass over the slots
     "kernel": 1,              # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
@@ -150,7 +151,7 @@ CALL_OPS = {
 
 
 # calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
-LATER_CALLS = frozenset({"plan_batch", "plan_victims", "kernel", "device_plan_table",
+LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "kernel", "device_plan_table",
                          "send_batch", "send_table", "receive_batch", "receive_table"})
 
 

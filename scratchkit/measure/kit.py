@@ -6,6 +6,8 @@ n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`
 """
 from __future__ import annotations
 
+import math
+
 from scratchkit.config import OptimizerKind
 from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.measure.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
@@ -105,6 +107,18 @@ def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     u = sum(t.unique for t in tables)
     return tbe_calls(device, "sgd", len(tables)) + tbe(device, *(("sgd", t.unique, row_bytes, f, u)
                                                     for t, f in zip(tables, footprints)))
+
+
+PLAN_LOOKUPS = (64, 2048)   # lookups a table ScratchPipe's planner's per-table cost is timed at
+
+
+def plan_tables(lookups) -> Work:
+    """`PlanAhead.plan`'s cost per table beyond its rates, for tables of `lookups` a batch each:
+    timed at 64 lookups a table ("plan_table_few") and at 2,048 ("plan_table"), interpolated in
+    log lookups between them, held beyond (its per-id part grows with the lookups)."""
+    few, many = PLAN_LOOKUPS
+    shares = [min(max(math.log(max(n, 1.0) / few) / math.log(many / few), 0.0), 1.0) for n in lookups]
+    return calls(False, "plan_table", sum(shares)) + calls(False, "plan_table_few", len(shares) - sum(shares))
 
 
 def index_rows(device: bool, rows: float, row_bytes: float, from_rows: float, to_rows: float) -> Work:

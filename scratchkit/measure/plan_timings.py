@@ -7,7 +7,8 @@ what the cost model's `plan` unit is priced by (docs/costmodel.md).
     host_plan_slot_rate     slots/s of the victim choice's pass over a full scratchpad, by slots
     plan_table, plan_batch, plan_victims   (host_calls) what `PlanAhead.plan` costs beyond those
                             rates per table, per batch and per table that evicts, at a small
-                            batch's shape
+                            batch's shape (2,048 lookups a table)
+    plan_table_few          (host_calls) the same per-table cost at 64 lookups a table (tiny's)
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from scratchkit.config import TrainConfig
 from scratchkit.measure.hw_profile import RateCurve
+from scratchkit.measure.kit import PLAN_LOOKUPS
 from scratchkit.measure.kit_timings import Bench
 
 
@@ -134,22 +136,26 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
     return total
 
 
-def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
+def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, float]:
     """The planner's cost beyond what its rates in `host` price (per lookup, id, miss and slot
     scanned): `PlanAhead.plan` of batches of 2048 lookups a table, tables of 32k rows. With
     scratchpads of whole tables (no victims) at 2 and 8 tables: their difference per table, less a
     table's priced work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost
     beyond twice that, the per-batch one. With scratchpads of a quarter (misses evict) at 8 tables:
     the extra per table, less the extra priced work, is the cost of a table's victim choice
-    beyond its pass over the slots (at these small batches its fixed part shows).
-    -> (seconds per table, per batch, per table that evicts)."""
+    beyond its pass over the slots (at these small batches its fixed part shows). The per-table
+    cost again at 64 lookups a table: it carries per-id work the rates (timed at 32k lookups a
+    batch) leave out, and priced at 2,048 lookups for every table, tiny's Plan (64 a table) came
+    out +49..+233% in every validation run of 2026-12-02.
+    -> (seconds per table, per batch, per table that evicts, per table at 64 lookups)."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
 
     rows, scan = 2**15, host["host_plan_slot_rate"]
 
-    def seconds(tables: int, capacity: int) -> tuple[float, float]:   # -> (median s a batch, priced s a table)
-        config = small_batch_config(tables, rows, capacity, 4 * bench.repeats + 24)
+    def seconds(tables: int, capacity: int, lookups: int = PLAN_LOOKUPS[1]) -> tuple[float, float]:
+        """-> (median seconds a batch, priced seconds a table), at `lookups` a table (pooling 8)"""
+        config = small_batch_config(tables, rows, capacity, 4 * bench.repeats + 24, batch_size=lookups // 8)
         planner, taken, priced = fresh_planner(config, SyntheticSource(config.data)), [], []
         for b in range(4 * bench.repeats + 8):   # wall time, less PlanAhead's reading
             start = time.perf_counter()
@@ -163,17 +169,22 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float]:
         return float(bench.statistic(taken[8:])), float(np.mean(priced[8:]))
     (two, priced_two), (eight, priced_eight) = seconds(2, rows), seconds(8, rows)
     (evicting, priced_evicting) = seconds(8, rows // 4)
-    table = max((eight - two) / 6, 0.0)
+    few = PLAN_LOOKUPS[0]
+    (two_few, priced_two_few), (eight_few, priced_eight_few) = seconds(2, rows, few), seconds(8, rows, few)
+    table, table_few = max((eight - two) / 6, 0.0), max((eight_few - two_few) / 6, 0.0)
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
-    return max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0)
+    return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0),
+            max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0))
 
 
-def small_batch_config(tables: int, rows: int, capacity: int, batches: int, num_dense: int = 1) -> TrainConfig:
+
+def small_batch_config(tables: int, rows: int, capacity: int, batches: int, num_dense: int = 1,
+                       batch_size: int = 256) -> TrainConfig:
     """The planner's calls are timed at a small batch's shape: 2048 lookups a table (256 samples,
     pooling 8) of Zipf(0.8) ids, `tables` tables of `rows` rows, scratchpads of `capacity`."""
     from scratchkit.config import CacheParams, DataConfig
 
-    return TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=256, num_dense=num_dense,
+    return TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=8, batch_size=batch_size, num_dense=num_dense,
                                        zipf=0.8, num_batches=batches), cache=CacheParams(capacity=capacity))
 
 
