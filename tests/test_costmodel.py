@@ -391,8 +391,10 @@ def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(t
         assert side(stages["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", count))
         assert ("tbe_sgd", 1) in side(stages["update"])
         # by hand: 10 us + 1 us a table + each table's 500 distinct rows and 500 repeats at 1 ns,
-        # its 1000 lookups' backward at 2 ns
-        assert stages["embedding_forward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 1e-9)
+        # less the 25 pooled rows (of 64 B at 1 GB/s) its 100 bags write fewer than 1000 lookups
+        # in the curve's bags of 8 would; its 1000 lookups' backward at 2 ns
+        assert stages["embedding_forward"].seconds(hw) == pytest.approx(
+            (10 + count) * US + count * (1000 * 1e-9 - 25 * 64 / 1e9))
         assert stages["embedding_backward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 2e-9)
     # Adagrad keeps torch's per-table update after the batched backward
     adagrad = stage_work(trainer, replace(tables(8), optimizer=OptimizerKind.ADAGRAD), hw)
@@ -411,7 +413,7 @@ def test_a_gpu_or_an_uncalibrated_host_keeps_the_per_table_ops():
     plain = stage_work("hybrid", tables(8), toy())["embedding_forward"].host_calls
     assert plain.count(("lookup", 1)) == 8
     with pytest.raises(ValueError, match="host_tbe"):
-        Work(host_tbe=(("backward", 10, 5, 64),)).seconds(toy())
+        Work(host_tbe=(("backward", 10, 5, 64, 10, 640, 10),)).seconds(toy())
 
 
 def test_the_backward_is_priced_by_how_often_its_ids_repeat():
@@ -419,11 +421,26 @@ def test_the_backward_is_priced_by_how_often_its_ids_repeat():
     is lookups per distinct id, log-interpolated between the measured ones and held past them."""
     curve = RowCurve(((64, 1.0, 1, 4e-9), (64, 8.0, 1, 1e-9)))     # distinct ids / each 8 times
     hw = batched(host_tbe_backward=curve)
-    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64),)).seconds(hw)
+    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64, n / 8, n * 64, n),)).seconds(hw)   # as timed
     assert price(1000, 1000) == pytest.approx(1000 * 4e-9)
     assert price(1000, 125) == pytest.approx(1000 * 1e-9)
     assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)     # log midpoint
     assert price(1000, 10) == pytest.approx(1000 * 1e-9)
+
+
+def test_a_table_batched_calls_bags_are_priced_beyond_the_curves_bags_of_8():
+    """The curves are timed in bags of 8, 8 tables a call. A table of 8,000 lookups in bags of 1
+    writes 7,000 pooled rows more (at the stream bandwidth, 1 GB/s here), and its backward reads
+    each lookup's gradient row from 8 tables' 8,000 bags, not 1,000 (a random row of 4 MB, not
+    of 512 kB: 4 against 1 ns, as the lookup curve prices a random row there); bags of 8 cost
+    the curves' price alone."""
+    hw = batched(host_tbe_lookup=RowCurve(((64, 512_000, 1, 1e-9), (64, 4_096_000, 1, 4e-9))))
+    forward = lambda bags: Work(device_tbe=(("lookup", 8000, 8000, 64, 512_000, 8000, (), bags),)).seconds(hw)
+    backward = lambda bags: Work(device_tbe=(("backward", 8000, 8000, 64, bags, bags * 8 * 64, 64000),)).seconds(hw)
+    assert forward(1000) == pytest.approx(8000 * 1e-9)
+    assert forward(8000) == pytest.approx(8000 * 1e-9 + 7000 * 64 / 1e9)
+    assert backward(1000) == pytest.approx(8000 * 2e-9)
+    assert backward(8000) == pytest.approx(8000 * 2e-9 + 8000 * (4e-9 - 1e-9))
 
 
 def test_a_cache_still_filling_is_not_priced_a_victim_choice():
@@ -473,7 +490,7 @@ def test_a_repeat_from_far_back_costs_what_a_row_of_that_footprint_does():
     16 MiB of 256 B rows): far costs more on this-cpu's curve; unknown distances are priced at
     the table's working set."""
     hw = batched(host_tbe_lookup=RowCurve(((256, 2**18, 2**16, 5e-9), (256, 2**28, 2**16, 9e-8))))
-    lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse),)).seconds(hw)
+    lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse, u / 4),)).seconds(hw)
     near, far = lookup(((1, 1000.0),)), lookup(((65536, 1000.0),))
     assert near == pytest.approx(1000 * 9e-8 + 1000 * 5e-9)
     assert far == pytest.approx(1000 * 9e-8 + 1000 * 5e-9 * 18 ** 0.6)     # 16 MiB: 0.6 of the log way

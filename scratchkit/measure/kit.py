@@ -86,20 +86,22 @@ def tbe_calls(device: bool, name: str, tables: int) -> Work:
     return calls(device, f"tbe_{name}") + calls(device, f"tbe_{name}_table", tables)
 
 
-def lookup_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
-    """`pooled_lookup_tables`: one C++ call for every table's bags; per table its distinct rows
-    from the table (`footprints[t]` bytes), its repeats by how far back their row was last looked
-    up (`TableWork.reuse`)."""
+def lookup_tables(device: bool, tables, row_bytes: int, footprints, bags: int) -> Work:
+    """`pooled_lookup_tables`: one C++ call for every table's `bags` bags; per table its distinct
+    rows from the table (`footprints[t]` bytes), its repeats by how far back their row was last
+    looked up (`TableWork.reuse`), a pooled row written per bag."""
     n = sum(t.lookups for t in tables)
     return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n,
-                                                                      t.reuse) for t, f in zip(tables, footprints)))
+                                                                      t.reuse, bags) for t, f in zip(tables, footprints)))
 
 
-def backward_tables(device: bool, tables, row_bytes: int) -> Work:
+def backward_tables(device: bool, tables, row_bytes: int, bags: int) -> Work:
     """`embedding_backward_tables`: one C++ call; per table its lookups sorted as torch sorts
-    them and their gradients summed by id (addresses, for a cache, looked up in the same walk)."""
-    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, t.unique, row_bytes)
-                                                                    for t in tables))
+    them and their gradients summed by id (addresses, for a cache, looked up in the same walk),
+    each lookup's bag's gradient read from the [bags, tables, dim] gradient."""
+    grad, n = bags * len(tables) * row_bytes, sum(t.lookups for t in tables)
+    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, t.unique, row_bytes,
+                                                                       bags, grad, n) for t in tables))
 
 
 def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:

@@ -49,8 +49,8 @@ def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = 
         footprints = [rows(t) * rb for t in w.tables]
         update = (kit.update_tables(True, w.tables, rb, footprints) if w.optimizer is OptimizerKind.SGD
                   else per_table_update)
-        return {"embedding_forward": kit.lookup_tables(True, w.tables, rb, footprints), "mlp": mlp,
-                "embedding_backward": kit.backward_tables(True, w.tables, rb), "update": update}
+        return {"embedding_forward": kit.lookup_tables(True, w.tables, rb, footprints, B), "mlp": mlp,
+                "embedding_backward": kit.backward_tables(True, w.tables, rb, B), "update": update}
     forward = _total(kit.lookup(True, t.lookups, t.unique, B, rb, rows(t) * rb) for t in w.tables)
     forward += kit.calls(True, "forward_stage") + kit.stream(True, 2 * B * w.num_tables * rb)  # the stack
     backward = _total(kit.backward(True, t.lookups, B, d) for t in w.tables) + kit.calls(True, "backward_stage")

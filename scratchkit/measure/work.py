@@ -19,9 +19,11 @@ work of one stage in the units the profiles price:
     plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
                     and the misses planned
     tbe             the table-batched C++ calls (table_batched.py), per table: ("lookup", n, u,
-                    row bytes, table bytes, lookups of the call), ("backward", n, u, row bytes),
-                    ("sgd", u, row bytes, table bytes, rows of the call), priced by the
-                    profile's host_tbe_* curves (measured on the host: a device that is the host)
+                    row bytes, table bytes, lookups of the call, repeats by distance, bags),
+                    ("backward", n, u, row bytes, bags, gradient bytes,
+                    lookups of the call), ("sgd", u, row bytes,
+                    table bytes, rows of the call), priced by the profile's host_tbe_* curves
+                    (measured on the host: a device that is the host, in bags of TBE_BAG)
     pcie            bytes and copies between host and device
 
 `kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
@@ -41,6 +43,7 @@ from scratchkit.measure.hw_profile import HardwareProfile, sort_units
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
 CACHED_BYTES = 2.0**18    # a table this small stays in a core's cache (the curves' smallest)
+TBE_BAG = 8               # lookups a bag in the table-batched curves' timings (tbe_timings.py)
 BUCKET_BYTES = 16         # a bucket of the scratchpad's hash map: key and slot, int64 each
 
 
@@ -126,7 +129,7 @@ class Work:
         total = 0.0
         for kind, *size in entries:
             if kind == "lookup":       # each distinct row from the table, each repeat from as
-                n, u, row, table, call, reuse = size    # far back as it was last looked up:
+                n, u, row, table, call, reuse, bags = size    # far back as it was last looked up:
                 # a repeat whose row was last looked up d distinct rows ago is a random row of a
                 # footprint of d rows, not a row still in the core's cache. Measured on the
                 # issue-12 profiles' batches (each table's distinct ids alone, against the whole
@@ -137,10 +140,18 @@ class Work:
                     row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call)
                 bins = reuse or ((u, n - u),)
                 total += (u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
-                          + sum(count * price(d) for d, count in bins))
+                          + sum(count * price(d) for d, count in bins)
+                          + _bags_beyond_the_curves(n, bags) * row / hw.host_stream_bw)
             elif kind == "backward":   # the curve's middle axis: lookups per distinct id
-                n, u, row = size
-                total += n * hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n)
+                n, u, row, bags, grad, call = size
+                # each lookup reads its bag's gradient row, in the order of its sorted id: a random
+                # row of the [bags, tables, dim] gradient, where the curve's was one of n rows (8
+                # tables of n/8 bags), priced as the C++ lookup's random rows. Measured (26 tables
+                # of 4,096 lookups, 256 B rows): bags of 1 took 2.8 ms more than bags of 8, 26 MiB
+                # of gradient against 3; the forward 0.9 ms more (its output)
+                row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
+                gathered = row_at(grad) - row_at(n * row)
+                total += n * (hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
             else:                      # the curve's last axis: the share of the table updated
                 u, row, table, call = size
                 density = min(u * row / max(table, 1.0), 1.0)
@@ -175,6 +186,12 @@ class Work:
             return sum(n / rate.at(slots) for n, slots in self.device_probes)
         buckets = lambda slots: self._footprint(BUCKETS_PER_SLOT * slots * BUCKET_BYTES, BUCKET_BYTES)
         return sum(hw.device_gather.seconds(n, BUCKET_BYTES, buckets(slots)) for n, slots in self.device_probes)
+
+
+def _bags_beyond_the_curves(lookups: float, bags: float) -> float:
+    """Pooled rows a lookup call writes beyond what its curve holds (timed in bags of TBE_BAG):
+    a step's bags of 1 write eight times the curve's, bags of 40 fewer (negative)."""
+    return bags - lookups / TBE_BAG
 
 
 def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
