@@ -146,11 +146,15 @@ class Work:
                 n, u, row, bags, grad, call = size
                 # each lookup reads its bag's gradient row, in the order of its sorted id: a random
                 # row of the [bags, tables, dim] gradient, where the curve's was one of n rows (8
-                # tables of n/8 bags), priced as the C++ lookup's random rows. Measured (26 tables
-                # of 4,096 lookups, 256 B rows): bags of 1 took 2.8 ms more than bags of 8, 26 MiB
-                # of gradient against 3; the forward 0.9 ms more (its output)
+                # tables of n/8 bags, n held at the curve's largest), priced as the C++ lookup's
+                # random rows. Measured (26 tables of 4,096 lookups, 256 B rows): bags of 1 took
+                # 2.8 ms more than bags of 8, 26 MiB of gradient against 3; the forward 0.9 ms more
+                # (its output). A gradient smaller than the curve's is not priced cheaper: priced so
+                # (and n not held), embedding-bound's backward (pooling 40) came out -29% in a
+                # validation run, where it had been -9% without the term (2026-12-02, runs j and k)
+                timed = min(n, max(p[2] for p in hw.host_tbe_backward.points)) * row
                 row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
-                gathered = row_at(grad) - row_at(n * row)
+                gathered = max(row_at(grad) - row_at(timed), 0.0)
                 total += n * (hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
             else:                      # the curve's last axis: the share of the table updated
                 u, row, table, call = size
