@@ -433,7 +433,7 @@ def test_a_table_batched_calls_bags_are_priced_beyond_the_curves_bags_of_8():
     writes 7,000 pooled rows more (at the stream bandwidth, 1 GB/s here), and its backward reads
     each lookup's gradient row from 8 tables' 8,000 bags, not 1,000 (a random row of 4 MB, not
     of 512 kB: 4 against 1 ns, as the lookup curve prices a random row there); bags of 8 cost
-    the curves' price alone, and 100 bags (of 80) too (a gradient smaller than the curve's is not
+    the curves' price alone, and 100 bags (80 lookups each) too (a gradient smaller than the curve's is not
     priced cheaper)."""
     hw = batched(host_tbe_lookup=RowCurve(((64, 512_000, 1, 1e-9), (64, 4_096_000, 1, 4e-9))),
                  host_tbe_backward=RowCurve(((64, 1.0, 8000, 2e-9),)))     # timed at 8,000 lookups a table

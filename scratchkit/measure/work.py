@@ -126,7 +126,10 @@ class Work:
         if entries and not hw.batched_host:
             raise ValueError(f"profile {hw.name!r} has no table-batched rates (host_tbe_*): run "
                              "`scratchkit calibrate` on a machine with a C++ compiler")
+        if not entries:
+            return 0.0
         total = 0.0
+        longest = max(p[2] for p in hw.host_tbe_backward.points)   # the backward's most lookups a table timed
         for kind, *size in entries:
             if kind == "lookup":       # each distinct row from the table, each repeat from as
                 n, u, row, table, call, reuse, bags = size    # far back as it was last looked up:
@@ -152,7 +155,7 @@ class Work:
                 # (its output). A gradient smaller than the curve's is not priced cheaper: priced so
                 # (and n not held), embedding-bound's backward (pooling 40) came out -29% in a
                 # validation run, where it had been -9% without the term (2026-12-02, runs j and k)
-                timed = min(n, max(p[2] for p in hw.host_tbe_backward.points)) * row
+                timed = min(n, longest) * row
                 row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
                 gathered = max(row_at(grad) - row_at(timed), 0.0)
                 total += n * (hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
@@ -194,7 +197,7 @@ class Work:
 
 def _bags_beyond_the_curves(lookups: float, bags: float) -> float:
     """Pooled rows a lookup call writes beyond what its curve holds (timed in bags of TBE_BAG):
-    a step's bags of 1 write eight times the curve's, bags of 40 fewer (negative)."""
+    a step's bags of 1 write eight times the curve's, bags of 40 lookups fewer (negative)."""
     return bags - lookups / TBE_BAG
 
 
