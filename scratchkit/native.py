@@ -38,7 +38,8 @@ class NativeBuildError(RuntimeError):
 
 class CLibrary:
     """C++ `sources` in `folder`, built as one library named `name`; `signatures` maps each
-    function to (restype, argtypes)."""
+    function to (restype, argtypes). Name the headers the sources include among them too: they
+    are not compiled, but an edit to one must rebuild the library."""
 
     def __init__(self, name: str, folder: Path, sources: tuple[str, ...], signatures: dict,
                  switch: str = "SCRATCHKIT_NATIVE"):
@@ -54,6 +55,12 @@ class CLibrary:
             digest.update(b"\0")
         return default_cache_dir().parent / self.name / f"{self.name}-{digest.hexdigest()[:16]}.so"
 
+    def build_name(self) -> str | None:
+        """The name of the library this machine's compiler builds from the sources as they are now
+        (it changes with any edit to them), without building it; None without a compiler."""
+        compiler = find_compiler()
+        return None if compiler is None else self.path(compiler).stem
+
     def build(self) -> Path:
         """Compile the sources unless the cache has them; return the library's path."""
         compiler = find_compiler()
@@ -65,7 +72,8 @@ class CLibrary:
         lib.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=lib.parent, prefix="build-") as tmp:
             out = Path(tmp) / lib.name
-            cmd = [compiler, *FLAGS, "-o", str(out), *(str(self.folder / s) for s in self.sources)]
+            compiled = [str(self.folder / s) for s in self.sources if not s.endswith(".h")]   # headers: hashed only
+            cmd = [compiler, *FLAGS, "-o", str(out), *compiled]
             done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 raise NativeBuildError(f"building {self.name} ({', '.join(self.sources)}) failed:\n{done.stdout}")

@@ -17,6 +17,8 @@
 // Each function returns -1, or the first table whose input was out of range (nothing is read or
 // written outside the arrays, and sk_tbe_sgd checks every row before it changes any; the caller
 // raises).
+#include "torch_sort.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -31,6 +33,8 @@
 #include <vector>
 
 namespace {
+
+using sk::Packed, sk::id_of, sk::position_of, sk::sort_by_id, sk::sort_like_torch;
 
 // ------------------------------------------------------------------------------------ thread pool
 // Workers wait on a condition variable between calls (a thread started per call costs ~30 us).
@@ -106,146 +110,24 @@ int64_t first_bad(const std::vector<uint8_t>& bad) {
     return -1;
 }
 
-// ------------------------------------------------------------------------- torch.sort's order
-// torch.sort on a CPU (ATen's SortingKernel.cpp) sorts a 1-D int64 array shorter than 32768 with
-// std::sort over (id, position) pairs compared by id: libstdc++'s introsort, which leaves equal ids
-// in an order of its own (longer arrays get a stable radix sort; the caller passes torch's
-// permutation for those). We run introsort's own steps, as libstdc++ (GCC 4.5 to 14 at least)
-// writes them, each partition done without data-dependent branches (~2x faster than std::sort on
-// ids that repeat). The Python side checks on first use that this order is torch's, and otherwise
-// passes torch's own permutation.
-//
-// An element packs (id << 32) | position, so the ids and positions must be below 2^32.
-typedef uint64_t Packed;
-inline uint32_t id_of(Packed e) { return static_cast<uint32_t>(e >> 32); }
-inline int64_t position_of(Packed e) { return static_cast<int64_t>(e & 0xffffffffu); }
-struct ById {
-    bool operator()(Packed x, Packed y) const { return id_of(x) < id_of(y); }
-};
-
-// libstdc++'s __move_median_to_first
-void move_median_to_first(Packed* result, Packed* a, Packed* b, Packed* c) {
-    ById less;
-    if (less(*a, *b)) {
-        if (less(*b, *c)) std::swap(*result, *b);
-        else if (less(*a, *c)) std::swap(*result, *c);
-        else std::swap(*result, *a);
-    } else if (less(*a, *c)) std::swap(*result, *a);
-    else if (less(*b, *c)) std::swap(*result, *c);
-    else std::swap(*result, *b);
-}
-
-// libstdc++'s __unguarded_partition_pivot. Its loop moves i up to the next element >= pivot and j
-// down to the next <= pivot, and swaps them until they cross. So the k-th swap pairs the k-th such
-// position from the left, up[k], with the k-th from the right, down[k], while up[k] < down[k], and
-// i stops at up[k] or, past it, at the last swapped j. We find those positions BLOCK at a time
-// with no data-dependent branch, from either end. (A block may read a position some swap already
-// changed; it lies past the crossing, where only the cut's `min` looks, and the min is the same.)
-constexpr int64_t BLOCK = 64;
-
-int64_t partition(Packed* a, int64_t first, int64_t last) {
-    move_median_to_first(a + first, a + first + 1, a + first + (last - first) / 2, a + last - 1);
-    const uint32_t pivot = id_of(a[first]);
-    int64_t up[BLOCK], down[BLOCK];
-    int64_t n_up = 0, at_up = 0, n_down = 0, at_down = 0;
-    int64_t i = first + 1, j = last - 1;     // the next positions to look at from either end
-    int64_t swapped_down = last;             // the last swap's down position
-    for (;;) {
-        if (at_up == n_up) {
-            if (i >= last) return std::min(last, swapped_down);
-            n_up = at_up = 0;
-            for (int64_t end = std::min(i + BLOCK, last); i < end; ++i)
-                up[n_up] = i, n_up += id_of(a[i]) >= pivot;
-        } else if (at_down == n_down) {
-            if (j < first) return std::min(up[at_up], swapped_down);   // not reached: a[first] is the pivot
-            n_down = at_down = 0;
-            for (int64_t end = std::max(j - BLOCK, first - 1); j > end; --j)
-                down[n_down] = j, n_down += id_of(a[j]) <= pivot;
-        } else {
-            int64_t u = up[at_up], d = down[at_down];
-            if (u >= d) return std::min(u, swapped_down);
-            std::swap(a[u], a[d]);
-            swapped_down = d, ++at_up, ++at_down;
-        }
-    }
-}
-
-// A stable insertion sort of a[first, last). libstdc++ ends std::sort with an insertion sort of the
-// whole array, which never moves an element past an equal one: so it leaves the order a stable
-// sort gives, which sorting each final segment (their ids are ordered segment to segment) gives too.
-void insertion_sort(Packed* a, int64_t first, int64_t last) {
-    for (int64_t i = first + 1; i < last; ++i) {
-        Packed e = a[i];
-        int64_t j = i;
-        for (; j > first && id_of(e) < id_of(a[j - 1]); --j) a[j] = a[j - 1];
-        a[j] = e;
-    }
-}
-
-// libstdc++'s __introsort_loop, each final segment of <= 16 sorted as it is reached
-void introsort_loop(Packed* a, int64_t first, int64_t last, int64_t depth) {
-    while (last - first > 16) {
-        if (depth == 0) {                                  // libstdc++'s heapsort fallback, itself
-            std::partial_sort(a + first, a + last, a + last, ById());
-            return;
-        }
-        --depth;
-        int64_t cut = partition(a, first, last);
-        introsort_loop(a, cut, last, depth);
-        last = cut;
-    }
-    insertion_sort(a, first, last);
-}
-
-// ids [n] -> `a` [n] packed, in lookup order. False: an id or n out of range (below 2^32 each).
-bool pack(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
-    const int64_t limit = int64_t{1} << 32;
-    if (n >= limit) return false;
-    a.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-        if (ids[i] < 0 || ids[i] >= limit) return false;
-        a[i] = (static_cast<Packed>(ids[i]) << 32) | static_cast<Packed>(i);
-    }
-    return true;
-}
-
-// ids [n] -> `a` [n] packed in torch.sort's order (n below 32768). False: an id or n out of range.
-bool sort_like_torch(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
-    if (!pack(ids, n, a)) return false;
-    if (n > 1) introsort_loop(a.data(), 0, n, 2 * (63 - __builtin_clzll(static_cast<uint64_t>(n))));
-    return true;
-}
-
-// ids [n] -> `a` [n] packed, sorted by id and, within an id, by position: the order the kit's
-// `SummationOrder.BY_ID` sums in (each id's gradients in lookup order; not torch's, which leaves
-// equal ids in introsort's order). A stable LSD radix sort, 11 bits of id a pass, as many passes
-// as the largest id needs (2 for tables under 4M rows): ~2x introsort's speed at 2k ids.
-// False: an id or n out of range.
-bool sort_by_id(const int64_t* ids, int64_t n, std::vector<Packed>& a) {
-    if (!pack(ids, n, a)) return false;
-    thread_local std::vector<Packed> spare;
-    spare.resize(n);
-    uint64_t bits_of_ids = 0;                             // the passes: as many as the largest id needs
-    for (int64_t i = 0; i < n; ++i) bits_of_ids |= id_of(a[i]);
-    constexpr int RADIX = 11;
-    Packed *from = a.data(), *to = spare.data();
-    for (int shift = 0; (bits_of_ids >> shift) != 0; shift += RADIX) {
-        int64_t start[(1 << RADIX) + 1] = {0};            // where each digit's run begins in `to`
-        for (int64_t i = 0; i < n; ++i) ++start[((id_of(from[i]) >> shift) & ((1 << RADIX) - 1)) + 1];
-        for (int d = 0; d < (1 << RADIX); ++d) start[d + 1] += start[d];
-        for (int64_t i = 0; i < n; ++i) to[start[(id_of(from[i]) >> shift) & ((1 << RADIX) - 1)]++] = from[i];
-        std::swap(from, to);
-    }
-    if (from != a.data()) std::copy(from, from + n, a.data());
-    return true;
-}
-
 // ------------------------------------------------------------------------------------ row loops
-// Rows of floats, four at a time through GCC's vector extension (SSE on x86-64, NEON on arm64):
-// each element is still one add of the same two floats, so the sums are those of a scalar loop.
-// `Dim` > 0 is the row width known to the compiler (the loops unroll); 0: `dim`, known at run time.
+// Rows of floats, a vector at a time through GCC's vector extension (4 floats: SSE on x86-64, NEON
+// on arm64; 8 with AVX2 where the CPU has it): each element is still one add of the same two floats,
+// so the sums are those of a scalar loop, whatever the width. `Dim` > 0 is the row width known to
+// the compiler (the loops unroll); 0: `dim`, known at run time.
 typedef float float4 __attribute__((vector_size(16)));
-constexpr int64_t PREFETCH = 16;   // lookups ahead whose rows are requested from memory
+typedef float float8 __attribute__((vector_size(32)));
+constexpr int64_t PREFETCH = 16;                  // lookups ahead whose rows are requested from memory
+constexpr int64_t LINE = 64 / sizeof(float);      // floats in a cache line
+
+// Request every cache line of a row. Asking for its first line alone leaves the rest to the
+// hardware's prefetcher: at dim 128 (8 lines) on a table beyond the caches, ~2x slower.
+inline void prefetch_row(const float* row, int64_t dim) {
+    for (int64_t c = 0; c < dim; c += LINE) __builtin_prefetch(row + c);
+}
+inline void prefetch_row_to_write(float* row, int64_t dim) {
+    for (int64_t c = 0; c < dim; c += LINE) __builtin_prefetch(row + c, 1);
+}
 
 template <int64_t Dim>
 inline void add_row(float* out, const float* row, int64_t dim) {
@@ -286,27 +168,92 @@ bool bags_of_lookups(const int64_t* offsets, int64_t num_bags, int64_t n, std::v
     return true;
 }
 
+// One bag's pooled row, lookups [begin, end) of a table of known width Dim, its sum held in
+// registers (vectors V of 4 or 8 floats), 64 floats at a time (16 SSE or 8 AVX registers), each
+// block of columns a pass over the bag's lookups. Columns are independent, so each element's sum is
+// still 0 + row_1 + row_2 + ... in lookup order. Summing into `pooled` in memory instead cost a
+// load and a store of the sum per row added (the compiler must assume the row may alias it).
+// False: an index out of range.
+template <int64_t Dim, class V>
+__attribute__((always_inline)) inline bool pool_bag(const float* weight, int64_t rows, const int64_t* index,
+                                                    int64_t begin, int64_t end, int64_t n, float* pooled) {
+    constexpr int64_t W = sizeof(V) / sizeof(float), BLOCK = Dim < 64 ? Dim : 64, K = BLOCK / W;
+    static_assert(Dim % BLOCK == 0 && BLOCK % W == 0, "a row is whole blocks of whole vectors");
+    for (int64_t c0 = 0; c0 < Dim; c0 += BLOCK) {
+        V sum[K];
+        for (int64_t k = 0; k < K; ++k) sum[k] = V{};       // +0.0f, as the bag's sum starts
+        for (int64_t j = begin; j < end; ++j) {
+            int64_t r = index[j];
+            if (r < 0 || r >= rows) return false;
+            if (c0 == 0 && j + PREFETCH < n) {
+                int64_t ahead = index[j + PREFETCH];
+                if (ahead >= 0 && ahead < rows) prefetch_row(weight + ahead * Dim, Dim);
+            }
+            const float* row = weight + r * Dim + c0;
+            for (int64_t k = 0; k < K; ++k) {
+                V x;
+                std::memcpy(&x, row + k * W, sizeof x);
+                sum[k] += x;
+            }
+        }
+        std::memcpy(pooled + c0, sum, sizeof sum);
+    }
+    return true;
+}
+
 // One table's pooled bags, written to out + b * out_stride. False: an offset or index out of range.
-template <int64_t Dim>
-bool forward_table(const float* weight, int64_t rows, const int64_t* index, int64_t n,
-                   const int64_t* offset, int64_t num_bags, int64_t dim, float* out, int64_t out_stride) {
+template <int64_t Dim, class V>
+__attribute__((always_inline)) inline bool forward_rows(const float* weight, int64_t rows, const int64_t* index,
+                                                        int64_t n, const int64_t* offset, int64_t num_bags,
+                                                        int64_t dim, float* out, int64_t out_stride) {
     if (num_bags == 0 ? n != 0 : offset[0] != 0) return false;
     for (int64_t b = 0; b < num_bags; ++b) {
         int64_t begin = offset[b], end = b + 1 < num_bags ? offset[b + 1] : n;
         if (begin < 0 || end < begin || end > n) return false;
         float* pooled = out + b * out_stride;
-        for (int64_t c = 0; c < dim; ++c) pooled[c] = 0.0f;
+        if constexpr (Dim > 0) {
+            if (!pool_bag<Dim, V>(weight, rows, index, begin, end, n, pooled)) return false;
+            continue;
+        }
+        for (int64_t c = 0; c < dim; ++c) pooled[c] = 0.0f;     // a width known only at run time
         for (int64_t j = begin; j < end; ++j) {
             int64_t r = index[j];
             if (r < 0 || r >= rows) return false;
             if (j + PREFETCH < n) {
                 int64_t ahead = index[j + PREFETCH];
-                if (ahead >= 0 && ahead < rows) __builtin_prefetch(weight + ahead * dim);
+                if (ahead >= 0 && ahead < rows) prefetch_row(weight + ahead * dim, dim);
             }
             add_row<Dim>(pooled, weight + r * dim, dim);
         }
     }
     return true;
+}
+
+// forward_rows built for 4-float vectors, and on x86-64 for AVX2's 8 where the CPU has it (chosen
+// at load; `sk_tbe_vector_floats` lets the tests run both)
+typedef bool (*ForwardTable)(const float*, int64_t, const int64_t*, int64_t, const int64_t*, int64_t,
+                             int64_t, float*, int64_t);
+template <int64_t Dim>
+bool forward_table_4(const float* w, int64_t r, const int64_t* i, int64_t n, const int64_t* o, int64_t b,
+                     int64_t d, float* out, int64_t s) { return forward_rows<Dim, float4>(w, r, i, n, o, b, d, out, s); }
+#if defined(__x86_64__)
+template <int64_t Dim> __attribute__((target("avx2")))
+bool forward_table_8(const float* w, int64_t r, const int64_t* i, int64_t n, const int64_t* o, int64_t b,
+                     int64_t d, float* out, int64_t s) { return forward_rows<Dim, float8>(w, r, i, n, o, b, d, out, s); }
+int64_t widest_vector_floats() {
+    static const int64_t widest = (__builtin_cpu_init(), __builtin_cpu_supports("avx2")) ? 8 : 4;
+    return widest;
+}
+#else
+int64_t widest_vector_floats() { return 4; }
+#endif
+std::atomic<int64_t> vector_floats{0};      // 0: the widest this CPU has
+template <int64_t Dim> ForwardTable forward_table() {
+#if defined(__x86_64__)
+    int64_t floats = vector_floats.load();
+    if ((floats ? floats : widest_vector_floats()) == 8) return forward_table_8<Dim>;
+#endif
+    return forward_table_4<Dim>;
 }
 
 // One table's coalesced gradients, visiting lookups in sorted order: lookup(k) and id(k) for
@@ -348,7 +295,7 @@ __attribute__((always_inline)) inline void sgd_rows(float* weight, const int64_t
                                                     int64_t count, float alpha, int64_t dim) {
     const int64_t width = Dim ? Dim : dim;
     for (int64_t i = 0; i < count; ++i) {
-        if (i + PREFETCH < count) __builtin_prefetch(weight + index[i + PREFETCH] * dim, 1);
+        if (i + PREFETCH < count) prefetch_row_to_write(weight + index[i + PREFETCH] * dim, dim);
         float* row = weight + index[i] * dim;
         const float* g = grad_sum + i * dim;
         for (int64_t c = 0; c < width; ++c) row[c] = std::fma(alpha, g[c], row[c]);
@@ -384,12 +331,22 @@ int64_t sk_tbe_forward(int64_t num_tables, int64_t num_bags, int64_t dim, const 
                        const int64_t* const* offsets, float* pooled, int64_t threads) {
     std::vector<uint8_t> bad(num_tables, 0);
     by_width(dim, [&](auto width) {
+        ForwardTable forward = forward_table<width()>();
         for_tables(num_tables, threads, [&](int64_t t) {
-            bad[t] = !forward_table<width()>(weights[t], rows[t], indices[t], lengths[t], offsets[t],
-                                             num_bags, dim, pooled + t * dim, num_tables * dim);
+            bad[t] = !forward(weights[t], rows[t], indices[t], lengths[t], offsets[t], num_bags, dim,
+                              pooled + t * dim, num_tables * dim);
         });
     });
     return first_bad(bad);
+}
+
+// The forward's vector width in floats: `floats` 4 or 8 (8 only on an x86-64 CPU with AVX2) from
+// now on, 0 the widest this CPU has; any other value changes nothing. -> the width now in use.
+// For the tests, which hold every width against the torch twin.
+int64_t sk_tbe_vector_floats(int64_t floats) {
+    if (floats == 0 || floats == 4 || (floats == 8 && widest_vector_floats() == 8)) vector_floats.store(floats);
+    int64_t now = vector_floats.load();
+    return now ? now : widest_vector_floats();
 }
 
 // The coalesced gradients of every table. Table t has lookups ids[t] [lengths[t]] in bags starting

@@ -47,9 +47,10 @@ _SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an add
     "sk_tbe_forward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64]),
     "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64, _I64]),
     "sk_tbe_sort": (_I64, [_P, _I64, _P]),
+    "sk_tbe_vector_floats": (_I64, [_I64]),
     "sk_tbe_sgd": (_I64, [_I64, _I64] + [_P] * 6 + [_F32, _I64]),
 }
-LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp",), _SIGNATURES)
+LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES)
 # torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
 # the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
 RADIX_MIN = 32768
