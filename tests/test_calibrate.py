@@ -92,6 +92,19 @@ def test_a_profile_whose_update_is_by_rows_of_the_call_is_measured_afresh(quick_
     assert "measured now" in hw.origin and all(p[2] <= 1 for p in hw.host_tbe_update.points)
 
 
+def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(quick_profile, saved_at):
+    """The loops' speed is what a profile holds: the table-batched forward became ~2x faster on
+    2026-12-02 (its sums in registers), and a profile measured before priced the old one. Each
+    calibration records the builds it measured; `this-cpu` measures afresh where one has changed
+    since, and names it."""
+    assert set(quick_profile.native_builds) == {"tbe", "plan"}
+    other = quick_profile.native_builds | {"tbe": "tbe-0123456789abcdef"}
+    saved_at.write_text(json.dumps(quick_profile.to_json() | {"native_builds": other}))
+    with pytest.warns(UserWarning, match=r"other builds of the kit's C\+\+ loops \(tbe\)"):
+        hw = hardware.get_hardware("this-cpu")
+    assert "measured now" in hw.origin and hw.native_builds == quick_profile.native_builds
+
+
 @pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),
                                            ('{"name": "x"}', "fields missing"),
                                            ("[1, 2]", "expected a JSON object")])

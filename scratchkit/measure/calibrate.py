@@ -85,7 +85,18 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return replace(profile, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}")
+    return replace(profile, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
+                   native_builds=loop_builds())
+
+
+def loop_builds() -> dict[str, str]:
+    """The builds of the C++ loops whose speed the profile holds (the table-batched calls and
+    ScratchPipe's planner), by library: where one has changed since, `this-cpu` measures afresh."""
+    from scratchkit.embedding.table_batched import LOOPS
+    from scratchkit.scratchpipe.plan_native import LOOP
+
+    builds = {library.name: library.build_name() for library in (LOOPS, LOOP)}
+    return {name: build for name, build in builds.items() if build is not None}
 
 
 def machine_name() -> str:

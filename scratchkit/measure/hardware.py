@@ -56,11 +56,27 @@ def this_cpu() -> HardwareProfile:
     if not path.exists():
         return _measured()
     try:
-        return _saved(path, path.stat().st_mtime_ns)
+        profile = _saved(path, path.stat().st_mtime_ns)
     except OutdatedProfileError as err:
         warnings.warn(f"{err}: measuring this machine now, quickly; `scratchkit calibrate` saves "
                       "it again", stacklevel=2)
         return _measured()
+    changed = changed_loops(profile)
+    if changed:
+        warnings.warn(f"hardware profile {path} was measured with other builds of the kit's C++ loops "
+                      f"({', '.join(changed)}): measuring this machine now, quickly; `scratchkit "
+                      "calibrate` saves it again", stacklevel=2)
+        return _measured()
+    return profile
+
+
+def changed_loops(profile: HardwareProfile) -> list[str]:
+    """The kit's C++ loops built otherwise now than when `profile` was measured (an edit, another
+    compiler): their speed in it is not theirs now. A profile saved before builds were recorded
+    names them all."""
+    from scratchkit.measure.calibrate import loop_builds
+
+    return [name for name, build in loop_builds().items() if profile.native_builds.get(name) != build]
 
 
 @lru_cache(maxsize=4)

@@ -231,6 +231,9 @@ class HardwareProfile:
     # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
+    # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
+    # library -> its build name): a profile of other builds prices loops this kit no longer runs
+    native_builds: dict[str, str] = field(default_factory=dict, compare=False)
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
     origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
 
@@ -304,6 +307,8 @@ class HardwareProfile:
                     kwargs[name] = bool(value)
                 elif kind == "dict[str, float]":
                     kwargs[name] = {str(k): float(v) for k, v in value.items()}
+                elif kind == "dict[str, str]":
+                    kwargs[name] = {str(k): str(v) for k, v in value.items()}
                 else:
                     kwargs[name] = value
             except (TypeError, ValueError) as err:
