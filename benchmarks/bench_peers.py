@@ -169,7 +169,10 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
                 lookup(weights, ids, offsets)
                 update(weights, states, backward(ids, offsets, grad, sizes), sgd)
         return run
-    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, tb.embedding_backward_tables, tb.apply_updates),
+    workspace = tb.BackwardWorkspace()     # as the trainers keep one: a fresh 100 MB buffer a step faults in
+    backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(ids, offsets, grad, sizes,
+                                                                              workspace=workspace)
+    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
               "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
                                tb.apply_updates_twin)}
     if fbgemm_missing() is None:
