@@ -137,7 +137,8 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     host["host_plan_slot_rate"], slot_source = plan_slot_rate(quick)
     (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
      plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
-    calls["plan_table"], calls["plan_batch"], calls["plan_victims"], calls["plan_table_few"] = plan_call_seconds(bench, host)
+    (calls["plan_table"], calls["plan_batch"], calls["plan_victims"], calls["plan_table_few"],
+     calls["plan_victims_few"]) = plan_call_seconds(bench, host)
     calls |= handoff_call_seconds(bench, host["host_stream_bw"])
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
@@ -270,7 +271,8 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_table_few", "plan_batch", "plan_victims",
+    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_table_few", "plan_batch",
+                                                 "plan_victims", "plan_victims_few",
                                                  "send_batch", "send_table", "receive_batch", "receive_table")}   # on the host
     calls["kernel"] = calls["op"]   # assumption: a CuPy kernel's launch costs what a torch op's does
     calls["device_plan_table"] = host["host_calls"]["device_plan_table"]   # Python: on the host

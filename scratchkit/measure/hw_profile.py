@@ -140,6 +140,7 @@ CALL_OPS = {
     "plan_table_few": 16,     # the same at 64 lookups a table (plan_timings.plan_table_weights)
     "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
     "plan_victims": 8,        # and per table that evicts: its victim choice beyond the pass over the slots
+    "plan_victims_few": 8,    # the same at 64 lookups a table into a scratchpad of 256 slots (tiny's shape)
     "kernel": 1,              # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
                               # host build's call on a CPU (ctypes, its arrays' checks: ~5x a NumPy call)
     "device_plan_table": 8,   # scratchpipe-device's Plan, per table (host Python): its part of the plan
@@ -151,7 +152,7 @@ CALL_OPS = {
 
 
 # calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
-LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "kernel", "device_plan_table",
+LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "plan_victims_few", "kernel", "device_plan_table",
                          "send_batch", "send_table", "receive_batch", "receive_table"})
 
 

@@ -114,13 +114,16 @@ def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
 PLAN_LOOKUPS = (64, 2048)   # lookups a table ScratchPipe's planner's per-table cost is timed at
 
 
-def plan_tables(lookups) -> Work:
+def plan_tables(lookups, call: str = "plan_table", weight: float = 1.0) -> Work:
     """`PlanAhead.plan`'s cost per table beyond its rates, for tables of `lookups` a batch each:
     timed at 64 lookups a table ("plan_table_few") and at 2,048 ("plan_table"), interpolated in
-    log lookups between them, held beyond (its per-id part grows with the lookups)."""
+    log lookups between them, held beyond (its per-id part grows with the lookups). `call`
+    "plan_victims": the victim choice's, per table that evicts (timed alike, "plan_victims_few"),
+    each `weight` times (the share of batches a table evicts in)."""
     few, many = PLAN_LOOKUPS
     shares = [min(max(math.log(max(n, 1.0) / few) / math.log(many / few), 0.0), 1.0) for n in lookups]
-    return calls(False, "plan_table", sum(shares)) + calls(False, "plan_table_few", len(shares) - sum(shares))
+    return (calls(False, call, weight * sum(shares))
+            + calls(False, f"{call}_few", weight * (len(shares) - sum(shares))))
 
 
 def index_rows(device: bool, rows: float, row_bytes: float, from_rows: float, to_rows: float) -> Work:

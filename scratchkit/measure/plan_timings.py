@@ -136,18 +136,21 @@ def _plan_stream(rows: int, capacity: int | None, batches: int, depth: int = 2, 
     return total
 
 
-def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, float]:
+def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, float, float]:
     """The planner's cost beyond what its rates in `host` price (per lookup, id, miss and slot
     scanned): `PlanAhead.plan` of batches of 2048 lookups a table, tables of 32k rows. With
     scratchpads of whole tables (no victims) at 2 and 8 tables: their difference per table, less a
     table's priced work, is the per-table cost (marshalling, the plan's arrays); what 2 tables cost
-    beyond twice that, the per-batch one. With scratchpads of a quarter (misses evict) at 8 tables:
+    beyond twice that, the per-batch one (from the 64-lookup tables below). With scratchpads of a quarter (misses evict) at 8 tables:
     the extra per table, less the extra priced work, is the cost of a table's victim choice
     beyond its pass over the slots (at these small batches its fixed part shows). The per-table
     cost again at 64 lookups a table: it carries per-id work the rates (timed at 32k lookups a
     batch) leave out, and priced at 2,048 lookups for every table, tiny's Plan (64 a table) came
-    out +49..+233% in every validation run of 2026-12-02.
-    -> (seconds per table, per batch, per table that evicts, per table at 64 lookups)."""
+    out +49..+233% in every validation run of 2026-12-02. The victim choice again at 64 lookups a
+    table, into scratchpads of 256 slots (64 lookups never fill a quarter of 32k): priced at
+    2,048 lookups, it was 4/5 of tiny's predicted Plan, which came out +94% in run m.
+    -> (seconds per table, per batch, per table that evicts, per table at 64 lookups, per table
+    that evicts at 64 lookups)."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.measure.planning import fresh_planner
 
@@ -171,10 +174,17 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     (evicting, priced_evicting) = seconds(8, rows // 4)
     few = PLAN_LOOKUPS[0]
     (two_few, priced_two_few), (eight_few, priced_eight_few) = seconds(2, rows, few), seconds(8, rows, few)
+    (evicting_few, priced_evicting_few) = seconds(8, FEW_SLOTS, few)
     table, table_few = max((eight - two) / 6, 0.0), max((eight_few - two_few) / 6, 0.0)
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
-    return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two - 2 * table, 0.0), max(victims, 0.0),
-            max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0))
+    victims_few = (evicting_few - eight_few) / 8 - (priced_evicting_few - priced_eight_few)
+    # the per-batch cost from the 64-lookup tables: at 2,048 a table's cost (~100 us, noisy by
+    # tens) buries it, and `two - 2 * table` came out 0 in 3 of 3 runs (14:55 UTC), 24-30 us here
+    return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two_few - 2 * table_few, 0.0), max(victims, 0.0),
+            max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0), max(victims_few, 0.0))
+
+
+FEW_SLOTS = 256   # the scratchpads the victim choice is timed at with 64 lookups a table (tiny has 200)
 
 
 

@@ -129,7 +129,7 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
     plan = (Work(host_plan=tuple((t.rows, t.lookups, t.unique, m, t.capacity, w.victim_share if v else 0.0)
                                  for t, m, v in zip(w.tables, fetched, written)))
             + kit.plan_tables([t.lookups for t in w.tables]) + kit.calls(False, "plan_batch")
-            + kit.calls(False, "plan_victims", w.victim_share * sum(v > 0 for v in written)))
+            + kit.plan_tables([t.lookups for t, v in zip(w.tables, written) if v > 0], "plan_victims", w.victim_share))
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
         for width in (w.dim, w.state_width):
