@@ -213,17 +213,17 @@ __attribute__((always_inline)) inline bool forward_rows(const float* weight, int
         float* pooled = out + b * out_stride;
         if constexpr (Dim > 0) {
             if (!pool_bag<Dim, V>(weight, rows, index, begin, end, n, pooled)) return false;
-            continue;
-        }
-        for (int64_t c = 0; c < dim; ++c) pooled[c] = 0.0f;     // a width known only at run time
-        for (int64_t j = begin; j < end; ++j) {
-            int64_t r = index[j];
-            if (r < 0 || r >= rows) return false;
-            if (j + PREFETCH < n) {
-                int64_t ahead = index[j + PREFETCH];
-                if (ahead >= 0 && ahead < rows) prefetch_row(weight + ahead * dim, dim);
+        } else {                                                   // a width known only at run time
+            for (int64_t c = 0; c < dim; ++c) pooled[c] = 0.0f;
+            for (int64_t j = begin; j < end; ++j) {
+                int64_t r = index[j];
+                if (r < 0 || r >= rows) return false;
+                if (j + PREFETCH < n) {
+                    int64_t ahead = index[j + PREFETCH];
+                    if (ahead >= 0 && ahead < rows) prefetch_row(weight + ahead * dim, dim);
+                }
+                add_row<Dim>(pooled, weight + r * dim, dim);
             }
-            add_row<Dim>(pooled, weight + r * dim, dim);
         }
     }
     return true;

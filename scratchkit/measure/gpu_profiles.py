@@ -103,7 +103,7 @@ HOST_CORE = {
                    # of a plan is a CPU run's only, priced in no GPU projection)
                    "kernel": 6.5 * US, "device_plan_table": 8.5 * US, "send_batch": 42.4 * US,
                    "plan_table_few": 13.1 * US,   # `scratchkit calibrate`, 2026-12-02 07:45 UTC (plan_table 26.2 there)
-                   "plan_victims_few": 8.9 * US,  # the same VM's planner timings, 2026-12-02 14:55 UTC (8.3-9.3 in 3 runs)
+                   "plan_victims_few": 8.9 * US,  # the same VM's planner timings, 2026-12-02 14:55 UTC (2.2-9.3 in 6 runs)
                    "send_table": 17.2 * US, "receive_batch": 31.3 * US, "receive_table": 4.6 * US},
     "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
     "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),

@@ -56,18 +56,11 @@ def this_cpu() -> HardwareProfile:
     if not path.exists():
         return _measured()
     try:
-        profile = _saved(path, path.stat().st_mtime_ns)
+        return _saved(path, path.stat().st_mtime_ns)
     except OutdatedProfileError as err:
         warnings.warn(f"{err}: measuring this machine now, quickly; `scratchkit calibrate` saves "
                       "it again", stacklevel=2)
         return _measured()
-    changed = changed_loops(profile)
-    if changed:
-        warnings.warn(f"hardware profile {path} was measured with other builds of the kit's C++ loops "
-                      f"({', '.join(changed)}): measuring this machine now, quickly; `scratchkit "
-                      "calibrate` saves it again", stacklevel=2)
-        return _measured()
-    return profile
 
 
 def changed_loops(profile: HardwareProfile) -> list[str]:
@@ -84,6 +77,10 @@ def _saved(path: Path, mtime_ns: int) -> HardwareProfile:
     from dataclasses import replace
 
     profile = load_profile(path)
+    changed = changed_loops(profile)      # checked once per file, here: the sources hash on each check
+    if changed:
+        raise OutdatedProfileError(f"hardware profile {path} was measured with other builds of the kit's "
+                                   f"C++ loops ({', '.join(changed)})")
     return replace(profile, origin=f"saved calibration {path} ({profile.origin or 'no date'})")
 
 

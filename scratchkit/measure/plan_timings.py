@@ -179,7 +179,8 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
     victims_few = (evicting_few - eight_few) / 8 - (priced_evicting_few - priced_eight_few)
     # the per-batch cost from the 64-lookup tables: at 2,048 a table's cost (~100 us, noisy by
-    # tens) buries it, and `two - 2 * table` came out 0 in 3 of 3 runs (14:55 UTC), 24-30 us here
+    # tens) buries it, and `two - 2 * table` came out 0 in 5 of 6 runs (93.6 us in the other;
+    # 2026-12-02 14:55 UTC), 24-30 us here
     return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two_few - 2 * table_few, 0.0), max(victims, 0.0),
             max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0), max(victims_few, 0.0))
 
