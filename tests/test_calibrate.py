@@ -9,7 +9,7 @@ import pytest
 
 from scratchkit.commands.cli import main
 from scratchkit.device import Device
-from scratchkit.measure import hardware
+from scratchkit.measure import co_run, hardware
 from scratchkit.measure.calibrate import calibrate
 from scratchkit.measure.hw_profile import HardwareProfile, load_profile, save_profile
 from stand_ins import StandInCuda
@@ -103,6 +103,36 @@ def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(qu
     with pytest.warns(UserWarning, match=r"other builds of the kit's C\+\+ loops \(tbe\)"):
         hw = hardware.get_hardware("this-cpu")
     assert "measured now" in hw.origin and hw.native_builds == quick_profile.native_builds
+
+
+def test_a_profile_saved_before_the_co_run_slowdown_was_measured_is_measured_afresh(quick_profile, saved_at):
+    """Without the factors a saved profile would price ScratchPipe's two sides as if each ran
+    alone: `this-cpu` measures afresh, and the quick calibration measures them (>= 1, sourced)."""
+    assert quick_profile.host_co_run >= 1 and quick_profile.train_co_run >= 1
+    assert "forked" in quick_profile.sources["host_co_run"]
+    old = quick_profile.to_json()
+    del old["host_co_run"], old["train_co_run"]
+    saved_at.write_text(json.dumps(old))
+    with pytest.warns(UserWarning, match="before the kit measured ScratchPipe's co-run slowdown"):
+        hw = hardware.get_hardware("this-cpu")
+    assert "measured now" in hw.origin and hw.host_co_run >= 1
+
+
+def test_the_co_run_factors_are_medians_of_forked_over_inline_rounds():
+    """co_run.slowdowns against a run whose figures are known: each round runs inline first,
+    the factors are the medians of the rounds' ratios, and noise below 1 is taken as 1."""
+    figures = iter([(1.0, 2.0), (3.0, 2.0),      # round 1: host 3x, train 1x
+                    (1.0, 2.0), (1.5, 1.0),      # round 2: host 1.5x, train 0.5x (noise)
+                    (2.0, 1.0), (4.0, 1.5)])     # round 3: host 2x, train 1.5x
+    calls = []
+
+    def run(forked):
+        calls.append(forked)
+        return next(figures)
+    assert co_run.slowdowns(run, 3) == (2.0, 1.0)
+    assert calls == [False, True] * 3
+    lower = iter([(1.0, 1.0), (0.5, 0.5)])
+    assert co_run.slowdowns(lambda forked: next(lower), 1) == (1.0, 1.0)
 
 
 @pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),

@@ -281,6 +281,28 @@ def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     assert p.step_seconds == pytest.approx(max(host, train, (host + train) / 2))
 
 
+def test_on_a_cpu_each_side_of_scratchpipe_is_priced_slower_by_its_co_run_factor():
+    """Validation run n (2026-12-02): ScratchPipe's Plan inside the trainer took 1.5-2x what the
+    calibration, timing it alone, priced. Beside Train each side is priced slower by the factor
+    measured with the two running at once; alone (one core, a GPU server) as it was."""
+    w = one_table().with_counters(100, 50)
+    cpu = dict(device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
+    alone = project("scratchpipe", w, toy(host_cores=2, **cpu)).stage_seconds
+    beside = project("scratchpipe", w, toy(host_cores=2, host_co_run=2.0, train_co_run=1.25, **cpu)).stage_seconds
+    host = ("plan", "collect", "write_back", "transfer", "insert")
+    assert {s: beside[s] for s in host} == pytest.approx({s: 2.0 * alone[s] for s in host})
+    assert beside["train"] == pytest.approx(1.25 * alone["train"]) and alone["plan"] > 0
+    one_core = toy(host_cores=1, host_co_run=2.0, train_co_run=1.25, **cpu)
+    assert project("scratchpipe", w, one_core).stage_seconds == project("scratchpipe", w, toy(host_cores=1, **cpu)).stage_seconds
+    for name in ("gpu-only", "lru", "scratchpipe-device"):         # no process beside their Train
+        assert project(name, w, toy(host_cores=2, host_co_run=2.0, train_co_run=1.25, **cpu)).stage_seconds == \
+            project(name, w, toy(host_cores=2, **cpu)).stage_seconds
+    gpu = toy(host_cores=16, host_co_run=2.0, train_co_run=1.25)
+    assert project("scratchpipe", w, gpu).stage_seconds == project("scratchpipe", w, toy(host_cores=16)).stage_seconds
+    with pytest.raises(ValueError, match="host_co_run is a slowdown"):
+        toy(host_co_run=0.5)
+
+
 def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
     """plan_handoff's copies are the arrays a real Plan(b), stripped as the host process strips it,
     puts in the ring (scratchpipe/ring.py): counted from the batch, not from the plan."""

@@ -120,6 +120,10 @@ def describe_hardware(hw: HardwareProfile) -> str:
         calls = ", ".join(f"{k} {v / US:.1f}" for k, v in getattr(hw, name).items())
         lines.append(f"  {name:22s} us: {calls}  {src(name)}")
     lines.append(f"  {'host_cores':22s} {hw.host_cores:>14d}  {src('host_cores')}")
+    for name in ("host_co_run", "train_co_run"):
+        value = getattr(hw, name)
+        at = "not measured: priced alone" if value is None else f"x{value:.2f} beside the other side"
+        lines.append(f"  {name:22s} {at:>14s}  {src(name)}")
     builds = ", ".join(hw.native_builds.values()) or "none recorded (a GPU profile, or no compiler)"
     lines.append(f"  {'native_builds':22s} {builds}  (the C++ loops the curves were measured with)")
     return "\n".join(line for line in lines if line)

@@ -23,6 +23,8 @@ No overlap is assumed inside a stage. Across stages (`project`):
   larger of the two, or their sum over the cores when there are fewer cores than the two; each
   side also spends the hand-off of every plan (`stages.plan_handoff`: pickled into a ring of
   shared memory, its skeleton down a pipe), which no stage's clock counts.
+  On a CPU run with two cores or more, each side's stages are priced slower by the factor the
+  calibration measured with the two beside each other (`co_run`, measure/co_run.py).
   `bound_stage` names the largest stage within the busiest resource.
 - `scratchpipe-device` (Plan and the row moves on the device, device_stages.py) is a pipeline of
   threads too, but its stages are the device's kernels, each thread's on a stream of its own. On
@@ -43,6 +45,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
+from scratchkit.measure.co_run import HOST_PROCESS_STAGES
 from scratchkit.measure.hardware import HardwareProfile, get_hardware
 from scratchkit.measure.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
 from scratchkit.measure.work import StepWork, Work, mlp_flops
@@ -83,7 +86,19 @@ def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
 
 def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
     planners = plan_cores(work, hw) if trainer == "scratchpipe" else 1
-    return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
+    stages = {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
+    return co_run(stages, hw) if trainer == "scratchpipe" else stages
+
+
+def co_run(stages: dict[str, float], hw: HardwareProfile) -> dict[str, float]:
+    """ScratchPipe's stages on a CPU run, where its host process and Train run at once on cores
+    of their own: each side slower by the factor its calibration measured beside the other
+    (co_run.py). With one core they take turns (the "shared cores" resource), and on a GPU
+    server the host's threads are priced alone: the stages as they are."""
+    if not hw.device_is_host or hw.host_cores < 2:
+        return stages
+    slower = {s: hw.host_co_run or 1.0 for s in HOST_PROCESS_STAGES} | {"train": hw.train_co_run or 1.0}
+    return {s: seconds * slower.get(s, 1.0) for s, seconds in stages.items()}
 
 
 def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, float] | None = None) -> Projection:
@@ -112,7 +127,7 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stage
                         extra_s: float) -> tuple[dict[str, list[str]], dict[str, float]]:
     """ScratchPipe's resources and their busy time per step (the module note)."""
     if hw.device_is_host:
-        host = ["plan", "collect", "write_back", "transfer", "insert"]
+        host = list(HOST_PROCESS_STAGES)
         send, receive = (part.seconds(hw) for part in plan_handoff(work))   # on no stage's clock
         busy = sum(stages[s] for s in host) + extra_s + send   # the host process reads the batches too
         train = stages["train"] + receive

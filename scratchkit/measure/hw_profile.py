@@ -232,6 +232,11 @@ class HardwareProfile:
     # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
+    # ScratchPipe on a CPU: how much slower its host stages (forked) and its Train run beside each
+    # other than each alone (co_run.py), factors >= 1 on every stage of the side. None: not
+    # measured (a GPU profile: its host threads are priced alone; a profile saved before it was)
+    host_co_run: float | None = None
+    train_co_run: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
     # library -> its build name): a profile of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
@@ -248,6 +253,10 @@ class HardwareProfile:
         if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
             raise OutdatedProfileError(f"profile {self.name!r}: host_tbe_update is by rows of the call; "
                                        "this kit prices an update by the share of the table it updates")
+        for name in ("host_co_run", "train_co_run"):
+            value = getattr(self, name)
+            if value is not None and not value >= 1:
+                raise ValueError(f"profile {self.name!r}: {name} is a slowdown, >= 1 or None, got {value}")
         if self.host_cores < 1:
             raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):
@@ -300,7 +309,7 @@ class HardwareProfile:
                     kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
                 elif kind.startswith("RateCurve"):
                     kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind == "float":
+                elif kind in ("float", "float | None"):
                     kwargs[name] = float(value)
                 elif kind == "int":
                     kwargs[name] = int(value)
