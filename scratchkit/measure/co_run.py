@@ -24,8 +24,8 @@ The figure is the machine's and its neighbours': on this VM one round's ratio ra
 from one second to the next (the host stages, 12 rounds on tiny, small and criteo-like, 2026-12-02
 17:00 UTC; medians 1.2-1.5), Train's 0.7-1.3 (medians 1.0-1.1); three calibrations (one quick) gave
 0.98-1.18 and 0.86-1.06 (17:05). Stage by stage it differs more (docs/costmodel.md, "ScratchPipe's
-two sides beside each other"): Insert and Write-back ran 2-6x slower forked on criteo-skew, for a
-reason not yet known. One factor for every host stage does not carry that.
+two sides beside each other"): Insert and Write-back ran 2-6x slower forked on criteo-skew, partly
+page faults at a page's first touch. One factor for every host stage does not carry that.
 """
 from __future__ import annotations
 
