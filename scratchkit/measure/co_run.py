@@ -34,7 +34,11 @@ from typing import Callable
 
 import numpy as np
 
-HOST_PROCESS_STAGES = ("plan", "collect", "write_back", "transfer", "insert")   # forked on a CPU run
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.scratchpipe.schedule import HOST_STAGES
+
+# the stages a CPU run's forked host process runs: Plan and the host stages after it
+HOST_PROCESS_STAGES = tuple(stage.value for stage in (Stage.PLAN, *HOST_STAGES))
 ROUNDS = (2, 5)           # alternating rounds, inline then forked (quick, full)
 STEPS = (16, 48)          # timed steps a run, after WARMUP
 WARMUP = 8

@@ -23,6 +23,7 @@ from scratchkit.measure.kit_timings import Bench
 
 
 PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
+FEW_SLOTS = 256   # the scratchpads the victim choice is timed at with 64 lookups a table (tiny has 200)
 
 
 def plan_rates(quick: bool, slot_rate: RateCurve | None = None) -> tuple[RateCurve, RateCurve, RateCurve, str]:
@@ -183,9 +184,6 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     # 2026-12-02 14:55 UTC), 24-30 us here
     return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two_few - 2 * table_few, 0.0), max(victims, 0.0),
             max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0), max(victims_few, 0.0))
-
-
-FEW_SLOTS = 256   # the scratchpads the victim choice is timed at with 64 lookups a table (tiny has 200)
 
 
 
