@@ -98,7 +98,8 @@ class ForkedStages:
     """The trainer's end of a forked process that runs `body` for batches start..stop-1."""
 
     def __init__(self, name: str, body: Callable[[int, ChildSide], object], start: int, stop: int,
-                 slot_bytes: int, slots: int, hook=None):
+                 slot_bytes: int, slots: int, hook=None, setup: Callable[[], object] | None = None):
+        """`setup`: run once in the forked process before its first batch, on no stage's clock."""
         self.name = name
         context = multiprocessing.get_context("fork")
         self._results, results_out = context.Pipe(duplex=False)   # child -> trainer
@@ -108,7 +109,8 @@ class ForkedStages:
         self.board = StageBoard()
         self.process = context.Process(
             target=_serve, name=f"scratchpipe-{name}", daemon=True,
-            args=(body, start, stop, results_out, trained_in, self._trained, self.ring, self.board, hook))
+            args=(body, start, stop, results_out, trained_in, self._trained, self.ring, self.board, hook,
+                  setup))
         self.process.start()
         results_out.close()
         trained_in.close()
@@ -169,7 +171,7 @@ def how_it_ended(exitcode: int | None) -> str:
 
 
 def _serve(body, start: int, stop: int, results_out, trained_in, trainer_end, ring: PlanRing,
-           board: StageBoard, hook) -> None:
+           board: StageBoard, hook, setup) -> None:
     """The forked process: `body` for each batch in order, each result sent as it is ready."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
     trainer_end.close()   # our copy of the trainer's end, or we would never see it close
@@ -181,6 +183,8 @@ def _serve(body, start: int, stop: int, results_out, trained_in, trainer_end, ri
     orphaned = lambda: child.has_stopped() or os.getppid() != parent   # the trainer stopped or died
     for b in range(start, stop):
         try:
+            if setup is not None and b == start:
+                setup()
             result = body(b, child)
             if result is None:
                 return

@@ -92,6 +92,11 @@ class ScratchpadRows:
         xp = self.engine.xp if self.books_on_device else np
         return xp.flatnonzero(self.dirty)
 
+    def host_arrays(self) -> list[np.ndarray]:
+        """Every array of the store in host memory: what a forked host process maps in."""
+        arrays = (self._rows, self._state, self.slot_ids, self.dirty, self.last_trained)
+        return [array for array in arrays if isinstance(array, np.ndarray)]
+
     @property
     def books_on_device(self) -> bool:
         """Whether slot_ids, dirty and last_trained are device arrays (CuPy), not NumPy."""
