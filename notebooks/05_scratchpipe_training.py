@@ -112,7 +112,9 @@ for result in verify(config, trainers, steps=20):
 # sets the `this-cpu` prediction beside the stage times just measured (positive error: the model
 # predicts more time than was measured). The step's error of each trainer is written under the bars,
 # and the table after them gives it stage by stage. A projection onto a GPU server is no more exact
-# than the model is here.
+# than the model is here. Read the errors against how steady your machine is: on a shared VM the
+# same step, run again a minute later, can move by more than the model's error (this project's VM:
+# a dense step from 88 to 122 ms). `python benchmarks/bench_machine.py` measures that spread.
 
 # %%
 from scratchkit.measure.costmodel import project_bench, validate
