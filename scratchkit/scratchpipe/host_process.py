@@ -38,9 +38,8 @@ class HostProcess:
                  stop: int, clock, hook=None):
         self.stages, self.schedule, self.clock, self.hook, self.stop_index = stages, schedule, clock, hook, stop
         body = stages_in_order(stages, schedule, plan_ahead, what_train_reads(clock.log.enabled))
-        # the child maps the row stores in before its first stage (a fork leaves their pages to
-        # fault in one by one: criteo-skew at scale 0.05, 2026-12-02, the forked Insert took 1,142
-        # minor faults in its first step and 236 by its 40th, inline none)
+        # the child maps the row stores in before its first stage: a fork leaves their pages to
+        # fault in one by one (HostStages.map_in)
         self.forked = ForkedStages("host", body, start, stop, plan_ahead.plan_bytes(start),
                                    slots=schedule.depth + 2, hook=hook, setup=stages.map_in)
 
