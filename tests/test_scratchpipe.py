@@ -187,7 +187,7 @@ def test_hazard_no_write_back_order_reads_stale_rows(ordered):
 
 def test_event_log_shows_stage_order_overlap_and_victims_never_held(tiny_config):
     minimum = smallest_capacity(tiny_config, 2, 15)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), stage_hook=slow(Stage.TRAIN, 5, 0.05))
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), stage_hook=slow(Stage.TRAIN, 5, 0.3))
     list(trainer.train(15))
     order = [Stage.PLAN, Stage.COLLECT, Stage.TRANSFER, Stage.INSERT, Stage.TRAIN]
     for b in range(15):
@@ -437,4 +437,6 @@ def test_the_callers_time_between_steps_is_no_steps(tiny_config, name):
         for record in steps:
             records.append(record)
             time.sleep(pause)
-    assert all(r.seconds < pause / 2 for r in records[1:]), [round(r.seconds, 4) for r in records]
+    # the bug added the whole pause to every step; a busy machine may stall one step, not all
+    seconds = [r.seconds for r in records[1:]]
+    assert np.median(seconds) < pause / 2 and max(seconds) < pause, [round(s, 4) for s in seconds]

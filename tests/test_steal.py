@@ -33,11 +33,11 @@ def test_no_proc_stat_or_another_format_is_no_figure(tmp_path, content):
 
 
 def test_this_machine_reads_a_share_between_0_and_1():
-    ticks = read_cpu_ticks()
-    if ticks is None:
+    if read_cpu_ticks() is None:
         pytest.skip("no /proc/stat here")
     deadline = time.monotonic() + 5.0
     with StealMeter() as meter:     # busy until the cores have wanted a few ticks (~10 ms each)
+        ticks = read_cpu_ticks()    # after the meter's start: a preemption before it would end the loop at once
         while read_cpu_ticks()[1] < ticks[1] + 5 and time.monotonic() < deadline:
             sum(range(10_000))
     assert meter.share is not None and 0.0 <= meter.share <= 1.0
