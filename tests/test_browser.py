@@ -424,7 +424,7 @@ def test_notebook_05_every_dashboard_control_redraws_and_the_page_reads_well(lab
     start = output.locator("button", has_text="start").first
     drawn.press("05 dashboard: start button (first feedback)", start.click,
                 also={"05 dashboard: start button (first step drawn)": ".scatterlayer path"})
-    page.wait_for_timeout(300)     # still running: its 300 steps take ~4 s past the first here
+    page.wait_for_timeout(300)     # still running: its 300 steps take ~4.5 s past the first here
     drawn.press("05 dashboard: stop button", output.locator("button", has_text="stop").first.click)
     wait_idle(page, settle=0.5)
     print("screenshot:", screenshot(page, "course-05.png"))

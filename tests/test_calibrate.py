@@ -56,7 +56,7 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
     # fits a last-level cache, and CI's machine once timed it faster than the small one (44.3
     # against 43.2 M probes/s, 2026-12-03) where this one times it 2-3x slower.
     probes = p.device_map_probe_rate
-    assert [s for s, _ in probes.points] == list(MAP_SLOTS[0]) and all(r > 0 for _, r in probes.points)
+    assert [s for s, _ in probes.points] == list(MAP_SLOTS[0])      # (a RateCurve's rates are > 0)
     assert p.sources.get("device_map_probe_rate")
     assert p.host_calls["kernel"] > p.host_calls["numpy"] and p.device_calls["kernel"] == p.host_calls["kernel"]
     assert p.host_calls["device_plan_table"] > 0
