@@ -154,6 +154,62 @@ def test_a_killed_run_leaves_no_process_and_resumes_from_its_last_file(campaign)
         assert result.exact, result
 
 
+_HOLDS_THE_LOCK = """
+import multiprocessing, sys, time
+from scratchkit.profiles import get_profile
+from scratchkit.scratchpipe.events import Stage
+from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
+
+def late(stage, b):                 # in the host process: batch 3 collected late, as on a busy machine
+    if stage is Stage.COLLECT and b == 3:
+        time.sleep(1.0)
+
+trainer = ScratchPipeTrainer(get_profile("tiny"), planner="host-process", stage_hook=late)
+steps = trainer.train(20)
+next(steps)                         # Train(0) done: batch 3 may write back and insert (depth 2)
+trainer.stages.lock.acquire()       # as checkpoint() and flush() do, at this batch boundary
+print(*(c.pid for c in multiprocessing.active_children()), flush=True)
+time.sleep(2.0)                     # the host process reaches batch 3's Write-back, and waits
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def still_running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in open(f"/proc/{pid}/status").read()   # a zombie has ended
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc")
+def test_a_run_killed_holding_the_row_stores_lock_leaves_no_host_process():
+    """SIGKILL the training process while it holds the row stores' lock (a live checkpoint's
+    flush): the host process, waiting for that lock to write back the next batch, must see that
+    the trainer is gone and end. It waited forever: CI's killed-run case found it (1 of its
+    processes outlived it, 2026-12-03), a kill landing in a checkpoint."""
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_LOCK], stdout=subprocess.PIPE, text=True)
+    host = [int(pid) for pid in child.stdout.readline().split()]
+    try:
+        assert len(host) == 1 and child.stdout.readline().strip() == "held"
+        assert still_running(host[0])                     # waiting for the lock
+        child.kill()
+        child.wait()
+        deadline = time.monotonic() + 10
+        while still_running(host[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not still_running(host[0]), "the host process outlived its trainer"
+    finally:
+        child.kill()
+        for pid in host:
+            if still_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_the_campaign_sees_a_lost_row(campaign, monkeypatch):
     """The judge can fail: a Write-back that drops the first victim of each batch is caught."""
     from scratchkit.scratchpipe.host_stages import HostStages

@@ -84,6 +84,15 @@ class ChildSide:
                 self.stopped = True
         return not self.stopped
 
+    def hold(self, lock) -> bool:
+        """Take `lock`, the row stores' (the trainer takes it too); False, not holding it, if the
+        trainer stopped first. It may have died holding it (killed inside a live checkpoint's
+        flush): a plain acquire would wait for ever, and this process would outlive it."""
+        while not lock.acquire(timeout=POLL):
+            if self.has_stopped():
+                return False
+        return True
+
     def has_stopped(self) -> bool:
         """Take in what has arrived without waiting; True once the trainer is gone."""
         try:

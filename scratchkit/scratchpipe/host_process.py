@@ -81,11 +81,13 @@ def stages_in_order(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhea
         planned = child.stage(Stage.PLAN, b, plan_ahead.plan, b)
         item = InFlight(b, planned.batch, planned.tables)
         child.stage(Stage.COLLECT, b, stages.collect, item, b - 1)   # every earlier Write-back landed
-        if not child.reach_trained(schedule.evict_waits_for(b)):
-            return None
-        with stages.lock:   # a live flush sees the slots between batches only
+        if not child.reach_trained(schedule.evict_waits_for(b)) or not child.hold(stages.lock):
+            return None     # the trainer stopped
+        try:                # under the lock: a live flush sees the slots between batches only
             for stage in EVICTING_STAGES:
                 child.stage(stage, b, stages.evicting(stage), item)
+        finally:
+            stages.lock.release()
         return handed(planned)
     return body
 

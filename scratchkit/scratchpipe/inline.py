@@ -38,7 +38,7 @@ class InlineStages:
         self.clock.plans(planned.tables)
         return InFlight(b, planned.batch, planned.tables, inserted=True)
 
-    # --- what the body asks of where it runs (forked.ChildSide's two questions) ------------------
+    # --- what the body asks of where it runs (as forked.ChildSide) ---------------------------------
     def stage(self, stage: Stage, b: int, run: Callable, *args):
         """Run one stage of batch b: the test hook, then the stage, timed."""
         try:
@@ -53,6 +53,10 @@ class InlineStages:
 
     def reach_trained(self, b: int) -> bool:
         return True   # Train(b) is done: every batch before the one being readied has trained
+
+    def hold(self, lock) -> bool:
+        lock.acquire()   # free: a flush between steps runs in this same thread, never during one
+        return True
 
     # --- the trainer's side, as every driver's ----------------------------------------------------
     def trained(self, b: int) -> None:
