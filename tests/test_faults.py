@@ -186,8 +186,8 @@ def still_running(pid: int) -> bool:
 def test_a_run_killed_holding_the_row_stores_lock_leaves_no_host_process():
     """SIGKILL the training process while it holds the row stores' lock (a live checkpoint's
     flush): the host process, waiting for that lock to write back the next batch, must see that
-    the trainer is gone and end. It waited forever: CI's killed-run case found it (1 of its
-    processes outlived it, 2026-12-03), a kill landing in a checkpoint."""
+    the trainer is gone and end. It waited for ever; found looking for why CI's killed-run case
+    once had one process outlive the run (2026-12-03), whose child checkpoints every 3 steps."""
     import subprocess
     import sys
     import time

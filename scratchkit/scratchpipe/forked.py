@@ -85,13 +85,9 @@ class ChildSide:
         return not self.stopped
 
     def hold(self, lock) -> bool:
-        """Take `lock`, the row stores' (the trainer takes it too); False, not holding it, if the
-        trainer stopped first. It may have died holding it (killed inside a live checkpoint's
-        flush): a plain acquire would wait for ever, and this process would outlive it."""
-        while not lock.acquire(timeout=POLL):
-            if self.has_stopped():
-                return False
-        return True
+        """Take `lock`, the row stores' (the trainer takes it too, for a live checkpoint's flush);
+        False, not holding it, if the trainer stopped first."""
+        return acquire_unless(lock, self.has_stopped)
 
     def has_stopped(self) -> bool:
         """Take in what has arrived without waiting; True once the trainer is gone."""
@@ -168,6 +164,15 @@ class ForkedStages:
             self.process.join()
         self._results.close()
         self.ring.close()
+
+
+def acquire_unless(lock, gone: Callable[[], bool]) -> bool:
+    """Take `lock`, shared by the trainer and its forked process; False, not holding it, once
+    `gone()`: the other side may have died holding it, and a plain acquire would wait for ever."""
+    while not lock.acquire(timeout=POLL):
+        if gone():
+            return False
+    return True
 
 
 def how_it_ended(exitcode: int | None) -> str:

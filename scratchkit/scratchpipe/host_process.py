@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from scratchkit.scratchpipe.events import Stage
-from scratchkit.scratchpipe.forked import POLL, ChildSide, ForkedStages
+from scratchkit.scratchpipe.forked import ChildSide, ForkedStages, acquire_unless
 from scratchkit.scratchpipe.host_stages import HostStages, InFlight
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, Planned
 from scratchkit.scratchpipe.schedule import EVICTING_STAGES, PipelineError, Schedule
@@ -114,10 +114,7 @@ class _LockOrDead:
         self.lock, self.holder_alive, self.held = lock, holder_alive, False
 
     def __enter__(self):
-        while not self.lock.acquire(timeout=POLL):
-            if not self.holder_alive():
-                return self
-        self.held = True
+        self.held = acquire_unless(self.lock, lambda: not self.holder_alive())
         return self
 
     def __exit__(self, *exc):
