@@ -4,13 +4,20 @@ A batch can come from a user's own Python source, so nothing about it is taken o
 batch is refused *before any of it is trained*, with the same message whichever trainer reads it:
 
     batch 3, table 0: id -1 at position 5 is out of range [0, 500)
+    batch 3, table 1: ids are uint64, not int64 (ids.astype(np.int64) converts ids in range exactly)
     batch 3: dense value nan at sample 2, feature 1 is not finite
     batch 3: label 2.0 at sample 1 is not 0 or 1
 
-Why each rule. An id out of range would index past a table: a torch op raises a bare IndexError,
-NumPy wraps a negative id around to the last row without a word, and a kernel writes outside its
-buffer (a crash by signal). A non-finite dense value turns every weight it reaches into NaN within
-a step. A label outside {0, 1} is not a click; binary cross-entropy trains on it anyway.
+The shapes and dtypes first, then the values. Why each rule. Ids are int64, offsets int64, dense
+values and labels float32: what every trainer and the reference compute with. Another dtype would
+fail somewhere inside a step (torch refuses to mix uint64 with int64, a float64 matmul with
+float32 weights), or silently take another path; a trainer would find out part way through, so
+the door says it first. A batch has at least one sample (the mean loss of none is NaN), and each
+table's offsets start at 0 and never decrease (EmbeddingBag's bags). An id out of range would
+index past a table: a torch op raises a bare IndexError, NumPy wraps a negative id around to the
+last row without a word, and a kernel writes outside its buffer (a crash by signal). A non-finite
+dense value turns every weight it reaches into NaN within a step. A label outside {0, 1} is not a
+click; binary cross-entropy trains on it anyway.
 
 The checks are a few vectorised reductions per table (min, max, isfinite), microseconds beside a
 training step.
@@ -26,18 +33,42 @@ class BadBatchError(ValueError):
 
 def check_batch(batch, table_sizes, index: int) -> None:
     """Raise BadBatchError for the first problem of batch `index`, or return silently."""
-    if len(batch.ids) != len(table_sizes):
-        raise BadBatchError(f"batch {index}: {len(batch.ids)} tables of ids, but the model has "
-                            f"{len(table_sizes)} tables")
-    for t, (ids, size) in enumerate(zip(batch.ids, table_sizes)):
-        _check_ids(ids, int(size), f"batch {index}, table {t}")
+    if len(batch.ids) != len(table_sizes) or len(batch.offsets) != len(table_sizes):
+        raise BadBatchError(f"batch {index}: {len(batch.ids)} tables of ids and {len(batch.offsets)} "
+                            f"of offsets, but the model has {len(table_sizes)} tables")
+    samples = _check_samples(batch, index)
+    for t, (ids, offsets, size) in enumerate(zip(batch.ids, batch.offsets, table_sizes)):
+        where = f"batch {index}, table {t}"
+        _check_ids(ids, int(size), where)
+        _check_offsets(offsets, samples, len(ids), where)
     _check_dense(batch.dense, index)
     _check_labels(batch.labels, index)
 
 
+def _check_samples(batch, index: int) -> int:
+    """The batch's sample count B, which the labels [B] and the dense values [B, D] agree on."""
+    labels, dense = np.asarray(batch.labels), np.asarray(batch.dense)
+    _check_dtype(labels, np.float32, "labels", f"batch {index}", "labels.astype(np.float32)")
+    _check_dtype(dense, np.float32, "dense values", f"batch {index}", "dense.astype(np.float32)")
+    if labels.ndim != 1 or dense.ndim != 2 or dense.shape[0] != labels.shape[0]:
+        raise BadBatchError(f"batch {index}: labels of shape {labels.shape} and dense values of "
+                            f"shape {dense.shape}; the kit takes labels [B] and dense values [B, D]")
+    if labels.shape[0] == 0:
+        raise BadBatchError(f"batch {index}: the batch has no samples; a batch needs at least one")
+    return labels.shape[0]
+
+
+def _check_dtype(array: np.ndarray, dtype, what: str, where: str, convert: str) -> None:
+    """`convert`: the NumPy call that makes the array right, for the message."""
+    if array.dtype != dtype:
+        raise BadBatchError(f"{where}: {what} are {array.dtype}, not {np.dtype(dtype).name} ({convert})")
+
+
 def _check_ids(ids: np.ndarray, size: int, where: str) -> None:
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise BadBatchError(f"{where}: ids must be integers, got dtype {ids.dtype}")
+    _check_dtype(ids, np.int64, "ids", where, "ids.astype(np.int64) converts ids in range exactly")
+    if ids.ndim != 1:
+        raise BadBatchError(f"{where}: ids of shape {ids.shape}; the kit takes one flat array of "
+                            "ids per table")
     if ids.size == 0:
         return
     low, high = int(ids.min()), int(ids.max())
@@ -45,6 +76,21 @@ def _check_ids(ids: np.ndarray, size: int, where: str) -> None:
         bad = low if low < 0 else high
         position = int(np.flatnonzero(ids == bad)[0])
         raise BadBatchError(f"{where}: id {bad} at position {position} is out of range [0, {size})")
+
+
+def _check_offsets(offsets: np.ndarray, samples: int, lookups: int, where: str) -> None:
+    """EmbeddingBag's offsets [B]: where each sample's bag starts in the table's ids."""
+    _check_dtype(offsets, np.int64, "offsets", where, "offsets.astype(np.int64)")
+    if offsets.shape != (samples,):
+        raise BadBatchError(f"{where}: offsets of shape {offsets.shape}; the kit takes one per "
+                            f"sample, [{samples}]")
+    starts = np.diff(offsets, prepend=0)                      # offsets[0], then each bag's size
+    wrong = (starts < 0) | (offsets > lookups)
+    wrong[0] = offsets[0] != 0
+    if wrong.any():
+        sample = int(np.flatnonzero(wrong)[0])
+        raise BadBatchError(f"{where}: offsets must start at 0, never decrease and stay within the "
+                            f"{lookups} ids; offset {offsets[sample]} at sample {sample}")
 
 
 def _check_dense(dense: np.ndarray, index: int) -> None:
