@@ -22,16 +22,21 @@ from scratchkit.embedding.table_batched import Coalesced, apply_updates, pooled_
 from scratchkit.scratchpipe.host_stages import InFlight
 from scratchkit.scratchpipe.rows import ScratchpadRows, as_tensor
 
-# (batch, pooled [B, T, dim], step) -> (loss, grad of pooled): the dense model's step, the trainer's
+# (batch, pooled [B, T, dim], step) -> (loss, grad of pooled): the dense model's forward and
+# backward, the trainer's `dense_step` (no weight changes there)
 DenseStep = Callable[[object, torch.Tensor, int], tuple[float, torch.Tensor]]
 # (ids, offsets, grad, num_rows, addresses) -> each table's coalesced gradients: the trainer's
 # `embedding_backward` (its buffers, its summation order)
 Backward = Callable[..., Coalesced]
+# (update_tables) -> None: the trainer's `update_weights`, the one place a step changes weights
+UpdateWeights = Callable[[Callable[[], None]], None]
 
 
-def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
-                        dense_step: DenseStep, backward: Backward, optimizer: OptimizerConfig) -> float:
-    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained."""
+def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device, dense_step: DenseStep,
+                        backward: Backward, update_weights: UpdateWeights,
+                        optimizer: OptimizerConfig) -> float:
+    """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained.
+    Everything that can fail runs before `update_weights`: a failure there changes no weight."""
     b, batch = item.index, item.batch
     on_device = lambda array: dev.to_device(as_tensor(array))          # no copy where it is already
     slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
@@ -46,10 +51,14 @@ def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device,
         if len(where) != len(plan.decision.unique_ids):
             raise RuntimeError(f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) "
                                f"mapped {len(plan.decision.unique_ids)}")
-    apply_updates([pad.rows for pad in pads], [pad.state for pad in pads], coalesced, optimizer)
-    dev.synchronize_current_stream()   # the update done before the slots are released
-    for pad, plan in zip(pads, item.tables):
-        pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them
+
+    def update_tables():
+        apply_updates([pad.rows for pad in pads], [pad.state for pad in pads], coalesced, optimizer)
+        dev.synchronize_current_stream()   # the update done before the slots are released
+        for pad, plan in zip(pads, item.tables):
+            pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them
+
+    update_weights(update_tables)
     if pads and pads[0].books_on_device:
         dev.synchronize_kernels()   # marks kept on the device are down before Train(b) is said done
     return loss

@@ -10,7 +10,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +26,10 @@ from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, emb
 from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag
+
+
+class StepTornError(RuntimeError):
+    """A step failed inside its update, part of it applied; the trainer trains no further."""
 
 
 class NonFiniteLossError(ValueError):
@@ -88,6 +92,8 @@ class Trainer(ABC):
         self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
         self.backward_workspace = BackwardWorkspace()   # the C++ backward's buffers, step after step
         self.next_batch = 0   # index of the batch the next step trains on
+        self.call_end = 0     # the running train() call trains batches up to, not including, this
+        self.torn: str | None = None   # why this trainer trains no further (`update_weights`)
 
     # --- the interface -------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
@@ -97,7 +103,9 @@ class Trainer(ABC):
         finishes and is yielded, then the next iteration raises KeyboardInterrupt.
         """
         interrupted = InterruptFlag()
-        for _ in self._steps(steps):
+        batches = self._steps(steps)
+        self.call_end = batches.stop
+        for _ in batches:
             with interrupted:
                 record = self.train_step()
             yield record
@@ -106,6 +114,8 @@ class Trainer(ABC):
 
     def _steps(self, steps: int) -> range:
         """The batch indices the next `steps` steps train on, checked against the source."""
+        if self.torn is not None:
+            raise StepTornError(self.torn)
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
         end = self.next_batch + steps
@@ -159,24 +169,47 @@ class Trainer(ABC):
                                          workspace=self.backward_workspace, order=self.config.summation_order)
 
     def dense_step(self, batch, pooled: torch.Tensor, step: int) -> tuple[float, torch.Tensor]:
-        """Forward and backward of the MLPs on the device, and their optimizer step.
+        """Forward and backward of the MLPs on the device; their gradients wait in `.grad` for
+        `update_weights`, so nothing here changes a weight.
 
         pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]). A non-finite loss
-        stops here, before the backward pass, so step `step` changes no weight
-        (`TrainConfig.nonfinite_loss` may let it through).
+        stops here, before the backward pass (`TrainConfig.nonfinite_loss` may let it through).
         """
         loss, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
         self.dense_optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.dense_optimizer.step()
         return float(loss.detach()), pooled.grad
 
+    def update_weights(self, update_tables: Callable[[], None]) -> None:
+        """The one place a step changes weights: the dense optimizer's step, then the tables'
+        (`update_tables`, which marks what it changed, e.g. dirty cache rows). Then the step
+        counts as trained: `next_batch` moves on.
+
+        Every part of a step that can fail (the door, the fetches, the forward and backward
+        passes) runs before this, so a step that fails there has changed nothing and is simply
+        taken again. A failure in here leaves part of the step applied; no undo would be cheaper
+        than a checkpoint, so the trainer says so and refuses every later step (StepTornError).
+        """
+        if self.torn is not None:
+            raise StepTornError(self.torn)
+        step = self.next_batch
+        try:
+            with self.timer.stage("mlp"):      # the MLPs' time includes their optimizer, as priced
+                self.dense_optimizer.step()
+            with self.timer.stage("update"):
+                update_tables()
+        except Exception as error:
+            self.torn = (f"step {step} failed inside its update ({type(error).__name__}: {error}), "
+                         "with part of it applied, so this trainer trains no further: resume from a "
+                         "checkpoint or start again")
+            raise StepTornError(self.torn) from error
+        self.next_batch = step + 1
+
     def make_record(self, loss: float, batch, started: float, **counters) -> StepRecord:
-        record = StepRecord(step=self.next_batch, loss=loss, samples=batch.batch_size,
-                            seconds=time.perf_counter() - started,
-                            stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
-        self.next_batch += 1
-        return record
+        """The record of the step `update_weights` just counted as trained."""
+        return StepRecord(step=self.next_batch - 1, loss=loss, samples=batch.batch_size,
+                          seconds=time.perf_counter() - started,
+                          stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
 
 
 def dense_loss(model, dev: Device, batch, pooled: torch.Tensor, step: int,

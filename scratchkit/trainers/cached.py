@@ -77,8 +77,8 @@ class CachedTrainer(HostTablesTrainer):
         self.working_sets = [WorkingSets(n) for n in self.tables.table_sizes]
 
     # --- what subclasses decide -------------------------------------------------------------------
-    def check_working_set(self, t: int, size: int) -> None:
-        """Refuse a batch whose `size` distinct ids of table `t` this cache cannot serve."""
+    def check_working_set(self, t: int, size: int, step: int) -> None:
+        """Refuse batch `step`, whose `size` distinct ids of table `t` this cache cannot serve."""
 
     def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray, step: int,
               locked: np.ndarray | None, stages: tuple[str, str]) -> tuple[int, int]:
@@ -109,7 +109,7 @@ class CachedTrainer(HostTablesTrainer):
         with self.timer.stage(stages[0]):
             for t, table_ids in enumerate(batch.ids):
                 unique, inverse, counts = self.working_sets[t](table_ids, counts=True)
-                self.check_working_set(t, len(unique))                # before anything moves
+                self.check_working_set(t, len(unique), step)          # before anything moves
                 slot_u = self.caches[t].slot_of_id[unique]            # [u], -1 = miss
                 served.hits += int(counts[slot_u >= 0].sum())         # per lookup, before the fill
                 served.tables.append((unique, inverse, counts, slot_u))
@@ -132,15 +132,18 @@ class CachedTrainer(HostTablesTrainer):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):   # coalesced on the ids, each id's sum addressed by its slot
             coalesced = self.embedding_backward(ids, offsets, grad, [c.num_rows for c in self.caches], addresses=slots)
-        with stage("update"):
-            apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
-                          self.config.optimizer)
-            for t, cache in enumerate(self.caches):
-                touched = served.tables[t][3]
-                cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
+        self.update_weights(lambda: self._update_cache(coalesced, served))
         written = served.written + self.after_update()
         return self.make_record(loss, batch, started, hits=served.hits, fetched_rows=served.fetched,
                                 written_back_rows=written, evicting_tables=served.evicting)
+
+    def _update_cache(self, coalesced, served: Served) -> None:
+        """The tables' part of the step: the cached rows updated by slot, and marked dirty."""
+        apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
+                      self.config.optimizer)
+        for t, cache in enumerate(self.caches):
+            touched = served.tables[t][3]
+            cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
 
     # --- flushing ------------------------------------------------------------------------------------
     def flush(self) -> int:
@@ -158,11 +161,11 @@ class DemandFilledTrainer(CachedTrainer):
         chooser = victim_chooser(self.policy)
         self.policies: list[VictimChooser] = [chooser(c.capacity, c.num_rows) for c in self.caches]
 
-    def check_working_set(self, t, size):
+    def check_working_set(self, t, size, step):
         capacity = self.caches[t].capacity
         if size > capacity:
             raise ValueError(
-                f"{self.name} cache too small: table {t}, batch {self.next_batch} touches {size} "
+                f"{self.name} cache too small: table {t}, batch {step} touches {size} "
                 f"distinct rows but the cache holds {capacity}. A batch never evicts its own rows, so "
                 f"the capacity must be at least {size} rows (this batch's working set; "
                 f"scratchkit.trainers.cached.minimum_capacity(source, steps) gives it for a whole run)")

@@ -32,8 +32,7 @@ class DeviceOnlyTrainer(Trainer):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
             coalesced = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
-        with stage("update"):
-            apply_updates(self.weights, self.state, coalesced, self.config.optimizer)
+        self.update_weights(lambda: apply_updates(self.weights, self.state, coalesced, self.config.optimizer))
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_weights(self):

@@ -30,6 +30,6 @@ class HybridTrainer(HostTablesTrainer):
             grad = self.dev.to_host(grad)
         with stage("embedding_backward"):   # on the host
             coalesced = self.embedding_backward(ids, offsets, grad, self.tables.table_sizes)
-        with stage("update"):
-            apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
+        self.update_weights(lambda: apply_updates(self.tables.weights, self.tables.state, coalesced,
+                                                  self.config.optimizer))
         return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"

@@ -40,7 +40,7 @@ from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 from scratchkit.scratchpipe.rows import ScratchpadRows
 from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
 from scratchkit.scratchpipe.train import count_hits, train_through_slots
-from scratchkit.trainers.base import HostTablesTrainer, StepRecord
+from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
 
 __all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "ScratchPipeTrainer"]
@@ -172,11 +172,10 @@ class ScratchPipeTrainer(HostTablesTrainer):
         pads = self.stages.pads
         hits = count_hits(item, pads)
         loss = train_through_slots(item, pads, self.dev, self.dense_step, self.embedding_backward,
-                                   self.config.optimizer)
+                                   self.update_weights, self.config.optimizer)   # next_batch: b + 1
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
-        self.next_batch = b + 1
         return StepRecord(step=b, loss=loss, samples=item.batch.batch_size, seconds=end - started,
                           stage_seconds=self.clock.take(b), lookups=item.batch.lookups(), hits=hits,
                           fetched_rows=sum(p.fetched_rows for p in item.tables),
@@ -222,6 +221,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
     def checkpoint(self) -> dict:
         """Flush, then everything needed to resume: host tables, dense model and optimizer,
         position. Also between the steps of a running `train()` loop (one batch boundary)."""
+        if self.torn is not None:   # a checkpoint now would keep half a step for good
+            raise StepTornError(self.torn)
         with self._at_batch_boundary():
             self.stages.flush()
             return {"next_batch": self.next_batch,
@@ -242,6 +243,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.model.load_state_dict(checkpoint["model"])
         self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
         self.next_batch = checkpoint["next_batch"]
+        self.torn = None          # a torn step's half is overwritten: training may go on
         self._reset()
 
 

@@ -39,22 +39,22 @@ class StaticCacheTrainer(CachedTrainer):
         miss = slot_u < 0
         misses = unique[miss]
         with self.timer.stage(stages[0]):
+            # rows a step that failed after its update left here go home before their slots are reused
+            self._return_transient(t)
             slot_u[miss] = self.caches[t].load_transient(misses, self.tables.weights[t], self.tables.state[t])
             self._transient[t] = misses
         return len(misses), 0, 0
 
     def after_update(self) -> int:
         with self.timer.stage("write_back"):
-            return self._return_transient()
+            return sum(self._return_transient(t) for t in range(len(self.caches)))
 
-    def _return_transient(self) -> int:
-        written = 0
-        for t, misses in enumerate(self._transient):
-            self.caches[t].return_transient(misses, self.tables.weights[t], self.tables.state[t])
-            written += len(misses)
-            self._transient[t] = misses[:0]
-        return written
+    def _return_transient(self, t: int) -> int:
+        misses = self._transient[t]
+        self.caches[t].return_transient(misses, self.tables.weights[t], self.tables.state[t])
+        self._transient[t] = misses[:0]
+        return len(misses)
 
     def flush(self) -> int:
         # rows of a step cut short (an exception, KeyboardInterrupt) are returned too
-        return self._return_transient() + super().flush()
+        return sum(self._return_transient(t) for t in range(len(self.caches))) + super().flush()
