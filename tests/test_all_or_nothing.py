@@ -8,11 +8,6 @@ embedding backward failed, so the repaired batch's dense step was taken twice; p
 the spoiled batch it had read ahead and refused every later call; a batch of no samples was stopped
 as a NaN loss.)
 """
-import multiprocessing
-import os
-import signal
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -21,10 +16,11 @@ from scratchkit.config import CacheParams
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure.faults import Snapshots
 from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, TORN, StepFaultCase,
-                                            case_config, fault_points, run_case)
+                                            case_config, fault_points, prefetch_capacity_case,
+                                            run_case)
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.trainers import TrainerKind, make_trainer
-from scratchkit.trainers.checkpoint import load_checkpoint_file, save_checkpoint_file
+from scratchkit.measure.killed_saves import kill_saves
 
 TRAINERS = [k.value for k in TrainerKind]
 
@@ -106,26 +102,13 @@ def test_prefetch_lru_names_the_minimum_its_call_needs(tiny_config):
 
 
 # --- an interrupted checkpoint save leaves nothing behind -------------------------------------------
-def _save_forever(path, checkpoint):
-    while True:
-        save_checkpoint_file(checkpoint, path)
+def test_a_save_killed_part_way_leaves_no_torn_file_and_nothing_after_the_next_save(tmp_path):
+    tally = kill_saves(tmp_path, kills=4)
+    assert tally.inside_a_save > 0, "no kill landed inside a save: the test proved nothing"
+    assert tally.torn_files == 0 and tally.left_after_next_save == 0, tally
 
 
-def test_a_save_killed_part_way_leaves_no_temporary_file_after_the_next_save(tmp_path, tiny_config):
-    trainer = make_trainer("hybrid", tiny_config)
-    checkpoint = {"model": trainer.model.state_dict(), "ballast": torch.zeros(2_000_000)}  # 8 MB
-    path = tmp_path / "run.pt"
-    fork = multiprocessing.get_context("fork")
-    left = 0
-    for kill in range(4):
-        child = fork.Process(target=_save_forever, args=(path, checkpoint))
-        child.start()
-        time.sleep(0.3 + 0.05 * kill)
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
-        left += len(list(tmp_path.glob(".run.pt.*.tmp")))
-        if path.exists():
-            assert torch.equal(load_checkpoint_file(path)["ballast"], checkpoint["ballast"])  # never torn
-        save_checkpoint_file(checkpoint, path)
-        assert list(tmp_path.glob(".run.pt.*.tmp")) == [], "a killed save's file outlived the next save"
-    assert left > 0, "no kill landed inside a save: the test proved nothing"
+def test_prefetch_lru_trains_random_calls_at_the_capacity_it_names():
+    for seed in range(6):
+        result = prefetch_capacity_case(seed)
+        assert result.error == "" and result.exact, result

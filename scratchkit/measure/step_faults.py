@@ -225,3 +225,42 @@ def all_cases(optimizer: str = "adagrad") -> list[StepFaultCase]:
         faults = [*SPOILERS, *fault_points(kind.value)]
         cases += [StepFaultCase(kind.value, fault, optimizer) for fault in faults]
     return cases
+
+
+# --- prefetch-lru at the capacity its error names ----------------------------------------------------
+@dataclass
+class CapacityResult:
+    seed: int
+    steps: int
+    capacity: int
+    error: str      # what train(steps) raised at that capacity ("" if it trained them all)
+    exact: bool     # equal to plain PyTorch after those steps
+
+
+def prefetch_capacity_case(seed: int) -> CapacityResult:
+    """A random small configuration, prefetch-lru at the capacity its error message names for a
+    call of `steps` steps (the largest working set of two consecutive batches of the call):
+    train(steps) must train them all, exactly."""
+    from scratchkit.config import CacheParams, DataConfig
+    from scratchkit.measure.reference import ReferenceRun
+    from scratchkit.scratchpipe.capacity import minimum_capacities
+
+    rng = np.random.default_rng(seed)
+    tables = tuple(int(n) for n in rng.integers(20, 400, size=int(rng.integers(1, 4))))
+    data = DataConfig(table_sizes=tables, pooling=int(rng.integers(1, 5)),
+                      batch_size=int(rng.integers(4, 48)), num_dense=3,
+                      zipf=float(rng.choice([0.0, 0.8, 1.2])), seed=seed)
+    steps = int(rng.integers(2, 10))
+    source = SyntheticSource(data)
+    capacity = max(minimum_capacities(source, 1, 0, steps))
+    config = case_config("sgd").replace(data=data, cache=CacheParams(capacity=capacity))
+    trainer = make_trainer("prefetch-lru", config, source=source)
+    try:
+        list(trainer.train(steps))
+        error = ""
+    except ValueError as raised:
+        error = str(raised)
+    reference = ReferenceRun(config, source)
+    reference.train(trainer.next_batch)
+    exact = all(bool((a == b).all()) for a, b in zip(trainer.embedding_weights(), reference.embedding_weights()))
+    return CapacityResult(seed, steps, capacity, error, exact)
