@@ -218,4 +218,4 @@ def progress_bar(path: str | Path, enabled: bool):
                 unit_scale=True, delay=2.0, leave=False, disable=None if enabled else True)
 
 
-__all__ = ["Chunk", "ColumnFiles", "convert", "read_binary_columns", "cache_key"]
+__all__ = ["Chunk", "ColumnFiles", "convert", "cache_key"]
