@@ -19,7 +19,7 @@ import numpy as np
 from scratchkit.course.exercises.checking import Case, Exercise, register, same_array, short
 from scratchkit.course.exercises.pipeline import planner_victims
 from scratchkit.scratchpipe.lookahead import NextUses
-from scratchkit.scratchpipe.own_planner import Holders, PlanMistake, check_plan
+from scratchkit.scratchpipe.own_planner import Holders, Plan, PlanMistake, check_plan
 from scratchkit.scratchpipe.slot_map import SlotMap
 
 
@@ -65,6 +65,18 @@ def kit_furthest_victims(slot_ids, held, keep, window, count):
     return planner_victims(slot_ids, protected, next_use, count)
 
 
+def stand_in_plan_batch(b, ids, slot_ids, held, window) -> Plan:
+    """plan_batch made of the references above: what notebook 09 trains with until yours passes."""
+    unique, found = kit_working_set(ids, slot_ids)
+    misses, free = kit_misses_and_free(unique, found, slot_ids)
+    shortfall = max(0, len(misses) - len(free))
+    victims = (kit_furthest_victims(slot_ids, held, found[found >= 0], window, shortfall) if shortfall
+               else np.empty(0, dtype=np.int64))
+    slots = found.copy()                                      # [u] hits keep their slots
+    slots[found < 0] = np.concatenate([free[:len(misses) - len(victims)], victims])
+    return Plan(b, slots[np.searchsorted(unique, ids)], misses, victims)
+
+
 class PlanCase:
     """What plan_batch must return for one input: any plan that keeps every rule (check_plan)."""
 
@@ -97,7 +109,7 @@ def _both(first: str, second: str):
     return compare
 
 
-ids = lambda *v: np.array(v, dtype=np.int64)
+ints = lambda *v: np.array(v, dtype=np.int64)      # a case's small arrays
 none = lambda n: np.zeros(n, dtype=bool)
 
 
@@ -106,11 +118,11 @@ def _working_set_cases() -> list[Case]:
     slot_ids = rng.permutation(300)[:64].astype(np.int64)
     slot_ids[rng.choice(64, 10, replace=False)] = -1
     return [
-        Case((ids(4, 2, 4, 9), ids(-1, -1, -1)), "an empty scratchpad",
+        Case((ints(4, 2, 4, 9), ints(-1, -1, -1)), "an empty scratchpad",
              "unique: the distinct ids, ascending (np.unique); found: -1 for each, nothing is resident"),
-        Case((ids(7, 3, 7, 7), ids(3, -1, 7)), "repeats, every id resident",
+        Case((ints(7, 3, 7, 7), ints(3, -1, 7)), "repeats, every id resident",
              "an id looked up three times is one id of the working set, with one slot"),
-        Case((ids(5, 1, 8), ids(-1, 8, 1, -1)), "some hits, some misses",
+        Case((ints(5, 1, 8), ints(-1, 8, 1, -1)), "some hits, some misses",
              "found[i] is the slot s with slot_ids[s] == unique[i], else -1"),
         Case((rng.integers(0, 300, 200), slot_ids), "200 lookups against 64 slots"),
     ]
@@ -118,26 +130,26 @@ def _working_set_cases() -> list[Case]:
 
 def _misses_cases() -> list[Case]:
     return [
-        Case((ids(2, 4, 9), ids(-1, 0, -1), ids(4, -1, -1, 7)), "two misses, two free slots",
+        Case((ints(2, 4, 9), ints(-1, 0, -1), ints(4, -1, -1, 7)), "two misses, two free slots",
              "misses: the ids whose found is -1; free: the slots whose slot_ids is -1, ascending"),
-        Case((ids(3, 7), ids(0, 2), ids(3, 5, 7)), "every id a hit, no free slot",
+        Case((ints(3, 7), ints(0, 2), ints(3, 5, 7)), "every id a hit, no free slot",
              "no misses and no free slots: two empty arrays"),
-        Case((ids(1, 6), ids(-1, -1), ids(-1, 9, -1, 8, -1)), "free slots between resident ones",
+        Case((ints(1, 6), ints(-1, -1), ints(-1, 9, -1, 8, -1)), "free slots between resident ones",
              "a free slot may sit anywhere: test every slot for -1"),
     ]
 
 
 def _unheld_cases() -> list[Case]:
     return [
-        Case((ids(5, 6, 7, 8), none(4), ids(), 2), "nothing held, nothing kept",
+        Case((ints(5, 6, 7, 8), none(4), ints(), 2), "nothing held, nothing kept",
              "candidates: slots holding a row (slot_ids >= 0); take the lowest `count`"),
-        Case((ids(5, 6, 7, 8), np.array([True, False, True, False]), ids(), 2), "held slots",
+        Case((ints(5, 6, 7, 8), np.array([True, False, True, False]), ints(), 2), "held slots",
              "a held slot belongs to a batch in flight (invariant 4): never a victim"),
-        Case((ids(5, 6, 7, 8), none(4), ids(0, 1), 2), "this batch's own hits",
+        Case((ints(5, 6, 7, 8), none(4), ints(0, 1), 2), "this batch's own hits",
              "`keep` are the slots of this batch's hits: it looks them up, so they stay"),
-        Case((ids(-1, 6, -1, 8), none(4), ids(), 1), "free slots are not victims",
+        Case((ints(-1, 6, -1, 8), none(4), ints(), 1), "free slots are not victims",
              "a free slot (id -1) holds no row: misses take free slots without evicting"),
-        Case((ids(3, 4, -1), np.array([False, True, False]), ids(0), 1), "not enough candidates",
+        Case((ints(3, 4, -1), np.array([False, True, False]), ints(0), 1), "not enough candidates",
              "when fewer than `count` slots can be evicted, raise ValueError"),
     ]
 
@@ -149,14 +161,14 @@ def _furthest_cases() -> list[Case]:
     busy = rng.random(40) < 0.3
     window = [rng.integers(0, 120, 30) for _ in range(4)]
     return [
-        Case((ids(5, 6, 7, 8), none(4), ids(), [ids(5), ids(7, 6)], 2), "id 8 never comes back",
+        Case((ints(5, 6, 7, 8), none(4), ints(), [ints(5), ints(7, 6)], 2), "id 8 never comes back",
              "an id no batch of the window uses is the best victim; then the furthest next use"),
-        Case((ids(5, 6, 7, 8), none(4), ids(), [ids(5, 8), ids(6, 5)], 2), "the first use counts",
+        Case((ints(5, 6, 7, 8), none(4), ints(), [ints(5, 8), ints(6, 5)], 2), "the first use counts",
              "an id's next use is the first batch of the window that has it (id 5: batch b+1)"),
-        Case((ids(5, 6, 7, 8), np.array([False, False, True, False]), ids(3), [ids(5, 6)], 1),
+        Case((ints(5, 6, 7, 8), np.array([False, False, True, False]), ints(3), [ints(5, 6)], 1),
              "the furthest ones are held or kept", "held and kept slots are never victims, however far"),
-        Case((ids(3, 4, 5, 6), none(4), ids(), [ids(9)], 2), "a tie", "equally far: the lowest slots first"),
-        Case((slot_ids, busy, ids(0, 1, 2), window, 10), "40 slots, some free, some held, 4 batches ahead"),
+        Case((ints(3, 4, 5, 6), none(4), ints(), [ints(9)], 2), "a tie", "equally far: the lowest slots first"),
+        Case((slot_ids, busy, ints(0, 1, 2), window, 10), "40 slots, some free, some held, 4 batches ahead"),
     ]
 
 
@@ -167,11 +179,11 @@ def _plan_cases() -> list[Case]:
     busy = np.zeros(48, dtype=bool)
     busy[rng.choice(np.flatnonzero(~np.isin(slot_ids, np.arange(30))), 8, replace=False)] = True
     return [
-        Case((0, ids(4, 2, 4), ids(-1, -1, -1, -1), none(4), []), "batch 0, an empty scratchpad",
+        Case((0, ints(4, 2, 4), ints(-1, -1, -1, -1), none(4), []), "batch 0, an empty scratchpad",
              "every id is a miss and takes a free slot; no victims; slots: one per lookup"),
-        Case((3, ids(8, 5, 8), ids(5, -1, 9, 7), none(4), [ids(7)]), "a hit and a miss, a free slot",
+        Case((3, ints(8, 5, 8), ints(5, -1, 9, 7), none(4), [ints(7)]), "a hit and a miss, a free slot",
              "a hit keeps its slot; the miss takes the free slot; return Plan(batch=b, ...)"),
-        Case((5, ids(1, 2, 3), ids(5, 6, 7, 8), np.array([True, False, False, False]), [ids(6)]),
+        Case((5, ints(1, 2, 3), ints(5, 6, 7, 8), np.array([True, False, False, False]), [ints(6)]),
              "a full scratchpad, one slot held", "misses beyond the free slots need victims: unheld, "
              "furthest next use first; each victim's slot goes to a miss"),
         Case((7, rng.integers(0, 30, 60), slot_ids, busy, [rng.integers(0, 90, 20) for _ in range(3)]),
