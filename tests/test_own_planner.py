@@ -144,3 +144,64 @@ def test_a_planner_may_not_be_split_into_plan_shards(tiny_config):
     with make_trainer("scratchpipe", config, planner=plan_batch) as trainer:
         with pytest.raises(Exception, match="plans each table whole"):
             list(trainer.train(4))
+
+
+def test_a_second_train_call_goes_on_from_the_first(tiny_config):
+    """A call starts the planner from the row stores as the last one left them."""
+    config = evicting(tiny_config)
+    with make_trainer("scratchpipe", config, planner=plan_batch) as trainer:
+        records = list(trainer.train(8)) + list(trainer.train(8))
+        trainer.close()
+        weights = trainer.embedding_weights()
+    assert sum(r.hits for r in records) == sum(r.lookups for r in records)
+    reference = ReferenceRun(config, trainer.source)
+    reference.train(16)
+    assert largest_difference(weights, reference.embedding_weights()) == 0.0
+
+
+# --- check_plan on a hand-made map: 6 slots, ids 10..15 resident, slots 4 and 5 free ---------------
+def small_map():
+    slot_map = own_planner.SlotMap(40, 6)
+    slot_map.insert(np.array([10, 11, 12, 13]), np.array([0, 1, 2, 3]))
+    slot_map.hold(np.array([1]))                          # batch 6, in flight, holds slot 1
+    return slot_map
+
+
+IDS = np.array([10, 20, 21, 22, 10])                      # 10 is a hit in slot 0; 20, 21, 22 miss
+
+
+def a_plan(slots, misses=(20, 21, 22), victims=(2,), batch=7):
+    return Plan(batch, np.array(slots), np.array(misses), np.array(victims))
+
+
+CHECKED = {
+    "right": (a_plan([0, 4, 5, 2, 0]), None),
+    "not a Plan": (([0, 4, 5, 2, 0], [20, 21, 22], [2]), own_planner.INTERFACE),
+    "a slot per lookup": (a_plan([0, 4, 5, 2]), own_planner.INTERFACE),
+    "another batch": (a_plan([0, 4, 5, 2, 0], batch=8), own_planner.IN_ORDER),
+    "an id in two slots": (a_plan([0, 4, 5, 2, 3]), own_planner.ONE_SLOT_EACH),
+    "two ids in one slot": (a_plan([0, 4, 4, 2, 0]), own_planner.ONE_SLOT_EACH),
+    "a slot past the end": (a_plan([0, 4, 6, 2, 0]), own_planner.ONE_SLOT_EACH),
+    "a miss on a resident slot": (a_plan([0, 4, 5, 3, 0]), own_planner.ONE_SLOT_EACH),
+    "a miss left out": (a_plan([0, 4, 5, 2, 0], misses=(20, 21)), own_planner.COLLECT_EVERY_MISS),
+    "a hit collected": (a_plan([0, 4, 5, 2, 0], misses=(10, 20, 21, 22)), own_planner.ONLY_MISSES),
+    "a hit moved": (a_plan([3, 4, 5, 2, 3], victims=(2, 3)), own_planner.ONLY_MISSES),
+    "a held victim": (a_plan([0, 4, 5, 1, 0], victims=(1,)), own_planner.HOLDS),
+    "a free victim": (a_plan([0, 4, 5, 2, 0], victims=(2, 4)), own_planner.VICTIMS),
+    "the batch's own row": (a_plan([0, 4, 5, 2, 0], victims=(0, 2)), own_planner.VICTIMS),
+    "an unused victim": (a_plan([0, 4, 5, 2, 0], victims=(2, 3)), own_planner.VICTIMS),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHECKED))
+def test_check_plan_names_the_rule_each_plan_breaks(case):
+    plan, rule = CHECKED[case]
+    holders = own_planner.Holders({6: np.array([1])})
+    if rule is None:
+        unique, slots = own_planner.check_plan(plan, 7, 0, IDS, small_map(), holders)
+        assert unique.tolist() == [10, 20, 21, 22] and slots.tolist() == [0, 4, 5, 2]
+        return
+    with pytest.raises(PlanMistake) as caught:
+        own_planner.check_plan(plan, 7, 0, IDS, small_map(), holders)
+    assert caught.value.rule == rule, str(caught.value)
+    assert str(caught.value).startswith(f"Plan(7), table 0: {rule}")

@@ -59,6 +59,7 @@ class PlanMistake(ValueError):
 
 
 # The rules a plan is held to, in the words every PlanMistake starts with.
+INTERFACE = "the interface (a Plan with one slot per lookup of `ids`)"
 IN_ORDER = "rule 1 (batches are planned in order, each once)"
 ONE_SLOT_EACH = "one slot per id (a slot given to two ids, or an id given two slots)"
 COLLECT_EVERY_MISS = "every miss is collected (an id in no slot must be read from the host table)"
@@ -83,13 +84,13 @@ def check_plan(plan, b: int, table: int, ids: np.ndarray, slot_map: SlotMap, hol
     and its holds before the plan). -> (unique [u] ascending, the slot of each [u])."""
     fail = lambda rule, what: PlanMistake(b, table, rule, what)
     if not isinstance(plan, Plan):
-        raise fail(IN_ORDER, f"the planner returned {type(plan).__name__}, not a Plan")
+        raise fail(INTERFACE, f"the planner returned {type(plan).__name__}, not a Plan")
     if plan.batch != b:
         raise fail(IN_ORDER, f"asked for batch {b}, the planner returned a plan for batch {plan.batch}")
     slots, misses, victims = (np.asarray(a, dtype=np.int64).reshape(-1) for a in
                               (plan.slots, plan.misses, plan.victims))
     if len(slots) != len(ids):
-        raise fail(IN_ORDER, f"{len(slots)} slots for the batch's {len(ids)} lookups")
+        raise fail(INTERFACE, f"{len(slots)} slots for the batch's {len(ids)} lookups")
     unique, given = _slot_of_each_id(fail, ids, slots, slot_map.capacity)
     _check_misses(fail, unique, given, misses, slot_map)
     _check_victims(fail, b, unique, given, misses, victims, slot_map, holders)
