@@ -206,16 +206,17 @@ print(first_held_victim(unsafe))
 # %% [markdown]
 # ## Your planner beside the kit's
 #
-# The same 32 batches of `small`, the same driver (threads), once with your planner and once with
-# the kit's (the C++ loop of `plan_loop.c`, or its NumPy twin where no compiler is found). Their
-# plans need not be the same, but each moves only the rows its misses and dirty victims need; the
-# figure shows where a step's time goes: Plan runs on its own thread beside Train, and a Plan
-# slower than Train sets the pace.
+# The same 16 batches of `small` on the hazard lab's smallest scratchpad, where every batch evicts,
+# on the same driver (threads): once with your planner, once with the kit's (the C++ loop of
+# `plan_loop.c`, or its NumPy twin where no compiler is found). Both choose victims by furthest
+# next use, so they may well move the same rows; what differs is how long Plan takes. The figure
+# shows where a step's time goes: Plan runs on its own thread beside Train, and a Plan slower than
+# Train sets the pace.
 
 # %%
 from scratchkit.course.capstone import breakdown_figure, side_by_side
 
-runs = side_by_side(small, 32, planner)
+runs = side_by_side(lab.config, 16, planner)
 for run in runs:
     print(run.line())
 breakdown_figure(runs)

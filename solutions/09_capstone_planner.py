@@ -3,17 +3,16 @@
 `plan_batch` is a whole ScratchPipe planner: the trainer runs it for every table of every batch
 (`make_trainer("scratchpipe", config, planner=plan_batch)`).
 """
-import math
-
 import numpy as np
 from scratchkit.scratchpipe.own_planner import Plan
 
 
 def working_set(ids, slot_ids):
     unique = np.unique(ids)
-    slot_of = {int(i): s for s, i in enumerate(slot_ids.tolist()) if i >= 0}
-    found = np.array([slot_of.get(i, -1) for i in unique.tolist()], dtype=np.int64)
-    return unique, found
+    slot_of = np.full(max(int(unique.max(initial=0)), int(slot_ids.max(initial=0))) + 1, -1)
+    resident = np.flatnonzero(slot_ids >= 0)
+    slot_of[slot_ids[resident]] = resident
+    return unique, slot_of[unique]
 
 
 def misses_and_free(unique, found, slot_ids):
@@ -21,23 +20,21 @@ def misses_and_free(unique, found, slot_ids):
 
 
 def unheld_victims(slot_ids, held, keep, count):
-    keep = set(np.asarray(keep).tolist())
-    candidates = [s for s in range(len(slot_ids)) if slot_ids[s] >= 0 and not held[s] and s not in keep]
+    candidates = np.setdiff1d(np.flatnonzero((slot_ids >= 0) & ~held), keep)
     if len(candidates) < count:
         raise ValueError(f"only {len(candidates)} slots can be evicted, {count} needed")
-    return np.array(candidates[:count], dtype=np.int64)
+    return candidates[:count]
 
 
 def furthest_victims(slot_ids, held, keep, window, count):
-    next_use = {}
-    for k in range(len(window), 0, -1):            # the nearest batch last, so it wins
-        next_use.update(dict.fromkeys(np.unique(window[k - 1]).tolist(), k))
-    keep = set(np.asarray(keep).tolist())
-    candidates = [s for s in range(len(slot_ids)) if slot_ids[s] >= 0 and not held[s] and s not in keep]
+    candidates = np.setdiff1d(np.flatnonzero((slot_ids >= 0) & ~held), keep)
     if len(candidates) < count:
         raise ValueError(f"only {len(candidates)} slots can be evicted, {count} needed")
-    furthest_first = sorted(candidates, key=lambda s: (-next_use.get(int(slot_ids[s]), math.inf), s))
-    return np.array(sorted(furthest_first[:count]), dtype=np.int64)
+    next_use = np.full(len(candidates), len(window) + 1)      # never used again: past the window
+    for k in range(len(window), 0, -1):                       # the nearest batch last, so it wins
+        next_use[np.isin(slot_ids[candidates], window[k - 1])] = k
+    furthest_first = np.lexsort((candidates, -next_use))      # by next use, furthest first; then slot
+    return np.sort(candidates[furthest_first[:count]])
 
 
 def plan_batch(b, ids, slot_ids, held, window):
