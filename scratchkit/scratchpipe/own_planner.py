@@ -201,9 +201,11 @@ class OwnTablePlanner:
         plan = self.planner(b, ids.copy(), pad.slot_ids.copy(), held.copy(), [w.copy() for w in window])
         unique, slots = check_plan(plan, b, self.table, ids, pad, Holders(self._planned))
         hit = pad.query(unique) >= 0
+        # your victims and misses are what Write-back and Collect move (checked: the right ones)
         victim_slots = np.sort(np.asarray(plan.victims, dtype=np.int64).reshape(-1))
         victim_ids, dirty = pad.evict(victim_slots)
-        miss_ids, miss_slots = unique[~hit], slots[~hit]
+        miss_ids = np.sort(np.asarray(plan.misses, dtype=np.int64).reshape(-1))
+        miss_slots = slots[np.searchsorted(unique, miss_ids)]
         pad.insert(miss_ids, miss_slots)
         if self.holds:
             pad.hold(slots)
