@@ -45,7 +45,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 OUT = REPO / "test-output"
 NOTEBOOKS = {"01": "01_hybrid_baseline.ipynb", "02": "02_looking_backwards.ipynb",
              "03": "03_looking_forward.ipynb", "04": "04_pipeline_step_by_step.ipynb",
-             "05": "05_scratchpipe_training.ipynb", "08": "08_kernel_puzzles.ipynb"}
+             "05": "05_scratchpipe_training.ipynb", "08": "08_kernel_puzzles.ipynb",
+             "09": "09_capstone_planner.ipynb"}
 SCREEN = 900      # px: what a 1080-line display shows of a notebook, below the browser's and JupyterLab's bars
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",

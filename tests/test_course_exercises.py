@@ -63,6 +63,15 @@ def _request_bytes_over_lookups(micro_ids, plan, rank, dim):   # every lookup tr
     return 8 * len(micro_ids) * (plan.world_size - 1) + remote * (8 + 4 * dim)
 
 
+def _last_use_victims(slot_ids, held, keep, window, count):   # a later use overwrites the first
+    last = {int(i): k for k, ids in enumerate(window, start=1) for i in ids}
+    candidates = [s for s in range(len(slot_ids)) if slot_ids[s] >= 0 and not held[s] and s not in set(keep)]
+    return sorted(sorted(candidates, key=lambda s: (-last.get(int(slot_ids[s]), 1e18), s))[:count])
+
+
+_CAPSTONE = load_solutions(SOLUTIONS / "09_capstone_planner.py")
+
+
 # exercise -> (a wrong answer, words its failure must contain)
 WRONG = {
     "bag_sums": (_reduceat_bags, ["case 3 of 6 (an empty bag in the middle)", "its pooled row is all zeros"]),
@@ -98,6 +107,15 @@ WRONG = {
                    "block = ceil(rows / world_size)"]),
     "request_bytes": (_request_bytes_over_lookups, ["case 2 of 5 (an id asked for twice)",
                                                     "returned 88, expected 64", "id 7, looked up twice"]),
+    "working_set": (lambda ids, slot_ids: (np.unique(ids), np.full(np.unique(ids).size, -1)),
+                    ["case 2 of 4 (repeats, every id resident)", "found: element [0] is -1, expected 0"]),
+    "misses_and_free": (lambda unique, found, slot_ids: (unique[found >= 0], np.flatnonzero(slot_ids < 0)),
+                        ["case 1 of 3 (two misses, two free slots)", "misses: returned an array of shape"]),
+    "unheld_victims": (lambda slot_ids, held, keep, count: np.flatnonzero((slot_ids >= 0) & ~held)[:count],
+                       ["case 3 of 5 (this batch's own hits)", "`keep` are the slots of this batch's hits"]),
+    "furthest_victims": (_last_use_victims, ["case 2 of 5 (the first use counts)", "the first batch of the window"]),
+    "plan_batch": (lambda b, ids, slot_ids, held, window: _CAPSTONE.plan_batch(b, ids, slot_ids, 0 * held, window),
+                   ["case 3 of 4", "Plan(5), table 0: invariant 4", "is held by batch 4, still in flight"]),
 }
 
 

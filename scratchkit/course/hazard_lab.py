@@ -26,6 +26,7 @@ from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.events import EventLog, Stage
 from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
@@ -107,12 +108,13 @@ class HazardLab:
             time.sleep(self.slow_write_back)
 
     def run(self, hazards: Hazards = Hazards(),
-            on_step: Callable[[list[StepRecord]], None] | None = None) -> LabResult:
+            on_step: Callable[[list[StepRecord]], None] | None = None, planner=PlanIn.AUTO) -> LabResult:
         """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
-        called after every step (a widget draws its progress and the partial result)."""
+        called after every step (a widget draws its progress and the partial result); `planner`:
+        the trainer's (a planner of your own: scratchpipe/own_planner.py)."""
         losses, rows = self.baseline()
         hook = None if hazards.write_back_order else self._slow
-        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook)
+        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, planner=planner)
         try:
             records = []
             for record in trainer.train(self.steps):

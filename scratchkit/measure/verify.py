@@ -53,12 +53,14 @@ def largest_difference(left, right) -> float:
 
 
 def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
-           device: Device | str | None = None, tolerance: float | None = None) -> Iterator[VerifyResult]:
+           device: Device | str | None = None, tolerance: float | None = None,
+           **options) -> Iterator[VerifyResult]:
     """Train the reference once, then each trainer from the same seed on the same batches.
 
     Yields one result per trainer as soon as it is known (so callers can show progress). device:
     as a trainer's (a Device with a stand-in runtime trains on the CPU through the CUDA lines; the
-    reference then trains on that CPU, and the tolerance is CUDA's unless given).
+    reference then trains on that CPU, and the tolerance is CUDA's unless given). `options`: the
+    trainers' own (`planner=` a planner of your own for scratchpipe: make_trainer).
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
@@ -75,7 +77,7 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
     ref_dense = reference.dense_parameters()
     ref_emb, ref_state = reference.embedding_weights(), reference.embedding_state()
     for name in trainers:
-        with make_trainer(name, config, source=source, device=dev) as trainer:
+        with make_trainer(name, config, source=source, device=dev, **options) as trainer:
             records = list(trainer.train(steps))
             trainer.close()   # flush any cache so the host tables are complete
             dense = [p.detach().cpu() for p in trainer.model.parameters()]

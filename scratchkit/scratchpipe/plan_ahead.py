@@ -13,7 +13,7 @@ the trainer, and may run ahead on a thread or in a process of its own, making th
     Planned     Plan(b): the batch and one TablePlan per table
 
 A table's planner is the C++ loop (plan_native.py) where it builds, else its NumPy twin
-(plan.py); `setup.native` chooses. With `setup.device`, it is the device planner (device_plan.py),
+(plan.py); `setup.native` chooses. With `setup.own`, it is a planner of your own (own_planner.py). With `setup.device`, it is the device planner (device_plan.py),
 the same decisions in the device's arrays. The look-ahead (batches b+1 .. b+horizon) is read only when
 some table must evict: a filling scratchpad plans without looking ahead.
 """
@@ -29,6 +29,7 @@ from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import check_batch
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.scratchpipe.device_plan import DevicePlans
+from scratchkit.scratchpipe.own_planner import OwnPlans
 from scratchkit.scratchpipe.plan import TablePlan, TablePlanner
 from scratchkit.scratchpipe.plan_native import NativePlans, native_planner_available
 from scratchkit.scratchpipe.shards import ShardOf, TwinShard, merge_plans, shard_slots
@@ -53,16 +54,18 @@ class PlanSetup:
     native: bool | None = None         # the C++ planner (True), the NumPy twin (False), or where it builds
     shards: int = 1                    # planners per table, each owning ids id % shards (shards.py)
     device: str | None = None          # plan on this torch device's engine (device_plan.py), else the host
+    own: object = None                 # a planner of your own (own_planner.py), else the kit's
 
     @classmethod
     def from_rows(cls, pads, table_sizes, depth: int, policy: VictimPolicy, holds: bool,
                   horizon: int, record_events: bool, threads: int = 1,
-                  native: bool | None = None, shards: int = 1, device: str | None = None) -> "PlanSetup":
+                  native: bool | None = None, shards: int = 1, device: str | None = None,
+                  own=None) -> "PlanSetup":
         """The row stores (scratchpipe/rows.py) as they are now, copied: the planner's start."""
         return cls(tuple(table_sizes), tuple(pad.capacity for pad in pads), depth, policy, holds,
                    horizon, record_events, tuple(pad.slot_ids.copy() for pad in pads),
                    tuple(pad.dirty.copy() for pad in pads),
-                   tuple(pad.last_trained.copy() for pad in pads), threads, native, shards, device)
+                   tuple(pad.last_trained.copy() for pad in pads), threads, native, shards, device, own)
 
 
 @dataclass
@@ -124,7 +127,9 @@ class TwinPlans:
 
 
 def _planners(setup: PlanSetup):
-    """Every table's planners: on the device's engine, or the C++ loop, or its NumPy twin."""
+    """Every table's planners: yours, or on the device's engine, or the C++ loop, or its NumPy twin."""
+    if setup.own is not None:
+        return OwnPlans(setup)
     if setup.device is not None:
         return DevicePlans(setup, make_engine(resolve(EngineKind.AUTO, setup.device)))
     native = native_planner_available() if setup.native is None else setup.native

@@ -56,9 +56,10 @@ def trainer_class(name: str) -> type[Trainer]:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_trainer(name: str, config, source=None, device=None) -> Trainer:
-    """A trainer by name; device: a torch device name or a scratchkit.device.Device (None: auto)."""
-    return trainer_class(name)(config, source=source, device=device)
+def make_trainer(name: str, config, source=None, device=None, **options) -> Trainer:
+    """A trainer by name; device: a torch device name or a scratchkit.device.Device (None: auto);
+    `options`: the trainer's own (`planner=` for scratchpipe: trainers/scratchpipe.py)."""
+    return trainer_class(name)(config, source=source, device=device, **options)
 
 
 __all__ = ["SCRATCHPIPE_TRAINERS", "StepRecord", "Trainer", "TrainerKind", "make_trainer", "trainer_class", "available_trainers"]

@@ -36,6 +36,7 @@ from scratchkit.scratchpipe.device_moves import DeviceStages
 from scratchkit.scratchpipe.drivers import PlanIn, start_driver
 from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
 from scratchkit.scratchpipe.host_stages import HostStages
+from scratchkit.scratchpipe.own_planner import PlanMistake, Planner
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 from scratchkit.scratchpipe.rows import ScratchpadRows
 from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
@@ -43,7 +44,7 @@ from scratchkit.scratchpipe.train import count_hits, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
 
-__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "ScratchPipeTrainer"]
+__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "ScratchPipeTrainer"]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
@@ -52,7 +53,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
                  horizon: int | None = None, engine: str = "auto", record_events: bool = True,
                  stage_hook: Callable[[Stage, int], None] | None = None,
-                 planner: PlanIn | str = PlanIn.AUTO, planner_threads: int | None = None,
+                 planner: PlanIn | str | Planner = PlanIn.AUTO, planner_threads: int | None = None,
                  native_planner: bool | None = None):
         super().__init__(config, source, device)
         self.depth = config.cache.depth
@@ -60,7 +61,10 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.schedule = Schedule(self.depth, hazards)
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
-        self.plan_in = PlanIn.parse(planner)      # where the host stages run (drivers.py)
+        # `planner`: where the kit's planner runs (drivers.py), or a planner of your own (a function,
+        # own_planner.py), run on the threads driver: in the trainer's process, where it was written
+        self.own_planner = planner if callable(planner) else None
+        self.plan_in = PlanIn.THREAD if self.own_planner is not None else PlanIn.parse(planner)
         self.plans_on_device = self.plan_in is PlanIn.DEVICE   # scratchpipe-device: Plan and the moves there
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
@@ -105,7 +109,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
                                    self.policy, self.hazards.holds, self.horizon, self.events.enabled,
                                    threads, self.native_planner, self.plan_shards,
-                                   str(self.device) if self.plans_on_device else None)
+                                   str(self.device) if self.plans_on_device else None, self.own_planner)
 
     def _planner_threads(self, where: PlanIn) -> int:
         if self.planner_threads is not None:
@@ -159,6 +163,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
             finished = True
         except PipelineError as error:
             if isinstance(error.__cause__, BadBatchError):   # the same words as every trainer's
+                raise error.__cause__ from None
+            if isinstance(error.__cause__, PlanMistake):     # your planner's: the rule and the batch
                 raise error.__cause__ from None
             raise
         finally:

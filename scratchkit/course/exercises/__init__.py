@@ -5,13 +5,13 @@
     check(gather_rows)       # a CUDA kernel's source (notebook 08): built for the CPU, traced, checked
 
 Each notebook's exercises are in a module of their own (hybrid: 01, caches: 02, windows: 03,
-pipeline: 04, costs: 05, own_data: 06, sharded: 07, kernels: 08). The solutions the tests fill
+pipeline: 04, costs: 05, own_data: 06, sharded: 07, kernels: 08, capstone: 09). The solutions the tests fill
 in live outside the package, in `solutions/` at the repository's root.
 """
 from __future__ import annotations
 
-from scratchkit.course.exercises import (caches, costs, hybrid, own_data, pipeline, sharded,  # noqa: F401
-                                         windows)                                        # (register)
+from scratchkit.course.exercises import (capstone, caches, costs, hybrid, own_data, pipeline,  # noqa: F401
+                                         sharded, windows)                               # (register)
 from scratchkit.course.exercises.checking import EXERCISES, CheckResult, check_function
 
 
