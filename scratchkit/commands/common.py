@@ -63,13 +63,13 @@ def capacity_arg(text: str):
 
 
 
-def source_and_config(args, batches: int):
-    """(source, config, a few words naming the data) for a run of `batches` batches: --data or a
-    profile, with the training flags applied where the command has them; a run longer than the
-    data is refused (bench, verify and trace fit theirs to the data instead: commands/notes.py)."""
+def source_and_config(args, steps: int, warmup: int = 0):
+    """(source, config, a few words naming the data) for a run of `steps` steps after `warmup`:
+    --data or a profile, with the training flags applied where the command has them; a run longer
+    than the data is refused (bench, verify and trace fit theirs to it instead: `fitted_run`)."""
     source, config, name = open_source(args)
-    data_args.check_batches(source, batches)
-    return source, train_config(args, config, source, batches), name
+    data_args.check_batches(source, steps, warmup)
+    return source, train_config(args, config, source, steps + warmup), name
 
 
 def open_source(args):
@@ -126,9 +126,8 @@ def run_length(args) -> tuple[int, int]:
 
 def config_from_args(args, batches: int | None = None):
     """The TrainConfig the flags describe (the source: `source_and_config`)."""
-    if batches is None:
-        batches = sum(run_length(args))
-    return source_and_config(args, batches)[1]
+    steps, warmup = run_length(args) if batches is None else (batches, 0)
+    return source_and_config(args, steps, warmup)[1]
 
 
 def _profile_config(args):

@@ -11,7 +11,7 @@ The model and table sizes come from the data (`scratchkit.data.open`), so --data
 """
 from __future__ import annotations
 
-from scratchkit.commands.notes import load_note
+from scratchkit.commands.notes import batches_held, bench_length, load_note
 from scratchkit.data.lines import MalformedLineError
 
 
@@ -77,9 +77,12 @@ def refuse_without_data(args) -> None:
         raise ValueError(f"{', '.join(stray)} apply to --data only")
 
 
-def check_batches(source, wanted: int, flag: str = "--steps") -> None:
-    """Refuse a run longer than the data, naming the flag."""
-    if wanted > len(source):
-        raise ValueError(f"{flag} asks for {wanted} batches; the data has {len(source)} batches of "
-                         f"{source.batch_size}: use {flag} {len(source)} or less, or a smaller "
-                         f"--batch-size")
+def check_batches(source, steps: int, warmup: int = 0) -> None:
+    """Refuse a run longer than the data, naming the flags and lengths that fit (warm-up counted)."""
+    if steps + warmup <= len(source):
+        return
+    fit_steps, fit_warmup = bench_length(len(source), steps, warmup)
+    asked = f"--steps {steps} and --warmup {warmup} ask" if warmup else f"--steps {steps} asks"
+    fits = f"--steps {fit_steps} --warmup {fit_warmup}" if warmup else f"--steps {fit_steps}"
+    raise ValueError(f"{asked} for {steps + warmup} batches; {batches_held(source)}: use {fits} "
+                     f"or fewer, or a smaller --batch-size")

@@ -32,17 +32,23 @@ def fit_steps(source, wanted: int, command: str) -> int:
 
 
 def fit_bench(source, steps: int, warmup: int) -> tuple[int, int]:
-    """(timed steps, warm-up steps) that fit `source`: the warm-up shrinks first, but one warm-up
-    step stays where there are two batches or more (the first step carries most of the start-up
-    cost), then the timed steps take the rest. Said in a note when anything shrank."""
-    have = len(source)
+    """(timed steps, warm-up steps) that fit `source` (`bench_length`), said in a note when
+    anything shrank."""
+    kept_steps, kept_warmup = bench_length(len(source), steps, warmup)
+    if (kept_steps, kept_warmup) != (steps, warmup):
+        note(f"{batches_held(source)}, fewer than the {warmup} warm-up and {steps} timed steps "
+             f"asked for: bench runs {kept_warmup} warm-up and {kept_steps} timed steps")
+    return kept_steps, kept_warmup
+
+
+def bench_length(have: int, steps: int, warmup: int) -> tuple[int, int]:
+    """(timed steps, warm-up steps) that fit `have` batches: the warm-up shrinks first, but one
+    warm-up step stays where there are two batches or more (the first step carries most of the
+    start-up cost), then the timed steps take the rest."""
     if steps + warmup <= have:
         return steps, warmup
     kept_warmup = min(warmup, max(have - steps, 1 if have > 1 else 0))
-    kept_steps = min(steps, have - kept_warmup)
-    note(f"{batches_held(source)}, fewer than the {warmup} warm-up and {steps} timed steps asked "
-         f"for: bench runs {kept_warmup} warm-up and {kept_steps} timed steps")
-    return kept_steps, kept_warmup
+    return min(steps, have - kept_warmup), kept_warmup
 
 
 def startup_note(steps: int, warmup: int) -> None:
