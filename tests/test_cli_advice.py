@@ -8,6 +8,7 @@ import re
 import pytest
 
 from scratchkit.commands.cli import main
+from test_cli_data import U_DATA
 from test_own_data import criteo_rows, write
 
 
@@ -29,18 +30,20 @@ def mine(tmp_path, monkeypatch):
 
 
 def follow(argv: list[str], err: str) -> list[str]:
-    """`argv` changed as the error advises: "did you mean --FLAG", "use --FLAG VALUE",
-    "drop --FLAG" or "mkdir -p FOLDER" (the first that appears)."""
+    """`argv` changed as the error advises: "did you mean --FLAG", "use --FLAG VALUE [--FLAG
+    VALUE]", "drop --FLAG" or "mkdir -p FOLDER" (the first that appears)."""
     argv = [str(a) for a in argv]
     if m := re.search(r"did you mean (--[\w-]+)", err):
         wrong = re.search(r"unrecognized arguments: (--[\w-]+)", err).group(1)
         return [m.group(1) if a == wrong else a for a in argv]
-    if m := re.search(r"use (--[\w-]+) (\S+?)[,;.)]?(?:\s|$)", err):
-        flag, value = m.groups()
-        if flag in argv:
-            i = argv.index(flag)
-            return argv[:i] + [flag, value] + argv[i + 2:]
-        return argv + [flag, value]
+    if m := re.search(r"use ((?:--[\w-]+ [^\s,;)]+\s?)+)", err):
+        for flag, value in re.findall(r"(--[\w-]+) ([^\s,;)]+)", m.group(1)):
+            if flag in argv:
+                i = argv.index(flag)
+                argv = argv[:i] + [flag, value] + argv[i + 2:]
+            else:
+                argv = argv + [flag, value]
+        return argv
     if m := re.search(r"drop (--[\w-]+)", err):
         i = argv.index(m.group(1))
         takes_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
@@ -80,6 +83,8 @@ ADVISED = [   # (what, argv, what the error must say)
     ("scratchpad too small", ["verify", "--data", "criteo:mine.tsv", "--trainers", "scratchpipe",
                               "--capacity", "10"], "--capacity min"),
     ("data kind", ["verify", "--data", "movielens:mine.tsv", "--trainers", "hybrid"], "criteo:"),
+    ("data kind, the other way", ["verify", "--data", f"criteo:{U_DATA}", "--trainers", "hybrid"],
+     "movielens:"),
     ("mistyped flag", ["bench", "--profle", "tiny", "--trainers", "hybrid", "--quick"],
      "usage: scratchkit bench"),
     ("missing folder", ["trace", "--profile", "tiny", "--steps", "2", "--out", "missing/ids.npy"],
@@ -88,6 +93,8 @@ ADVISED = [   # (what, argv, what the error must say)
                              "--steps", "3"], "--quick"),
     ("malformed line", ["verify", "--data", "criteo:bad.tsv", "--trainers", "hybrid"],
      "--bad-lines skip"),
+    ("sharded run longer than the data", ["bench", "--data", "criteo:mine.tsv", "--trainers", "hybrid",
+                                          "--world-size", "2"], "--warmup"),   # ranks do not fit it
 ]
 
 
