@@ -203,6 +203,6 @@ def test_movielens_numbers_too_large_are_refused(tmp_path):
 def test_too_small_a_scratchpad_names_the_cli_flag_on_the_command_line(capsys):
     code, _, err = cli(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
                        "--capacity", 10, "--steps", 4)
-    assert code == 2 and "fits every table (--capacity min finds it)" in err
+    assert code == 2 and "(the fewest every trainer and table here accept) or --capacity min" in err
     assert "CacheParams" not in err and len(err.strip().splitlines()) == 1
     json.dumps(err)   # one plain line

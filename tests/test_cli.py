@@ -86,8 +86,8 @@ def test_capacity_min_is_the_smallest_scratchpipe_accepts(capsys):
     minimum = int(err.split("capacity min = ")[1].split()[0])
     code, out, err = run(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
                          "--capacity", str(minimum - 1), "--depth", "2", "--steps", "8")
-    assert code == 2 and "too small for look-ahead depth 2" in err
-    assert f"--capacity {minimum} fits every table" in err and "CacheParams" not in err
+    assert code == 2 and "3 batches in flight (look-ahead depth 2)" in err
+    assert f"use --capacity {minimum} (the fewest" in err and "CacheParams" not in err
 
 
 def test_capacity_must_be_a_number_or_min(capsys):

@@ -89,8 +89,6 @@ def test_simulate_capacity_min_is_the_lookahead_minimum(capsys, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["verify", "--data", f"criteo:{CRITEO}", "--profile", "tiny"], "--data derives the model from the data: drop --profile"),
     (["verify", "--max-rows", "10"], "--max-rows apply to --data only"),
-    (["verify", "--data", f"criteo:{CRITEO}", "--batch-size", "4", "--steps", "13"],
-     "--steps asks for 13 batches; the data has 12 batches of 4"),
     (["bench", "--data", "parquet:x"], "unknown data kind 'parquet'"),
     (["bench", "--data", "criteo"], "is not KIND:PATH"),
     (["trace", "--data", "criteo:/no/such.tsv", "--out", "x.npy"], "data file /no/such.tsv does not exist"),

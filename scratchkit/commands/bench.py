@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.common import (BENCH_STEPS, BENCH_WARMUP, QUICK, add_config_args,
+                                        fitted_run, progress, run_length)
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
 
 DEFAULT_TRAINERS = "gpu-only,hybrid"   # --validate's default is every trainer
@@ -14,9 +15,12 @@ def add_parser(subparsers) -> None:
     add_config_args(p)
     p.add_argument("--trainers", default=None, help="comma-separated (default gpu-only,hybrid; "
                                                     "with --validate every trainer)")
-    p.add_argument("--steps", type=int, default=100, help="timed steps per trainer (default 100)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
-    p.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up: a smoke run")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"timed steps per trainer (default {BENCH_STEPS}; fewer where the data "
+                        "has fewer batches, said on stderr)")
+    p.add_argument("--warmup", type=int, default=None, help=f"untimed steps first (default {BENCH_WARMUP})")
+    p.add_argument("--quick", action="store_true",
+                   help=f"{QUICK[0]} timed steps, {QUICK[1]} warm-up: a smoke run (not with --steps or --warmup)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--project", default=None, metavar="PROFILE",
                    help="add the cost model's projection for a hardware profile: this-cpu, "
@@ -49,8 +53,7 @@ def run(args) -> int:
     if args.project is not None:
         from scratchkit.measure.hardware import parse_profiles
         profiles = parse_profiles(args.project)      # bad names fail before anything trains
-    steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
-    source, config, name = source_and_config(args, steps + warmup)
+    source, config, name, steps, warmup = fitted_run(args, trainers, *run_length(args))
     results = run_bench(config, trainers, steps, warmup=warmup, source=source, device=args.device,
                         wrap=progress)
     projections = None

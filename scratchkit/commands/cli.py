@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 
 # Subcommand modules, in the order `scratchkit --help` lists them.
@@ -10,6 +12,11 @@ COMMANDS = ("info", "bench", "verify", "calibrate", "trace", "simulate")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    return build_parsers()[0]
+
+
+def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each subcommand's by name (whose usage a wrong flag shows)."""
     parser = argparse.ArgumentParser(
         prog="scratchkit",
         description="Train, verify, benchmark and simulate embedding caches and ScratchPipe.")
@@ -22,16 +29,30 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # a subcommand not built yet is simply not offered
             raise
         module.add_parser(subparsers)
-    return parser
+    return parser, subparsers.choices
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments; a flag the subcommand does not know is refused by the subcommand's own
+    parser (its usage, not the top level's) with the nearest flag it does know."""
+    parser, commands = build_parsers()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = commands[args.command]
+        flags = sorted(set(re.findall(r"--[\w-]+", command.format_help())))
+        nearest = difflib.get_close_matches(unknown[0], flags, n=1)
+        hint = f"; did you mean {nearest[0]}?" if nearest and unknown[0].startswith("-") else ""
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     args.argv = argv   # `--world-size N` hands them to the ranks (commands/distributed.py)
     try:
         return int(args.run(args) or 0)
-    except (ValueError, FileNotFoundError) as err:  # bad input: say what and where, no traceback
+    except (ValueError, OSError) as err:  # bad input, a path not there or not writable: one line
         from scratchkit.commands.common import in_cli_words
 
         print(f"scratchkit {args.command}: error: {in_cli_words(err)}", file=sys.stderr)

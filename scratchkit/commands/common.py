@@ -11,6 +11,9 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 
+BENCH_STEPS, BENCH_WARMUP = 100, 5     # bench's timed and warm-up steps when not given
+QUICK = (10, 2)                         # --quick's: a smoke run
+
 
 def add_config_args(parser, default_profile: str = "small") -> None:
     """The data flags and the training flags (bench, verify)."""
@@ -60,28 +63,71 @@ def capacity_arg(text: str):
 
 
 
-def source_and_config(args, batches: int):
-    """(source, config, a few words naming the data) for a run of `batches` batches: --data or a
-    profile, with the training flags applied where the command has them."""
-    depth = getattr(args, "depth", None) or 2
+def source_and_config(args, steps: int, warmup: int = 0):
+    """(source, config, a few words naming the data) for a run of `steps` steps after `warmup`:
+    --data or a profile, with the training flags applied where the command has them; a run longer
+    than the data is refused (bench, verify and trace fit theirs to it instead: `fitted_run`)."""
+    source, config, name = open_source(args)
+    data_args.check_batches(source, steps, warmup)
+    return source, train_config(args, config, source, steps + warmup), name
+
+
+def open_source(args):
+    """(source, config, a few words naming the data): --data or a profile, the training flags
+    not yet applied (`train_config`)."""
     if args.data is not None:
-        source, config, name = data_args.open_from_args(args, depth)
+        return data_args.open_from_args(args, getattr(args, "depth", None) or 2)
+    data_args.refuse_without_data(args)
+    args.profile = args.profile or args.default_profile
+    config = _profile_config(args)
+    return SyntheticSource(config.data), config, f"profile {args.profile}"
+
+
+def train_config(args, config, source, batches: int):
+    """`config` with the training flags applied, where the command has them (--capacity min is
+    measured over `batches` batches of `source`)."""
+    return _training(args, config, source, batches) if hasattr(args, "optimizer") else config
+
+
+def fitted_run(args, trainers: list[str], steps: int, warmup: int | None = None):
+    """(source, config, name, steps, warmup) of a training run (bench; verify, which has no
+    warm-up: None): the steps fitted to a shorter source and said so, the caches checked over
+    every batch the run trains, and a note where timed figures include start-up costs."""
+    from scratchkit.commands.capacity import check_capacity   # torch: only once a command runs
+    from scratchkit.commands.notes import fit_bench, fit_steps, startup_note
+
+    source, config, name = open_source(args)
+    if warmup is None:
+        steps, warmup, timed = fit_steps(source, steps, args.command), 0, False
     else:
-        data_args.refuse_without_data(args)
-        args.profile = args.profile or args.default_profile
-        config, name = _profile_config(args), f"profile {args.profile}"
-        source = SyntheticSource(config.data)
-    data_args.check_batches(source, batches)
-    if hasattr(args, "optimizer"):
-        config = _training(args, config, source, batches)
-    return source, config, name
+        (steps, warmup), timed = fit_bench(source, steps, warmup), True
+    batches = steps + warmup
+    config = train_config(args, config, source, batches)
+    check_capacity(args, trainers, source, config, batches, f"the {batches} batches this run trains"
+                   + (" (warm-up included)" if warmup else ""))
+    if timed:
+        startup_note(steps, warmup)
+    return source, config, name, steps, warmup
+
+
+def run_length(args) -> tuple[int, int]:
+    """(timed steps, untimed warm-up steps) the flags ask for: --steps and --warmup (bench's
+    defaults where not given; verify has no warm-up), or --quick's, which refuses either flag
+    beside it rather than override it."""
+    steps, warmup = getattr(args, "steps", None), getattr(args, "warmup", 0)
+    if getattr(args, "quick", False):
+        given = [flag for flag, value in (("--steps", steps), ("--warmup", warmup)) if value is not None]
+        if given:
+            raise ValueError(f"--quick runs {QUICK[0]} timed steps after {QUICK[1]} warm-up: "
+                             f"drop {' and '.join(given)}, or drop --quick")
+        return QUICK
+    return (BENCH_STEPS if steps is None else steps, BENCH_WARMUP if warmup is None else warmup)
 
 
 def config_from_args(args, batches: int | None = None):
     """The TrainConfig the flags describe (the source: `source_and_config`)."""
-    if batches is None:
-        batches = getattr(args, "steps", 100) + getattr(args, "warmup", 0)
-    return source_and_config(args, batches)[1]
+    steps, warmup = run_length(args) if batches is None else (batches, 0)
+    return source_and_config(args, steps, warmup)[1]
 
 
 def _profile_config(args):
@@ -133,6 +179,8 @@ def in_cli_words(error: Exception) -> str:
     if isinstance(error, ScratchpadTooSmall):
         return (f"{error.problem()} --capacity {error.fits_all} fits every table (--capacity min "
                 f"finds it), or use a smaller --depth.")
+    if isinstance(error, OSError) and error.filename is not None:   # not "[Errno 2] ..."
+        return f"{error.filename}: {error.strerror}"
     return str(error)
 
 

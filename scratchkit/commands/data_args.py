@@ -11,6 +11,9 @@ The model and table sizes come from the data (`scratchkit.data.open`), so --data
 """
 from __future__ import annotations
 
+from scratchkit.commands.notes import batches_held, bench_length, load_note
+from scratchkit.data.lines import MalformedLineError
+
 
 def add_arguments(parser, batch_size: bool = True) -> None:
     group = parser.add_argument_group("your own data (instead of --profile)")
@@ -43,8 +46,26 @@ def open_from_args(args, depth: int = 2):
         options |= {"errors": args.bad_lines, "cache_dir": args.cache_dir}
     elif args.cache_dir is not None or args.bad_lines != "raise":
         raise ValueError("--cache-dir and --bad-lines apply to text files, not criteo-npy")
-    source, config = open_data(args.data, **options)
+    try:
+        source, config = open_data(args.data, **options)
+    except MalformedLineError as error:
+        raise ValueError(f"{error}; {bad_line_advice(args.data, error)}") from None
+    load_note(source.report, skipping=args.bad_lines == "skip")
     return source, config, f"data {args.data}"
+
+
+def bad_line_advice(spec: str, error) -> str:
+    """What to do about a line the loader refused: the kind the file looks like when it is not
+    the kind given, else --bad-lines skip (a wrong header is not a line to skip)."""
+    from scratchkit.data.open_data import guess_kind, parse_data_spec
+
+    kind, path = parse_data_spec(spec)
+    looks = guess_kind(path)
+    if looks is not None and looks is not kind:
+        return f"the file looks like {looks.value} data: use --data {looks.value}:{path}"
+    if error.kind == "bad header":
+        return f"a {kind.value} file of this format starts with the header named"
+    return "use --bad-lines skip to leave such lines out (they are counted)"
 
 
 def refuse_without_data(args) -> None:
@@ -56,9 +77,12 @@ def refuse_without_data(args) -> None:
         raise ValueError(f"{', '.join(stray)} apply to --data only")
 
 
-def check_batches(source, wanted: int, flag: str = "--steps") -> None:
-    """Refuse a run longer than the data, naming the flag."""
-    if wanted > len(source):
-        raise ValueError(f"{flag} asks for {wanted} batches; the data has {len(source)} batches of "
-                         f"{source.batch_size}: use {flag} {len(source)} or less, or a smaller "
-                         f"--batch-size")
+def check_batches(source, steps: int, warmup: int = 0) -> None:
+    """Refuse a run longer than the data, naming the flags and lengths that fit (warm-up counted)."""
+    if steps + warmup <= len(source):
+        return
+    fit_steps, fit_warmup = bench_length(len(source), steps, warmup)
+    asked = f"--steps {steps} and --warmup {warmup} ask" if warmup else f"--steps {steps} asks"
+    fits = f"--steps {fit_steps} --warmup {fit_warmup}" if warmup else f"--steps {fit_steps}"
+    raise ValueError(f"{asked} for {steps + warmup} batches; {batches_held(source)}: use {fits} "
+                     f"or fewer, or a smaller --batch-size")

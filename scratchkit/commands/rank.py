@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_rank_command(args) -> int:
-    from scratchkit.commands.common import config_from_args, parse_trainer_list
+    from scratchkit.commands.common import config_from_args, parse_trainer_list, run_length
     from scratchkit.distributed.failure import Fault
     from scratchkit.distributed.group import RankEnv, rank_device
     from scratchkit.distributed.job import JobSpec, RankFailed, run_rank
@@ -75,10 +75,10 @@ def run_rank_command(args) -> int:
     check_sharding_args(args)
     if args.command == "verify" and args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
-    quick = getattr(args, "quick", False)
+    steps, warmup = run_length(args)
     spec = JobSpec(config=config_from_args(args), trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),
                    sharding=Sharding.parse(args.sharding),
-                   steps=10 if quick else args.steps, warmup=2 if quick else getattr(args, "warmup", 0),
+                   steps=steps, warmup=warmup,
                    device=rank_device(args.device, env.local_rank),
                    tolerance=getattr(args, "tolerance", None), hang_timeout=args.hang_timeout,
                    fault=Fault.parse(args.inject_fault) if args.inject_fault else None,

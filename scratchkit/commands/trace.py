@@ -2,19 +2,24 @@
 `.npy` of int64 ids, a batch at a time (memory: one batch, whatever the length)."""
 from __future__ import annotations
 
-from scratchkit.commands.common import add_data_args, progress_counter, source_and_config
+from pathlib import Path
+
+from scratchkit.commands.common import add_data_args, open_source, progress_counter
+from scratchkit.commands.notes import fit_steps
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("trace", help="write an access trace (.npy int64 ids) for the simulators")
     add_data_args(p)
     p.add_argument("--steps", type=int, default=None,
-                   help="batches to include (default: 100 of a profile, every batch of --data)")
+                   help="batches to include (default: 100 of a profile, every batch of --data; "
+                        "at most the data's batches, said on stderr)")
     p.add_argument("--out", required=True, help="output path, e.g. ids.npy")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    check_folder(args.out)
     path, accesses, batches = write_from_args(args, args.out)
     distinct = "?"
     if accesses < 5_000_000:
@@ -31,10 +36,17 @@ def write_from_args(args, out) -> tuple:
 
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {args.steps}")
-    batches = args.steps if args.steps is not None else (100 if args.data is None else 1)
-    source, _, _ = source_and_config(args, batches)
-    if args.steps is None and args.data is not None:
-        batches = len(source)
+    source, _, _ = open_source(args)
+    wanted = args.steps if args.steps is not None else (100 if args.data is None else len(source))
+    batches = fit_steps(source, wanted, "trace")
     with progress_counter(batches, "trace", unit="batch") as bar:
         path, accesses = stream_trace(source, batches, out, on_batch=bar.update)
     return path, accesses, batches
+
+
+def check_folder(out) -> None:
+    """Refuse an --out whose folder is missing before any batch is read, naming the folder."""
+    folder = Path(out).parent
+    if not folder.is_dir():
+        raise ValueError(f"--out {out}: there is no folder {folder} to write it in: mkdir -p "
+                         f"{folder} first, or give another --out")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from argparse import Namespace
 
-from scratchkit.commands.common import config_from_args, parse_trainer_list, progress
+from scratchkit.commands.common import config_from_args, parse_trainer_list, progress, run_length
 from scratchkit.profiles import PROFILES, SCALABLE
 
 
@@ -23,7 +23,7 @@ def run_validation(args) -> int:
     from scratchkit.trainers import available_trainers
 
     trainers = parse_trainer_list(args.trainers) if args.trainers else available_trainers()
-    steps, warmup = (10, 2) if args.quick else (args.steps, args.warmup)
+    steps, warmup = run_length(args)
     configs = []
     for name in profiles_of(args):      # every config built (and checked) before anything trains
         scale = args.scale if name in SCALABLE or args.profile != "all" else None   # one profile: checked

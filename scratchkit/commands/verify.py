@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from scratchkit.commands.common import add_config_args, progress, source_and_config
+from scratchkit.commands.common import add_config_args, fitted_run, progress
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
 from scratchkit.config import SummationOrder
 
@@ -12,7 +12,8 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("verify", help="compare trainers' final parameters with plain PyTorch")
     add_config_args(p, default_profile="tiny")           # trains in about a second
     p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
-    p.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
+    p.add_argument("--steps", type=int, default=20,
+                   help="training steps (default 20; fewer where the data has fewer batches, said on stderr)")
     p.add_argument("--tolerance", type=float, default=None, help="max abs difference allowed "
                    "(default 0 on CPU: deterministic runs agree bit for bit; 1e-4 on CUDA)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of lines")
@@ -29,8 +30,8 @@ def run(args) -> int:
     if args.world_size is not None:
         return run_sharded("verify", args)
     trainers = parse_trainer_list(args.trainers)
-    source, config, _ = source_and_config(args, args.steps)
-    results = list(progress(verify(config, trainers, args.steps, source=source, device=args.device,
+    source, config, _, steps, _ = fitted_run(args, trainers, args.steps)
+    results = list(progress(verify(config, trainers, steps, source=source, device=args.device,
                                    tolerance=args.tolerance), len(trainers), "verify"))
     return show(results, args.json, by_id=config.summation_order is SummationOrder.BY_ID)
 

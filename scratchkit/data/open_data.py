@@ -46,6 +46,29 @@ def parse_data_spec(spec: str) -> tuple[DataKind, Path]:
     return DataKind.parse(kind), Path(path)
 
 
+def guess_kind(path: str | Path) -> DataKind | None:
+    """The kind a file looks like from its first line: 40 tab-separated columns is Criteo, 4
+    columns or ratings.csv's header MovieLens; a folder of .npy files criteo-npy. None: none of
+    them (or nothing to read). For the hint of a file given as the wrong kind."""
+    from scratchkit.data.criteo import NUM_COLUMNS
+    from scratchkit.data.lines import open_text
+    from scratchkit.data.movielens import MovieLensFormat
+
+    path = Path(path)
+    if path.is_dir():
+        return DataKind.CRITEO_NPY if any(path.glob("*.npy")) else None
+    if not path.is_file():
+        return None
+    with open_text(path) as lines:
+        first = lines.readline().rstrip("\r\n").lstrip("\ufeff")
+    if len(first.split("\t")) == NUM_COLUMNS:
+        return DataKind.CRITEO
+    if first == MovieLensFormat.RATINGS_CSV.header or any(len(first.split(f.separator)) == 4
+                                                           for f in MovieLensFormat):
+        return DataKind.MOVIELENS
+    return None
+
+
 def open_data(kind: DataKind | str, path: str | Path | None = None, *, batch_size: int | None = None,
               max_rows: int | None = None, max_samples: int | None = None, table_sizes=None,
               errors: str = "raise", cache_dir: str | Path | None = None, progress: bool = True,
@@ -100,4 +123,4 @@ def config_for(source, *, depth: int = DEFAULT_DEPTH, seed: int = 0, dim: int = 
                        cache=CacheParams(capacity=worst, depth=depth), seed=seed)
 
 
-__all__ = ["open_data", "config_for", "parse_data_spec", "DataKind"]
+__all__ = ["open_data", "config_for", "parse_data_spec", "guess_kind", "DataKind"]
