@@ -231,9 +231,13 @@ def test_a_cache_smaller_than_a_working_set_is_refused_naming_the_minimum(tiny_c
     source = SyntheticSource(tiny_config.data)
     first = max(len(np.unique(i)) for i in source.batch(0).ids)
     trainer = make_trainer(policy, with_cache(tiny_config, first - 1), device="cpu")
-    with pytest.raises(ValueError, match=rf"capacity must be at least {first} rows"):
-        trainer.train_step()
+    with pytest.raises(ValueError, match=rf"at least {first} rows for batches 0..0"):
+        trainer.train_step()                     # a lone step: its own working set
     assert trainer.next_batch == 0
+    # a call: the minimum for every batch it trains, so following the message trains them all
+    whole = minimum_capacity(source, STEPS)
+    with pytest.raises(ValueError, match=rf"at least {whole} rows for batches 0..{STEPS - 1} "):
+        list(trainer.train(STEPS))
     assert minimum_capacity(source, STEPS) == largest_working_set(tiny_config, STEPS - 1, together=1)
     with make_trainer(policy, with_cache(tiny_config, minimum_capacity(source, STEPS)),
                       device="cpu") as enough:

@@ -42,6 +42,7 @@ from scratchkit.embedding.device_cache import DeviceCache
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.embedding.working_sets import WorkingSets
+from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
 
@@ -164,11 +165,13 @@ class DemandFilledTrainer(CachedTrainer):
     def check_working_set(self, t, size, step):
         capacity = self.caches[t].capacity
         if size > capacity:
+            stop = max(self.call_end, step + 1)   # the rest of the running call (a lone step: itself)
+            fits = max(minimum_capacities(self.source, 0, step, stop))   # depth 0: each batch alone
             raise ValueError(
                 f"{self.name} cache too small: table {t}, batch {step} touches {size} "
                 f"distinct rows but the cache holds {capacity}. A batch never evicts its own rows, so "
-                f"the capacity must be at least {size} rows (this batch's working set; "
-                f"scratchkit.trainers.cached.minimum_capacity(source, steps) gives it for a whole run)")
+                f"the capacity must hold each batch's working set: at least {fits} rows for batches "
+                f"{step}..{stop - 1} (the command line's --capacity min finds it for a whole run)")
 
     def admit(self, t, unique, counts, slot_u, step, locked, stages):
         cache, policy, stage = self.caches[t], self.policies[t], self.timer.stage
