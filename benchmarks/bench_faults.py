@@ -33,7 +33,7 @@ from dataclasses import asdict
 from scratchkit.config import OptimizerKind
 from scratchkit.measure.faults import Campaign, FaultKind, Snapshots, default_cases
 from scratchkit.measure.killed_saves import kill_saves
-from scratchkit.measure.record import write_record
+from scratchkit.measure.record import RunRecord
 from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, all_cases, case_config,
                                             prefetch_capacity_case, run_case)
 
@@ -153,6 +153,8 @@ def main(argv=None) -> int:
     if min(args.cases, args.configs, args.kills) < 1:
         parser.error("--cases, --configs and --kills must be >= 1")
     run = {"scratchpipe": scratchpipe_part, "steps": steps_part, "capacity": capacity_part, "saves": saves_part}
+    command = "benchmarks/bench_faults.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    record = RunRecord(command.strip())
     figures, good, started = {}, True, time.perf_counter()
     for part in parts:
         figures[part], ok = run[part](args)
@@ -161,8 +163,7 @@ def main(argv=None) -> int:
     figures["seconds"] = round(time.perf_counter() - started)
     print(f"{'all exact' if good else 'NOT ALL EXACT'}, {figures['seconds']} s")
     if args.record:
-        command = "benchmarks/bench_faults.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
-        print(f"recorded in {write_record(args.record, command.strip(), figures)}")
+        print(f"recorded in {record.write(args.record, figures)}")
     return 0 if good else 1
 
 

@@ -3,8 +3,9 @@
 Every figure the README or the docs quote comes from such a record in `results/`, so a reader can
 see where it came from and run it again:
 
-    write_record("results/faults.json", "benchmarks/bench_faults.py --record results/faults.json",
-                 {"kinds": {...}})
+    record = RunRecord("benchmarks/bench_faults.py --record results/faults.json")   # as it starts
+    ...
+    record.write("results/faults.json", {"steps": {...}})                           # as it ends
 """
 from __future__ import annotations
 
@@ -29,15 +30,18 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
-def make_record(command: str, figures: dict) -> dict:
-    return {"command": command, "commit": commit(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": machine_name(), "figures": figures}
+class RunRecord:
+    """Made as a run starts (the commit and the date are the start's: a long run outlives a
+    checkout's HEAD); `write` adds the figures when it ends."""
 
+    def __init__(self, command: str):
+        self.head = {"command": command, "commit": commit(),
+                     "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                     "machine": machine_name()}
 
-def write_record(path: str | Path, command: str, figures: dict) -> Path:
-    """Write the record of a run to `path` (JSON). -> the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(make_record(command, figures), indent=2) + "\n")
-    return path
+    def write(self, path: str | Path, figures: dict) -> Path:
+        """Write the record with `figures` to `path` (JSON). -> the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.head | {"figures": figures}, indent=2) + "\n")
+        return path
