@@ -230,3 +230,14 @@ def test_visualizer_shows_a_run_already_trained_without_training_again():
     assert shown.result is recorded and calls == [] and shown.progress.value == 6
     with pytest.raises(ValueError, match="switches start with every rule on"):
         PipelineVisualizer(lab, result=HazardLab(visualizer_config(), steps=4).run(Hazards(holds=False)))
+
+
+def test_visualizer_gap_axis_follows_the_run(visualizer):
+    """An exact run's gap axis reads 0 alone; a broken run's gap gets plotly's own axis."""
+    assert list(visualizer.figure.layout.yaxis4.tickvals) == [0]
+    visualizer.holds.value = False
+    broken = visualizer.result.loss_gap.max() > 0
+    assert (visualizer.figure.layout.yaxis4.tickvals is None) == broken
+    visualizer.holds.value = True
+    assert list(visualizer.figure.layout.yaxis4.tickvals) == [0]
+

@@ -32,7 +32,7 @@ from scratchkit.profiles import get_profile
 from scratchkit.trainers.scratchpipe import Hazards
 from scratchkit.course.viz import hit_rate_curves, pipeline_view
 from scratchkit.course.viz.palette import CONFLICT, FREE, INSERTED, RESIDENT, VICTIM, batch_colour
-from scratchkit.course.viz.pipeline import map_grid
+from scratchkit.course.viz.pipeline import gap_axis, map_grid
 
 __all__ = ["CacheExplorer", "PipelineVisualizer", "TrainingDashboard", "visualizer_config"]
 # cheapest first, so a new locality shows its fast curves at once (opt ~15 ms, lfu ~0.5 s on small)
@@ -230,6 +230,7 @@ class PipelineVisualizer(widgets.VBox):
             with self.figure.batch_update():
                 for old, new in zip(self.figure.data, fresh.data):
                     old.update(new.to_plotly_json())
+                self._gap_axis(self.result.loss_gap)
         self.verdict.value = "<br>".join(html.escape(line) for line in self.result.verdict())
         self.moment.value = 0
         self.moment.max = self.play.max = len(self.moments) - 1
@@ -248,6 +249,10 @@ class PipelineVisualizer(widgets.VBox):
             hit.x, hit.y = steps, [r.hits / r.lookups if r.lookups else 1.0 for r in records]
             gap = _trace(self.figure, "|loss - baseline loss|")
             gap.x, gap.y = steps, np.abs(np.array([r.loss for r in records]) - losses)
+            self._gap_axis(gap.y)
+
+    def _gap_axis(self, loss_gap) -> None:
+        self.figure.update_yaxes(row=2, col=2, secondary_y=True, **gap_axis(loss_gap))
 
     def show(self) -> None:
         """Draw the current moment: the highlighted event, the slot map, and the words."""
