@@ -1,5 +1,6 @@
 """The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
 import re
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -241,3 +242,23 @@ def test_visualizer_gap_axis_follows_the_run(visualizer):
     visualizer.holds.value = True
     assert list(visualizer.figure.layout.yaxis4.tickvals) == [0]
 
+
+def test_dashboard_made_without_steps_trains_until_stopped_or_the_data_ends(tiny_config):
+    """As the notebook makes it: a run goes on to the end of its data (the status says how long),
+    so a slider moved or stop pressed seconds after the start meets a running trainer."""
+    config = tiny_config.replace(data=replace(tiny_config.data, num_batches=5000))
+    board = TrainingDashboard(config, every=0.0, trainers=["hybrid"])
+    try:
+        board.start.click()
+        deadline = time.time() + 60
+        while len(board.run.records) < 30 and time.time() < deadline:
+            time.sleep(0.05)
+        assert board.run.running and board.progress.max == 5000
+        assert "of 5,000 (stop ends it)" in board.status.value
+        first = board.run
+        board.load_factor.value = 0.5               # mid-run: restarts with the new setting
+        assert board.run is not first and board.run.running
+        board.stop.click()
+        assert not board.run.running and "stopped, trainer closed" in board.status.value
+    finally:
+        board.end()
