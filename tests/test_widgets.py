@@ -262,3 +262,18 @@ def test_dashboard_made_without_steps_trains_until_stopped_or_the_data_ends(tiny
         assert not board.run.running and "stopped, trainer closed" in board.status.value
     finally:
         board.end()
+
+
+def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing(visualizer, monkeypatch):
+    """A rerun draws each step's divergence, then the new run: one update message each, to the
+    same traces (same uids: plotly.js would drop and re-create a trace given a new one), and the
+    controls come back only after the last of them was sent (the page applies them in order)."""
+    uids = [t.uid for t in visualizer.figure.data]
+    sent = []
+    update = visualizer.figure.plotly_update
+    monkeypatch.setattr(visualizer.figure, "plotly_update",
+                        lambda *a, **k: (sent.append(visualizer.rerun.disabled), update(*a, **k)))
+    visualizer.rerun.click()
+    assert [t.uid for t in visualizer.figure.data] == uids
+    assert len(sent) == len(visualizer.result.records) + 1 and all(sent)
+    assert not visualizer.rerun.disabled
