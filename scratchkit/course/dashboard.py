@@ -6,7 +6,9 @@
 
 A run lasts until stop is pressed or its data ends (`steps`, by default the data's length: ten
 thousand steps of the small profile, a minute or more), so a slider moved or stop pressed a few
-seconds in meets a run still going; the figure shows its last SHOWN steps.
+seconds in meets a run still going; the figure shows its last SHOWN steps. It trains CHUNK steps
+at a time (ScratchPipe plans all the steps it is asked for before its first: a whole run at once
+would start in a minute, not a second), so ScratchPipe pauses about a second every CHUNK steps.
 
 Every control changes the drawn figure: the title says which trainer and settings the next (or
 current) run uses. Starting a trainer takes about a second (building it, forking ScratchPipe's host
@@ -35,6 +37,7 @@ LABEL = {"description_width": "130px"}     # wide enough for "look-ahead depth" 
 WIDE = widgets.Layout(width="470px")
 LOAD_FACTOR_STEP = 0.01
 SHOWN = 2000        # steps drawn: the latest, so a long run's redraws stay small
+CHUNK = 300         # steps a trainer is asked for at a time: ScratchPipe plans them all before its first
 
 
 def slider_words(error: BaseException, table_sizes, step: float = LOAD_FACTOR_STEP) -> str:
@@ -113,7 +116,8 @@ class TrainingDashboard(widgets.VBox):
         self._title(running=f"training {name}")
         self.run = BackgroundRun(lambda: make_trainer(name, config), steps,
                                  on_records=lambda records: self._draw(name, records), every=self.every,
-                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after)
+                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after,
+                                 chunk=CHUNK)
         return self.run.start()
 
     def end(self) -> None:
