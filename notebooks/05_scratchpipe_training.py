@@ -67,7 +67,8 @@ stage_breakdown(results)
 # ## Live
 #
 # Pick a trainer and press **start**: it trains in a background thread, so the notebook stays
-# responsive, and the plot updates every 0.1 s with samples/s, loss and hit rate. Move the
+# responsive, and the plot updates every 0.1 s with samples/s, loss and hit rate. A run goes on
+# until you press stop or its 10,000 batches run out (a minute or more). Move the
 # **load factor** or **depth** slider while it runs and the run restarts with the new setting;
 # **stop** ends it after the current step and closes the trainer, which writes the scratchpad's
 # changed rows back to the host tables. Run several trainers one after another to compare them on
@@ -77,7 +78,7 @@ stage_breakdown(results)
 # %%
 from scratchkit.course.widgets import TrainingDashboard
 
-board = TrainingDashboard(config, steps=300, load_factor=0.25, depth=2)
+board = TrainingDashboard(config, load_factor=0.25, depth=2)
 board
 
 # %% [markdown]

@@ -145,3 +145,108 @@ LAYOUT_PROBLEMS = """(root) => {
 def layout_problems(page, root) -> list[str]:
     """LAYOUT_PROBLEMS in `root` (an element handle: a cell's output, or the notebook)."""
     return page.evaluate(LAYOUT_PROBLEMS, root)
+
+
+# Problems of a figure as drawn, in words, per plot of `root` (plotly's SVG, in page pixels):
+# - an axis much longer than its data: the marks of a subplot (lines, points, bars, heatmap
+#   images, clipped to its plot area) span less than 1/FACTOR of the area's width or height (a
+#   span under MARK_PX, a flat line or a single point, says nothing about the axis and is skipped);
+# - two text labels whose ink overlaps (tick labels, titles, annotations, legend entries, cell
+#   and bar texts), a label outside its figure or the cell's output, a label under MIN_TEXT_PX.
+FIGURE_PROBLEMS = """(plot, [factor, markPx, minTextPx]) => {
+  const problems = [];
+  const box = e => e.getBoundingClientRect();
+  const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  // a label's ink: its box less the spacing above and below its glyphs (a fifth of a line, 3 px at most)
+  const ink = t => { const b = box(t), pad = Math.min(b.height / 5, 3);
+    return {left: b.left, right: b.right, top: b.top + pad, bottom: b.bottom - pad}; };
+  const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+  const name = `"${((plot.querySelector('.gtitle') || {}).textContent || 'untitled plot').slice(0, 50)}"`;
+  plot.querySelectorAll('.cartesianlayer > g.subplot').forEach(sub => {
+    const area = plot.querySelector(`.draglayer > g.${sub.classList[1]} rect.nsewdrag`);
+    if (!area) return;
+    const a = box(area);
+    sub.querySelectorAll('.overplot > g').forEach(layer => {      // a subplot and its overlays (y2)
+      const marks = Array.from(layer.querySelectorAll('path.js-line, path.point, .bars path, image'))
+        .map(box).filter(b => b.width > 0 || b.height > 0)
+        .map(b => ({left: Math.max(b.left, a.left), right: Math.min(b.right, a.right),
+                    top: Math.max(b.top, a.top), bottom: Math.min(b.bottom, a.bottom)}))
+        .filter(b => b.right >= b.left && b.bottom >= b.top);
+      if (!marks.length) return;
+      const span = {x: Math.max(...marks.map(b => b.right)) - Math.min(...marks.map(b => b.left)),
+                    y: Math.max(...marks.map(b => b.bottom)) - Math.min(...marks.map(b => b.top))};
+      for (const [axis, length] of [['x', a.width], ['y', a.height]])
+        if (span[axis] >= markPx && span[axis] * factor < length)
+          problems.push(`${name}: subplot ${layer.getAttribute('class')}'s data spans ${Math.round(span[axis])} ` +
+                        `of its ${axis} axis's ${Math.round(length)} px`);
+    });
+  });
+  const figure = box(plot), output = box(plot.closest('.jp-OutputArea-output') || plot.parentElement);
+  const texts = Array.from(plot.querySelectorAll('svg text')).filter(t => t.textContent.trim() &&
+    !t.closest('.hoverlayer') && box(t).width > 0 && box(t).height > 0);
+  const label = t => `"${t.textContent.trim().slice(0, 30)}"`;
+  texts.forEach(t => {
+    const b = box(t);
+    if (!inside(b, figure) || !inside(b, output)) problems.push(`${name}: label ${label(t)} is outside the figure`);
+    const m = t.getCTM();
+    const px = parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1);
+    if (px < minTextPx) problems.push(`${name}: label ${label(t)} is ${px.toFixed(1)} px`);
+  });
+  for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++)
+    if (overlap(ink(texts[a]), ink(texts[b])))
+      problems.push(`${name}: labels ${label(texts[a])} and ${label(texts[b])} overlap`);
+  return problems;
+}"""
+FACTOR, MARK_PX, MIN_TEXT_PX = 2.5, 20, 9
+
+
+def figure_problems(page, root) -> list[str]:
+    """FIGURE_PROBLEMS of every plot in `root` (a locator: a notebook, a cell's output), each one
+    scrolled into view first: JupyterLab need not lay out what is off screen."""
+    problems = []
+    plots = root.locator(".js-plotly-plot")
+    for i in range(plots.count()):
+        plots.nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        problems += plots.nth(i).evaluate(FIGURE_PROBLEMS, [FACTOR, MARK_PX, MIN_TEXT_PX])
+    return problems
+
+
+# A rerun of notebook 04's visualizer, watched in the page: the timeline's bar trace is marked
+# (plotly.js keeps a trace's element across an update in place and drops it when it redraws the
+# trace anew); when the busy control (`busy`, a selector) goes disabled and comes back; the page's
+# long tasks (PerformanceObserver), from the action on.
+WATCH_RERUN = """([out, busy]) => {
+  out.querySelector('.js-plotly-plot .barlayer g.trace').setAttribute('data-sk-kept', '1');
+  const button = out.querySelector(busy);
+  const watch = {disabled: null, enabled: null, tasks: []};
+  window.__skRerun = watch;
+  if (!window.__skLongTasks) {
+    window.__skLongTasks = true;
+    new PerformanceObserver(list => { for (const e of list.getEntries())
+      if (window.__skRerun) window.__skRerun.tasks.push(e.duration); }).observe({type: 'longtask'});
+  }
+  const tick = () => {
+    if (watch.disabled === null && button.disabled) watch.disabled = performance.now();
+    if (watch.disabled !== null && !button.disabled) { watch.enabled = performance.now(); return; }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def rerun_drawn(page, drawn: Drawn, control: str, action, busy: str, timeout: float = 60.0) -> dict:
+    """Do `action` (a switch or the rerun button of notebook 04) and wait until the new run is
+    drawn (the timeline's bars change) and the `busy` control is back. Records under `control`
+    the latency to the drawn run, and under `control + ', longest task'` the page's longest task.
+    Returns {kept: the bar trace's element survived (updated in place), busy_until_drawn: the
+    control came back no earlier than the frame that drew the run, longest: ms}."""
+    page.evaluate(WATCH_RERUN, [drawn.output, busy])
+    drawn.press(control, action, timeout=timeout, part=".barlayer path")
+    wait_until(lambda: page.evaluate("window.__skRerun.enabled !== null"), timeout, f"{busy} to come back")
+    page.wait_for_timeout(300)                     # a long task ends before the observer hears of it
+    seen = page.evaluate("""([out, name]) => ({kept: !!out.querySelector('.barlayer g.trace[data-sk-kept]'),
+        enabled: window.__skRerun.enabled, drawn: window.__skWatches[name].changed,
+        longest: Math.max(0, ...window.__skRerun.tasks)})""", [drawn.output, control])
+    drawn.latencies.setdefault(f"{control}, longest task", []).append(seen["longest"])
+    return {"kept": seen["kept"], "busy_until_drawn": seen["enabled"] >= seen["drawn"], "longest": seen["longest"]}

@@ -135,6 +135,22 @@ def test_a_stub_stops_the_cell_with_not_implemented():
         check(lru_hits)
 
 
+def test_a_stub_shows_in_ipython_as_one_line_saying_what_to_write_and_where(capsys):
+    """IPython (a notebook's kernel) shows the stub's error as one line, not a traceback through
+    the kit; the cell still stops with the NotImplementedError (nbval's run checks it as shipped)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("from scratchkit.course.exercises import check\n"
+                   "def lru_hits(trace, capacity):\n    raise NotImplementedError('write lru_hits')\n")
+    capsys.readouterr()
+    result = shell.run_cell("check(lru_hits)")
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert isinstance(result.error_in_exec, NotImplementedError)
+    assert shown == ["\u2718 lru_hits(trace, capacity) is not written yet: write its body in this cell, in place "
+                     "of its `raise NotImplementedError`, then run the cell again"], shown
+
+
 def test_an_unknown_exercise_is_named_with_the_known_ones():
     def lru_hit(trace, capacity):
         return 0

@@ -51,6 +51,28 @@ def test_stop_closes_the_trainer_and_flushes_the_scratchpad(config):
         assert torch.equal(host, ref)
 
 
+def test_a_run_in_chunks_asks_the_trainer_for_a_chunk_at_a_time_and_trains_on_as_one(config):
+    """ScratchPipe plans every step it is asked for before its first: a long run asks for CHUNK at a
+    time, and its steps, stops and flush are those of one run (the same host tables as gpu-only's)."""
+    asked = []
+
+    def trainer():
+        made = make_trainer("scratchpipe", config)
+        train = made.train
+        made.train = lambda steps: (asked.append(steps), train(steps))[1]
+        return made
+
+    run = BackgroundRun(trainer, 25, chunk=10, stop_after=23).start()
+    run.join(120)
+    assert run.error is None and run.closed and asked == [10, 10, 5]
+    assert [r.step for r in run.records] == list(range(23))
+    with make_trainer("gpu-only", config) as baseline:
+        list(baseline.train(23))
+        expected = baseline.embedding_weights()
+    for host, ref in zip(run.trainer.tables.weights, expected):
+        assert torch.equal(host, ref)
+
+
 def test_an_error_is_kept_not_printed(config, capsys):
     def broken():
         raise RuntimeError("no trainer today")

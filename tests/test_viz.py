@@ -12,6 +12,7 @@ from scratchkit.course.viz import (amdahl_figure, hit_rate_curves, pipeline_view
                             scratchpad_map, skew_cdf, stage_breakdown, timeline, trainer_comparison,
                             training_curves, window_figure)
 from scratchkit.course.viz.pipeline import map_grid
+from scratchkit.course.viz.palette import BATCH_COLOURS, CONFLICT, INSERTED, VICTIM
 from scratchkit.course.viz.timing import training_series
 from toy_pipeline import toy_log
 
@@ -143,3 +144,17 @@ def test_pipeline_view_names_its_traces_and_shows_hazards():
     codes = np.array(by_name(fig, "slots").z, dtype=float).ravel()
     conflict = np.flatnonzero(hazard.states == SlotState.CONFLICT)
     assert len(set(codes[conflict])) == 1 and codes[conflict[0]] not in codes[hazard.states != SlotState.CONFLICT]
+
+
+def test_the_loss_gap_axis_of_an_exact_run_reads_zero_and_its_colour_is_not_the_victims():
+    """A run that matches its baseline has a gap of 0 at every step: its axis says 0 and nothing
+    else (not ticks up to 0.95 over bars of height 0); a run that drifts gets the axis it needs.
+    The gap's bars are not drawn in the slot map's victim red."""
+    log, moments = toy_moments(holds=True)
+    exact = pipeline_view(log, moments[0], columns=3, divergence=([0, 1, 2], [1.0, 0.9, 0.8], [0.0, 0.0, 0.0]))
+    gap_axis = exact.layout.yaxis4
+    assert gap_axis.title.text == "|loss gap|"
+    assert list(gap_axis.tickvals) == [0] and list(gap_axis.range) == [0, 1]
+    drifting = pipeline_view(log, moments[0], columns=3, divergence=([0, 1, 2], [1.0, 0.9, 0.8], [0.0, 0.2, 0.4]))
+    assert drifting.layout.yaxis4.tickvals is None and drifting.layout.yaxis4.range is None
+    assert by_name(exact, "|loss - baseline loss|").marker.color not in (VICTIM, INSERTED, CONFLICT, BATCH_COLOURS[0])

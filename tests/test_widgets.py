@@ -1,5 +1,6 @@
 """The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
 import re
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -230,3 +231,49 @@ def test_visualizer_shows_a_run_already_trained_without_training_again():
     assert shown.result is recorded and calls == [] and shown.progress.value == 6
     with pytest.raises(ValueError, match="switches start with every rule on"):
         PipelineVisualizer(lab, result=HazardLab(visualizer_config(), steps=4).run(Hazards(holds=False)))
+
+
+def test_visualizer_gap_axis_follows_the_run(visualizer):
+    """An exact run's gap axis reads 0 alone; a broken run's gap gets plotly's own axis."""
+    assert list(visualizer.figure.layout.yaxis4.tickvals) == [0]
+    visualizer.holds.value = False
+    broken = visualizer.result.loss_gap.max() > 0
+    assert (visualizer.figure.layout.yaxis4.tickvals is None) == broken
+    visualizer.holds.value = True
+    assert list(visualizer.figure.layout.yaxis4.tickvals) == [0]
+
+
+def test_dashboard_made_without_steps_trains_until_stopped_or_the_data_ends(tiny_config):
+    """As the notebook makes it: a run goes on to the end of its data (the status says how long),
+    so a slider moved or stop pressed seconds after the start meets a running trainer."""
+    config = tiny_config.replace(data=replace(tiny_config.data, num_batches=5000))
+    board = TrainingDashboard(config, every=0.0, trainers=["hybrid"])
+    try:
+        board.start.click()
+        deadline = time.time() + 60
+        while len(board.run.records) < 30 and time.time() < deadline:
+            time.sleep(0.05)
+        assert board.run.running and board.progress.max == 5000
+        assert "of 5,000 (stop ends it)" in board.status.value
+        first = board.run
+        board.load_factor.value = 0.5               # mid-run: restarts with the new setting
+        assert board.run is not first and board.run.running
+        board.stop.click()
+        assert not board.run.running and "stopped, trainer closed" in board.status.value
+    finally:
+        board.end()
+
+
+def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing(visualizer, monkeypatch):
+    """A rerun draws each step's divergence, then the new run: one update message each, to the
+    same traces (same uids: plotly.js would drop and re-create a trace given a new one), and the
+    controls come back only after the last of them was sent (the page applies them in order)."""
+    uids = [t.uid for t in visualizer.figure.data]
+    sent = []
+    update = visualizer.figure.plotly_update
+    monkeypatch.setattr(visualizer.figure, "plotly_update",
+                        lambda *a, **k: (sent.append(visualizer.rerun.disabled), update(*a, **k)))
+    visualizer.rerun.click()
+    assert [t.uid for t in visualizer.figure.data] == uids
+    assert len(sent) == len(visualizer.result.records) + 1 and all(sent)
+    assert not visualizer.rerun.disabled

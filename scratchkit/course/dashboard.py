@@ -4,6 +4,12 @@
                         every `every` seconds; load factor and depth sliders (a run going restarts
                         with the new setting); stop flushes the trainer
 
+A run lasts until stop is pressed or its data ends (`steps`, by default the data's length: ten
+thousand steps of the small profile, a minute or more), so a slider moved or stop pressed a few
+seconds in meets a run still going; the figure shows its last SHOWN steps. It trains CHUNK steps
+at a time (ScratchPipe plans all the steps it is asked for before its first: a whole run at once
+would start in a minute, not a second), so ScratchPipe pauses about a second every CHUNK steps.
+
 Every control changes the drawn figure: the title says which trainer and settings the next (or
 current) run uses. Starting a trainer takes about a second (building it, forking ScratchPipe's host
 process), so until its first step the start button is busy and the status says so; a progress bar
@@ -30,6 +36,8 @@ from scratchkit.trainers import available_trainers, make_trainer
 LABEL = {"description_width": "130px"}     # wide enough for "look-ahead depth" in JupyterLab's font
 WIDE = widgets.Layout(width="470px")
 LOAD_FACTOR_STEP = 0.01
+SHOWN = 2000        # steps drawn: the latest, so a long run's redraws stay small
+CHUNK = 300         # steps a trainer is asked for at a time: ScratchPipe plans them all before its first
 
 
 def slider_words(error: BaseException, table_sizes, step: float = LOAD_FACTOR_STEP) -> str:
@@ -54,7 +62,7 @@ class TrainingDashboard(widgets.VBox):
     ends the run after its current step and closes the trainer, which flushes its scratchpad.
     """
 
-    def __init__(self, config: TrainConfig | None = None, steps: int = 200, every: float = 0.1,
+    def __init__(self, config: TrainConfig | None = None, steps: int | None = None, every: float = 0.1,
                  trainers: list[str] | None = None, load_factor: float = 0.25, depth: int = 2):
         self.config = config or get_profile("small")
         self.steps, self.every = steps, every
@@ -68,7 +76,7 @@ class TrainingDashboard(widgets.VBox):
                                        continuous_update=False, style=LABEL, layout=WIDE)
         self.start = widgets.Button(description="start", icon="play", button_style="success")
         self.stop = widgets.Button(description="stop", icon="stop", button_style="danger")
-        self.progress = widgets.IntProgress(value=0, min=0, max=steps, description="steps", style=LABEL,
+        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="steps", style=LABEL,
                                             layout=widgets.Layout(width="300px"))
         self.status = widgets.HTML("Pick a trainer and press start.")
         self.figure = go.FigureWidget(training_curves(trainers=names, title="Live training"))
@@ -99,15 +107,17 @@ class TrainingDashboard(widgets.VBox):
         after `stop_after` steps, as the stop button would, if given)."""
         self.end()
         name, config = self.trainer.value, self.train_config()
-        steps = min(self.steps, config.data.num_batches)   # a run cannot outlast its data
+        steps = min(self.steps or config.data.num_batches, config.data.num_batches)   # nor outlast its data
         self.progress.max, self.progress.value = steps, 0
         self.start.disabled, self.start.description = True, "starting..."
         self.status.value = (f"starting <b>{html.escape(name)}</b> (load factor {self.load_factor.value:.2f}, "
-                             f"depth {self.depth.value}): building the trainer, its first step comes in about a second")
+                             f"depth {self.depth.value}): building the trainer, its first step comes in about a "
+                             f"second; it trains {steps:,} steps unless you press stop")
         self._title(running=f"training {name}")
         self.run = BackgroundRun(lambda: make_trainer(name, config), steps,
                                  on_records=lambda records: self._draw(name, records), every=self.every,
-                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after)
+                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after,
+                                 chunk=CHUNK)
         return self.run.start()
 
     def end(self) -> None:
@@ -140,7 +150,7 @@ class TrainingDashboard(widgets.VBox):
 
     def _draw(self, name: str, records) -> None:
         """Called from the training thread, at most every `every` seconds: one batched redraw."""
-        series = training_series(records)
+        series = training_series(records[-SHOWN:])
         names = list(self.trainer.options)
         with self._lock, self.figure.batch_update():
             first = 3 * names.index(name)
@@ -152,5 +162,6 @@ class TrainingDashboard(widgets.VBox):
             self.progress.value = len(records)
             last = records[-1]
             hit = "-" if last.hits is None else f"{last.hits / max(last.lookups, 1):.3f}"
-            self.status.value = (f"<b>{html.escape(name)}</b>: step {last.step}, {series['samples_per_s'][-1]:,.0f} "
-                                 f"samples/s, loss {last.loss:.4f}, hit rate {hit}")
+            self.status.value = (f"<b>{html.escape(name)}</b>: step {len(records):,} of {self.progress.max:,} "
+                                 f"(stop ends it), {series['samples_per_s'][-1]:,.0f} samples/s, "
+                                 f"loss {last.loss:.4f}, hit rate {hit}")

@@ -32,11 +32,16 @@ class BackgroundRun:
             was kept in `error`: the place to say "finished" or show the error.
         stop_after: end as `stop()` does once this many steps are done (a stop at a step known
             beforehand, whatever the machine's speed), or None.
+        chunk: train at most this many steps per `trainer.train` call, one call after another (None:
+            all `steps` in one). A trainer that plans its whole call before its first step, as
+            ScratchPipe does, then starts in the time of a chunk, not of a long run, and pauses
+            as long at each chunk's start.
     """
 
     def __init__(self, make_trainer: Callable[[], Trainer], steps: int,
                  on_records: Callable[[list[StepRecord]], None] | None = None, every: float = 0.1,
-                 on_finish: Callable[["BackgroundRun"], None] | None = None, stop_after: int | None = None):
+                 on_finish: Callable[["BackgroundRun"], None] | None = None, stop_after: int | None = None,
+                 chunk: int | None = None):
         if steps <= 0:
             raise ValueError(f"steps must be positive, got {steps}")
         if every < 0:
@@ -47,6 +52,7 @@ class BackgroundRun:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stop_after = stop_after
+        self.chunk = chunk or steps
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.closed = False          # True once the trainer's close() has run
@@ -85,18 +91,10 @@ class BackgroundRun:
         last = time.perf_counter()
         try:
             self.trainer = self._make_trainer()
-            steps = self.trainer.train(self.steps)
             try:
-                for record in steps:
-                    with self._lock:
-                        self._records.append(record)
-                    if time.perf_counter() - last >= self.every:
-                        self._notify()
-                        last = time.perf_counter()
-                    if self._stop.is_set() or len(self._records) == self._stop_after:
-                        break
+                while len(self._records) < self.steps and not self._stopping():
+                    last = self._train_chunk(min(self.chunk, self.steps - len(self._records)), last)
             finally:
-                steps.close()              # end the trainer's loop (a pipeline stops its threads)
                 self.trainer.close()       # flush: the host tables are complete again
                 self.closed = True
             self._notify()
@@ -108,6 +106,26 @@ class BackgroundRun:
                     self._on_finish(self)
                 except BaseException as error:  # noqa: BLE001
                     self.error = self.error or error
+
+
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or len(self._records) == self._stop_after
+
+    def _train_chunk(self, count: int, last: float) -> float:
+        """Train `count` steps (fewer if stopped), notifying as the loop does; the last notify time."""
+        steps = self.trainer.train(count)
+        try:
+            for record in steps:
+                with self._lock:
+                    self._records.append(record)
+                if time.perf_counter() - last >= self.every:
+                    self._notify()
+                    last = time.perf_counter()
+                if self._stopping():
+                    break
+        finally:
+            steps.close()                  # end the trainer's loop (a pipeline stops its threads)
+        return last
 
 
 class BenchProgress:

@@ -16,7 +16,7 @@ from scratchkit.course.tables import Table
 from scratchkit.course.viz.palette import BATCH_COLOURS
 from scratchkit.data.batch import micro_batch
 from scratchkit.distributed.routing import Route, RoutedSource
-from scratchkit.measure.sharded_cost import measure_work, torchrec_traffic
+from scratchkit.measure.sharded_cost import Links, measure_work, torchrec_traffic
 
 
 def ownership_figure(plan, title: str = "") -> go.Figure:
@@ -80,7 +80,7 @@ def verify_table(results: list[dict]) -> Table:
 def projection_figure(rows, torchrec_rows=(), title: str = "") -> go.Figure:
     """Samples/s against GPUs (log-log), a line per sharding; TorchRec's traffic dashed; a line
     where a job outgrows one server."""
-    fig = go.Figure()
+    fig, server = go.Figure(), Links().gpus_per_server
     for dash, group, scheme in (("solid", rows, "kit"), ("dash", torchrec_rows, "TorchRec traffic")):
         for i, sharding in enumerate(("table", "row")):
             mine = [r for r in group if r.sharding == sharding]
@@ -91,9 +91,13 @@ def projection_figure(rows, torchrec_rows=(), title: str = "") -> go.Figure:
                                 customdata=np.array([[1e3 * r.step_seconds, r.bound] for r in mine], dtype=object),
                                 hovertemplate="%{x} GPUs: %{y:,.0f} samples/s, %{customdata[0]:.2f} ms a "
                                               "step, bound by %{customdata[1]}<extra></extra>")
-    fig.add_vline(x=8, line_dash="dot", line_color="grey", annotation_text="one server")
+    fig.add_vline(x=server, line_dash="dot", line_color="grey")
+    # a shape on a log axis takes its x as data, an annotation as log10 of it: the label is placed
+    # at log10(8) (at 8 itself it would stand at 10**8 and stretch the axis out to there)
+    fig.add_annotation(x=np.log10(server), y=1, yref="paper", text="one server", showarrow=False,
+                       xanchor="left", yanchor="top", xshift=4)
     fig.update_layout(title=title or "Projected samples/s (weak scaling: a batch per GPU)",
                       xaxis=dict(type="log", title="GPUs", dtick=np.log10(2)),
-                      yaxis=dict(type="log", title="samples/s"), height=420,
+                      yaxis=dict(type="log", title="samples/s", dtick="D2"), height=420,
                       margin=dict(l=60, r=20, t=50, b=50))
     return fig

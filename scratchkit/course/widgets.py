@@ -32,7 +32,7 @@ from scratchkit.profiles import get_profile
 from scratchkit.trainers.scratchpipe import Hazards
 from scratchkit.course.viz import hit_rate_curves, pipeline_view
 from scratchkit.course.viz.palette import CONFLICT, FREE, INSERTED, RESIDENT, VICTIM, batch_colour
-from scratchkit.course.viz.pipeline import map_grid
+from scratchkit.course.viz.pipeline import gap_axis, map_grid
 
 __all__ = ["CacheExplorer", "PipelineVisualizer", "TrainingDashboard", "visualizer_config"]
 # cheapest first, so a new locality shows its fast curves at once (opt ~15 ms, lfu ~0.5 s on small)
@@ -215,26 +215,38 @@ class PipelineVisualizer(widgets.VBox):
         self.rerun.description, self.progress.value = "training...", 0
         try:
             self.result = result or self.lab.run(hazards, on_step=self._partial)
+            self.rerun.description = "drawing..."
+            self._draw_run()
         finally:
+            # only now: the page applies the kernel's messages in order, so the controls stay busy
+            # until the figure update above has been drawn
             for control in busy:
                 control.disabled = False
             self.rerun.description = "rerun"
             self.progress.value = len(self.result.records) if self.result else 0
+        return self.result
+
+    def _draw_run(self) -> None:
+        """The new run's events, slot map and divergence, and its first moment, in one update of
+        the figure in place (a second would draw the page twice)."""
         self.moments = replay(self.result.events, self.table, self.result.capacities[self.table])
         divergence = (np.array([r.step for r in self.result.records]), self.result.train_hit_rate,
                       self.result.loss_gap)
-        fresh = go.FigureWidget(pipeline_view(self.result.events, self.moments[0], self.columns, divergence))
-        if self.figure is None:
-            self.figure = fresh
-        else:   # keep the widget on the page; copy the new run's data into it
-            with self.figure.batch_update():
+        fresh = pipeline_view(self.result.events, self.moments[0], self.columns, divergence)
+        first = self.figure is None
+        if first:
+            self.figure = go.FigureWidget(fresh)
+        with self.figure.batch_update():
+            if not first:    # the data only: a trace given a new uid is dropped and drawn anew
                 for old, new in zip(self.figure.data, fresh.data):
-                    old.update(new.to_plotly_json())
+                    old.update({k: v for k, v in new.to_plotly_json().items() if k not in ("uid", "type")})
+                self._gap_axis(self.result.loss_gap)
+            self.moment.max = self.play.max = len(self.moments) - 1
+            if self.moment.value == 0:
+                self.show()
+            else:
+                self.moment.value = 0          # shows it (the slider's observer)
         self.verdict.value = "<br>".join(html.escape(line) for line in self.result.verdict())
-        self.moment.value = 0
-        self.moment.max = self.play.max = len(self.moments) - 1
-        self.show()
-        return self.result
 
     def _partial(self, records) -> None:
         """After each step of a rerun: the progress bar, and the run so far against the baseline."""
@@ -248,6 +260,10 @@ class PipelineVisualizer(widgets.VBox):
             hit.x, hit.y = steps, [r.hits / r.lookups if r.lookups else 1.0 for r in records]
             gap = _trace(self.figure, "|loss - baseline loss|")
             gap.x, gap.y = steps, np.abs(np.array([r.loss for r in records]) - losses)
+            self._gap_axis(gap.y)
+
+    def _gap_axis(self, loss_gap) -> None:
+        self.figure.update_yaxes(row=2, col=2, secondary_y=True, **gap_axis(loss_gap))
 
     def show(self) -> None:
         """Draw the current moment: the highlighted event, the slot map, and the words."""

@@ -5,7 +5,9 @@ the exercise by the function's name, calls the learner's function on each `Case`
 its arguments, so a function that changes its input cannot change the reference's), compares with
 the reference's answer and stops at the first difference, saying which input failed, what came
 back, what was expected, and a hint written for that case. A stub that still raises
-`NotImplementedError` is not caught: the cell stops there, as a test of an unwritten function would.
+`NotImplementedError` is not caught: the cell stops there, as a test of an unwritten function would,
+but IPython shows it as one line saying what to write and where (`not_written`), not as a traceback
+through this module.
 
 The references are the kit's own code wherever it has one (the simulators, `torch`'s embedding
 bag, the cost model, the window count), never the solutions the tests fill in
@@ -122,8 +124,9 @@ def _try_case(ex: Exercise, answer: Callable, case: Case, where: str) -> CheckRe
         expected, refused = None, error
     try:
         got = answer(*copy.deepcopy(case.args))
-    except NotImplementedError:
-        raise                                  # a stub: the cell stops, as the notebook says
+    except NotImplementedError as error:       # a stub: the cell stops, as the notebook says
+        raise not_written(error, f"{ex.signature} is not written yet: write its body in this cell, "
+                                 "in place of its `raise NotImplementedError`, then run the cell again")
     except Exception as error:                 # noqa: BLE001 - the learner's bug, reported as a hint
         if refused is not None and isinstance(error, ValueError):
             return None
@@ -138,6 +141,15 @@ def _try_case(ex: Exercise, answer: Callable, case: Case, where: str) -> CheckRe
         return None
     return CheckResult(ex.name, False, f"{where}: {problem}", hint,
                        details=call + [f"returned: {short(got)}", f"expected: {short(expected)}"])
+
+
+def not_written(error: NotImplementedError, advice: str) -> NotImplementedError:
+    """The stub's own error, which IPython shows as one line, `advice` (IPython draws an exception
+    that has a `_render_traceback_` with what that returns, in place of the traceback); anywhere
+    else it is the same NotImplementedError, traceback and all."""
+    line = f"{FAIL} {advice}"
+    error._render_traceback_ = lambda: [line]
+    return error
 
 
 # ------------------------------------------------------------------------------ comparing

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from scratchkit.course.exercises.checking import CheckResult, short
+from scratchkit.course.exercises.checking import CheckResult, not_written, short
 from scratchkit.course.exercises.kernel_cases import BLOCK, PUZZLES, KernelCase, Puzzle
 from scratchkit.kernels.cupy_loader import CupyLauncher, compile_checked
 from scratchkit.kernels.host_build import default_cache_dir
@@ -59,7 +59,9 @@ def check_kernel(source: str, cupy: Callable | None = None, cache_dir: Path | No
         raise ValueError(f"the source defines {found}; a puzzle kernel is one of {', '.join(PUZZLES)}")
     puzzle = PUZZLES[names[0]]
     if PLACEHOLDER in source:
-        raise NotImplementedError(f"{puzzle.name}: write the kernel's body where the source says {PLACEHOLDER}")
+        raise not_written(NotImplementedError(f"{puzzle.name}: write the kernel's body where the source says "
+                                              f"{PLACEHOLDER}"), f"{puzzle.name} is not written yet: write the "
+                          f"kernel's body in this cell where its source says {PLACEHOLDER}, then run the cell again")
     kernel = KERNELS[puzzle.name]
     try:
         library = library_for(source, puzzle.name, cache_dir)

@@ -57,7 +57,8 @@ def reuse_figure(reuse: np.ndarray, start: int = 1) -> go.Figure:
     fig.add_hline(y=100 * float(reuse.mean()) if reuse.size else 0, line_dash="dot",
                   annotation_text=f"mean {100 * reuse.mean():.0f}%" if reuse.size else "")
     fig.update_layout(title="How much of each batch the previous batch already touched", height=360,
-                      xaxis_title="batch b", yaxis_title="% of U_b also in U_b-1", yaxis_range=[0, 100])
+                      xaxis_title="batch b", yaxis_title="% of U_b also in U_b-1",
+                      yaxis_range=[0, min(100.0, 125 * float(reuse.max()))] if reuse.size and reuse.max() > 0 else [0, 100])
     return fig
 
 

@@ -12,6 +12,8 @@ RESIDENT = "#c9c9c9"
 VICTIM = "#d62728"
 INSERTED = "#2ca02c"
 CONFLICT = "#000000"
+# The loss gap against the exact baseline: not victim red (the map beside it), not a batch colour.
+LOSS_GAP = "#7b4173"
 
 # One colour per stage name, the same in every figure, each a hue of its own (hybrid's six stages,
 # the caches' fetch and write-back, ScratchPipe's plan, collect, insert and train). Stages the kit

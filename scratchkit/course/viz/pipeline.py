@@ -13,8 +13,8 @@ from plotly.subplots import make_subplots
 
 from scratchkit.scratchpipe.events import EventLog
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState
-from scratchkit.course.viz.palette import (BATCH_COLOURS, CONFLICT, FREE, INSERTED, RESIDENT, VICTIM,
-                                    batch_colour)
+from scratchkit.course.viz.palette import (BATCH_COLOURS, CONFLICT, FREE, INSERTED, LOSS_GAP, RESIDENT,
+                                           VICTIM, batch_colour)
 
 # map codes: the five states that are not "held", then one code per batch colour
 _STATE_CODES = {SlotState.FREE: 0, SlotState.RESIDENT: 1, SlotState.VICTIM: 2,
@@ -71,7 +71,7 @@ def _timeline_traces(log: EventLog, moment: Moment | None) -> list:
     bars = go.Bar(orientation="h", y=[e.stage.value.replace("_", "-") for e in events],
                   base=[ms(e.start) for e in events], x=[ms(e.end) - ms(e.start) for e in events],
                   marker_color=[batch_colour(e.batch) for e in events], text=[str(e.batch) for e in events],
-                  textposition="inside", insidetextanchor="middle", name="stage events", showlegend=False,
+                  textposition="inside", insidetextanchor="middle", textangle=0, name="stage events", showlegend=False,
                   customdata=[[e.batch, ms(e.start), ms(e.end)] for e in events],
                   hovertemplate="%{y}(%{customdata[0]}): %{customdata[1]:.2f} - %{customdata[2]:.2f} ms<extra></extra>")
     current = [moment.event] if moment is not None else []
@@ -99,7 +99,9 @@ def _style_timeline(fig: go.Figure, row: int | None) -> None:
     where = {} if row is None else dict(row=row, col=1)
     fig.update_yaxes(categoryorder="array", categoryarray=STAGE_LABELS, autorange="reversed", **where)
     fig.update_xaxes(title_text="time (ms)", **where)
-    fig.update_layout(barmode="overlay")
+    # a bar's batch number in a size that can be read, or not at all (a short bar would shrink it
+    # to a speck)
+    fig.update_layout(barmode="overlay", uniformtext=dict(minsize=9, mode="hide"))
 
 
 def scratchpad_map(moment: Moment, columns: int = 32, title: str | None = None) -> go.Figure:
@@ -122,9 +124,20 @@ def _divergence_traces(divergence, batch: int) -> list:
     steps, hit_rate, loss_gap = (np.asarray(a) for a in divergence)
     return [go.Scatter(x=steps, y=hit_rate, name="Train hit rate", mode="lines+markers",
                        line_color=BATCH_COLOURS[0]),
-            go.Bar(x=steps, y=loss_gap, name="|loss - baseline loss|", marker_color=VICTIM),
+            # a filled line, not bars: a second bar trace (without text) would keep plotly from
+            # hiding the timeline's unreadable bar texts (uniformtext)
+            go.Scatter(x=steps, y=loss_gap, name="|loss - baseline loss|", mode="lines+markers", fill="tozeroy",
+                       line=dict(color=LOSS_GAP, shape="hvh"), marker_size=5),
             go.Scatter(x=[batch, batch], y=[0, 1], name="batch now", mode="lines", showlegend=False,
                        line=dict(color=CONFLICT, dash="dot"), hoverinfo="skip")]
+
+
+def gap_axis(loss_gap) -> dict:
+    """The |loss gap| axis's range and ticks: for a run with no gap at all, 0 alone (plotly would
+    tick bars of height 0 from 0.19 to 0.95); else plotly's own, from 0."""
+    if len(loss_gap) == 0 or float(np.max(loss_gap)) == 0.0:
+        return dict(range=[0, 1], tickvals=[0], autorange=False)
+    return dict(range=None, tickvals=None, autorange=True)
 
 
 def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=None) -> go.Figure:
@@ -137,14 +150,14 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     'batch now'.
     """
     rows = math.ceil(moment.states.size / columns)
-    timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "scratchpad slots of one table"
+    timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "scratchpad slots, one table"
     if divergence is None:
         fig = make_subplots(rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11,
                             subplot_titles=[timeline_title, map_title])
     else:
         fig = make_subplots(rows=2, cols=2, row_heights=[0.44, 0.56], vertical_spacing=0.2, horizontal_spacing=0.1,
                             specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
-                            subplot_titles=[timeline_title, map_title, "against the exact baseline, per step"])
+                            subplot_titles=[timeline_title, map_title, "against the exact baseline"])
     for trace in _timeline_traces(log, moment):
         fig.add_trace(trace, row=1, col=1)
     for trace in _map_traces(moment, columns):
@@ -160,7 +173,8 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     fig.add_trace(gap, row=2, col=2, secondary_y=True)
     fig.add_trace(now, row=2, col=2)
     fig.update_yaxes(title_text="Train hit rate", range=[0, 1.05], row=2, col=2, secondary_y=False)
-    fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True)
+    fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True,
+                     **gap_axis(divergence[2]))
     fig.update_xaxes(title_text="training step (batch)", row=2, col=2)
     fig.update_layout(height=580, margin=dict(t=60, b=70, r=20),
                       legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),

@@ -125,7 +125,7 @@ def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Ma
             y = y / values[relative_to]
         fig.add_bar(name=name, x=trainers, y=y, marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
                     text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside",
-                    textangle=-90, textfont_size=10, cliponaxis=False)
+                    textangle=-90, textfont_size=10, cliponaxis=False, constraintext="none")   # never shrunk
     fig.update_layout(barmode="group", title=title, height=480, margin=dict(t=90, b=110),
                       yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
                       yaxis_type=None if relative_to else "log")
