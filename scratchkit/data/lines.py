@@ -6,10 +6,12 @@ or skip it and count it (`errors="skip"`). Counting lives in `LoadReport`.
 """
 from __future__ import annotations
 
+import gzip
 import operator
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import TypeVar
+from pathlib import Path
+from typing import TextIO, TypeVar
 
 from scratchkit.choices import parse_choice
 
@@ -46,6 +48,17 @@ class MalformedLineError(ValueError):
 def show_value(text: str, limit: int = 24) -> str:
     """`repr` of a field from a file, shortened so that a message stays on one line."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def open_text(path: str | Path) -> TextIO:
+    """Open a data file for reading text; `.gz` files (as Criteo Terabyte ships) are decompressed.
+
+    Undecodable bytes become U+FFFD instead of raising, so they surface as a malformed field with
+    its line number rather than as a UnicodeDecodeError without one.
+    """
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
 
 
 def positive_int(name: str, value) -> int:
