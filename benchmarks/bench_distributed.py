@@ -13,7 +13,7 @@ processes, and a ScratchPipe rank forks a host process of its own, so 2 ranks of
 4 busy processes. Past the core count, ranks take turns on the cores, and every collective waits
 for the slowest: samples/s then measures the overhead of sharding (exchanges, the dense
 all-gather, processes taking turns), not what N machines would do. The cost model
-(scratchkit.measure.sharded_cost) projects that.
+(scratchkit.distributed.sharded_cost) projects that.
 
     python benchmarks/bench_distributed.py --quick                  # a smoke run
     python benchmarks/bench_distributed.py --rounds 3 --steps 40    # the figures in docs/distributed.md
@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 from scratchkit.distributed.launch import launch
-from scratchkit.measure.sharded_cost import Links, scaling
+from scratchkit.distributed.sharded_cost import Links, scaling
 from scratchkit.profiles import get_profile
 
 

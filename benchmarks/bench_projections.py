@@ -1,7 +1,7 @@
 """Projected samples/s of the issue-12 profiles at full size on every GPU server, with what bounds each.
 
 A laptop cannot train 8 tables of a million rows, so nothing here trains: the cost model
-(scratchkit.measure.counters.project_config) takes each profile's working sets from its first
+(scratchkit.projection.counters.project_config) takes each profile's working sets from its first
 batches and the rows each trainer moves from the kit's own decisions on them (ScratchPipe's
 planner, a batch-granular LRU), and prices the step on each GPU profile. Then it checks the
 issue's target in the embedding-bound regime on the H100 profile: scratchpipe >= 3x hybrid and
@@ -20,12 +20,12 @@ import time
 
 from dataclasses import replace
 
-from scratchkit.measure.costmodel import project
-from scratchkit.measure.counters import project_config, simulated_counters
-from scratchkit.measure.gpu_profiles import GPU_PROFILES
-from scratchkit.measure.hardware import get_hardware
-from scratchkit.measure.hw_profile import calls_from_ops
-from scratchkit.measure.work import StepWork
+from scratchkit.projection.costmodel import project
+from scratchkit.projection.counters import project_config, simulated_counters
+from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.projection.hardware import get_hardware
+from scratchkit.costmodel.hw_profile import calls_from_ops
+from scratchkit.costmodel.work import StepWork
 from scratchkit.profiles import get_profile
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")

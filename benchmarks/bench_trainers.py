@@ -7,7 +7,7 @@ and print per case:
 - measured samples/s (the median round) and the ratio to gpu-only: the median over rounds of each
   round's ratio, trainers measured seconds apart (on a CPU-only machine "device" is the CPU, so
   gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
-- the cost model's projection (scratchkit.measure.costmodel) of the same work per step, rows fetched and
+- the cost model's projection (scratchkit.projection.costmodel) of the same work per step, rows fetched and
   written back as measured, on the GPU profiles: samples/s, the ratio to gpu-only and the stage
   that bounds each trainer.
 
@@ -29,7 +29,7 @@ import sys
 
 from scratchkit.measure.bench import run_bench
 from scratchkit.config import CacheParams
-from scratchkit.measure.costmodel import project_bench
+from scratchkit.projection.costmodel import project_bench
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import available_trainers
 

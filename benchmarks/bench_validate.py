@@ -17,7 +17,7 @@ alternate (`--alternate K`, default 4: every trainer open at once, each taking a
 timed steps in turn), so that they all cover the same minutes. Run it on a quiet machine all the
 same: a neighbour's load slows the trainers' wall-clock steps more than the calibration's CPU-time
 figures. Each profile's line says how much CPU time the hypervisor stole meanwhile (a VM's
-`steal`, scratchkit/measure/steal.py), one such neighbour that the guest can see. And each
+`steal`, scratchkit/calibration/steal.py), one such neighbour that the guest can see. And each
 profile's first trainer runs a second time beside the others (`--no-again` leaves it out): how
 far the same code on the same batches in the same minutes measured from itself, and how far the
 calibrations before and after predicted each row from their median, is the machine's own
@@ -34,7 +34,7 @@ import json
 import sys
 import time
 
-from scratchkit.measure.steal import StealMeter
+from scratchkit.calibration.steal import StealMeter
 from scratchkit.measure.validate import Validation, median_of_rounds, validate_trainers
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
 from scratchkit.trainers import available_trainers
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
 def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Validation, dict[str, float | None]]:
     """The whole table once: every profile's trainers, each profile calibrated just before them
     with --calibrate. -> (its rows, the share of CPU time the hypervisor stole per profile:
-    measure/steal.py)."""
+    calibration/steal.py)."""
     validation, stolen = Validation(), {}
     before = None                # the calibration after a profile is the next one's before
     for name in profiles:
@@ -144,8 +144,8 @@ def calibrate_now(say):
     two. On this project's VM the machine's speed moves over seconds to minutes: one calibration
     a round put 68 of 180 bounded rows outside, one before each profile 46 of 181 (2026-12-02,
     03:03 and 03:13 UTC, the same code; docs/costmodel.md)."""
-    from scratchkit.measure.calibrate import calibrate
-    from scratchkit.measure.hardware import save_calibration
+    from scratchkit.calibration.calibrate import calibrate
+    from scratchkit.projection.hardware import save_calibration
 
     t0 = time.perf_counter()
     profile = calibrate(progress=say, repeats=CALIBRATION_REPEATS)

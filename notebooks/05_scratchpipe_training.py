@@ -118,7 +118,7 @@ for result in verify(config, trainers, steps=20):
 # a dense step from 88 to 122 ms). `python benchmarks/bench_machine.py` measures that spread.
 
 # %%
-from scratchkit.measure.costmodel import project_bench, validate
+from scratchkit.projection.costmodel import project_bench, validate
 from scratchkit.course.tables import bound_table, validation_table
 from scratchkit.course.viz import trainer_comparison
 
@@ -160,7 +160,7 @@ speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 
 # ### Exercises: one stage of the model, and the step of a pipeline
 #
 # 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
-#    on hardware profile `hw` (`scratchkit.measure.hardware.get_hardware("v100-pcie3")`). Each step the
+#    on hardware profile `hw` (`scratchkit.projection.hardware.get_hardware("v100-pcie3")`). Each step the
 #    pooled vectors (one of `config.model.dim` float32 numbers per sample and table) go to the device
 #    and their gradients come back: two copies over PCIe, each paying the link's latency once
 #    (`hw.pcie_bw` bytes/s, `hw.pcie_latency` s).

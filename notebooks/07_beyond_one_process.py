@@ -121,7 +121,7 @@ traffic_table(config, gpus=8)
 # `[N, T]` counts first (8 bytes each: `T` counts to each of the `N - 1` others), then each id that
 # another rank owns (8 bytes), and after the backward pass a gradient for each (`dim` float32s).
 # Only distinct ids travel, table by table (steps 1 and 4 above); `plan.owners(table, ids)` says
-# who owns what. `check` holds it to the count `scratchkit.measure.sharded_cost` projects from.
+# who owns what. `check` holds it to the count `scratchkit.distributed.sharded_cost` projects from.
 
 # %% tags=["exercise", "raises-exception"]
 def request_bytes(micro_ids, plan, rank, dim):
@@ -211,7 +211,7 @@ print(failed.stderr)
 # %% [markdown]
 # ## On GPU servers: the projection
 #
-# `scratchkit.measure.sharded_cost` counts each exchange's bytes from the data (they equal what
+# `scratchkit.distributed.sharded_cost` counts each exchange's bytes from the data (they equal what
 # a real job sends, byte for byte: `tests/test_sharded_cost.py`), times them on **NVLink within
 # a server** (300 GB/s per GPU each way in an all-to-all, of NVLink 4's 450) and **one 400 Gb/s
 # NIC per GPU between servers** (45 GB/s), and adds them to one GPU's step from the single-GPU
@@ -219,7 +219,7 @@ print(failed.stderr)
 # GPU trains a batch of its own (weak scaling), so ideal scaling is a straight line.
 
 # %%
-from scratchkit.measure.sharded_cost import scaling
+from scratchkit.distributed.sharded_cost import scaling
 from scratchkit.course.sharding import projection_figure
 
 counts = (1, 2, 4, 8, 16, 32, 64, 128)

@@ -9,7 +9,7 @@ How: for each training profile (small, criteo-like, and the embedding-bound prof
 version has it) the trainers gpu-only, hybrid, lru, prefetch-lru and scratchpipe-device (where they exist) and scratchpipe
 train on this machine (`scratchkit.measure.bench.run_bench`), which measures the work per step that does
 not depend on the hardware (working sets, hit rates, rows fetched and written back); the cost
-model (`scratchkit.measure.costmodel.project_bench`) prices that work on every hardware profile. This
+model (`scratchkit.projection.costmodel.project_bench`) prices that work on every hardware profile. This
 machine's speed does not enter the GPU projections. The kernel figures expected are the hardware
 profile's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB table), which
 bench_kernels.py measures.
@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from scratchkit.measure.bench import run_bench  # noqa: E402
-from scratchkit.measure.costmodel import project_bench  # noqa: E402
-from scratchkit.measure.hardware import GB, PROFILE_NAMES, get_hardware  # noqa: E402
+from scratchkit.projection.costmodel import project_bench  # noqa: E402
+from scratchkit.projection.hardware import GB, PROFILE_NAMES, get_hardware  # noqa: E402
 from scratchkit.profiles import PROFILES, get_profile  # noqa: E402
 from scratchkit.trainers import available_trainers  # noqa: E402
 
@@ -83,8 +83,8 @@ def markdown(figures: dict, hardware: str) -> str:
     lines = ["# Expected figures on the first GPU", "",
              f"Written by `{figures['command']}` on {figures['generated']} (git {figures['git']}),",
              f"on {figures['machine']}. Regenerate with the same command when the cost model changes.", "",
-             "These are the cost model's projections (`scratchkit/measure/costmodel.py`, hardware profiles in",
-             "`scratchkit/measure/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
+             "These are the cost model's projections (`scratchkit/projection/costmodel.py`, hardware profiles in",
+             "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
              "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",
              f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` profile.",
              "An H200 has the H100's architecture (sm_90) and PCIe 5 host link, with faster HBM (4.8",

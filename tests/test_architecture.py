@@ -2,6 +2,7 @@
 
 - every module is at most 400 lines;
 - no import circle, not even one broken only by `if TYPE_CHECKING:` or an import inside a function;
+- no folder imports one above it: every import between two parts of the house (`FLOORS`) goes down;
 - no module imports another module's private name (`from x import _name`, `x._name`);
 - scratchkit/sim imports neither torch nor the widgets and plotting libraries;
 - only scratchkit/commands parses arguments (argparse) or lays out text tables (ljust/rjust);
@@ -52,6 +53,37 @@ def graph() -> dict[str, set[str]]:
     for name, path in NAMES.items():
         edges[name] = {target for target, _ in imports_of(path) if target in NAMES and target != name}
     return edges
+
+
+# The house's floors, lowest first: a module may import its own floor or one below it, never one above.
+# The top-level modules (scratchkit/*.py) are floors of their own, so that `native.py`, which builds
+# with the kernels' compiler search (kernels/host_build.py), sits between kernels/ and the folders
+# that call compiled loops. A package's `__main__.py` is a program (what `python -m` runs), on the
+# command line's floor; the package's own `__init__.py` (its lazy public names) is the roof.
+FLOORS = ("choices", "config", "backend", "allocator", "device", "model", "profiles",
+          "kernels", "native", "sim", "data", "embedding", "scratchpipe", "trainers",
+          "costmodel", "calibration", "projection", "measure", "distributed", "course", "commands",
+          "scratchkit")
+
+
+def floor_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[-1] == "__main__":
+        return "commands"
+    return parts[1] if len(parts) > 1 else "scratchkit"
+
+
+def test_every_part_of_the_house_has_a_floor():
+    parts = {floor_of(name) for name in NAMES}
+    assert parts - set(FLOORS) == set(), "place each new folder or top-level module in FLOORS"
+
+
+def test_no_folder_imports_one_above_it():
+    level = {name: i for i, name in enumerate(FLOORS)}
+    upward = sorted(f"{name} ({floor_of(name)}) imports {target} ({floor_of(target)})"
+                    for name, targets in graph().items() for target in targets
+                    if level.get(floor_of(target), -1) > level.get(floor_of(name), len(FLOORS)))
+    assert upward == [], "imports up the house:\n" + "\n".join(upward)
 
 
 def test_every_module_is_at_most_400_lines():
@@ -163,3 +195,18 @@ def test_the_checker_sees_a_circle_and_a_private_import(tmp_path, monkeypatch):
         test_no_import_circle()
     with pytest.raises(AssertionError):
         test_no_private_name_crosses_a_module()
+
+
+def test_the_checker_sees_a_folder_import_one_above_it(tmp_path, monkeypatch):
+    """A low floor importing a high one, even inside a function, is caught."""
+    fake = tmp_path / "scratchkit"
+    for folder in ("data", "measure"):
+        (fake / folder).mkdir(parents=True)
+        (fake / folder / "__init__.py").write_text('"""x"""\n')
+    (fake / "__init__.py").write_text('"""x"""\n')
+    (fake / "measure" / "bench.py").write_text("from scratchkit.data import rows\n")
+    (fake / "data" / "rows.py").write_text("def f():\n    from scratchkit.measure import bench\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    monkeypatch.setattr(__import__(__name__), "NAMES", {module_name(p): p for p in sorted(fake.rglob("*.py"))})
+    with pytest.raises(AssertionError, match=r"scratchkit.data.rows \(data\) imports scratchkit.measure.bench \(measure\)"):
+        test_no_folder_imports_one_above_it()

@@ -9,10 +9,11 @@ import pytest
 
 from scratchkit.commands.cli import main
 from scratchkit.device import Device
-from scratchkit.measure import co_run, hardware
-from scratchkit.measure.calibrate import calibrate
-from scratchkit.measure.hw_profile import HardwareProfile, load_profile, save_profile
-from scratchkit.measure.plan_timings import MAP_SLOTS
+from scratchkit.calibration import co_run
+from scratchkit.projection import hardware
+from scratchkit.calibration.calibrate import calibrate
+from scratchkit.costmodel.hw_profile import HardwareProfile, load_profile, save_profile
+from scratchkit.calibration.plan_timings import MAP_SLOTS
 from stand_ins import StandInCuda
 
 
@@ -165,7 +166,7 @@ def test_calibrate_command_saves_and_prints_json(quick_profile, tmp_path, capsys
     def measured(quick, progress, device):      # the command's own work, not the measuring again
         progress("a step")
         return HardwareProfile.from_json(quick_profile.to_json() | {"host_stream_bw": 2e9})
-    monkeypatch.setattr("scratchkit.measure.calibrate.calibrate", measured)
+    monkeypatch.setattr("scratchkit.calibration.calibrate.calibrate", measured)
     code = main(["calibrate", "--quick", "--json", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0 and json.loads(captured.out)["name"] == "this-cpu"
@@ -206,7 +207,7 @@ def test_the_summary_names_every_constant_of_every_profile(quick_profile, profil
 
 
 def test_calibrate_command_prints_its_summary(quick_profile, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("scratchkit.measure.calibrate.calibrate", lambda quick, progress, device: quick_profile)
+    monkeypatch.setattr("scratchkit.calibration.calibrate.calibrate", lambda quick, progress, device: quick_profile)
     assert main(["calibrate", "--quick", "--out", str(tmp_path / "mine.json")]) == 0
     out = capsys.readouterr().out
     assert "device_activation_rate" in out and "saved to" in out
@@ -216,7 +217,7 @@ def test_the_dense_step_is_calibrated_at_every_profiles_shape():
     """The activation rate is fitted to the dense step timed at the profiles' own MLP shapes: a
     profile whose shape has no point is priced by its neighbour's rate, which held tiny's MLP
     -32..-40% under its measured time in every trainer (its step is nearly all fixed costs)."""
-    from scratchkit.measure.kit_timings import DENSE_SHAPES
+    from scratchkit.calibration.kit_timings import DENSE_SHAPES
     from scratchkit.profiles import PROFILES, get_profile
 
     shapes = {shape[:4] for shape in DENSE_SHAPES[1]}
@@ -233,7 +234,7 @@ def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
     taken between its trainers' turns."""
     from dataclasses import replace
 
-    from scratchkit.measure.hw_profile import RateCurve, median_profile
+    from scratchkit.costmodel.hw_profile import RateCurve, median_profile
 
     base = hardware.get_hardware("h100-pcie5")
     made = [replace(base, host_stream_bw=bw, host_numpy_sort=RateCurve(((512, r), (2048, 2 * r))),

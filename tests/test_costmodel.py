@@ -12,14 +12,14 @@ import torch
 from scratchkit.commands.cli import main
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.measure import kit
-from scratchkit.measure.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
+from scratchkit.costmodel import kit
+from scratchkit.projection.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
                                           project_all, stage_work, validate)
-from scratchkit.measure.gpu_profiles import GPU_PROFILES
-from scratchkit.measure.stages import plan_handoff
-from scratchkit.measure.hardware import PROFILE_NAMES, get_hardware, parse_profiles
-from scratchkit.measure.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
-from scratchkit.measure.work import TableWork
+from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.costmodel.stages import plan_handoff
+from scratchkit.projection.hardware import PROFILE_NAMES, get_hardware, parse_profiles
+from scratchkit.costmodel.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.work import TableWork
 
 TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
 US = 1e-6
@@ -308,7 +308,7 @@ def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
     puts in the ring (scratchpipe/ring.py): counted from the batch, not from the plan."""
     import multiprocessing
 
-    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.costmodel.planning import fresh_planner
     from scratchkit.scratchpipe.host_process import what_train_reads
     from scratchkit.scratchpipe.ring import PlanRing
 
@@ -512,7 +512,7 @@ def test_plan_shards_are_planners_the_model_spreads_plan_over():
 def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
     """reuse_bins: rows 1 2 1 3 2 1. The second 1 comes 1 distinct row after the first (bin 2:
     distances 1); the second 2 and the third 1 come 2 after theirs (bin 4: distances 2-3)."""
-    from scratchkit.measure.work import reuse_bins
+    from scratchkit.costmodel.work import reuse_bins
 
     assert reuse_bins(np.array([1, 2, 1, 3, 2, 1])) == {2: 1.0, 4: 2.0}
     assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}

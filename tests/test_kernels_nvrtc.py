@@ -11,7 +11,7 @@ from functools import cache
 import pytest
 
 from conftest import require_nvrtc
-from scratchkit.measure.hardware import PROFILE_NAMES, get_hardware
+from scratchkit.projection.hardware import PROFILE_NAMES, get_hardware
 from scratchkit.kernels.compiled import (KernelSignatureError, check_compiled, cubin_functions,
                                          expected_params, float_instructions, ptx_entries)
 from scratchkit.kernels.cupy_loader import (CI_TARGETS, GPU_ARCHITECTURES, KernelCompileError,

@@ -1,4 +1,4 @@
-"""Projections without training (scratchkit/measure/counters.py) and the course's speed-up map:
+"""Projections without training (scratchkit/projection/counters.py) and the course's speed-up map:
 the batch-granular LRU and the static cache counted on hand-worked id streams, the planner's
 counters against the scratchpipe trainer's own, and the grid and figure the notebook draws."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from scratchkit.course.projections import speedup_grid
 from scratchkit.course.viz.projections import speedup_figure
-from scratchkit.measure import counters
+from scratchkit.projection import counters
 from scratchkit.trainers import make_trainer
 
 

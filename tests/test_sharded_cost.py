@@ -1,4 +1,4 @@
-"""The sharded cost model (scratchkit/measure/sharded_cost.py): its traffic against the bytes a real
+"""The sharded cost model (scratchkit/distributed/sharded_cost.py): its traffic against the bytes a real
 2-rank job counted on the wire, its link arithmetic, and TorchRec's traffic for comparison."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from scratchkit.commands.cli import main as cli
-from scratchkit.measure.hardware import GB, US
-from scratchkit.measure.sharded_cost import Links, measure_work, project_sharded, scaling, torchrec_traffic
+from scratchkit.projection.hardware import GB, US
+from scratchkit.distributed.sharded_cost import Links, measure_work, project_sharded, scaling, torchrec_traffic
 
 
 @pytest.mark.parametrize("sharding", ["row", "table"])

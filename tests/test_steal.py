@@ -1,10 +1,10 @@
-"""measure/steal.py: the share of CPU time a VM's hypervisor took while a block ran, read from
+"""calibration/steal.py: the share of CPU time a VM's hypervisor took while a block ran, read from
 /proc/stat's steal ticks (here from files written as the kernel writes it)."""
 import time
 
 import pytest
 
-from scratchkit.measure.steal import StealMeter, read_cpu_ticks
+from scratchkit.calibration.steal import StealMeter, read_cpu_ticks
 
 #        user nice system idle iowait irq softirq steal guest guest_nice
 BEFORE = "cpu  100 0 50 1000 10 0 0 5 0 0\ncpu0 50 0 25 500 5 0 0 2 0 0\n"

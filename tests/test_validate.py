@@ -10,7 +10,7 @@ from scratchkit.commands.cli import main
 from scratchkit.commands.tables import format_validation
 from scratchkit.measure.validate import (STAGE_BOUND, STEP_BOUND, Validation, ValidationRow, compare, make_row,
                                         median_of_rounds, validate_trainers)
-from scratchkit.measure.costmodel import Projection
+from scratchkit.projection.costmodel import Projection
 
 
 def row(stage, error, share, trainer="lru", bounded=True):
@@ -188,7 +188,7 @@ def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_co
 
 def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     trainers = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe"]
-    from scratchkit.measure.hardware import get_hardware
+    from scratchkit.projection.hardware import get_hardware
 
     hw = get_hardware("this-cpu")
     taken = []

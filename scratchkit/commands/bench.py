@@ -51,14 +51,14 @@ def run(args) -> int:
     trainers = parse_trainer_list(args.trainers or DEFAULT_TRAINERS)
     profiles = None
     if args.project is not None:
-        from scratchkit.measure.hardware import parse_profiles
+        from scratchkit.projection.hardware import parse_profiles
         profiles = parse_profiles(args.project)      # bad names fail before anything trains
     source, config, name, steps, warmup = fitted_run(args, trainers, *run_length(args))
     results = run_bench(config, trainers, steps, warmup=warmup, source=source, device=args.device,
                         wrap=progress)
     projections = None
     if profiles:
-        from scratchkit.measure.costmodel import project_bench
+        from scratchkit.projection.costmodel import project_bench
         projections = project_bench(config, results, profiles)
     if args.json:
         rows = [r.to_dict() for r in results]
@@ -72,7 +72,7 @@ def run(args) -> int:
               f"{config.data.batch_size}, pooling {config.data.pooling}, {steps} timed steps")
         print(format_table(results, projections))
         if projections:
-            print("Projected: the cost model (scratchkit.measure.costmodel) applied to this run's work\n"
+            print("Projected: the cost model (scratchkit.projection.costmodel) applied to this run's work\n"
                   "per step (working sets, rows fetched and written back); ratio = samples/s relative\n"
                   "to the first trainer on the same profile; the data stage is not modelled.")
     return 0

@@ -26,8 +26,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from scratchkit.commands.tables import describe_hardware
-    from scratchkit.measure.calibrate import calibrate
-    from scratchkit.measure.hardware import save_calibration, saved_profile_path
+    from scratchkit.calibration.calibrate import calibrate
+    from scratchkit.projection.hardware import save_calibration, saved_profile_path
 
     out = args.out if args.out is not None else saved_profile_path()
     if out.exists() and out.is_dir():

@@ -46,7 +46,7 @@ def check_sharding_args(args) -> None:
             raise ValueError(f"--inject-fault: {error}") from None
     if getattr(args, "project", None):
         raise ValueError("--project with --world-size: the sharded projection is "
-                         "scratchkit.measure.sharded_cost (notebook 07)")
+                         "scratchkit.distributed.sharded_cost (notebook 07)")
     if args.world_size is not None:
         from scratchkit.commands.common import config_from_args
 

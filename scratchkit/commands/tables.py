@@ -5,7 +5,7 @@ return data. The notebooks show the same data as HTML (scratchkit/course).
 """
 from __future__ import annotations
 
-from scratchkit.measure.hardware import GB, US, HardwareProfile
+from scratchkit.projection.hardware import GB, US, HardwareProfile
 from scratchkit.measure.validate import Validation
 
 
@@ -28,7 +28,7 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     any projections), then ms per step in each stage, one row per stage and a column per trainer
     ("-": the trainer has no such stage). `hit rate` is "-" for a trainer with no device cache.
 
-    `projections` (from `scratchkit.measure.costmodel.project_bench`), one {profile: Projection} per
+    `projections` (from `scratchkit.projection.costmodel.project_bench`), one {profile: Projection} per
     result, add a column per profile, projected samples/s (ratio), and a line per profile
     naming the stage that bounds each trainer.
     """

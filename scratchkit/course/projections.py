@@ -1,7 +1,7 @@
 """Where ScratchPipe wins, where a cache suffices: projected speed-ups over `hybrid` on a GPU
 server, across locality (the Zipf exponent) and table size.
 
-Each point is a model the cost model projects without training it (scratchkit/measure/counters.py:
+Each point is a model the cost model projects without training it (scratchkit/projection/counters.py:
 the working sets of its batches, and the rows the kit's own planner and a batch-granular LRU would
 move), so a notebook draws the whole map in seconds. `course.viz.projections.speedup_figure`
 draws it.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from scratchkit.measure.counters import project_config
+from scratchkit.projection.counters import project_config
 from scratchkit.profiles import get_profile
 
 COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", "gpu-only")

@@ -16,7 +16,7 @@ from scratchkit.course.tables import Table
 from scratchkit.course.viz.palette import BATCH_COLOURS
 from scratchkit.data.batch import micro_batch
 from scratchkit.distributed.routing import Route, RoutedSource
-from scratchkit.measure.sharded_cost import Links, measure_work, torchrec_traffic
+from scratchkit.distributed.sharded_cost import Links, measure_work, torchrec_traffic
 
 
 def ownership_figure(plan, title: str = "") -> go.Figure:

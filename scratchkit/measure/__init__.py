@@ -1,3 +1,1 @@
-"""Measuring the trainers: side-by-side benchmarks (`bench.py`), the exactness check against plain
-PyTorch (`verify.py`, `reference.py`), the cost model and its hardware profiles (`costmodel.py`,
-`hardware.py`), and the fault campaign (`faults.py`)."""
+"""Measuring the trainers: side-by-side benchmarks, the exactness check against plain PyTorch, the cost model's validation, the fault campaigns and the records they leave."""

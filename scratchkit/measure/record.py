@@ -14,7 +14,7 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scratchkit.measure.calibrate import machine_name
+from scratchkit.calibration.calibrate import machine_name
 
 
 def commit() -> str:

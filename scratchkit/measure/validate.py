@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from scratchkit.measure.costmodel import project
-from scratchkit.measure.hardware import get_hardware
-from scratchkit.measure.hw_profile import median_profile
-from scratchkit.measure.work import StepWork
+from scratchkit.projection.costmodel import project
+from scratchkit.projection.hardware import get_hardware
+from scratchkit.costmodel.hw_profile import median_profile
+from scratchkit.costmodel.work import StepWork
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
 UNMODELLED = ("data",)

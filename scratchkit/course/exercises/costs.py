@@ -1,7 +1,7 @@
 """Notebook 05's exercises: one stage of the cost model, and the step of a pipeline.
 
     hybrid_transfer_seconds(config, hw)          hybrid's transfer stage, checked against
-                                                 scratchkit.measure.costmodel.stage_work
+                                                 scratchkit.projection.costmodel.stage_work
     pipeline_step_seconds(stage_seconds, cores)  ScratchPipe's step on a GPU server: its busiest
                                                  resource, in the three resources of the paper's
                                                  diagram (`pipeline_resources` below)
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scratchkit.course.exercises.checking import Case, Exercise, register
-from scratchkit.measure.costmodel import StepWork, project, stage_work
-from scratchkit.measure.hardware import get_hardware
+from scratchkit.projection.costmodel import StepWork, project, stage_work
+from scratchkit.projection.hardware import get_hardware
 from scratchkit.profiles import get_profile
 
 

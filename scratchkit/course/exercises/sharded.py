@@ -5,7 +5,7 @@
                                                 scratchkit.distributed.sharding (plan.owners)
     request_bytes(micro_ids, plan, rank, dim)   the bytes rank `rank` sends for its micro-batch
                                                 (ids, their counts, gradients): checked against
-                                                scratchkit.measure.sharded_cost's count
+                                                scratchkit.distributed.sharded_cost's count
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scratchkit.course.exercises.checking import Case, Exercise, register
 from scratchkit.data.batch import micro_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
-from scratchkit.measure.sharded_cost import exchange_bytes, remote_ids
+from scratchkit.distributed.sharded_cost import exchange_bytes, remote_ids
 from scratchkit.profiles import get_profile
 
 

@@ -120,7 +120,7 @@ class RateCurve:
 # The kit's calls whose fixed cost a profile states, and how many ops (host torch ops, or device
 # kernels) each launches, counted in scratchkit/embedding/optim.py and scratchkit/model.py: a
 # datasheet profile prices a call as ops x its launch cost; `calibrate` times each call where it
-# occurs (scratchkit/measure/fixed_costs.py) or on tiny inputs (kit_timings.py).
+# occurs (scratchkit/calibration/fixed_costs.py) or on tiny inputs (calibration/kit_timings.py).
 CALL_OPS = {
     "forward_stage": 1,       # once per stage of lookups: the stack of the pooled vectors (and, timed
     "backward_stage": 0,      # in a step, the first call's colder caches); likewise once per stage of
@@ -233,7 +233,7 @@ class HardwareProfile:
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
     # ScratchPipe on a CPU: how much slower its host stages (forked) and its Train run beside each
-    # other than each alone (co_run.py), factors >= 1 on every stage of the side. None: not
+    # other than each alone (calibration/co_run.py), factors >= 1 on every stage of the side. None: not
     # measured (a GPU profile: its host threads are priced alone; a profile saved before it was)
     host_co_run: float | None = None
     train_co_run: float | None = None

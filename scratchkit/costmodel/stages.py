@@ -21,9 +21,9 @@ distinct ids (`StepWork.share`).
 from __future__ import annotations
 
 from scratchkit.config import OptimizerKind
-from scratchkit.measure import kit
-from scratchkit.measure.device_stages import device_scratchpipe_stages
-from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.costmodel import kit
+from scratchkit.costmodel.device_stages import device_scratchpipe_stages
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 from scratchkit.trainers import SCRATCHPIPE_TRAINERS
 
 TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device")

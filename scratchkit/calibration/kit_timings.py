@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from scratchkit.measure.hw_profile import MB, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.hw_profile import MB, RateCurve, RowCurve, sort_units
 
 # sizes measured: (quick, full)
 ROW_BYTES = ((64, 256), (64, 256, 512))
@@ -146,7 +146,7 @@ def call_latencies(bench: Bench, device=None, steps: int = 15) -> dict[str, floa
     per table and per step from tiny training runs (fixed_costs.py); a generic op and
     slots_of_unique on tiny inputs, over 8 tables' inputs in turn after a flush."""
     from scratchkit.embedding.optim import slots_of_unique
-    from scratchkit.measure.fixed_costs import step_fixed_costs
+    from scratchkit.calibration.fixed_costs import step_fixed_costs
 
     d = bench.to_device
     ids = [d(torch.tensor([1, 2, 2, 3]) + t) for t in range(TABLES)]
@@ -229,9 +229,9 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     allocator's first pages) 1.3x slower: fitted to those, the model missed a step's MLP by -30%
     on `small` and +50% on `embedding-bound`."""
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
-    from scratchkit.measure import kit
-    from scratchkit.measure.fixed_costs import stage_times
-    from scratchkit.measure.work import StepWork
+    from scratchkit.costmodel import kit
+    from scratchkit.calibration.fixed_costs import stage_times
+    from scratchkit.costmodel.work import StepWork
 
     points = []
     for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:

@@ -47,14 +47,14 @@ import torch
 from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
-from scratchkit.measure.co_run import co_run_slowdowns
-from scratchkit.measure.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
-from scratchkit.measure.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
+from scratchkit.calibration.co_run import co_run_slowdowns
+from scratchkit.costmodel.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
+from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
-from scratchkit.measure.plan_timings import (device_plan_table_seconds, handoff_call_seconds, map_probe_rate, plan_call_seconds, plan_rates,
+from scratchkit.calibration.plan_timings import (device_plan_table_seconds, handoff_call_seconds, map_probe_rate, plan_call_seconds, plan_rates,
                                              plan_slot_rate)
-from scratchkit.measure.tbe_timings import TBE_LOOKUPS, tbe_curves
+from scratchkit.calibration.tbe_timings import TBE_LOOKUPS, tbe_curves
 
 Progress = Callable[[str], None]
 

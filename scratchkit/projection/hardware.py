@@ -4,10 +4,10 @@
                   the kit's cache folder, or $SCRATCHKIT_HARDWARE_PROFILE) when there is one; else
                   measured now, quickly (a few seconds, once per process). `origin` says which.
     v100-pcie3, a100-pcie4, h100-pcie5, h200
-                  GPU servers, every constant with its source (scratchkit/measure/gpu_profiles.py)
+                  GPU servers, every constant with its source (scratchkit/costmodel/gpu_profiles.py)
 
-The numbers themselves, their curves and their JSON form are in hw_profile.py; how this machine
-is measured, in calibrate.py.
+The numbers themselves, their curves and their JSON form are in costmodel/hw_profile.py; how this machine
+is measured, in calibration/calibrate.py.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from scratchkit.measure.gpu_profiles import GPU_PROFILES
-from scratchkit.measure.hw_profile import GB, US, HardwareProfile, OutdatedProfileError, load_profile, save_profile
+from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.costmodel.hw_profile import GB, US, HardwareProfile, OutdatedProfileError, load_profile, save_profile
 
 __all__ = ["GB", "US", "HardwareProfile", "PROFILE_NAMES", "get_hardware", "parse_profiles",
            "saved_profile_path", "save_calibration", "this_cpu", "forget_this_cpu"]
@@ -67,7 +67,7 @@ def changed_loops(profile: HardwareProfile) -> list[str]:
     """The kit's C++ loops built otherwise now than when `profile` was measured (an edit, another
     compiler): their speed in it is not theirs now. A profile saved before builds were recorded
     names them all."""
-    from scratchkit.measure.calibrate import loop_builds
+    from scratchkit.calibration.calibrate import loop_builds
 
     return [name for name, build in loop_builds().items() if profile.native_builds.get(name) != build]
 
@@ -91,7 +91,7 @@ def _saved(path: Path, mtime_ns: int) -> HardwareProfile:
 def _measured() -> HardwareProfile:
     from dataclasses import replace
 
-    from scratchkit.measure.calibrate import calibrate
+    from scratchkit.calibration.calibrate import calibrate
 
     profile = calibrate(quick=True)
     path = saved_profile_path()

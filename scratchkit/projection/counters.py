@@ -93,7 +93,7 @@ def _static(sets: list[np.ndarray], rows: int, capacity: int) -> np.ndarray:
 
 def _planned(config: TrainConfig, source, batches: int) -> tuple[float, float]:
     """ScratchPipe's planner on empty scratchpads, batch after batch, as a `train()` call plans."""
-    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.costmodel.planning import fresh_planner
 
     planner = fresh_planner(config, source)
     moved = []
@@ -109,8 +109,8 @@ def project_config(config: TrainConfig, trainers: list[str], profiles: list[str]
     """Projections of `trainers` on `config` without training it: the working sets of its first
     batches and the counters above. Per trainer, {profile: costmodel.Projection}."""
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.measure.costmodel import project_all
-    from scratchkit.measure.work import StepWork
+    from scratchkit.projection.costmodel import project_all
+    from scratchkit.costmodel.work import StepWork
 
     source = source if source is not None else SyntheticSource(config.data)
     base = StepWork.from_config(config, source, batches=min(batches, 2))

@@ -1,5 +1,5 @@
 """What one training step does, counted: the cost model's first half (the second divides by a
-`HardwareProfile`: scratchkit/measure/costmodel.py).
+`HardwareProfile`: scratchkit/projection/costmodel.py).
 
 `StepWork` says what a step touches, per table (lookups, distinct ids, table and cache sizes) and
 for the whole model (batch, dim, the MLPs' widths, rows fetched and written back). `Work` is the
@@ -38,12 +38,12 @@ import numpy as np
 
 from scratchkit.config import OptimizerKind, TrainConfig
 from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
-from scratchkit.measure.hw_profile import HardwareProfile, sort_units
+from scratchkit.costmodel.hw_profile import HardwareProfile, sort_units
 
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
 CACHED_BYTES = 2.0**18    # a table this small stays in a core's cache (the curves' smallest)
-TBE_BAG = 8               # lookups a bag in the table-batched curves' timings (tbe_timings.py)
+TBE_BAG = 8               # lookups a bag in the table-batched curves' timings (calibration/tbe_timings.py)
 BUCKET_BYTES = 16         # a bucket of the scratchpad's hash map: key and slot, int64 each
 
 

@@ -43,9 +43,9 @@ from scratchkit.config import TrainConfig
 from scratchkit.data.batch import micro_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
-from scratchkit.measure.costmodel import project
-from scratchkit.measure.hardware import GB, US, get_hardware
-from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork
+from scratchkit.projection.costmodel import project
+from scratchkit.projection.hardware import GB, US, get_hardware
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork
 from scratchkit.model import init_dense_model
 
 # ScratchPipe's misses per distinct row, when no run measured them: `scratchkit bench --profile

@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from scratchkit.config import TrainConfig
-from scratchkit.measure.hw_profile import RateCurve
-from scratchkit.measure.kit import PLAN_LOOKUPS
-from scratchkit.measure.kit_timings import Bench
+from scratchkit.costmodel.hw_profile import RateCurve
+from scratchkit.costmodel.kit import PLAN_LOOKUPS
+from scratchkit.calibration.kit_timings import Bench
 
 
 PLAN_ROWS = ((2**16,), (2**15, 2**18, 2**20))     # table rows the planner is timed at (quick, full)
@@ -153,7 +153,7 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     -> (seconds per table, per batch, per table that evicts, per table at 64 lookups, per table
     that evicts at 64 lookups)."""
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.costmodel.planning import fresh_planner
 
     rows, scan = 2**15, host["host_plan_slot_rate"]
 
@@ -239,9 +239,9 @@ def device_plan_table_seconds(profile) -> float:
     Wall time less the batches' reading, median, past the filling."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.measure.device_stages import plan_work
-    from scratchkit.measure.planning import fresh_planner
-    from scratchkit.measure.work import StepWork
+    from scratchkit.costmodel.device_stages import plan_work
+    from scratchkit.costmodel.planning import fresh_planner
+    from scratchkit.costmodel.work import StepWork
 
     def unpriced(tables: int) -> float:
         config = TrainConfig(data=DataConfig(table_sizes=(256,) * tables, pooling=1, batch_size=8, num_dense=1,
@@ -272,7 +272,7 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
     import multiprocessing
 
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.measure.planning import fresh_planner
+    from scratchkit.costmodel.planning import fresh_planner
     from scratchkit.scratchpipe.events import Stage
     from scratchkit.scratchpipe.host_process import what_train_reads
     from scratchkit.scratchpipe.ring import PlanRing, widen_pipe

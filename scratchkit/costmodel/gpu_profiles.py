@@ -30,7 +30,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
 """
 from __future__ import annotations
 
-from scratchkit.measure.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
+from scratchkit.costmodel.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
 
 # ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
 # (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores, 2026-11-30. Rows: (row bytes, table bytes, s/row).
@@ -184,7 +184,7 @@ def server(name: str) -> HardwareProfile:
         device_sort=_sort_curve(f["sort"][0]), device_sort_value_rate=stream / (3 * 4),
         device_flops=RateCurve.constant(0.8 * fp32), device_bmm_flops=RateCurve.constant(0.1 * fp32),
         device_activation_rate=RateCurve.constant(stream / 8),
-        origin="datasheets and published microbenchmarks (scratchkit/measure/gpu_profiles.py)",
+        origin="datasheets and published microbenchmarks (scratchkit/costmodel/gpu_profiles.py)",
         sources=HOST_SOURCES | {
             "host_cores": cores_source, "device_stream_bw": stream_source, "device_sort": f["sort"][1],
             "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it",

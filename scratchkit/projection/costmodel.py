@@ -1,7 +1,7 @@
 """A cost model: the work of one training step, stage by stage, turned into time on a machine.
 
 The kit runs on a laptop CPU, where "device" is the CPU too. To say what the same run would take on
-a GPU server, `work.py`, `kit.py` and `stages.py` count what each stage of each trainer *does*
+a GPU server, `costmodel/work.py`, `kit.py` and `stages.py` count what each stage of each trainer *does*
 (random rows gathered and scattered from tables of a given size, bytes streamed, keys sorted,
 matmul FLOPs at their shapes, the kit's calls and their fixed costs, the planner's lookups and
 ids, bytes and copies over PCIe), and a `HardwareProfile` (hardware.py) prices each unit:
@@ -24,9 +24,9 @@ No overlap is assumed inside a stage. Across stages (`project`):
   side also spends the hand-off of every plan (`stages.plan_handoff`: pickled into a ring of
   shared memory, its skeleton down a pipe), which no stage's clock counts.
   On a CPU run with two cores or more, each side's stages are priced slower by the factor the
-  calibration measured with the two beside each other (`co_run`, measure/co_run.py).
+  calibration measured with the two beside each other (`co_run`, calibration/co_run.py).
   `bound_stage` names the largest stage within the busiest resource.
-- `scratchpipe-device` (Plan and the row moves on the device, device_stages.py) is a pipeline of
+- `scratchpipe-device` (Plan and the row moves on the device, costmodel/device_stages.py) is a pipeline of
   threads too, but its stages are the device's kernels, each thread's on a stream of its own. On
   a GPU server its resources are the trainer's thread (Train), Plan's, Collect's and the
   write-back thread's; the link (rows Collect reads over it, rows written back); the device's
@@ -37,7 +37,7 @@ No overlap is assumed inside a stage. Across stages (`project`):
 
 What is not modelled: the `data` stage (making the batch; in a real input pipeline it overlaps
 training, and the kit's synthetic generator is not what is measured): a validation run passes
-its measured seconds in (`extra`) where the trainer spends them. `validate.py` compares the
+its measured seconds in (`extra`) where the trainer spends them. `measure/validate.py` compares the
 `this-cpu` prediction with measured stage times, so the error of the model is a figure.
 """
 from __future__ import annotations
@@ -45,10 +45,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
-from scratchkit.measure.co_run import HOST_PROCESS_STAGES
-from scratchkit.measure.hardware import HardwareProfile, get_hardware
-from scratchkit.measure.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
-from scratchkit.measure.work import StepWork, Work, mlp_flops
+from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
+from scratchkit.projection.hardware import HardwareProfile, get_hardware
+from scratchkit.costmodel.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
+from scratchkit.costmodel.work import StepWork, Work, mlp_flops
 from scratchkit.trainers import TrainerKind
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
@@ -93,7 +93,7 @@ def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[st
 def co_run(stages: dict[str, float], hw: HardwareProfile) -> dict[str, float]:
     """ScratchPipe's stages on a CPU run, where its host process and Train run at once on cores
     of their own: each side slower by the factor its calibration measured beside the other
-    (co_run.py). With one core they take turns (the "shared cores" resource), and on a GPU
+    (calibration/co_run.py). With one core they take turns (the "shared cores" resource), and on a GPU
     server the host's threads are priced alone: the stages as they are."""
     if not hw.device_is_host or hw.host_cores < 2:
         return stages

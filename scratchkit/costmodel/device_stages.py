@@ -25,8 +25,8 @@ check runs on the row stores' host books there, as scratchpipe's does.
 """
 from __future__ import annotations
 
-from scratchkit.measure import kit
-from scratchkit.measure.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.costmodel import kit
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
 from scratchkit.embedding.working_sets import WorkingSets
 
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
