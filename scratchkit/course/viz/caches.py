@@ -34,19 +34,31 @@ def hit_rate_curves(capacities, curves: Mapping[str, np.ndarray], marker: float 
     if not curves:
         raise ValueError("give at least one policy's hit rates")
     fig = go.Figure()
+    drawn = []
     for i, (policy, rates) in enumerate(curves.items()):
         rates = np.asarray(rates, dtype=np.float64)
         if rates.shape != x.shape:
             raise ValueError(f"policy {policy!r}: {rates.size} hit rates for {x.size} capacities")
         runs = ~np.isnan(rates)      # NaN: the policy cannot run at that size; leave the point out
+        drawn.append(rates[runs])
         fig.add_scatter(x=x[runs], y=rates[runs], name=policy, mode="lines", line_color=BATCH_COLOURS[i % len(BATCH_COLOURS)])
-    fig.add_scatter(x=[marker] * 2 if marker is not None else [], y=[0, 1] if marker is not None else [],
+    low, high = _rate_range(np.concatenate(drawn))
+    fig.add_scatter(x=[marker] * 2 if marker is not None else [], y=[low, high] if marker is not None else [],
                     name="chosen size", mode="lines", line=dict(color=VICTIM, width=2))
-    fig.add_scatter(x=[needed] * 2 if needed is not None else [], y=[0, 1] if needed is not None else [],
+    fig.add_scatter(x=[needed] * 2 if needed is not None else [], y=[low, high] if needed is not None else [],
                     name="look-ahead window fits", mode="lines", line=dict(color=INSERTED, dash="dash"))
     fig.update_layout(title=title, height=420, xaxis_title=x_title, yaxis_title="hit rate",
-                      yaxis_range=[0, 1.02])
+                      yaxis_range=[low, high])
     return fig
+
+
+def _rate_range(rates: np.ndarray) -> tuple[float, float]:
+    """The hit-rate axis: the rates drawn, a little padded, within [0, 1.02] (all of it before
+    any rate is known, as a widget starts): a curve that moves between 40% and 70% fills it."""
+    if rates.size == 0:
+        return 0.0, 1.02
+    pad = max(0.02, 0.05 * float(rates.max() - rates.min()))
+    return max(0.0, float(rates.min()) - pad), min(1.02, float(rates.max()) + pad)
 
 
 def reuse_figure(reuse: np.ndarray, start: int = 1) -> go.Figure:
