@@ -11,6 +11,7 @@ from scratchkit.config import DataConfig
 from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
+import scratchkit.course.widgets as widgets_module
 from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
 from scratchkit.trainers.scratchpipe import Hazards
 
@@ -287,11 +288,12 @@ def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing
 def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monkeypatch):
     """After a run is drawn, the runs one click away (each switch flipped, and a rerun of the same
     setting) train in the background; a click then draws one of them and trains nothing itself."""
-    trained_here = []                   # runs trained on the thread that handles the clicks
-    run = visualizer.lab.run
-    monkeypatch.setattr(visualizer.lab, "run", lambda *a, **k: (
-        trained_here.append(a) if threading.current_thread() is threading.main_thread() else None,
-        run(*a, **k))[1])
+    trained_here, replayed_here = [], []    # runs trained, and replayed for drawing, on the thread
+    run = visualizer.lab.run                # that handles the clicks
+    here = lambda done, a: done.append(a) if threading.current_thread() is threading.main_thread() else None
+    monkeypatch.setattr(visualizer.lab, "run", lambda *a, **k: (here(trained_here, a), run(*a, **k))[1])
+    replay = widgets_module.replay
+    monkeypatch.setattr(widgets_module, "replay", lambda *a, **k: (here(replayed_here, a), replay(*a, **k))[1])
     for click, next_holds in ((lambda: setattr(visualizer.holds, "value", False), False),
                               (visualizer.rerun.click, False),
                               (lambda: setattr(visualizer.holds, "value", True), True)):
@@ -300,4 +302,4 @@ def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monke
         click()
         assert visualizer.result is not before and visualizer.result.hazards == Hazards(holds=next_holds)
         assert visualizer.trained_ahead and visualizer.progress.value == visualizer.lab.steps
-    assert trained_here == []
+    assert trained_here == [] and replayed_here == []

@@ -141,21 +141,28 @@ class RunsAhead:
     it was told to expect finds it trained (a run takes about a second; drawing one, a fraction).
 
     `expect(hazards, ...)` queues a run per setting not already queued; `take(hazards)` returns
-    (the run, True) when one was trained ahead (waiting for it if it is under way), else trains it
-    now and returns (the run, False). A run is taken once: a rerun of the same setting gets a new one.
+    (the run, prepare(run), True) when one was trained ahead (waiting for it if it is under way),
+    else trains it now and returns (the run, prepare(run), False). `prepare` does ahead, too, what
+    a run needs before it is shown (a widget: its figure's data). A run is taken once: a rerun of
+    the same setting gets a new one.
     """
 
-    def __init__(self, lab: HazardLab):
-        self.lab = lab
+    def __init__(self, lab: HazardLab, prepare: Callable[[LabResult], object] = lambda result: None,
+                 pause: float = 0.0):
+        """`pause`: seconds the background waits before the runs each `expect` queues, so that the
+        page draws what a click sent without a training run taking the CPU from it."""
+        self.lab, self.prepare, self.pause = lab, prepare, pause
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hazard-lab-ahead")
         self._queued: dict[Hazards, Future] = {}
 
     def expect(self, *settings: Hazards, then: Callable[[], None] | None = None) -> None:
         """Queue a run of each setting not already queued; `then()` (on the background thread)
         once every one of them has trained."""
-        for hazards in settings:
-            if hazards not in self._queued:
-                self._queued[hazards] = self._pool.submit(self.lab.run, hazards)
+        new = [hazards for hazards in dict.fromkeys(settings) if hazards not in self._queued]
+        if new and self.pause:
+            self._pool.submit(time.sleep, self.pause)
+        for hazards in new:
+            self._queued[hazards] = self._pool.submit(self._run_and_prepare, hazards)
         if then is not None:
             left = [self._queued[hazards] for hazards in set(settings)]
             lock = threading.Lock()
@@ -175,14 +182,18 @@ class RunsAhead:
             future.exception(timeout=timeout)
 
     def take(self, hazards: Hazards, on_step: Callable[[list[StepRecord]], None] | None = None
-             ) -> tuple[LabResult, bool]:
+             ) -> tuple[LabResult, object, bool]:
         future = self._queued.pop(hazards, None)
         if future is not None and not future.cancel():     # under way or done: its run, or its error
             try:
-                return future.result(), True
+                return (*future.result(), True)
             except Exception:
                 pass                                        # trained again below, where it is seen
-        return self.lab.run(hazards, on_step=on_step), False
+        return (*self._run_and_prepare(hazards, on_step), False)
+
+    def _run_and_prepare(self, hazards: Hazards, on_step=None) -> tuple[LabResult, object]:
+        result = self.lab.run(hazards, on_step=on_step)
+        return result, self.prepare(result)
 
     def close(self) -> None:
         """Drop the runs not yet started; the one under way ends on its own."""

@@ -167,7 +167,7 @@ class PipelineVisualizer(widgets.VBox):
         """`result`: a run of `lab` already trained (with every rule on) to show first, instead
         of training one now (about 2 s)."""
         self.lab = lab or HazardLab(visualizer_config(), steps=12)
-        self.ahead = RunsAhead(self.lab)
+        self.ahead = RunsAhead(self.lab, prepare=self._drawing, pause=1.0)
         self.trained_ahead = False       # whether the run shown was trained before it was asked for
         self._runs_asked = 0
         self.table, self.columns = table, columns
@@ -225,10 +225,12 @@ class PipelineVisualizer(widgets.VBox):
         self.rerun.description, self.progress.value = "working...", 0
         try:
             if result is None:
-                result, self.trained_ahead = self.ahead.take(hazards, on_step=self._partial)
+                result, drawing, self.trained_ahead = self.ahead.take(hazards, on_step=self._partial)
+            else:
+                drawing = self._drawing(result)
             self.result = result
             self.rerun.description = "drawing..."
-            self._draw_run()
+            self._draw_run(*drawing)
         finally:
             # only now: the page applies the kernel's messages in order, so the controls stay busy
             # until the figure update above has been drawn
@@ -248,13 +250,17 @@ class PipelineVisualizer(widgets.VBox):
         if asked == self._runs_asked:       # no other run asked for since
             self.progress.bar_style = "success"
 
-    def _draw_run(self) -> None:
-        """The new run's events, slot map and divergence, and its first moment, in one update of
-        the figure in place (a second would draw the page twice)."""
-        self.moments = replay(self.result.events, self.table, self.result.capacities[self.table])
-        divergence = (np.array([r.step for r in self.result.records]), self.result.train_hit_rate,
-                      self.result.loss_gap)
-        fresh = pipeline_view(self.result.events, self.moments[0], self.columns, divergence)
+    def _drawing(self, result: LabResult) -> tuple[list[Moment], go.Figure]:
+        """A run's moments and its figure: made ahead with the run (RunsAhead), so that a click
+        only sends the figure's new data."""
+        moments = replay(result.events, self.table, result.capacities[self.table])
+        divergence = (np.array([r.step for r in result.records]), result.train_hit_rate, result.loss_gap)
+        return moments, pipeline_view(result.events, moments[0], self.columns, divergence)
+
+    def _draw_run(self, moments: list[Moment], fresh: go.Figure) -> None:
+        """The new run's events, slot map and divergence (`_drawing`), and its first moment, in one
+        update of the figure in place (a second would draw the page twice)."""
+        self.moments = moments
         first = self.figure is None
         if first:
             self.figure = go.FigureWidget(fresh)
