@@ -219,15 +219,23 @@ def figure_problems(page, root) -> list[str]:
 WATCH_RERUN = """([out, busy]) => {
   out.querySelector('.js-plotly-plot .barlayer g.trace').setAttribute('data-sk-kept', '1');
   const button = out.querySelector(busy);
-  const watch = {disabled: null, enabled: null, tasks: []};
+  const watch = {disabled: null, enabled: null, tasks: [], trained: false};
   window.__skRerun = watch;
+  // every change of the button, not only those a frame shows: a run trained ahead may be drawn
+  // and the button given back between two frames; "training..." is said only while training
+  const seen = () => {
+    if (button.disabled && watch.disabled === null) watch.disabled = performance.now();
+    if (/training/.test(button.textContent)) watch.trained = true;
+  };
+  new MutationObserver(seen).observe(button, {attributes: true, childList: true, subtree: true,
+                                              characterData: true});
   if (!window.__skLongTasks) {
     window.__skLongTasks = true;
     new PerformanceObserver(list => { for (const e of list.getEntries())
       if (window.__skRerun) window.__skRerun.tasks.push(e.duration); }).observe({type: 'longtask'});
   }
   const tick = () => {
-    if (watch.disabled === null && button.disabled) watch.disabled = performance.now();
+    seen();
     if (watch.disabled !== null && !button.disabled) { watch.enabled = performance.now(); return; }
     requestAnimationFrame(tick);
   };
@@ -240,13 +248,16 @@ def rerun_drawn(page, drawn: Drawn, control: str, action, busy: str, timeout: fl
     drawn (the timeline's bars change) and the `busy` control is back. Records under `control`
     the latency to the drawn run, and under `control + ', longest task'` the page's longest task.
     Returns {kept: the bar trace's element survived (updated in place), busy_until_drawn: the
-    control came back no earlier than the frame that drew the run, longest: ms}."""
+    control came back no earlier than the frame that drew the run, trained: the button said it was
+    training (the run was not trained ahead), longest: ms}."""
     page.evaluate(WATCH_RERUN, [drawn.output, busy])
     drawn.press(control, action, timeout=timeout, part=".barlayer path")
     wait_until(lambda: page.evaluate("window.__skRerun.enabled !== null"), timeout, f"{busy} to come back")
     page.wait_for_timeout(300)                     # a long task ends before the observer hears of it
     seen = page.evaluate("""([out, name]) => ({kept: !!out.querySelector('.barlayer g.trace[data-sk-kept]'),
         enabled: window.__skRerun.enabled, drawn: window.__skWatches[name].changed,
-        longest: Math.max(0, ...window.__skRerun.tasks)})""", [drawn.output, control])
+        trained: window.__skRerun.trained, longest: Math.max(0, ...window.__skRerun.tasks)})""",
+                         [drawn.output, control])
     drawn.latencies.setdefault(f"{control}, longest task", []).append(seen["longest"])
-    return {"kept": seen["kept"], "busy_until_drawn": seen["enabled"] >= seen["drawn"], "longest": seen["longest"]}
+    return {"kept": seen["kept"], "busy_until_drawn": seen["enabled"] >= seen["drawn"],
+            "trained": seen["trained"], "longest": seen["longest"]}

@@ -439,10 +439,15 @@ def test_notebook_04_every_visualizer_control_redraws_the_figure(lab_session, la
     reruns = [(f"04 visualizer: {name}", output.locator(".widget-checkbox", has_text=label).locator("input").click)
               for name, label in (("holds switch", "holds"), ("write-back switch", "write-back before collect"))
               for _ in range(2)] + [("04 visualizer: rerun button", output.locator(busy).first.click)]
+    # The runs one click away are trained in the background once a run is drawn (the bar turns
+    # green): a click then only draws, it trains nothing ("training..." never shows)
+    ready = output.locator(".progress-bar-success")
     for control, action in reruns:
+        ready.wait_for(state="attached", timeout=120_000)
         seen = rerun_drawn(page, drawn, control, action, busy)
         assert seen["kept"], f"{control}: the figure was drawn anew, not updated in place"
         assert seen["busy_until_drawn"], f"{control}: the controls came back before the new run was drawn"
+        assert not seen["trained"], f"{control}: the click trained its run instead of drawing one trained ahead"
         wait_idle(page, settle=0.5)
     print("screenshot:", screenshot(page, "course-04.png"))
     no_errors_but_the_exercises(page)

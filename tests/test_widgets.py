@@ -1,5 +1,6 @@
 """The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
 import re
+import threading
 import time
 from dataclasses import replace
 
@@ -10,6 +11,7 @@ from scratchkit.config import DataConfig
 from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
+import scratchkit.course.widgets as widgets_module
 from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
 from scratchkit.trainers.scratchpipe import Hazards
 
@@ -226,7 +228,9 @@ def test_visualizer_shows_a_run_already_trained_without_training_again():
     lab = HazardLab(visualizer_config(), steps=6, slow_write_back=0.0)
     recorded = lab.run()
     calls = []
-    lab.run = lambda *a, **k: calls.append(a) or recorded           # any training would be seen
+    # any training for the run shown would be seen (the runs one click away train in the background)
+    lab.run = lambda *a, **k: (calls.append(a) if threading.current_thread() is threading.main_thread()
+                               else None) or recorded
     shown = PipelineVisualizer(lab, columns=10, result=recorded)
     assert shown.result is recorded and calls == [] and shown.progress.value == 6
     with pytest.raises(ValueError, match="switches start with every rule on"):
@@ -275,5 +279,27 @@ def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing
                         lambda *a, **k: (sent.append(visualizer.rerun.disabled), update(*a, **k)))
     visualizer.rerun.click()
     assert [t.uid for t in visualizer.figure.data] == uids
-    assert len(sent) == len(visualizer.result.records) + 1 and all(sent)
+    # a run trained here draws each step as it goes; one trained ahead is drawn once
+    steps_drawn = 0 if visualizer.trained_ahead else len(visualizer.result.records)
+    assert len(sent) == steps_drawn + 1 and all(sent)
     assert not visualizer.rerun.disabled
+
+
+def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monkeypatch):
+    """After a run is drawn, the runs one click away (each switch flipped, and a rerun of the same
+    setting) train in the background; a click then draws one of them and trains nothing itself."""
+    trained_here, replayed_here = [], []    # runs trained, and replayed for drawing, on the thread
+    run = visualizer.lab.run                # that handles the clicks
+    here = lambda done, a: done.append(a) if threading.current_thread() is threading.main_thread() else None
+    monkeypatch.setattr(visualizer.lab, "run", lambda *a, **k: (here(trained_here, a), run(*a, **k))[1])
+    replay = widgets_module.replay
+    monkeypatch.setattr(widgets_module, "replay", lambda *a, **k: (here(replayed_here, a), replay(*a, **k))[1])
+    for click, next_holds in ((lambda: setattr(visualizer.holds, "value", False), False),
+                              (visualizer.rerun.click, False),
+                              (lambda: setattr(visualizer.holds, "value", True), True)):
+        visualizer.ahead.wait(Hazards(holds=next_holds), timeout=120)
+        before = visualizer.result
+        click()
+        assert visualizer.result is not before and visualizer.result.hazards == Hazards(holds=next_holds)
+        assert visualizer.trained_ahead and visualizer.progress.value == visualizer.lab.steps
+    assert trained_here == [] and replayed_here == []

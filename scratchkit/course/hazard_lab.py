@@ -16,7 +16,9 @@ Collect waits for the write-back however slow it is, so the sleep would change o
 """
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -94,14 +96,18 @@ class HazardLab:
         self.config = config.replace(cache=CacheParams(capacity=minimum, depth=config.cache.depth,
                                                        victim_policy=config.cache.victim_policy))
         self._baseline: tuple[np.ndarray, list] | None = None
+        # one run at a time: a run trained ahead (RunsAhead) and one asked for now would share the
+        # CPU, and the baseline is trained by whichever comes first
+        self._one_at_a_time = threading.RLock()
 
     def baseline(self) -> tuple[np.ndarray, list]:
         """(losses [steps], final embedding rows) of the gpu-only trainer; trained on first use."""
-        if self._baseline is None:
-            with make_trainer("gpu-only", self.config) as trainer:
-                losses = np.array([r.loss for r in trainer.train(self.steps)])
-                self._baseline = (losses, [w.clone() for w in trainer.embedding_weights()])
-        return self._baseline
+        with self._one_at_a_time:
+            if self._baseline is None:
+                with make_trainer("gpu-only", self.config) as trainer:
+                    losses = np.array([r.loss for r in trainer.train(self.steps)])
+                    self._baseline = (losses, [w.clone() for w in trainer.embedding_weights()])
+            return self._baseline
 
     def _slow(self, stage: Stage, batch: int) -> None:
         if stage is Stage.WRITE_BACK and self.slow_write_back:
@@ -112,6 +118,10 @@ class HazardLab:
         """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
         called after every step (a widget draws its progress and the partial result); `planner`:
         the trainer's (a planner of your own: scratchpipe/own_planner.py)."""
+        with self._one_at_a_time:
+            return self._run(hazards, on_step, planner)
+
+    def _run(self, hazards: Hazards, on_step, planner) -> LabResult:
         losses, rows = self.baseline()
         hook = None if hazards.write_back_order else self._slow
         trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, planner=planner)
@@ -126,3 +136,70 @@ class HazardLab:
             trainer.close()
         diff = max(float((a - b).abs().max()) for a, b in zip(weights, rows))
         return LabResult(hazards, records, losses, diff, trainer.events, list(trainer.capacities))
+
+
+class RunsAhead:
+    """Runs of a lab trained ahead on one background thread, so that a control asking for a run
+    it was told to expect finds it trained (a run takes about a second; drawing one, a fraction).
+
+    `expect(hazards, ...)` queues a run per setting not already queued; `take(hazards)` returns
+    (the run, prepare(run), True) when one was trained ahead (waiting for it if it is under way),
+    else trains it now and returns (the run, prepare(run), False). `prepare` does ahead, too, what
+    a run needs before it is shown (a widget: its figure's data). A run is taken once: a rerun of
+    the same setting gets a new one.
+    """
+
+    def __init__(self, lab: HazardLab, prepare: Callable[[LabResult], object] = lambda result: None,
+                 pause: float = 0.0):
+        """`pause`: seconds the background waits before the runs each `expect` queues, so that the
+        page draws what a click sent without a training run taking the CPU from it."""
+        self.lab, self.prepare, self.pause = lab, prepare, pause
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hazard-lab-ahead")
+        self._queued: dict[Hazards, Future] = {}
+
+    def expect(self, *settings: Hazards, then: Callable[[], None] | None = None) -> None:
+        """Queue a run of each setting not already queued; `then()` (on the background thread)
+        once every one of them has trained."""
+        new = [hazards for hazards in dict.fromkeys(settings) if hazards not in self._queued]
+        if new and self.pause:
+            self._pool.submit(time.sleep, self.pause)
+        for hazards in new:
+            self._queued[hazards] = self._pool.submit(self._run_and_prepare, hazards)
+        if then is not None:
+            left = [self._queued[hazards] for hazards in set(settings)]
+            lock = threading.Lock()
+
+            def one_done(_):
+                with lock:
+                    left.pop()
+                    if not left:
+                        then()
+            for future in list(left):
+                future.add_done_callback(one_done)
+
+    def wait(self, hazards: Hazards, timeout: float | None = None) -> None:
+        """Until the run of `hazards` queued ahead (if any) has trained."""
+        future = self._queued.get(hazards)
+        if future is not None:
+            future.exception(timeout=timeout)
+
+    def take(self, hazards: Hazards, on_step: Callable[[list[StepRecord]], None] | None = None
+             ) -> tuple[LabResult, object, bool]:
+        future = self._queued.pop(hazards, None)
+        if future is not None and not future.cancel():     # under way or done: its run, or its error
+            try:
+                return (*future.result(), True)
+            except Exception:
+                pass                                        # trained again below, where it is seen
+        return (*self._run_and_prepare(hazards, on_step), False)
+
+    def _run_and_prepare(self, hazards: Hazards, on_step=None) -> tuple[LabResult, object]:
+        result = self.lab.run(hazards, on_step=on_step)
+        return result, self.prepare(result)
+
+    def close(self) -> None:
+        """Drop the runs not yet started; the one under way ends on its own."""
+        for future in self._queued.values():
+            future.cancel()
+        self._queued.clear()
+        self._pool.shutdown(wait=False)

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.course.dashboard import LABEL, WIDE, TrainingDashboard
-from scratchkit.course.hazard_lab import HazardLab, LabResult
+from scratchkit.course.hazard_lab import HazardLab, LabResult, RunsAhead
 from scratchkit.course.hit_curves import POLICIES, HitCurves
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState, replay
 from scratchkit.profiles import get_profile
@@ -154,8 +154,12 @@ class PipelineVisualizer(widgets.VBox):
 
     Laid out to fit one screen: the step controls and the hazard switches above, the run in words,
     then one figure: the timeline across the top, the slot map and the run against the exact
-    baseline side by side below it. Ticking a switch retrains at once; while a run trains (about
-    2 s), its controls are disabled, a bar counts its steps and the bottom-right plot fills in.
+    baseline side by side below it. Ticking a switch or pressing rerun shows a run with those
+    switches: once a run is drawn, the runs one click away are trained in the background (`ahead`),
+    so a click only draws one; a click that comes before its run is trained waits for it, or
+    trains it (about 1 s) with a bar counting its steps and the bottom-right plot filling in. The
+    controls are disabled until the new run is drawn. The bar turns green when the runs one
+    click away are trained.
     """
 
     def __init__(self, lab: HazardLab | None = None, table: int = 0, columns: int = 12,
@@ -163,6 +167,9 @@ class PipelineVisualizer(widgets.VBox):
         """`result`: a run of `lab` already trained (with every rule on) to show first, instead
         of training one now (about 2 s)."""
         self.lab = lab or HazardLab(visualizer_config(), steps=12)
+        self.ahead = RunsAhead(self.lab, prepare=self._drawing, pause=1.0)
+        self.trained_ahead = False       # whether the run shown was trained before it was asked for
+        self._runs_asked = 0
         self.table, self.columns = table, columns
         self.holds = widgets.Checkbox(value=True, description="holds (invariant 4)", indent=False,
                                       layout=widgets.Layout(width="170px"))
@@ -210,13 +217,20 @@ class PipelineVisualizer(widgets.VBox):
         """(Re)train the small run with the switches as set (or take `result`), and show its first moment."""
         hazards = Hazards(holds=self.holds.value, write_back_order=self.write_back_order.value)
         busy = (self.rerun, self.holds, self.write_back_order)
+        self._runs_asked += 1
+        self.progress.bar_style = ""
         for control in busy:
             control.disabled = True
-        self.rerun.description, self.progress.value = "training...", 0
+        # "training..." only once a step is trained here (_partial): a run trained ahead is only drawn
+        self.rerun.description, self.progress.value = "working...", 0
         try:
-            self.result = result or self.lab.run(hazards, on_step=self._partial)
+            if result is None:
+                result, drawing, self.trained_ahead = self.ahead.take(hazards, on_step=self._partial)
+            else:
+                drawing = self._drawing(result)
+            self.result = result
             self.rerun.description = "drawing..."
-            self._draw_run()
+            self._draw_run(*drawing)
         finally:
             # only now: the page applies the kernel's messages in order, so the controls stay busy
             # until the figure update above has been drawn
@@ -224,15 +238,29 @@ class PipelineVisualizer(widgets.VBox):
                 control.disabled = False
             self.rerun.description = "rerun"
             self.progress.value = len(self.result.records) if self.result else 0
+        # the runs one click away: each switch flipped, then a rerun of this setting; the bar
+        # turns green once they are trained (a click then only draws)
+        asked = self._runs_asked
+        self.ahead.expect(replace(hazards, holds=not hazards.holds),
+                          replace(hazards, write_back_order=not hazards.write_back_order), hazards,
+                          then=lambda: self._ready(asked))
         return self.result
 
-    def _draw_run(self) -> None:
-        """The new run's events, slot map and divergence, and its first moment, in one update of
-        the figure in place (a second would draw the page twice)."""
-        self.moments = replay(self.result.events, self.table, self.result.capacities[self.table])
-        divergence = (np.array([r.step for r in self.result.records]), self.result.train_hit_rate,
-                      self.result.loss_gap)
-        fresh = pipeline_view(self.result.events, self.moments[0], self.columns, divergence)
+    def _ready(self, asked: int) -> None:
+        if asked == self._runs_asked:       # no other run asked for since
+            self.progress.bar_style = "success"
+
+    def _drawing(self, result: LabResult) -> tuple[list[Moment], go.Figure]:
+        """A run's moments and its figure: made ahead with the run (RunsAhead), so that a click
+        only sends the figure's new data."""
+        moments = replay(result.events, self.table, result.capacities[self.table])
+        divergence = (np.array([r.step for r in result.records]), result.train_hit_rate, result.loss_gap)
+        return moments, pipeline_view(result.events, moments[0], self.columns, divergence)
+
+    def _draw_run(self, moments: list[Moment], fresh: go.Figure) -> None:
+        """The new run's events, slot map and divergence (`_drawing`), and its first moment, in one
+        update of the figure in place (a second would draw the page twice)."""
+        self.moments = moments
         first = self.figure is None
         if first:
             self.figure = go.FigureWidget(fresh)
@@ -250,7 +278,7 @@ class PipelineVisualizer(widgets.VBox):
 
     def _partial(self, records) -> None:
         """After each step of a rerun: the progress bar, and the run so far against the baseline."""
-        self.progress.value = len(records)
+        self.progress.value, self.rerun.description = len(records), "training..."
         if self.figure is None:
             return
         losses = self.lab.baseline()[0][:len(records)]
