@@ -7,9 +7,9 @@ from the OS and hands them back when it is freed, and it returns the free top of
 OS beyond a *trim threshold*. Both thresholds move by default (the mmap one grows to the largest
 block freed so far, up to 32 MiB, and the trim one follows it), so whether a step's temporaries
 are reused or faulted in page by page, 4 KiB at a time, depends on what the process happened to
-free before. A page fault on this project's VM costs microseconds (the hypervisor's nested page
-tables): measured, `criteo-skew`'s gpu-only steps took 1,100-7,000 page faults each under the
-defaults and 0-380 with the thresholds below (4 alternating runs of 8 steps each, 2026-12-02).
+free before. A page fault on a virtual machine costs microseconds (the hypervisor's nested page
+tables), and a large profile's step can take thousands of them under the defaults, a few hundred
+at most with the thresholds below (tests/test_allocator.py counts them).
 
 `keep_step_memory()` fixes the thresholds: blocks up to 64 MiB come from the heap and are reused
 step after step; up to 512 MiB of freed heap stays mapped. Bigger blocks (a large table) are

@@ -4,9 +4,8 @@ On a machine without a GPU, ScratchPipe runs its host stages (Plan, Collect, Wri
 Insert) in a forked process and Train in the trainer's, each on a core of its own (costmodel.py).
 The rest of the calibration times every call alone on an idle machine, so it prices each side
 as if the other were not there. But the two share the last-level cache and the memory bus, and
-on a virtual machine whatever the hypervisor does with two busy vCPUs: in validation run n
-(2026-12-02, a 2-core VM) Plan took 0.17 ms a step inside the trainer where the calibration
-priced 0.09 (tiny; criteo-like 1.79 against 0.91).
+on a virtual machine whatever the hypervisor does with two busy vCPUs: on a 2-core VM Plan
+took about twice as long a step inside the trainer as the calibration priced it alone.
 
 So the calibration measures it where it arises: the same ScratchPipe run (the `small` profile,
 the same batches) with its host stages forked beside Train (PlanIn.HOST_PROCESS, a CPU run's
@@ -20,12 +19,10 @@ each the median over the rounds. Inline, Plan still follows a Train that evicted
 the caches, as it does forked: what the ratio leaves is the running at once. With one core the
 two sides take turns instead (the model's "shared cores"), so nothing is measured: 1.0.
 
-The figure is the machine's and its neighbours': on this VM one round's ratio ranged 0.8-1.85
-from one second to the next (the host stages, 12 rounds on tiny, small and criteo-like, 2026-12-02
-17:00 UTC; medians 1.2-1.5), Train's 0.7-1.3 (medians 1.0-1.1); three calibrations (one quick) gave
-0.98-1.18 and 0.86-1.06 (17:05). Stage by stage it differs more (docs/costmodel.md, "ScratchPipe's
-two sides beside each other"): Insert and Write-back ran 2-6x slower forked on criteo-skew, partly
-page faults at a page's first touch. One factor for every host stage does not carry that.
+The figure is the machine's and its neighbours': on a 2-core VM one round's ratio moves from
+one second to the next, so the median over the rounds is what is kept (docs/costmodel.md has the
+runs). Stage by stage it differs more (docs/costmodel.md, "ScratchPipe's two sides beside each
+other"); one factor for every host stage does not carry that.
 """
 from __future__ import annotations
 

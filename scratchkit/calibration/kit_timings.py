@@ -203,16 +203,15 @@ def matmul_rates(bench: Bench, quick: bool, op: float) -> tuple[RateCurve, RateC
 # the profiles' dense steps (batch, tables, dim, width, table rows, pooling): tiny, small,
 # criteo-like, embedding-bound, -wide, criteo-skew. tiny's is nearly all fixed costs, which run
 # slower inside a step than in the loop `call_latencies` times them in: without its own point the
-# rate at small's held for it, and tiny's MLP came out -32..-40% in every trainer (2026-12-01 23:18
-# UTC). Its lookups stay in the caches (3 tables of a few hundred rows), so its point's do too:
-# behind 16k-row tables the same dense step ran -4..+33% against behind tiny's (medians of steps
-# 50-200, three runs), and tiny, small and criteo-like had 14 of 65 rows outside, not 8 of 65
+# rate at small's held for it, and tiny's MLP came out well under its measured time in every
+# trainer. Its lookups stay in the caches (3 tables of a few hundred rows), so its point's do
+# too: behind 16k-row tables the same dense step runs slower than behind tiny's
 TINY_SHAPE = (32, 3, 8, 16, 512, 2)
 DENSE_SHAPES = ((TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
                 (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (512, 26, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8),
                  (4096, 8, 128, 128, 2**14, 8), (4096, 26, 64, 128, 2**14, 8)))
-# timed steps, and warm-up steps by batch: steps 3-10 of a ~1 ms dense step ran -8..+44% against
-# steps 50-200, slower in 4 of 6 runs of 200 steps (2026-12-01 23:55 UTC); a big batch's are few
+# timed steps, and warm-up steps by batch: the first steps of a ~1 ms dense step run slower than
+# its steady state, so a small batch warms up longer; a big batch's first steps are few
 DENSE_STEPS, DENSE_WARMUP = lambda repeats: 2 * repeats + 1, lambda batch: 20 if batch <= 512 else 3
 
 

@@ -147,9 +147,9 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     beyond its pass over the slots (at these small batches its fixed part shows). The per-table
     cost again at 64 lookups a table: it carries per-id work the rates (timed at 32k lookups a
     batch) leave out, and priced at 2,048 lookups for every table, tiny's Plan (64 a table) came
-    out +49..+233% in every validation run of 2026-12-02. The victim choice again at 64 lookups a
-    table, into scratchpads of 256 slots (64 lookups never fill a quarter of 32k): priced at
-    2,048 lookups, it was 4/5 of tiny's predicted Plan, which came out +94% in run m.
+    out far over its measured time. The victim choice again at 64 lookups a table, into
+    scratchpads of 256 slots (64 lookups never fill a quarter of 32k): priced at 2,048 lookups,
+    it was most of tiny's predicted Plan, which then came out far over too.
     -> (seconds per table, per batch, per table that evicts, per table at 64 lookups, per table
     that evicts at 64 lookups)."""
     from scratchkit.data.synthetic import SyntheticSource
@@ -180,8 +180,7 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     victims = (evicting - eight) / 8 - (priced_evicting - priced_eight)
     victims_few = (evicting_few - eight_few) / 8 - (priced_evicting_few - priced_eight_few)
     # the per-batch cost from the 64-lookup tables: at 2,048 a table's cost (~100 us, noisy by
-    # tens) buries it, and `two - 2 * table` came out 0 in 5 of 6 runs (93.6 us in the other;
-    # 2026-12-02 14:55 UTC), 24-30 us here
+    # tens) buries it, and `two - 2 * table` mostly came out 0
     return (max(table - (priced_two + priced_eight) / 2, 0.0), max(two_few - 2 * table_few, 0.0), max(victims, 0.0),
             max(table_few - (priced_two_few + priced_eight_few) / 2, 0.0), max(victims_few, 0.0))
 

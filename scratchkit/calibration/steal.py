@@ -5,9 +5,8 @@ counts the time its virtual CPUs were ready to run but not running as `steal`, t
 of /proc/stat's `cpu` line (in clock ticks, summed over the cores). A stage timed by the wall
 clock grows by it; the calibration's CPU-time figures (`time.thread_time`) do not see it. So a
 validation run that says how much was stolen says how quiet the machine was, which the bounds
-assume. On this project's 2-core VM: 111 s of steal in 41 minutes of validation and test runs,
-4.8% of the ticks its cores wanted (2026-12-01, 23:27-00:08 UTC); per profile of a validation run,
-0-3% mostly and 10% at most (00:09-00:20 UTC): a part of its noise, not most of it.
+assume. On a shared virtual machine steal is a few percent of the ticks its cores want, more
+in bursts: a part of a validation run's noise, not most of it.
 
     with StealMeter() as meter:
         run()

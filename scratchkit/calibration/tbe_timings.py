@@ -17,9 +17,9 @@ table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is t
     host_tbe_update     apply_updates (SGD) of distinct rows just read, as a step's update follows
                         its lookups: seconds per row by (row bytes, table bytes, density: the
                         share of the table's rows updated). The update walks its rows in
-                        ascending order, so a dense one is nearly a stream: measured on 8 tables
-                        of 50k rows (2026-12-02), 27 ns a 256-B row at density 0.98, 50 at 0.86,
-                        60-66 at 0.2-0.6; a curve by rows of the call priced them all alike
+                        ascending order, so a dense one is nearly a stream, about twice as
+                        fast a row as a sparse one; a curve by rows of the call priced them all
+                        alike
 """
 from __future__ import annotations
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 from scratchkit.costmodel.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
 
 # ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
-# (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores, 2026-11-30. Rows: (row bytes, table bytes, s/row).
+# (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores. Rows: (row bytes, table bytes, s/row).
 HOST_CORE_SOURCE = ("scratchkit calibrate on an Ice Lake-SP Xeon @ 2.8 GHz core (2-core VM, 48 MB "
-                    "L3), 2026-11-30; assumption: a server core of this generation runs it alike")
+                    "L3); assumption: a server core of this generation runs it alike")
 HOST_CORE = {
     "host_stream_bw": 22.7 * GB,
     "host_gather": RowCurve((
@@ -99,23 +99,22 @@ HOST_CORE = {
     "host_op_latency": 4.3 * US,
     "host_numpy_op_latency": 1.3 * US,
     "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 45.8 * US, "plan_batch": 15.1 * US, "plan_victims": 94.9 * US,
-                   # the rest not timed on that Xeon: an AMD EPYC VM core's, 2026-12-01 (the hand-off
-                   # of a plan is a CPU run's only, priced in no GPU projection)
+                   # the rest not timed on that Xeon: `scratchkit calibrate` on an AMD EPYC VM core
+                   # (the hand-off of a plan is a CPU run's only, priced in no GPU projection)
                    "kernel": 6.5 * US, "device_plan_table": 8.5 * US, "send_batch": 42.4 * US,
-                   "plan_table_few": 13.1 * US,   # `scratchkit calibrate`, 2026-12-02 07:45 UTC (plan_table 26.2 there)
-                   "plan_victims_few": 8.9 * US,  # the same VM's planner timings, 2026-12-02 14:55 UTC (2.2-9.3 in 6 runs)
+                   "plan_table_few": 13.1 * US, "plan_victims_few": 8.9 * US,
                    "send_table": 17.2 * US, "receive_batch": 31.3 * US, "receive_table": 4.6 * US},
     "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
     "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),
-    # the planner's four, calibrated again 2026-12-01 on the same VM, when its victim choice's pass
-    # over the slots was first priced apart from the misses (the miss rates were 8.9e6 / 3.0e6)
+    # the planner's four, calibrated on the same VM with its victim choice's pass over the slots
+    # priced apart from the misses
     "host_plan_lookup_rate": RateCurve(((32768, 1.78e+08), (262144, 7.65e+07), (1048576, 3.35e+07))),
     "host_plan_id_rate": RateCurve(((32768, 5.06e+07), (262144, 2.61e+07), (1048576, 1.98e+07))),
     "host_plan_miss_rate": RateCurve(((262144, 1.28e+07), (1048576, 9.52e+06))),
     "host_plan_slot_rate": RateCurve(((8192, 8.8e+07), (65536, 1.99e+08), (262144, 1.93e+08))),
     "host_sort_value_rate": 1.1e+09,
-    # not timed on that Xeon: np.partition (the demand caches' victim choice since 2026-12-02) as
-    # `scratchkit calibrate` measured it on an AMD EPYC VM core, 2026-12-02 (medians of 7)
+    # not timed on that Xeon: np.partition (the demand caches' victim choice) as `scratchkit
+    # calibrate` measured it on an AMD EPYC VM core (medians of 7)
     "host_numpy_select": RateCurve(((512, 8.5e+08), (2048, 1.17e+09), (8192, 1.16e+09), (32768, 1.17e+09), (131072, 1.22e+09))),
 }
 HOST_SOURCES = {k: HOST_CORE_SOURCE for k in HOST_CORE}
@@ -157,7 +156,7 @@ SERVERS = {
     "h200": dict(
         description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
         cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
-        stream=(4300 * GB, "read on an H200 of this workplace (2026-10-28, 2026-11-04): a torch device "
+        stream=(4300 * GB, "read on an H200 of this workplace: a torch device "
                            "copy moved 4.3 TB/s read + write (datasheet: 4.8 TB/s HBM3e)"),
         l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
         fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),

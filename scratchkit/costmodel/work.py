@@ -134,11 +134,10 @@ class Work:
             if kind == "lookup":       # each distinct row from the table, each repeat from as
                 n, u, row, table, call, reuse, bags = size    # far back as it was last looked up:
                 # a repeat whose row was last looked up d distinct rows ago is a random row of a
-                # footprint of d rows, not a row still in the core's cache. Measured on the
-                # issue-12 profiles' batches (each table's distinct ids alone, against the whole
-                # batch; 2026-12-02): a repeat took 15-17 ns at 256 B rows where the cached price
-                # was 8, 45 ns at 512 B (-wide) against 13. Without its distances (`reuse`), as
-                # far back as the table's working set in the batch
+                # footprint of d rows, not a row still in the core's cache (timed on the
+                # embedding-bound profiles' batches, a repeat cost about twice the cached price at
+                # 256 B rows and three times at 512 B). Without its distances (`reuse`), as far
+                # back as the table's working set in the batch
                 price = lambda rows: hw.host_tbe_lookup.seconds_per_row(
                     row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call)
                 bins = reuse or ((u, n - u),)
@@ -153,8 +152,8 @@ class Work:
                 # random rows. Measured (26 tables of 4,096 lookups, 256 B rows): bags of 1 took
                 # 2.8 ms more than bags of 8, 26 MiB of gradient against 3; the forward 0.9 ms more
                 # (its output). A gradient smaller than the curve's is not priced cheaper: priced so
-                # (and n not held), embedding-bound's backward (pooling 40) came out -29% in a
-                # validation run, where it had been -9% without the term (2026-12-02, runs j and k)
+                # (and n not held), embedding-bound's backward (pooling 40) came out further under
+                # its measured time than without the term
                 timed = min(n, longest) * row
                 row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
                 gathered = max(row_at(grad) - row_at(timed), 0.0)

@@ -48,9 +48,9 @@ from scratchkit.projection.hardware import GB, US, get_hardware
 from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork
 from scratchkit.model import init_dense_model
 
-# ScratchPipe's misses per distinct row, when no run measured them: `scratchkit bench --profile
-# small --trainers scratchpipe --steps 60` fetched 1,548 rows a step of 6,963 distinct (this
-# 2-core machine, 2026-11-30). Pass a measured share for other data.
+# ScratchPipe's misses per distinct row, when no run measured them: what `scratchkit bench
+# --profile small --trainers scratchpipe --steps 60` fetches a step over the distinct rows it
+# touches. Pass a measured share for other data.
 MISS_SHARE = 0.22
 
 

@@ -108,10 +108,10 @@ class HostStages:
     def map_in(self) -> int:
         """In a forked host process, before its first stage: every page of the row stores mapped in
         at once (shared_memory.map_in), not faulted in one by one inside Insert's clock, whose
-        scatter writes them page by page (criteo-skew at scale 0.05, 40 steps, 3 runs each,
-        2026-12-03: the forked Insert 1.0-1.13 ms a step before, 0.44-0.53 after). Not the host
-        tables: Collect reads them, and a read fault maps the 15 pages around it too (mapped in as
-        well, they took no fewer faults and cost 36 ms at each start on criteo-skew).
+        scatter writes them page by page: a fork copies no page-table entries of a shared
+        mapping, so each page's first write after it faults (tests/test_shared_memory.py). Not
+        the host tables: Collect only reads them, and a read fault maps the pages around it too,
+        so mapping them in as well saves no faults and costs time at every start.
         -> pages mapped in."""
         return map_in([array for pad in self.pads for array in pad.host_arrays()])
 

@@ -54,10 +54,9 @@ class ScratchpadRows:
         self.last_trained = books(capacity, dtype=np.int64)                # [capacity]
         self.last_trained.fill(-1)
         # every page written now, not at its slot's first Insert: np.zeros and a fresh shared
-        # mapping get their pages from the kernel at the first write, and a scratchpad still
-        # filling paid those faults inside Insert's clock (criteo-skew at scale 0.05, 2026-12-02,
-        # inline: Insert's scatter 0.2 ms on some steps and 6-11 on others, 3.4 on average over
-        # 40 steps; 0.34, flat, with the pages written here)
+        # mapping get their pages from the kernel at the first write, so a scratchpad still
+        # filling would pay those faults inside Insert's clock, unevenly from step to step
+        # (tests/test_scratchpipe_rows.py)
         for array in (self._rows, self._state, self.dirty):
             if isinstance(array, np.ndarray):                 # (CuPy's zeros are written already)
                 array.fill(0)
