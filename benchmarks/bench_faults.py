@@ -37,8 +37,6 @@ from scratchkit.measure.record import RunRecord
 from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, all_cases, case_config,
                                             prefetch_capacity_case, run_case)
 
-PARTS = ("scratchpipe", "steps", "capacity", "saves")
-
 
 def progress(n: int, total: int) -> None:
     print(f"\r{n}/{total} cases", end="" if n < total else "\n", file=sys.stderr, flush=True)
@@ -131,6 +129,9 @@ def saves_part(args) -> tuple[dict, bool]:
     return asdict(tally), tally.torn_files == 0 and tally.left_after_next_save == 0
 
 
+PARTS = {"scratchpipe": scratchpipe_part, "steps": steps_part, "capacity": capacity_part, "saves": saves_part}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
@@ -152,12 +153,11 @@ def main(argv=None) -> int:
         parser.error(f"unknown part {unknown[0]!r}; choose from {', '.join(PARTS)}")
     if min(args.cases, args.configs, args.kills) < 1:
         parser.error("--cases, --configs and --kills must be >= 1")
-    run = {"scratchpipe": scratchpipe_part, "steps": steps_part, "capacity": capacity_part, "saves": saves_part}
     command = "benchmarks/bench_faults.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
     record = RunRecord(command.strip())
     figures, good, started = {}, True, time.perf_counter()
     for part in parts:
-        figures[part], ok = run[part](args)
+        figures[part], ok = PARTS[part](args)
         good &= ok
         print()
     figures["seconds"] = round(time.perf_counter() - started)

@@ -8,9 +8,10 @@ embedding backward failed, so the repaired batch's dense step was taken twice; p
 the spoiled batch it had read ahead and refused every later call; a batch of no samples was stopped
 as a NaN loss.)
 """
+from dataclasses import replace
+
 import numpy as np
 import pytest
-import torch
 
 from scratchkit.config import CacheParams
 from scratchkit.data.synthetic import SyntheticSource
@@ -72,7 +73,6 @@ class WideLast(SyntheticSource):
         batch = super().batch(index)
         if index != self.wide:
             return batch
-        from dataclasses import replace
         B = batch.batch_size
         ids = tuple(np.arange(n, dtype=np.int64) % n for n in self.table_sizes)
         offsets = tuple((np.arange(B, dtype=np.int64) * (n // B)) for n in self.table_sizes)
@@ -103,7 +103,7 @@ def test_prefetch_lru_names_the_minimum_its_call_needs(tiny_config):
 
 # --- an interrupted checkpoint save leaves nothing behind -------------------------------------------
 def test_a_save_killed_part_way_leaves_no_torn_file_and_nothing_after_the_next_save(tmp_path):
-    tally = kill_saves(tmp_path, kills=4)
+    tally = kill_saves(tmp_path, kills=8)   # about a third of kills land between saves: 8 all miss 1 in 4,000
     assert tally.inside_a_save > 0, "no kill landed inside a save: the test proved nothing"
     assert tally.torn_files == 0 and tally.left_after_next_save == 0, tally
 

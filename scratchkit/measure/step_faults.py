@@ -26,10 +26,12 @@ from typing import Callable
 
 import numpy as np
 
-from scratchkit.config import OptimizerConfig, OptimizerKind, TrainConfig
+from scratchkit.config import CacheParams, DataConfig, OptimizerConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure.faults import Snapshots
+from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
+from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.trainers import SCRATCHPIPE_TRAINERS, TrainerKind, make_trainer
 from scratchkit.trainers.base import StepTornError
@@ -190,7 +192,7 @@ def run_case(case: StepFaultCase, snapshots: Snapshots | None = None) -> StepFau
     snapshots = snapshots or Snapshots(config, STEPS)
     spoiled = case.fault in SPOILERS
     source = RepairableSource(config.data, SPOILERS[case.fault][0] if spoiled else None)
-    error, refused = "", ""
+    error, refused, trainer = "", "", None
     try:
         trainer = make_trainer(case.trainer, config, source=source)   # static profiles batch 3 here
         with _planted_unless(spoiled, trainer, case.fault):
@@ -198,7 +200,7 @@ def run_case(case: StepFaultCase, snapshots: Snapshots | None = None) -> StepFau
     except (ValueError, RuntimeError) as raised:
         error = str(raised)
     source.repair()
-    if "trainer" not in locals():   # refused while it was made: made again from the repaired source
+    if trainer is None:   # refused while it was made: made again from the repaired source
         trainer = make_trainer(case.trainer, config, source=source)
     try:
         list(trainer.train(STEPS - trainer.next_batch))
@@ -241,10 +243,6 @@ def prefetch_capacity_case(seed: int) -> CapacityResult:
     """A random small configuration, prefetch-lru at the capacity its error message names for a
     call of `steps` steps (the largest working set of two consecutive batches of the call):
     train(steps) must train them all, exactly."""
-    from scratchkit.config import CacheParams, DataConfig
-    from scratchkit.measure.reference import ReferenceRun
-    from scratchkit.scratchpipe.capacity import minimum_capacities
-
     rng = np.random.default_rng(seed)
     tables = tuple(int(n) for n in rng.integers(20, 400, size=int(rng.integers(1, 4))))
     data = DataConfig(table_sizes=tables, pooling=int(rng.integers(1, 5)),
