@@ -12,7 +12,7 @@ Candidates, each in a fresh process that reports its own peak resident memory (V
 alternating rounds (kit, pandas, kit, pandas, ...; medians):
 
     parse    the kit's parser alone: each 8 MB block checked and decoded by the C++ loop
-             (scratchkit/data/criteo_loop.c; the next block on a thread meanwhile): what pandas
+             (scratchkit/data/criteo_loop.cpp; the next block on a thread meanwhile): what pandas
              does below, and more (every field checked, the hashes decoded)
     kit      load_criteo(path): the parser, plus the columns written to disk and table sizes
              derived from the data (a dictionary of every feature's distinct values)

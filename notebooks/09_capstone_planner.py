@@ -208,7 +208,7 @@ print(first_held_victim(unsafe))
 #
 # The same 16 batches of `small` on the hazard lab's smallest scratchpad, where every batch evicts,
 # on the same driver (threads): once with your planner, once with the kit's (the C++ loop of
-# `plan_loop.c`, or its NumPy twin where no compiler is found). Both choose victims by furthest
+# `plan_loop.cpp`, or its NumPy twin where no compiler is found). Both choose victims by furthest
 # next use, so they may well move the same rows; what differs is how long Plan takes. The figure
 # shows where a step's time goes: Plan runs on its own thread beside Train, and a Plan slower than
 # Train sets the pace.

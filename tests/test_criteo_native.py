@@ -1,4 +1,4 @@
-"""The C++ Criteo decoder (criteo_loop.c) against the line parser, its twin: on every block, it
+"""The C++ Criteo decoder (criteo_loop.cpp) against the line parser, its twin: on every block, it
 gives the line parser's Chunk or declines (and then only where the line parser raises, or for
 the two things it leaves to the line parser: a count of more than 18 digits, a lone "\\r").
 The pyarrow path (the fallback without a compiler) is held to the same Chunk where it accepts.
@@ -204,11 +204,11 @@ MUTANTS = {
 @pytest.mark.parametrize("mutant", MUTANTS)
 def test_a_loop_with_a_slip_in_it_is_caught(tmp_path, monkeypatch, mutant):
     original, slipped = MUTANTS[mutant]
-    source = (LOOP.folder / "criteo_loop.c").read_text()
+    source = (LOOP.folder / "criteo_loop.cpp").read_text()
     assert source.count(original) == 1, f"the loop no longer holds {original!r}: update MUTANTS"
-    (tmp_path / "criteo_loop.c").write_text(source.replace(original, slipped))
+    (tmp_path / "criteo_loop.cpp").write_text(source.replace(original, slipped))
     monkeypatch.setenv("SCRATCHKIT_CACHE_DIR", str(tmp_path / "cache"))
-    loop = CLibrary("criteo-mutant", tmp_path, ("criteo_loop.c",), LOOP.signatures)
+    loop = CLibrary("criteo-mutant", tmp_path, ("criteo_loop.cpp",), LOOP.signatures)
     found = [name for name in EDGES for data in blocks_of(EDGES[name]) if disagreement(data, loop)]
     assert found, f"no block shows the slip '{mutant}'"
 

@@ -1,4 +1,4 @@
-"""ScratchPipe's C++ planner (plan_loop.c) makes exactly the decisions of its NumPy twin
+"""ScratchPipe's C++ planner (plan_loop.cpp) makes exactly the decisions of its NumPy twin
 (scratchpipe/plan.py): every array of every plan, over random data, capacities and settings."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The dictionaries' searches in C++ (row_maps_loop.c) against NumPy's, map by map: every row of
+"""The dictionaries' searches in C++ (row_maps_loop.cpp) against NumPy's, map by map: every row of
 every batch equal, over random dictionaries, values present and absent, and both widths."""
 from pathlib import Path
 

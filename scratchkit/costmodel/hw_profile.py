@@ -222,7 +222,7 @@ class HardwareProfile:
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
     # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
-    # slot's urgency counted, plan_loop.c's choose_victims), by the scratchpad's slots, once per
+    # slot's urgency counted, plan_loop.cpp's choose_victims), by the scratchpad's slots, once per
     # table and batch with a victim. None (a profile saved before it was measured): not priced
     host_plan_slot_rate: RateCurve | None = None
     # np.partition (a demand cache's victim choice, embedding/victims.py's first_k): int64 keys/s

@@ -1,4 +1,4 @@
-"""A block of Criteo lines decoded by a C++ loop (criteo_loop.c): the loader's fast path.
+"""A block of Criteo lines decoded by a C++ loop (criteo_loop.cpp): the loader's fast path.
 
 One pass over the bytes checks every field against the Criteo grammar and decodes it (label,
 13 counts to log(1 + max(x, 0)), 26 hashes): 6-8x pyarrow's tokenizer plus NumPy's checks on
@@ -27,8 +27,8 @@ _I64, _PTR = ctypes.c_int64, ctypes.c_void_p      # arrays go as addresses (nati
 _SIGNATURES = {
     "sk_criteo_parse": (_I64, [ctypes.c_char_p, _I64, _I64, _I64, _PTR, _I64] + [_PTR] * 9),
 }
-LOOP = CLibrary("criteo", Path(__file__).resolve().parent, ("criteo_loop.c",), _SIGNATURES)
-DECLINE, WIDE = -1, -2                 # criteo_loop.c's answers besides a number of lines
+LOOP = CLibrary("criteo", Path(__file__).resolve().parent, ("criteo_loop.cpp",), _SIGNATURES)
+DECLINE, WIDE = -1, -2                 # criteo_loop.cpp's answers besides a number of lines
 NUM_DENSE, NUM_CATEGORICAL = 13, 26
 LOG1P = np.log1p(np.arange(1 << 16, dtype=np.float64)).astype(np.float32)  # small counts: most
 

@@ -61,14 +61,14 @@ class Dictionary:
 
 
 _PTR, _I64 = ctypes.c_void_p, ctypes.c_int64
-LOOP = CLibrary("row_maps", Path(__file__).resolve().parent, ("row_maps_loop.c",), {
+LOOP = CLibrary("row_maps", Path(__file__).resolve().parent, ("row_maps_loop.cpp",), {
     "sk_rows_searched": (None, [_PTR, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR])})
 
 
 class RowMapper:
     """Every table's rows of a batch of raw values: [n, T] -> [T, n] int64, as the maps say.
 
-    The dictionaries' searches run in one C++ call (row_maps_loop.c: all of a table's searches
+    The dictionaries' searches run in one C++ call (row_maps_loop.cpp: all of a table's searches
     a step at a time, so their cache misses overlap; ~10x NumPy's 26 calls on Criteo batches,
     benchmarks/bench_load.py); the other maps, and everything where no compiler is found or
     the values are signed, with NumPy (`map(values)`), the twin the tests hold it to."""

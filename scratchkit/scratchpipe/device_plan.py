@@ -1,6 +1,6 @@
 """ScratchPipe's Plan on the device: the host planner's decisions, for every table at once.
 
-The host planner (plan.py, and its C++ loop plan_loop.c) keeps each table's id -> slot map in a
+The host planner (plan.py, and its C++ loop plan_loop.cpp) keeps each table's id -> slot map in a
 host array and works id by id on the CPU. On a GPU server that is the bound: the host stages of a
 large, low-locality model need ~150 core-ms a step against gpu-only's ~2 ms (docs/costmodel.md).
 This planner keeps every per-id and per-slot array on the device and plans a batch as a fixed

@@ -1,6 +1,6 @@
 """A planner of your own: Plan(b) written in plain Python, run by the real ScratchPipe trainer.
 
-The kit's planner (plan.py, plan_loop.c) decides, for each table and batch, where every id of the
+The kit's planner (plan.py, plan_loop.cpp) decides, for each table and batch, where every id of the
 batch lives, which ids to collect and which slots to evict. Those three decisions are all a
 planner of your own makes; the kit keeps everything else as it does for its own planner: the
 holds, the dirty bits, which write-back each Collect waits for (rule 2), and the schedule.

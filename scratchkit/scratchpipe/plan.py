@@ -21,7 +21,7 @@ slots *will* hold once the batches planned so far are inserted.
 A table's planner sees each batch (reads its working set), plans batches in order, and retires
 each once Train has finished with it: `see`, `shortfall`, `plan`, `retire`. This class is the
 NumPy twin, the specification; `plan_native.py` runs the same decisions as a C++ loop
-(plan_loop.c; ~2x faster on one core, and on many cores at once: benchmarks/bench_planner.py),
+(plan_loop.cpp; ~2x faster on one core, and on many cores at once: benchmarks/bench_planner.py),
 and the tests hold the two equal.
 """
 from __future__ import annotations
@@ -173,7 +173,7 @@ class TablePlanner:
             (urgency,) = self._next_uses([self._seen[k][0] for k in range(b + 1, stop)])
             level = urgency[pad.slot_ids[slots]]
         # least urgent (furthest next use) first; among equals, least recently trained; then lowest
-        # slot. The chosen victims in slot order: the same on every engine (plan_loop.c too).
+        # slot. The chosen victims in slot order: the same on every engine (plan_loop.cpp too).
         return np.sort(slots[least_urgent(count, slots, self.last_trained[slots], level)])
 
 

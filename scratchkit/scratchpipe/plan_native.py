@@ -1,5 +1,5 @@
-"""ScratchPipe's Plan as C++ loops: plan_loop.c plans one table (or one shard of it), and
-plan_group.c runs every planner of a batch on a pool of threads, in one call per step.
+"""ScratchPipe's Plan as C++ loops: plan_loop.cpp plans one table (or one shard of it), and
+plan_group.cpp runs every planner of a batch on a pool of threads, in one call per step.
 
 `NativePlans` makes exactly the decisions of the NumPy twin (`TwinPlans` in plan_ahead.py over
 `plan.TablePlanner`; tests/test_plan_native.py compares every array of every plan). Each call
@@ -32,9 +32,9 @@ _SIGNATURES = {
     "sk_group_retire": (None, [_VOID, _I64]),
 }
 # sk_group_plan's ten arrays per table, in order: unique, slots, hit, miss ids, miss slots, victim
-# ids, victim slots, victim dirty, held, lookup slots (plan_group.c)
+# ids, victim slots, victim dirty, held, lookup slots (plan_group.cpp)
 _PLAN_ARRAYS = ("i64", "i64", "u8", "i64", "i64", "i64", "i64", "u8", "i64", "i64")
-LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.c", "plan_group.c"), _SIGNATURES)
+LOOP = CLibrary("plan", Path(__file__).resolve().parent, ("plan_loop.cpp", "plan_group.cpp"), _SIGNATURES)
 
 
 def native_planner_available() -> bool:
@@ -43,8 +43,8 @@ def native_planner_available() -> bool:
 
 
 class NativePlans:
-    """Every table's planners (`setup.shards` per table) in plan_loop.c, run as one group
-    (plan_group.c) on `setup.threads` threads: one call per batch and step. The same interface and
+    """Every table's planners (`setup.shards` per table) in plan_loop.cpp, run as one group
+    (plan_group.cpp) on `setup.threads` threads: one call per batch and step. The same interface and
     decisions as `TwinPlans` (plan_ahead.py), the NumPy twin."""
 
     def __init__(self, setup):

@@ -3,7 +3,7 @@
 A table's plan is a chain (Plan(b) starts from Plan(b-1)'s map), so it cannot be split by batch.
 It can be split by id: shard s of S plans the ids with `id % S == s`, in its own range of the
 scratchpad's slots, and never looks at another shard's ids or slots. Each shard is a whole
-planner (plan.py or plan_loop.c) over *local* ids `id // S`; it reads the whole batch, keeps its
+planner (plan.py or plan_loop.cpp) over *local* ids `id // S`; it reads the whole batch, keeps its
 own lookups, and gives back global ids and slots. On a GPU server the host's Plan must keep up
 with Train: for the embedding-bound profile one table's plan is several milliseconds on one
 core, an H100 trains the whole batch in ~2.4 ms, so the tables x shards planners run on that many

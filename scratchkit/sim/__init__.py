@@ -6,7 +6,7 @@
     profile_lru("ids.npy", rate=0.1)   # streamed from disk; SHARDS-sampled (rate or size)
 
 One policy per module (static, lru, lfu, opt, setassoc, lookahead); every simulator returns a
-`SimResult`. `mrc` and `profile` compute whole curves (`Curve`); `lru_engine.c` (built by
+`SimResult`. `mrc` and `profile` compute whole curves (`Curve`); `lru_engine.cpp` (built by
 `native`), `shards`, `chunks`, `stackdist` and `reuse` are the machinery under them.
 """
 from scratchkit.sim.chunks import trace_chunks

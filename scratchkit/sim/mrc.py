@@ -6,7 +6,7 @@
 - `opt_mrc(trace, capacities)`: Belady's OPT at the given capacities. OPT is a stack algorithm
   too, but its stack is costly to maintain (Mattson's update carries rows down the stack: work
   proportional to the depth); instead each capacity runs a tight loop over next-use positions
-  (`belady.c`, twin `_opt_hits`): an access is a hit iff its position is the pending next use of
+  (`belady.cpp`, twin `_opt_hits`): an access is a hit iff its position is the pending next use of
   a resident row, so rows never need names, only positions. Capacities run on all cores at once.
   Why a few capacities suffice, measured (`benchmarks/bench_sim.py --opt-grid`, 10M accesses,
   Zipf 1.05 over 1M ids): OPT at 46 log-spaced capacities strays from a line in log capacity
@@ -34,7 +34,7 @@ __all__ = ["Curve", "lru_mrc", "opt_mrc"]
 def lru_mrc(trace) -> Curve:
     """LRU hits at every capacity 1 .. (unique ids); larger capacities hit as much as the last.
 
-    The C loop of `lru_engine.c` where it builds, else the vectorised `stackdist.py`; both exact.
+    The C loop of `lru_engine.cpp` where it builds, else the vectorised `stackdist.py`; both exact.
     """
     return profile_lru(as_trace(trace))
 

@@ -1,4 +1,4 @@
-"""The simulators' compiled inner loops: `lru_engine.c` and `belady.c`, built with g++, via ctypes.
+"""The simulators' compiled inner loops: `lru_engine.cpp` and `belady.cpp`, built with g++, via ctypes.
 
 Why a C loop, and why g++. The whole LRU curve of a 10M-access trace has to come out faster than
 libCacheSim's C loop simulates *one* capacity (1.8-3.5 s here, depending on the load). NumPy's best,
@@ -36,7 +36,7 @@ _SIGNATURES = {   # name: (restype, argtypes)
     "sk_lru_bins": (None, [ctypes.c_void_p, F64P]),
     "sk_belady_hits": (ctypes.c_int64, [I64P, ctypes.c_int64, ctypes.c_int64]),
 }
-LOOPS = CLibrary("sim", Path(__file__).resolve().parent, ("lru_engine.c", "belady.c"), _SIGNATURES,
+LOOPS = CLibrary("sim", Path(__file__).resolve().parent, ("lru_engine.cpp", "belady.cpp"), _SIGNATURES,
                  switch="SCRATCHKIT_SIM_NATIVE")
 i64_pointer, f64_pointer = i64, f64
 __all__ = ["NativeBuildError", "available", "belady_hits", "f64_pointer", "i64_pointer", "library"]

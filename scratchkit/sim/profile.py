@@ -7,7 +7,7 @@
 
 Memory grows with the ids kept (all distinct ids when exact, R x them at a fixed rate, `size` at
 a fixed size), never with the trace: a `.npy` path is memory-mapped and read a chunk at a time.
-The work is done by `lru_engine.c` (`native.py`); where it cannot be built, by its twin
+The work is done by `lru_engine.cpp` (`native.py`); where it cannot be built, by its twin
 `stack_twin.py` for sampled curves (slow: fine for small traces) and by the vectorised
 `stackdist.py` for exact curves of in-memory traces.
 """
@@ -30,7 +30,7 @@ ENGINES = ("auto", "native", "twin", "numpy")
 
 
 class NativeEngine:
-    """`lru_engine.c` behind the same four methods as `StackTwin`."""
+    """`lru_engine.cpp` behind the same four methods as `StackTwin`."""
 
     def __init__(self, threshold: int, exact: bool, max_ids: int = 0, max_bins: int = MAX_BINS):
         self._lib = native.library()

@@ -11,9 +11,9 @@ the whole trace, and each sampled reuse stands for 1/R reuses.
 - fixed size (`size=S`): at most S ids are kept. The rate starts at `rate` (default 1) and falls
   each time one id too many is sampled: the id with the largest hash leaves and the threshold
   drops to its hash. Each access is weighed by 1/R at the rate of its moment; the weights go into
-  bins of scaled distance (`lru_engine.c`), and the same adjustment is made. Memory is constant.
+  bins of scaled distance (`lru_engine.cpp`), and the same adjustment is made. Memory is constant.
 
-The engines (`lru_engine.c`, `stack_twin.py`) report counts; this module turns them into a `Curve`
+The engines (`lru_engine.cpp`, `stack_twin.py`) report counts; this module turns them into a `Curve`
 of estimated hits, a step function listed at the capacities where it steps (so its size follows
 the sample, not the distinct ids), and measures its error.
 """

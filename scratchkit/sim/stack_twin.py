@@ -1,4 +1,4 @@
-"""The slow, obvious twin of `lru_engine.c`: Mattson's LRU stack as a Python list, with SHARDS.
+"""The slow, obvious twin of `lru_engine.cpp`: Mattson's LRU stack as a Python list, with SHARDS.
 
 It takes the same settings, is fed the same chunks and reports the same figures as the C engine
 (see `native.py`), one access at a time and in plain Python, so it is the readable specification

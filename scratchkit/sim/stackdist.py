@@ -24,7 +24,7 @@ groups them by one more bit for the next level (the ordering of a wavelet matrix
 
 That is O(n log n) work in ~12 NumPy array passes per bit and no Python loop over accesses: 4-5 s
 for the whole curve of a 10M-access trace on this project's 2-core VM. It is now the vectorised
-twin of the C loop (`lru_engine.c`, via `profile.py`), which is about 4x faster and streams, and
+twin of the C loop (`lru_engine.cpp`, via `profile.py`), which is about 4x faster and streams, and
 the exact curve's fallback where no compiler is found.
 """
 from __future__ import annotations

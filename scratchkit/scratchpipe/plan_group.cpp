@@ -1,4 +1,4 @@
-/* Every planner of a batch (tables x shards, plan_loop.c) in one call, on a pool of threads.
+/* Every planner of a batch (tables x shards, plan_loop.cpp) in one call, on a pool of threads.
  *
  * Why. Calling each planner from Python costs tens of microseconds per call (ctypes, a thread
  * pool's futures, the arrays of its answer), under Python's lock: with 8 tables x 4 shards and four
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-extern "C" {   // one planner (plan_loop.c)
+extern "C" {   // one planner (plan_loop.cpp)
 void sk_plan_free(void *handle);
 int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n);
 int64_t sk_plan_shortfall(void *handle, int64_t b);

@@ -4,7 +4,7 @@
  * Why. On a GPU server the planner must keep up with Train: for the embedding-bound profile
  * (655k lookups a step, 450k distinct rows) an H100 trains a batch in about 2.4 ms; NumPy plans
  * it in ~145 ms of CPU on one core here, this loop in ~80 ms (benchmarks/bench_planner.py), and
- * plan_group.c runs the tables (and their shards, shards.py) on as many cores at once.
+ * plan_group.cpp runs the tables (and their shards, shards.py) on as many cores at once.
  *
  * Where the time goes. A table of a million rows is far bigger than the CPU's caches, and each
  * distinct id of a batch is a random access into it: ~100 ns when it misses every cache. So all
