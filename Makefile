@@ -35,6 +35,7 @@ lab: install
 	  $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 test: install
+	$(VENV)/bin/ruff check .   # lint: errors and likely bugs ([tool.ruff.lint] in pyproject.toml)
 	$(VENV)/bin/python -m pytest -q -rs   # -rs: every skip and why (no GPU, no chromium) in the summary
 
 bench: install

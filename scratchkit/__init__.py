@@ -32,7 +32,7 @@ _EXPORTS = {
 }
 _SUBPACKAGES = ("data",)   # `scratchkit.data.open(...)` after a plain `import scratchkit`
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(sorted(_EXPORTS))
 
 
 def __getattr__(name: str):

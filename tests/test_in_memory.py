@@ -29,11 +29,11 @@ def test_batch_i_is_rows_i_times_b_to_i_plus_one_times_b():
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d, i, l: (d[:9], i, l), r"dense must be \[N, num_dense\]"),
-    (lambda d, i, l: (d, i[:1], l), r"ids must be \[num_tables=2, N=10\], got \(1, 10\)"),
-    (lambda d, i, l: (d, i + 5, l), r"table 0: ids must lie in \[0, 5\)"),
-    (lambda d, i, l: (d, i - 5, l), r"table 0: ids must lie in \[0, 5\)"),
-    (lambda d, i, l: (d, i, l * 2), "labels must be 0 or 1"),
+    (lambda d, i, y: (d[:9], i, y), r"dense must be \[N, num_dense\]"),
+    (lambda d, i, y: (d, i[:1], y), r"ids must be \[num_tables=2, N=10\], got \(1, 10\)"),
+    (lambda d, i, y: (d, i + 5, y), r"table 0: ids must lie in \[0, 5\)"),
+    (lambda d, i, y: (d, i - 5, y), r"table 0: ids must lie in \[0, 5\)"),
+    (lambda d, i, y: (d, i, y * 2), "labels must be 0 or 1"),
 ])
 def test_inconsistent_arrays_are_refused(change, message):
     dense, ids, labels, tables = arrays()

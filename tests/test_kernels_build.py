@@ -116,7 +116,7 @@ def test_host_compile_errors_name_the_cu_file_and_line(tmp_path):
     kernels = copy_kernels(tmp_path)
     text = (kernels / "rows.cu").read_text().replace("dst[c] = src[c]", "dst[c] = sorce[c]", 1)
     (kernels / "rows.cu").write_text(text)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if "sorce" in l)
+    line = next(i for i, source_line in enumerate(text.splitlines(), 1) if "sorce" in source_line)
     with pytest.raises(HostBuildError) as err:
         build(("rows.cu",), cache_dir=tmp_path / "cache", kernel_dir=kernels)
     assert f"{kernels / 'rows.cu'}:{line}:" in str(err.value)

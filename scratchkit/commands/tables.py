@@ -5,8 +5,13 @@ return data. The notebooks show the same data as HTML (scratchkit/course).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scratchkit.projection.hardware import GB, US, HardwareProfile
 from scratchkit.measure.validate import Validation
+
+if TYPE_CHECKING:
+    from scratchkit.measure.bench import BenchResult
 
 
 # Stages in the order a batch meets them, whatever trainers ran: a row per stage, so the table's

@@ -85,7 +85,7 @@ class RankTrainer:
         route = Route.of(batch, self.plan)
         arrivals = self.exchange.send_ids(route, list(routed.ids), b)
         sizes = [len(ids) for ids in routed.ids]                    # per local table
-        table_rows = self.exchange.send_rows(route, arrivals, [rows[:n, l] for l, n in enumerate(sizes)], b)
+        table_rows = self.exchange.send_rows(route, arrivals, [rows[:n, t] for t, n in enumerate(sizes)], b)
         on_device = lambda array: self.dev.to_device(torch.from_numpy(array))
         offsets = [on_device(o) for o in batch.offsets]
         inverse = [self.dev.to_device(i) for i in route.inverse]
@@ -102,8 +102,8 @@ class RankTrainer:
             sums.append(grad_sum)
         totals = self.exchange.send_grads(route, arrivals, sums, sizes, b)
         grads = torch.zeros_like(rows)
-        for l, total in enumerate(totals):
-            grads[:len(total), l] = total
+        for t, total in enumerate(totals):
+            grads[:len(total), t] = total
         if self.board is not None:
             self.board.enter(b, "update")
         return loss, grads

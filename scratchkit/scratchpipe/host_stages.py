@@ -24,7 +24,6 @@ from __future__ import annotations
 import multiprocessing
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from scratchkit.device import Device

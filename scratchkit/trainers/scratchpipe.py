@@ -27,7 +27,6 @@ import os
 import time
 from typing import Callable, Iterator
 
-import torch
 
 from scratchkit.data.checks import BadBatchError
 from scratchkit.kernels.engine import EngineKind
