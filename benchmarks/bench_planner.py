@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_planner.py [--profile embedding-bound] [--scale 1]
         [--batches 40] [--rounds 3] [--setups twin,1x1,1x2,2x2] [--json FILE]
 
-A setup `SxT` plans each table in S shards (`CacheParams.plan_shards`) on T threads. Batches are
+A setup `SxT` plans each table in S stripes (`CacheParams.plan_stripes`) on T threads. Batches are
 made once, before timing, and planned from an empty scratchpad; the first `depth + 4` plans (the
 scratchpad filling, nothing to evict) are left out. Each setup's rounds alternate with the
 others' (ABAB...), and the median round is reported. Per setup:
@@ -48,23 +48,23 @@ class Batches:
 
 
 def parse_setup(text: str) -> tuple[str, int, int]:
-    """'twin' | 'SxT' -> (engine, shards, threads)."""
+    """'twin' | 'SxT' -> (engine, stripes, threads)."""
     if text == "twin":
         return "twin", 1, 1
-    shards, _, threads = text.partition("x")
-    if not (shards.isdigit() and threads.isdigit() and int(shards) >= 1 and int(threads) >= 1):
+    stripes, _, threads = text.partition("x")
+    if not (stripes.isdigit() and threads.isdigit() and int(stripes) >= 1 and int(threads) >= 1):
         raise ValueError(f"a setup is 'twin' or SHARDSxTHREADS, e.g. 2x2; got {text!r}")
-    return "native", int(shards), int(threads)
+    return "native", int(stripes), int(threads)
 
 
-def plan_all(source, config, capacity: int, engine: str, shards: int, threads: int,
+def plan_all(source, config, capacity: int, engine: str, stripes: int, threads: int,
              skip: int, horizon: int) -> tuple[float, float, int]:
     """Plan every batch; -> (wall s, cpu s, lookups) over the batches after the first `skip`."""
     sizes, depth = config.data.table_sizes, config.cache.depth
     caps = [min(capacity, n) for n in sizes]
     setup = PlanSetup(tuple(sizes), tuple(caps), depth, VictimPolicy.FURTHEST, True, horizon, False,
                       tuple(np.full(c, -1, np.int64) for c in caps), tuple(np.zeros(c, bool) for c in caps),
-                      tuple(np.full(c, -1, np.int64) for c in caps), threads, engine == "native", shards)
+                      tuple(np.full(c, -1, np.int64) for c in caps), threads, engine == "native", stripes)
     planner = PlanAhead(setup, source)
     wall = cpu = 0.0
     lookups = 0
@@ -93,20 +93,20 @@ def main(argv=None) -> None:
     print(f"making {args.batches + horizon} batches of {args.profile} ...", file=sys.stderr)
     source = Batches(SyntheticSource(config.data), args.batches + horizon)
     capacity = config.cache.capacity_for(max(config.data.table_sizes))
-    most_shards = max(s for _, s, _ in setups)
-    need = max(minimum_capacities(source, config.cache.depth, 0, len(source), most_shards))
+    most_stripes = max(s for _, s, _ in setups)
+    need = max(minimum_capacities(source, config.cache.depth, 0, len(source), most_stripes))
     if capacity < need:
         raise SystemExit(f"the profile's capacity {capacity} is below the minimum {need} at "
-                         f"{most_shards} shards: lower --scale or the shards")
+                         f"{most_stripes} stripes: lower --scale or the stripes")
     skip = config.cache.depth + 4
     rounds: dict[str, list[tuple[float, float, int]]] = {}
     for r in range(args.rounds):
         order = setups if r % 2 == 0 else setups[::-1]
-        for engine, shards, threads in order:
-            name = "twin" if engine == "twin" else f"{shards}x{threads}"
+        for engine, stripes, threads in order:
+            name = "twin" if engine == "twin" else f"{stripes}x{threads}"
             print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr)
             rounds.setdefault(name, []).append(
-                plan_all(source, config, capacity, engine, shards, threads, skip, horizon))
+                plan_all(source, config, capacity, engine, stripes, threads, skip, horizon))
     planned = len(source) - skip
     rows = []
     for name, runs in rounds.items():

@@ -28,7 +28,7 @@ import numpy as np
 
 from scratchkit.sim import (curve_error, lru_mrc, min_capacity, native, next_use, opt_mrc,
                             profile_lru, simulate)
-from scratchkit.sim.shards import smallest_trusted_capacity
+from scratchkit.sim.sampling import smallest_trusted_capacity
 
 
 @dataclass

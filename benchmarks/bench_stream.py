@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from scratchkit.sim import curve_error
-from scratchkit.sim.shards import smallest_trusted_capacity
+from scratchkit.sim.sampling import smallest_trusted_capacity
 
 CRITEO_SAMPLES = 45_840_617      # Criteo Kaggle's training log (Display Advertising Challenge)
 TABLES = 26

@@ -156,9 +156,9 @@ class CacheParams:
     load_factor: float | None = None
     depth: int = 2                 # look-ahead depth D: batches planned ahead of Train
     victim_policy: VictimPolicy | str = VictimPolicy.FURTHEST   # ScratchPipe's victim choice
-    # ScratchPipe's planners per table, each on its own core, owning the ids id % plan_shards and
-    # its share of the slots (scratchkit/scratchpipe/shards.py): Plan keeps up with a fast GPU
-    plan_shards: int = 1
+    # ScratchPipe's planners per table, each on its own core, owning the ids id % plan_stripes and
+    # its share of the slots (scratchkit/scratchpipe/stripes.py): Plan keeps up with a fast GPU
+    plan_stripes: int = 1
 
     def __post_init__(self):
         if self.capacity is not None and self.load_factor is not None:
@@ -170,8 +170,8 @@ class CacheParams:
         if self.depth < 1:
             raise ValueError(f"look-ahead depth must be >= 1, got {self.depth}")
         object.__setattr__(self, "victim_policy", VictimPolicy.parse(self.victim_policy))
-        if isinstance(self.plan_shards, bool) or not isinstance(self.plan_shards, int) or self.plan_shards < 1:
-            raise ValueError(f"plan_shards must be an integer >= 1, got {self.plan_shards!r}")
+        if isinstance(self.plan_stripes, bool) or not isinstance(self.plan_stripes, int) or self.plan_stripes < 1:
+            raise ValueError(f"plan_stripes must be an integer >= 1, got {self.plan_stripes!r}")
 
     def capacity_for(self, num_rows: int) -> int:
         """Rows of cache for a table of `num_rows` rows (never more than the table)."""

@@ -498,12 +498,12 @@ def test_a_cache_still_filling_is_not_priced_a_victim_choice():
     assert never.seconds(hw) < half.seconds(hw) < always.seconds(hw)
 
 
-def test_plan_shards_are_planners_the_model_spreads_plan_over():
-    """`CacheParams.plan_shards` splits each table's plan over that many planners, each on a core
+def test_plan_stripes_are_planners_the_model_spreads_plan_over():
+    """`CacheParams.plan_stripes` splits each table's plan over that many planners, each on a core
     of its own where the server has them: the model's Plan spreads over them too."""
     from scratchkit.config import CacheParams, DataConfig, TrainConfig
     config = TrainConfig(data=DataConfig(table_sizes=(1000,) * 4, batch_size=16, pooling=2), cache=CacheParams(capacity=500))
-    one, four = (StepWork.from_config(replace(config, cache=replace(config.cache, plan_shards=s))) for s in (1, 4))
+    one, four = (StepWork.from_config(replace(config, cache=replace(config.cache, plan_stripes=s))) for s in (1, 4))
     assert one.plan_parallelism == 4 and four.plan_parallelism == 16
     hw = toy(host_cores=32)
     assert plan_cores(four, hw) == 16 and plan_cores(one, hw) == 4

@@ -123,7 +123,7 @@ def test_the_map_rebuilds_before_tombstones_fill_it_and_still_answers():
     assert slot_map.rebuilds > 0
 
 
-def test_plan_shards_are_refused_with_the_reason():
-    setup = dataclasses.replace(setup_for((50,), (20,), 1, VictimPolicy.FURTHEST, True, 4, False), shards=2)
-    with pytest.raises(ValueError, match="plan_shards must be 1"):
+def test_plan_stripes_are_refused_with_the_reason():
+    setup = dataclasses.replace(setup_for((50,), (20,), 1, VictimPolicy.FURTHEST, True, 4, False), stripes=2)
+    with pytest.raises(ValueError, match="plan_stripes must be 1"):
         DevicePlans(setup, make_engine(EngineKind.TWIN))

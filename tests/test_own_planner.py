@@ -139,8 +139,8 @@ def test_the_held_victim_names_the_batch_in_flight_that_holds_it(tiny_config):
     assert all(b - 2 <= k < b for k in holders), words        # the batches in flight at depth 2
 
 
-def test_a_planner_may_not_be_split_into_plan_shards(tiny_config):
-    config = tiny_config.replace(cache=CacheParams(capacity=200, depth=2, plan_shards=2))
+def test_a_planner_may_not_be_split_into_plan_stripes(tiny_config):
+    config = tiny_config.replace(cache=CacheParams(capacity=200, depth=2, plan_stripes=2))
     with make_trainer("scratchpipe", config, planner=plan_batch) as trainer:
         with pytest.raises(Exception, match="plans each table whole"):
             list(trainer.train(4))

@@ -285,16 +285,16 @@ def test_shared_arrays_are_shared_with_a_forked_child():
 
 
 @settings(max_examples=200, deadline=None)
-@given(capacity=st.integers(0, 300), shards=st.integers(1, 7), data=st.data())
-def test_shard_slots_split_a_table_and_the_sharded_minimum_is_the_least_that_fits(capacity, shards, data):
-    from scratchkit.scratchpipe.shards import ShardOf, shard_slots, sharded_minimum
+@given(capacity=st.integers(0, 300), stripes=st.integers(1, 7), data=st.data())
+def test_shard_slots_split_a_table_and_the_sharded_minimum_is_the_least_that_fits(capacity, stripes, data):
+    from scratchkit.scratchpipe.stripes import StripeOf, stripe_slots, striped_minimum
 
-    ranges = shard_slots(capacity, shards)
-    # the ranges tile [0, capacity); a whole table's split gives each shard exactly its ids
+    ranges = stripe_slots(capacity, stripes)
+    # the ranges tile [0, capacity); a whole table's split gives each stripe exactly its ids
     assert [o for o, _ in ranges] == list(np.cumsum([0] + [n for _, n in ranges])[:-1])
     assert sum(n for _, n in ranges) == capacity
-    assert [n for _, n in ranges] == [ShardOf(s, shards).local_rows(capacity) for s in range(shards)]
-    needs = data.draw(st.lists(st.integers(0, 40), min_size=shards, max_size=shards))
-    fits = lambda c: all(n >= need for (_, n), need in zip(shard_slots(c, shards), needs))
-    least = sharded_minimum(needs, shards)
+    assert [n for _, n in ranges] == [StripeOf(s, stripes).local_rows(capacity) for s in range(stripes)]
+    needs = data.draw(st.lists(st.integers(0, 40), min_size=stripes, max_size=stripes))
+    fits = lambda c: all(n >= need for (_, n), need in zip(stripe_slots(c, stripes), needs))
+    least = striped_minimum(needs, stripes)
     assert fits(least) and not any(fits(c) for c in range(least))   # brute force

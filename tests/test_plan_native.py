@@ -15,23 +15,23 @@ FIELDS = ("lookup_slots", "miss_ids", "miss_slots", "victim_ids", "victim_slots"
 DECISION = ("unique_ids", "slots", "hit", "victim_ids", "victim_slots", "held_before")
 
 
-def empty_setup(sizes, capacities, depth, policy, holds, horizon, record, native, threads=1, shards=1):
+def empty_setup(sizes, capacities, depth, policy, holds, horizon, record, native, threads=1, stripes=1):
     return PlanSetup(tuple(sizes), tuple(capacities), depth, policy, holds, horizon, record,
                      tuple(np.full(c, -1, np.int64) for c in capacities),
                      tuple(np.zeros(c, bool) for c in capacities),
-                     tuple(np.full(c, -1, np.int64) for c in capacities), threads, native, shards)
+                     tuple(np.full(c, -1, np.int64) for c in capacities), threads, native, stripes)
 
 
-def assert_same_plans(source, setup_args, start, stop, resident=None, shards=1, threads=1):
+def assert_same_plans(source, setup_args, start, stop, resident=None, stripes=1, threads=1):
     """Plan batches start..stop-1 with both planners from the same start; compare everything."""
     plans = []
     for native in (True, False):
-        setup = empty_setup(*setup_args, native=native, shards=shards, threads=threads)
+        setup = empty_setup(*setup_args, native=native, stripes=stripes, threads=threads)
         if resident is not None:   # a scratchpad that is not empty (a later train() call)
             slot_ids, dirty, clock = resident
             setup = PlanSetup(*[getattr(setup, f) for f in ("table_sizes", "capacities", "depth",
                                                             "policy", "holds", "horizon", "record_events")],
-                              slot_ids, dirty, clock, threads, native, shards)
+                              slot_ids, dirty, clock, threads, native, stripes)
         planner = PlanAhead(setup, source, start)
         plans.append([planner.plan(b) for b in range(start, stop)])
     evicted = 0
@@ -51,19 +51,19 @@ def assert_same_plans(source, setup_args, start, stop, resident=None, shards=1, 
        batch=st.integers(1, 24), zipf=st.floats(0, 1.6), depth=st.integers(1, 4),
        horizon=st.integers(0, 8), policy=st.sampled_from(list(VictimPolicy)[:2]),
        holds=st.booleans(), record=st.booleans(), slack=st.floats(0, 1), seed=st.integers(0, 99),
-       shards=st.sampled_from([1, 1, 2, 3]))
+       stripes=st.sampled_from([1, 1, 2, 3]))
 def test_the_loop_plans_as_its_twin(sizes, pooling, batch, zipf, depth, horizon, policy, holds,
-                                    record, slack, seed, shards):
+                                    record, slack, seed, stripes):
     data = DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, zipf=zipf,
                       num_batches=30, seed=seed)
     source = SyntheticSource(data)
     steps = 20
-    need = minimum_capacities(source, depth, 0, steps, shards)
+    need = minimum_capacities(source, depth, 0, steps, stripes)
     capacities = [min(n, m + int(slack * (n - m))) for n, m in zip(sizes, need)]
     if not holds:   # without holds a batch's own rows may go: give room for one batch at least
-        capacities = [max(c, m) for c, m in zip(capacities, minimum_capacities(source, 0, 0, steps, shards))]
+        capacities = [max(c, m) for c, m in zip(capacities, minimum_capacities(source, 0, 0, steps, stripes))]
     assert_same_plans(source, (sizes, capacities, depth, policy, holds, horizon, record), 0, steps,
-                      shards=shards, threads=1 + seed % 3)
+                      stripes=stripes, threads=1 + seed % 3)
 
 
 def test_both_evict_from_a_scratchpad_left_by_an_earlier_call():

@@ -357,15 +357,15 @@ def test_unknown_victim_policy_is_refused(tiny_config):
         ScratchPipeTrainer(config_with(tiny_config, 200, 1, policy="random"))
 
 
-# --- plan shards: a table planned by several planners, each owning ids id % S ---------------------
-@pytest.mark.parametrize("shards", [2, 3])
-def test_plan_shards_train_exactly_with_all_hits_at_their_minimum(tiny_config, shards):
+# --- plan stripes: a table planned by several planners, each owning ids id % S ---------------------
+@pytest.mark.parametrize("stripes", [2, 3])
+def test_plan_stripes_train_exactly_with_all_hits_at_their_minimum(tiny_config, stripes):
     steps, depth = 12, 2
-    sharded = tiny_config.replace(cache=CacheParams(capacity=500, depth=depth, plan_shards=shards))
-    minimum = max(ScratchPipeTrainer(sharded).minimum_capacities(0, steps))
-    # each shard holds its own ids' window: never less than the whole table's minimum
+    striped = tiny_config.replace(cache=CacheParams(capacity=500, depth=depth, plan_stripes=stripes))
+    minimum = max(ScratchPipeTrainer(striped).minimum_capacities(0, steps))
+    # each stripe holds its own ids' window: never less than the whole table's minimum
     assert minimum >= smallest_capacity(tiny_config, depth, steps)
-    config = tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth, plan_shards=shards),
+    config = tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth, plan_stripes=stripes),
                                  optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD, lr=0.1))
     for planner in ("thread", "process"):
         trainer = ScratchPipeTrainer(config, planner=planner)
@@ -373,9 +373,9 @@ def test_plan_shards_train_exactly_with_all_hits_at_their_minimum(tiny_config, s
         assert all(r.hits == r.lookups for r in records)
         assert sum(r.written_back_rows for r in records) > 0          # it really evicts
         assert max_diff_to_reference(trainer, trainer.source, steps) == 0.0
-    # one row fewer is refused, in words that say shards
-    small = tiny_config.replace(cache=CacheParams(capacity=minimum - 1, depth=depth, plan_shards=shards))
-    with pytest.raises(ValueError, match=f"in {shards} plan shards"):
+    # one row fewer is refused, in words that say stripes
+    small = tiny_config.replace(cache=CacheParams(capacity=minimum - 1, depth=depth, plan_stripes=stripes))
+    with pytest.raises(ValueError, match=f"in {stripes} plan stripes"):
         next(iter(make_trainer("scratchpipe", small).train(steps)))
 
 

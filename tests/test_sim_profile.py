@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scratchkit.sim import (curve_error, lru_mrc, native, profile_lru, simulate_lru,
                             trace_chunks)
 from scratchkit.sim.profile import make_engine
-from scratchkit.sim.shards import threshold_for
+from scratchkit.sim.sampling import threshold_for
 from scratchkit.sim.stackdist import stack_distance_histogram
 
 needs_native = pytest.mark.skipif(not native.available(), reason="no C++ compiler here")

@@ -8,7 +8,7 @@ counted over the whole run at once, from the windows each cache must hold
 
     lru, lfu       one batch's working set (a window of depth 0)
     prefetch-lru   two consecutive batches' (depth 1: it fetches b+1 while b holds its rows)
-    scratchpipe    the D+1 batches in flight (--depth D, per plan shard)
+    scratchpipe    the D+1 batches in flight (--depth D, per plan stripe)
 
 `--capacity min` (ScratchPipe's minimum at --depth >= 1) is never below any of them.
 """
@@ -37,8 +37,8 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
     for name in trainers:
         depths[name] = depth = window_depth(name, args)
         if depth is not None:
-            shards = args.plan_shards if name in SCRATCHPIPE_TRAINERS else 1
-            needs[name] = minimum_capacities(source, depth, 0, batches, shards)
+            stripes = args.plan_stripes if name in SCRATCHPIPE_TRAINERS else 1
+            needs[name] = minimum_capacities(source, depth, 0, batches, stripes)
     if not needs:
         return
     fits = max(max(per_table) for per_table in needs.values())

@@ -47,7 +47,7 @@ def add_training_args(parser) -> None:
                              "accepts for this data and depth")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D >= 1 (default 2)")
-    parser.add_argument("--plan-shards", type=int, default=1,
+    parser.add_argument("--plan-stripes", type=int, default=1,
                         help="ScratchPipe planners per table, each on its own core (default 1)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
@@ -142,21 +142,21 @@ def _training(args, config, source, batches: int):
     """The optimizer and cache flags applied to `config`; --capacity min measured on `source`."""
     if args.depth < 1:
         raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
-    if args.plan_shards < 1:
-        raise ValueError(f"--plan-shards must be >= 1, got {args.plan_shards}")
+    if args.plan_stripes < 1:
+        raise ValueError(f"--plan-stripes must be >= 1, got {args.plan_stripes}")
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))
     capacity = args.capacity
     if capacity == "min":
-        per_table = minimum_capacities(source, args.depth, 0, batches, args.plan_shards)
+        per_table = minimum_capacities(source, args.depth, 0, batches, args.plan_stripes)
         capacity = max(per_table)
         print(f"capacity min = {capacity} rows (per table: {per_table}) for depth {args.depth} "
               f"over {batches} batches", file=sys.stderr)
     if capacity is None and args.load_factor is None:   # the profile's (or data's) own cache size
-        cache = replace(config.cache, depth=args.depth, plan_shards=args.plan_shards)
+        cache = replace(config.cache, depth=args.depth, plan_stripes=args.plan_stripes)
     else:
         cache = CacheParams(capacity=capacity, load_factor=args.load_factor, depth=args.depth,
-                            victim_policy=config.cache.victim_policy, plan_shards=args.plan_shards)
+                            victim_policy=config.cache.victim_policy, plan_stripes=args.plan_stripes)
     return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order)
 
 

@@ -81,7 +81,7 @@ def _lru_curves(args):
     """(the LRU curve asked for, the exact one if computed, the error dict if both)."""
     from scratchkit.commands.common import progress_counter
     from scratchkit.sim import curve_error, profile_lru, trace_chunks
-    from scratchkit.sim.shards import smallest_trusted_capacity
+    from scratchkit.sim.sampling import smallest_trusted_capacity
 
     total = trace_chunks(args.trace).total
     sampled = args.sample is not None or args.sample_size is not None

@@ -9,7 +9,7 @@ from scratchkit.config import TrainConfig
 
 def fresh_planner(config: TrainConfig, source, threads: int = 1, device: str | None = None):
     """A `PlanAhead` over `source` with every scratchpad empty, the trainer's depth, victim policy
-    and horizon (4 x (depth + 1)) and plan shards, `threads` planners at once; `device`: the
+    and horizon (4 x (depth + 1)) and plan stripes, `threads` planners at once; `device`: the
     device planner's (scratchpipe-device) on that torch device's engine."""
     from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 
@@ -21,5 +21,5 @@ def fresh_planner(config: TrainConfig, source, threads: int = 1, device: str | N
                       slot_ids=tuple(np.full(c, -1, np.int64) for c in capacities),
                       dirty=tuple(np.zeros(c, bool) for c in capacities),
                       last_trained=tuple(np.full(c, -1, np.int64) for c in capacities), threads=threads,
-                      shards=config.cache.plan_shards, device=device)
+                      stripes=config.cache.plan_stripes, device=device)
     return PlanAhead(setup, source, 0)

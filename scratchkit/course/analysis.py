@@ -21,7 +21,7 @@ from scratchkit.sim.checks import as_trace
 from scratchkit.sim.curve import Curve
 from scratchkit.sim.mrc import lru_mrc
 from scratchkit.sim.profile import profile_lru
-from scratchkit.sim.shards import curve_error, smallest_trusted_capacity
+from scratchkit.sim.sampling import curve_error, smallest_trusted_capacity
 from scratchkit.sim.window import window_sizes as trailing_windows
 
 

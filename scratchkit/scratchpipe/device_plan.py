@@ -52,9 +52,9 @@ class DevicePlans:
     (`see`, `shortfall`, `plan`, `retire`), like TwinPlans and NativePlans."""
 
     def __init__(self, setup, engine):
-        if setup.shards != 1:
-            raise ValueError("the device planner plans each table whole: plan_shards must be 1 "
-                             f"(got {setup.shards}); shards spread the host planner over cores")
+        if setup.stripes != 1:
+            raise ValueError("the device planner plans each table whole: plan_stripes must be 1 "
+                             f"(got {setup.stripes}); stripes spread the host planner over cores")
         if setup.policy not in (VictimPolicy.FURTHEST, VictimPolicy.LRU):
             raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
                              f"not {setup.policy.value!r}")

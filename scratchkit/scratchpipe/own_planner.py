@@ -231,8 +231,8 @@ class OwnPlans:
     (see, shortfall, plan, retire: plan_ahead.TwinPlans)."""
 
     def __init__(self, setup):
-        if setup.shards != 1:
-            raise ValueError("a planner of your own plans each table whole: use plan_shards=1")
+        if setup.stripes != 1:
+            raise ValueError("a planner of your own plans each table whole: use plan_stripes=1")
         self.planners = []
         for t, (rows, capacity) in enumerate(zip(setup.table_sizes, setup.capacities)):
             slot_map = SlotMap(rows, capacity)

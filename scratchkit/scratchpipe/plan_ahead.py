@@ -8,7 +8,7 @@ the trainer, and may run ahead on a thread or in a process of its own, making th
     PlanSetup   what a `train()` call starts from: the row stores as they are between calls
     PlanAhead   reads each batch once (`read_seconds`: the time that is the data's, not Plan's),
                 shows it to every table's planners, and plans batch after batch; the tables (and
-                a table's shards, shards.py) are independent, so they are planned on
+                a table's stripes, stripes.py) are independent, so they are planned on
                 `setup.threads` threads at once
     Planned     Plan(b): the batch and one TablePlan per table
 
@@ -32,7 +32,7 @@ from scratchkit.scratchpipe.device_plan import DevicePlans
 from scratchkit.scratchpipe.own_planner import OwnPlans
 from scratchkit.scratchpipe.plan import TablePlan, TablePlanner
 from scratchkit.scratchpipe.plan_native import NativePlans, native_planner_available
-from scratchkit.scratchpipe.shards import ShardOf, TwinShard, merge_plans, shard_slots
+from scratchkit.scratchpipe.stripes import StripeOf, TwinStripe, merge_plans, stripe_slots
 from scratchkit.scratchpipe.slot_map import SlotMap
 
 
@@ -52,20 +52,20 @@ class PlanSetup:
     last_trained: tuple[np.ndarray, ...]  # per table [capacity] batch that last trained it
     threads: int = 1                   # planners run at once (the C++ loop releases the GIL)
     native: bool | None = None         # the C++ planner (True), the NumPy twin (False), or where it builds
-    shards: int = 1                    # planners per table, each owning ids id % shards (shards.py)
+    stripes: int = 1                    # planners per table, each owning ids id % stripes (stripes.py)
     device: str | None = None          # plan on this torch device's engine (device_plan.py), else the host
     own: object = None                 # a planner of your own (own_planner.py), else the kit's
 
     @classmethod
     def from_rows(cls, pads, table_sizes, depth: int, policy: VictimPolicy, holds: bool,
                   horizon: int, record_events: bool, threads: int = 1,
-                  native: bool | None = None, shards: int = 1, device: str | None = None,
+                  native: bool | None = None, stripes: int = 1, device: str | None = None,
                   own=None) -> "PlanSetup":
         """The row stores (scratchpipe/rows.py) as they are now, copied: the planner's start."""
         return cls(tuple(table_sizes), tuple(pad.capacity for pad in pads), depth, policy, holds,
                    horizon, record_events, tuple(pad.slot_ids.copy() for pad in pads),
                    tuple(pad.dirty.copy() for pad in pads),
-                   tuple(pad.last_trained.copy() for pad in pads), threads, native, shards, device, own)
+                   tuple(pad.last_trained.copy() for pad in pads), threads, native, stripes, device, own)
 
 
 @dataclass
@@ -79,50 +79,50 @@ class Planned:
 
 
 class TwinPlans:
-    """Every table's planners in NumPy (plan.py; `TwinShard`s when a table has shards), one after
+    """Every table's planners in NumPy (plan.py; `TwinStripe`s when a table has stripes), one after
     another: the specification `NativePlans` (plan_native.py) is held to, with its interface."""
 
     def __init__(self, setup: PlanSetup):
-        self.planners = [[self._planner(setup, t, ShardOf(s, setup.shards, offset), size)
-                          for s, (offset, size) in enumerate(shard_slots(setup.capacities[t], setup.shards))]
-                         for t in range(len(setup.table_sizes))]      # [tables][shards]
+        self.planners = [[self._planner(setup, t, StripeOf(s, setup.stripes, offset), size)
+                          for s, (offset, size) in enumerate(stripe_slots(setup.capacities[t], setup.stripes))]
+                         for t in range(len(setup.table_sizes))]      # [tables][stripes]
         self._lookups: dict[int, list[int]] = {}                      # batch -> lookups per table
 
     @staticmethod
-    def _planner(setup: PlanSetup, t: int, shard: ShardOf, size: int):
-        """Table t's planner for `shard` (its slots: [shard.offset, shard.offset + size))."""
-        mine = slice(shard.offset, shard.offset + size)
+    def _planner(setup: PlanSetup, t: int, stripe: StripeOf, size: int):
+        """Table t's planner for `stripe` (its slots: [stripe.offset, stripe.offset + size))."""
+        mine = slice(stripe.offset, stripe.offset + size)
         slot_ids, dirty, clock = setup.slot_ids[t][mine], setup.dirty[t][mine], setup.last_trained[t][mine]
-        if ((slot_ids >= 0) & (slot_ids % shard.shards != shard.shard)).any():
-            raise ValueError(f"table {t}: slots {shard.offset}.. hold ids of another shard "
-                             f"(the scratchpad was filled with a different number of plan shards)")
-        slot_map = SlotMap(shard.local_rows(setup.table_sizes[t]), size)   # the map; rows stay put
+        if ((slot_ids >= 0) & (slot_ids % stripe.stripes != stripe.stripe)).any():
+            raise ValueError(f"table {t}: slots {stripe.offset}.. hold ids of another stripe "
+                             f"(the scratchpad was filled with a different number of plan stripes)")
+        slot_map = SlotMap(stripe.local_rows(setup.table_sizes[t]), size)   # the map; rows stay put
         resident = np.flatnonzero(slot_ids >= 0)
-        slot_map.insert(slot_ids[resident] // shard.shards, resident)
+        slot_map.insert(slot_ids[resident] // stripe.stripes, resident)
         slot_map.mark_dirty(np.flatnonzero(dirty))
         twin = TablePlanner(t, slot_map, clock.copy(), setup.policy, holds=setup.holds,
                             record_held=setup.record_events)
-        return twin if shard.shards == 1 else TwinShard(twin, shard)
+        return twin if stripe.stripes == 1 else TwinStripe(twin, stripe)
 
     def see(self, k: int, batch) -> None:
         self._lookups[k] = [len(ids) for ids in batch.ids]
-        for ids, shards in zip(batch.ids, self.planners):
-            for planner in shards:
+        for ids, stripes in zip(batch.ids, self.planners):
+            for planner in stripes:
                 planner.see(k, ids)
 
     def shortfall(self, b: int) -> int:
-        return max(p.shortfall(b) for shards in self.planners for p in shards)
+        return max(p.shortfall(b) for stripes in self.planners for p in stripes)
 
     def plan(self, b: int, stop: int) -> list[TablePlan]:
         plans = []
-        for n, shards in zip(self._lookups.pop(b), self.planners):
-            lookup_slots = np.empty(n, np.int64)    # [n] each shard fills its lookups' slots
-            plans.append(merge_plans([planner.plan(b, stop, lookup_slots) for planner in shards]))
+        for n, stripes in zip(self._lookups.pop(b), self.planners):
+            lookup_slots = np.empty(n, np.int64)    # [n] each stripe fills its lookups' slots
+            plans.append(merge_plans([planner.plan(b, stop, lookup_slots) for planner in stripes]))
         return plans
 
     def retire(self, k: int) -> None:
-        for shards in self.planners:
-            for planner in shards:
+        for stripes in self.planners:
+            for planner in stripes:
                 planner.retire(k)
 
 

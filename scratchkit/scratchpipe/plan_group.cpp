@@ -1,11 +1,11 @@
-/* Every planner of a batch (tables x shards, plan_loop.cpp) in one call, on a pool of threads.
+/* Every planner of a batch (tables x stripes, plan_loop.cpp) in one call, on a pool of threads.
  *
  * Why. Calling each planner from Python costs tens of microseconds per call (ctypes, a thread
- * pool's futures, the arrays of its answer), under Python's lock: with 8 tables x 4 shards and four
+ * pool's futures, the arrays of its answer), under Python's lock: with 8 tables x 4 stripes and four
  * calls per batch that is milliseconds, as long as the plan itself on a GPU server. Here Python
  * makes one call per batch and step (see, shortfall, plan, retire); the group runs the planners on
- * `threads` threads that live as long as the group, then merges each table's shards (as
- * shards.py's merge_plans does) straight into the arrays Python gave.
+ * `threads` threads that live as long as the group, then merges each table's stripes (as
+ * stripes.py's merge_plans does) straight into the arrays Python gave.
  *
  * The pool: workers sleep on a condition variable; `run(count, job)` hands out job indices through
  * an atomic counter (the calling thread works too) and returns when all are done. With one thread
@@ -89,23 +89,23 @@ struct Answer {                                   // one planner's Plan(b), befo
 };
 
 struct Group {
-    std::vector<void *> planners;                 // table-major: table t's shards are together
+    std::vector<void *> planners;                 // table-major: table t's stripes are together
     std::vector<int64_t> table_of;                // [planners]
-    int64_t tables, shards;
+    int64_t tables, stripes;
     std::vector<Answer> answers;                  // [planners]
     Pool pool;
-    Group(void **p, int64_t count, int64_t shards, int64_t threads)
-        : planners(p, p + count), tables(count / shards), shards(shards), answers(count), pool(threads) {
-        for (int64_t i = 0; i < count; ++i) table_of.push_back(i / shards);
+    Group(void **p, int64_t count, int64_t stripes, int64_t threads)
+        : planners(p, p + count), tables(count / stripes), stripes(stripes), answers(count), pool(threads) {
+        for (int64_t i = 0; i < count; ++i) table_of.push_back(i / stripes);
     }
     ~Group() { for (void *p : planners) sk_plan_free(p); }
 };
 
-// Table t's answer from its shards': the working set merged back into id order (each shard's is
-// sorted, its ids are shard mod S: merge S runs), the rest concatenated in shard order.
+// Table t's answer from its stripes': the working set merged back into id order (each stripe's is
+// sorted, its ids are stripe mod S: merge S runs), the rest concatenated in stripe order.
 void merge(Group *g, int64_t t, int64_t *const *out, int64_t *counts) {
-    const Answer *a = &g->answers[t * g->shards];
-    const int64_t S = g->shards;
+    const Answer *a = &g->answers[t * g->stripes];
+    const int64_t S = g->stripes;
     int64_t *unique = out[0], *slots = out[1], *miss_ids = out[3], *miss_slots = out[4];
     int64_t *victim_ids = out[5], *victim_slots = out[6], *held = out[8];
     uint8_t *hit = reinterpret_cast<uint8_t *>(out[2]), *victim_dirty = reinterpret_cast<uint8_t *>(out[7]);
@@ -133,10 +133,10 @@ void merge(Group *g, int64_t t, int64_t *const *out, int64_t *counts) {
 
 extern "C" {
 
-// A group of `count` planners (made by sk_plan_new, table-major, `shards` per table), which it
+// A group of `count` planners (made by sk_plan_new, table-major, `stripes` per table), which it
 // owns from now on, run on `threads` threads.
-void *sk_group_new(void **planners, int64_t count, int64_t shards, int64_t threads) {
-    return new Group(planners, count, shards, std::max<int64_t>(1, threads));
+void *sk_group_new(void **planners, int64_t count, int64_t stripes, int64_t threads) {
+    return new Group(planners, count, stripes, std::max<int64_t>(1, threads));
 }
 
 void sk_group_free(void *group) { delete static_cast<Group *>(group); }

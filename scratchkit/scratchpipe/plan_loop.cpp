@@ -4,7 +4,7 @@
  * Why. On a GPU server the planner must keep up with Train: for the embedding-bound profile
  * (655k lookups a step, 450k distinct rows) an H100 trains a batch in about 2.4 ms; NumPy plans
  * it in ~145 ms of CPU on one core here, this loop in ~80 ms (benchmarks/bench_planner.py), and
- * plan_group.cpp runs the tables (and their shards, shards.py) on as many cores at once.
+ * plan_group.cpp runs the tables (and their stripes, stripes.py) on as many cores at once.
  *
  * Where the time goes. A table of a million rows is far bigger than the CPU's caches, and each
  * distinct id of a batch is a random access into it: ~100 ns when it misses every cache. So all
@@ -24,11 +24,11 @@
  * next_occ chains an id's occurrences, so its next use after the batch being planned is its FIFO's
  * head: O(1), with no array over all rows to fill per batch (NumPy's NextUses fills one).
  *
- * Shards. One table may be planned by several Planners at once (scratchpipe/shards.py): shard s of
+ * Stripes. One table may be planned by several Planners at once (scratchpipe/stripes.py): stripe s of
  * S plans the ids with id % S == s, as local ids id / S, in its own range of the scratchpad's
  * slots [offset, offset + capacity). It reads the whole batch and keeps its own lookups; it
  * writes global ids and slots out, and its lookups' slots into the table's shared lookup_slots
- * (the shards write disjoint positions). S = 1 is the whole table.
+ * (the stripes write disjoint positions). S = 1 is the whole table.
  */
 #include <algorithm>
 #include <cstdint>
@@ -48,14 +48,14 @@ struct Slot { int32_t id, next_use, last_trained, holds; uint8_t dirty, in_batch
 struct Seen {                                     // one batch in the ring
     int64_t batch = -1;
     std::vector<int32_t> unique, inverse, slots;  // sorted working set; lookup -> position; decisions
-    std::vector<int32_t> lookups;                 // this shard's lookups' positions in the batch (S > 1)
+    std::vector<int32_t> lookups;                 // this stripe's lookups' positions in the batch (S > 1)
     std::vector<int32_t> next_occ;                // per position: the id's next occurrence, -1
 };
 
 struct Planner {
     int64_t num_rows, capacity, ring, holds_on, furthest, record_held, used = 0, first_free = 0;
-    int64_t shard, shards, offset;                // ids id % shards == shard, slots from offset
-    std::vector<int64_t> local;                   // [n] this shard's ids of a batch, as local ids
+    int64_t stripe, stripes, offset;                // ids id % stripes == stripe, slots from offset
+    std::vector<int64_t> local;                   // [n] this stripe's ids of a batch, as local ids
     int pos_bits;                                 // an occurrence: ring slot << pos_bits | position
     int32_t pack(int64_t r, int64_t pos) const { return (int32_t)((r << pos_bits) | pos); }
     int64_t ring_of(int32_t occ) const { return occ >> pos_bits; }
@@ -158,16 +158,16 @@ int64_t choose_victims(Planner *p, int64_t b, int64_t seen_ahead, int64_t v, int
 
 extern "C" {
 
-// A planner for shard `shard` of `shards` of a table of `num_rows` (local) rows, with `capacity`
-// slots from `offset`, starting from what those slots hold now (global ids: all of this shard's,
+// A planner for stripe `stripe` of `stripes` of a table of `num_rows` (local) rows, with `capacity`
+// slots from `offset`, starting from what those slots hold now (global ids: all of this stripe's,
 // else -> NULL).
 void *sk_plan_new(int64_t num_rows, int64_t capacity, int64_t ring, int64_t holds_on, int64_t furthest,
-                  int64_t record_held, int64_t shard, int64_t shards, int64_t offset,
+                  int64_t record_held, int64_t stripe, int64_t stripes, int64_t offset,
                   const int64_t *slot_ids, const uint8_t *dirty, const int64_t *last_trained) {
     Planner *p = new Planner();
     p->num_rows = num_rows; p->capacity = capacity; p->ring = ring; p->holds_on = holds_on;
     p->furthest = furthest; p->record_held = record_held;
-    p->shard = shard; p->shards = shards; p->offset = offset;
+    p->stripe = stripe; p->stripes = stripes; p->offset = offset;
     p->rows.assign(num_rows, Row{-1, -1, -1, -1});
     p->slots.assign(capacity, Slot{-1, NONE, -1, 0, 0, 0, {0, 0}});
     p->bits.assign((num_rows + 63) / 64, 0);
@@ -178,8 +178,8 @@ void *sk_plan_new(int64_t num_rows, int64_t capacity, int64_t ring, int64_t hold
     p->pos_bits = 31 - ring_bits;
     for (int64_t s = 0; s < capacity; ++s) {
         Slot &slot = p->slots[s];
-        if (slot_ids[s] >= 0 && slot_ids[s] % shards != shard) { delete p; return nullptr; }
-        slot.id = slot_ids[s] < 0 ? -1 : (int32_t)(slot_ids[s] / shards);
+        if (slot_ids[s] >= 0 && slot_ids[s] % stripes != stripe) { delete p; return nullptr; }
+        slot.id = slot_ids[s] < 0 ? -1 : (int32_t)(slot_ids[s] / stripes);
         slot.dirty = dirty[s]; slot.last_trained = (int32_t)last_trained[s];
         if (slot.id >= 0) { p->rows[slot.id].slot = (int32_t)s; p->used += 1; }
     }
@@ -196,10 +196,10 @@ int64_t sk_plan_see(void *handle, int64_t k, const int64_t *ids, int64_t n) {
     const int64_t r = k % p->ring;
     Seen &s = p->seen[r];
     s.batch = k;
-    if (p->shards > 1) {                          // this shard's lookups, as local ids
+    if (p->stripes > 1) {                          // this stripe's lookups, as local ids
         p->local.clear(); s.lookups.clear();
         for (int64_t i = 0; i < n; ++i)
-            if (ids[i] % p->shards == p->shard) { p->local.push_back(ids[i] / p->shards); s.lookups.push_back((int32_t)i); }
+            if (ids[i] % p->stripes == p->stripe) { p->local.push_back(ids[i] / p->stripes); s.lookups.push_back((int32_t)i); }
         ids = p->local.data(); n = (int64_t)p->local.size();
     }
     working_set(p, ids, n, s);
@@ -315,11 +315,11 @@ int64_t sk_plan_batch(void *handle, int64_t b, int64_t stop, int64_t *unique, in
     for (int64_t i = 0; i < v; ++i) if (victim_dirty[i]) p->rows[victim_ids[i]].evicted_by = (int32_t)b;
     if (p->holds_on) for (int64_t i = 0; i < u; ++i) p->slots[slots[i]].holds += 1;
     s.slots.assign(slots, slots + u);
-    // out: global slots and ids (local id * shards + shard), lookups at their batch positions
-    const int64_t S = p->shards, shard = p->shard, off = p->offset;
-    for (int64_t i = 0; i < u; ++i) { slots[i] += off; unique[i] = unique[i] * S + shard; }
-    for (int64_t i = 0; i < m; ++i) { miss_slots[i] += off; miss_ids[i] = miss_ids[i] * S + shard; }
-    for (int64_t i = 0; i < v; ++i) { victim_slots[i] += off; victim_ids[i] = victim_ids[i] * S + shard; }
+    // out: global slots and ids (local id * stripes + stripe), lookups at their batch positions
+    const int64_t S = p->stripes, stripe = p->stripe, off = p->offset;
+    for (int64_t i = 0; i < u; ++i) { slots[i] += off; unique[i] = unique[i] * S + stripe; }
+    for (int64_t i = 0; i < m; ++i) { miss_slots[i] += off; miss_ids[i] = miss_ids[i] * S + stripe; }
+    for (int64_t i = 0; i < v; ++i) { victim_slots[i] += off; victim_ids[i] = victim_ids[i] * S + stripe; }
     for (int64_t i = 0; i < held; ++i) held_before[i] += off;
     if (S > 1) for (int64_t i = 0; i < n; ++i) lookup_slots[s.lookups[i]] = slots[s.inverse[i]];
     else for (int64_t i = 0; i < n; ++i) lookup_slots[i] = slots[s.inverse[i]];

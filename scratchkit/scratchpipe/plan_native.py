@@ -1,4 +1,4 @@
-"""ScratchPipe's Plan as C++ loops: plan_loop.cpp plans one table (or one shard of it), and
+"""ScratchPipe's Plan as C++ loops: plan_loop.cpp plans one table (or one stripe of it), and
 plan_group.cpp runs every planner of a batch on a pool of threads, in one call per step.
 
 `NativePlans` makes exactly the decisions of the NumPy twin (`TwinPlans` in plan_ahead.py over
@@ -17,7 +17,7 @@ from scratchkit.config import VictimPolicy
 from scratchkit.native import I64P, U8P, CLibrary, address_array, i64, u8
 from scratchkit.scratchpipe.events import PlanDecision
 from scratchkit.scratchpipe.plan import TablePlan
-from scratchkit.scratchpipe.shards import ShardOf, shard_slots
+from scratchkit.scratchpipe.stripes import StripeOf, stripe_slots
 
 _VOID, _I64 = ctypes.c_void_p, ctypes.c_int64
 _PTRS = _VOID   # int64_t *const *: an address_array
@@ -43,7 +43,7 @@ def native_planner_available() -> bool:
 
 
 class NativePlans:
-    """Every table's planners (`setup.shards` per table) in plan_loop.cpp, run as one group
+    """Every table's planners (`setup.stripes` per table) in plan_loop.cpp, run as one group
     (plan_group.cpp) on `setup.threads` threads: one call per batch and step. The same interface and
     decisions as `TwinPlans` (plan_ahead.py), the NumPy twin."""
 
@@ -52,34 +52,34 @@ class NativePlans:
         handles = []
         try:
             for t, num_rows in enumerate(setup.table_sizes):
-                for s, (offset, size) in enumerate(shard_slots(setup.capacities[t], setup.shards)):
-                    handles.append(self._planner(t, num_rows, ShardOf(s, setup.shards, offset), size))
+                for s, (offset, size) in enumerate(stripe_slots(setup.capacities[t], setup.stripes)):
+                    handles.append(self._planner(t, num_rows, StripeOf(s, setup.stripes, offset), size))
         except Exception:
             for handle in handles:
                 self._lib.sk_plan_free(handle)
             raise
         self._group = self._lib.sk_group_new((_VOID * len(handles))(*handles), len(handles),
-                                             setup.shards, setup.threads)
+                                             setup.stripes, setup.threads)
         self._lookups: dict[int, list[int]] = {}   # batch -> lookups per table
 
-    def _planner(self, t: int, num_rows: int, shard: ShardOf, size: int):
-        setup, mine = self.setup, slice(shard.offset, shard.offset + size)
-        local_rows = shard.local_rows(num_rows)
+    def _planner(self, t: int, num_rows: int, stripe: StripeOf, size: int):
+        setup, mine = self.setup, slice(stripe.offset, stripe.offset + size)
+        local_rows = stripe.local_rows(num_rows)
         if local_rows >= 2**31 or size >= 2**31:
             raise ValueError(f"table {t}: the C++ planner numbers rows and slots with int32; "
-                             f"{local_rows} rows, {size} slots a shard are too many (use more "
-                             "plan_shards, or the twin: native_planner=False)")
+                             f"{local_rows} rows, {size} slots a stripe are too many (use more "
+                             "plan_stripes, or the twin: native_planner=False)")
         slot_ids = np.ascontiguousarray(setup.slot_ids[t][mine], dtype=np.int64)      # [size], copied in
         dirty = np.ascontiguousarray(setup.dirty[t][mine], dtype=np.uint8)
         clock = np.ascontiguousarray(setup.last_trained[t][mine], dtype=np.int64)
         ring = setup.depth + setup.horizon + 3   # every batch from the oldest in flight to the furthest seen
         handle = self._lib.sk_plan_new(local_rows, size, ring, int(setup.holds),
                                        int(setup.policy is VictimPolicy.FURTHEST), int(setup.record_events),
-                                       shard.shard, shard.shards, shard.offset, i64(slot_ids), u8(dirty),
+                                       stripe.stripe, stripe.stripes, stripe.offset, i64(slot_ids), u8(dirty),
                                        i64(clock))
         if not handle:
-            raise ValueError(f"table {t}: slots {shard.offset}.. hold ids of another shard "
-                             f"(the scratchpad was filled with a different number of plan shards)")
+            raise ValueError(f"table {t}: slots {stripe.offset}.. hold ids of another stripe "
+                             f"(the scratchpad was filled with a different number of plan stripes)")
         return handle
 
     def __del__(self):
@@ -88,14 +88,14 @@ class NativePlans:
             self._lib.sk_group_free(group)
 
     def _where(self, t: int, s: int) -> str:
-        return f"table {t}" + (f", shard {s}" if self.setup.shards > 1 else "")
+        return f"table {t}" + (f", stripe {s}" if self.setup.stripes > 1 else "")
 
     def see(self, k: int, batch) -> None:
         ids = [np.ascontiguousarray(i, dtype=np.int64) for i in batch.ids]
         failed = self._lib.sk_group_see(self._group, k, address_array(i.ctypes.data for i in ids),
                                         i64(np.array([i.size for i in ids], np.int64)))
         if failed:
-            t, s = divmod(-1 - failed, self.setup.shards)
+            t, s = divmod(-1 - failed, self.setup.stripes)
             raise ValueError(f"{self._where(t, s)}, batch {k}: too many distinct ids for the C++ "
                              "planner's ring (lower the horizon, or use the twin: native_planner=False)")
         self._lookups[k] = [i.size for i in ids]
@@ -128,7 +128,7 @@ class NativePlans:
                                          address_array(addresses),
                                          i64(counts))
         if failed:
-            t, s = divmod(-1 - failed, self.setup.shards)
+            t, s = divmod(-1 - failed, self.setup.stripes)
             raise RuntimeError(f"{self._where(t, s)}: Plan({b}) needs more victims than unheld slots "
                                "(the capacity check should have refused this)")
         return [self._table_plan(b, t, table, counts[5 * t:5 * t + 5]) for t, table in enumerate(arrays)]

@@ -23,7 +23,7 @@ class SlotMap:
     """id -> slot for `num_rows` ids and `capacity` slots; -1 means absent (or free)."""
 
     def __init__(self, num_rows: int, capacity: int):
-        if not 0 <= capacity:   # 0: a plan shard with no slots (shards.py), whose ids never come
+        if not 0 <= capacity:   # 0: a plan stripe with no slots (stripes.py), whose ids never come
             raise ValueError(f"capacity must be >= 0, got {capacity}")
         self.num_rows, self.capacity = num_rows, capacity
         self.slot_of = np.full(num_rows, -1, dtype=np.int64)     # [num_rows] slot of each id

@@ -7,7 +7,7 @@
 
 One policy per module (static, lru, lfu, opt, setassoc, lookahead); every simulator returns a
 `SimResult`. `mrc` and `profile` compute whole curves (`Curve`); `lru_engine.cpp` (built by
-`native`), `shards`, `chunks`, `stackdist` and `reuse` are the machinery under them.
+`native`), `sampling`, `chunks`, `stackdist` and `reuse` are the machinery under them.
 """
 from scratchkit.sim.chunks import trace_chunks
 from scratchkit.sim.curve import Curve
@@ -22,7 +22,7 @@ from scratchkit.sim.profile import profile_lru
 from scratchkit.sim.record import SimResult
 from scratchkit.sim.reuse import next_use
 from scratchkit.sim.setassoc import simulate_setassoc
-from scratchkit.sim.shards import curve_error
+from scratchkit.sim.sampling import curve_error
 from scratchkit.sim.simulate import simulate
 from scratchkit.sim.stackdist import stack_distance_histogram, stack_distances
 from scratchkit.sim.static import hot_set, simulate_static

@@ -1,7 +1,7 @@
 """`Curve`: hits of one cache policy at several capacities, on one trace.
 
 Exact curves (`rate == 1.0`) count hits at the capacities they list. Sampled ones (SHARDS,
-`shards.py`) estimate them from a share `rate` of the ids, are trusted from 1/rate rows up, and
+`sampling.py`) estimate them from a share `rate` of the ids, are trusted from 1/rate rows up, and
 are step functions: they list the capacities where they step, and between two of them hold the
 value of the lower one.
 """

@@ -21,7 +21,7 @@ import numpy as np
 from scratchkit.sim import native
 from scratchkit.sim.chunks import CHUNK_SIZE, trace_chunks
 from scratchkit.sim.curve import Curve
-from scratchkit.sim.shards import (EXACT, MAX_BINS, check_sampling, exact_curve,
+from scratchkit.sim.sampling import (EXACT, MAX_BINS, check_sampling, exact_curve,
                                    fixed_rate_curve, fixed_size_curve, threshold_for)
 from scratchkit.sim.stack_twin import StackTwin
 from scratchkit.sim.stackdist import stack_distance_histogram
@@ -74,7 +74,7 @@ def profile_lru(source, *, rate: float | None = None, size: int | None = None,
 
     `rate` in (0, 1]: SHARDS at that fixed rate; `size`: SHARDS keeping at most `size` ids
     (starting at `rate`, default 1). Sampled curves carry their final rate in `Curve.rate` and
-    estimate hits; trust them from 1/rate rows up (`shards.smallest_trusted_capacity`).
+    estimate hits; trust them from 1/rate rows up (`sampling.smallest_trusted_capacity`).
     `engine`: "auto" (the C loop if it builds, else the twins), "native", "twin" (the Python
     stack) or "numpy" (the vectorised exact curve; not for sampling).
     """

@@ -68,9 +68,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
         self.planner_threads, self.native_planner = planner_threads, native_planner
-        # planners per table, each owning the ids id % plan_shards and its share of the slots
-        # (scratchpipe/shards.py): more cores for Plan, at a slightly larger minimum capacity
-        self.plan_shards = config.cache.plan_shards
+        # planners per table, each owning the ids id % plan_stripes and its share of the slots
+        # (scratchpipe/stripes.py): more cores for Plan, at a slightly larger minimum capacity
+        self.plan_stripes = config.cache.plan_stripes
         # a CPU run may give its host stages a process: rows and tables in shared memory for it
         self.host_rows = not self.dev.is_cuda and self.plan_in in (PlanIn.AUTO, PlanIn.HOST_PROCESS)
         if self.host_rows:
@@ -107,7 +107,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """What the planner starts from: the row stores as they are between `train()` calls."""
         return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
                                    self.policy, self.hazards.holds, self.horizon, self.events.enabled,
-                                   threads, self.native_planner, self.plan_shards,
+                                   threads, self.native_planner, self.plan_stripes,
                                    str(self.device) if self.plans_on_device else None, self.own_planner)
 
     def _planner_threads(self, where: PlanIn) -> int:
@@ -115,7 +115,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
             return self.planner_threads
         if where is PlanIn.HOST_PROCESS:
             return 1
-        return max(1, min(len(self.capacities) * self.plan_shards, (os.cpu_count() or 1) - 1))
+        return max(1, min(len(self.capacities) * self.plan_stripes, (os.cpu_count() or 1) - 1))
 
     def where_host_stages_run(self, steps: int) -> PlanIn:
         """Where this call's stages run, resolved for a call of `steps` steps (PlanIn.resolve)."""
@@ -124,13 +124,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
-        return minimum_capacities(self.source, self.depth, start, stop, self.plan_shards)
+        return minimum_capacities(self.source, self.depth, start, stop, self.plan_stripes)
 
     def check_capacity(self, start: int, stop: int) -> list[int]:
         """Refuse a scratchpad too small for batches start..stop-1 at this depth (invariant 5)."""
         minimums = self.minimum_capacities(start, stop)
         worst = (self.depth + 1) * self.config.data.batch_size * self.config.data.pooling
-        check_capacities(minimums, self.capacities, self.depth, worst, self.plan_shards)
+        check_capacities(minimums, self.capacities, self.depth, worst, self.plan_stripes)
         return minimums
 
     # --- training ---------------------------------------------------------------------------------
