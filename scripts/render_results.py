@@ -26,11 +26,14 @@ LONGEST_LIST = 12    # a list longer than this is left in the record: the page s
 
 
 def cell(value) -> str:
-    """One figure as text: floats to 3 significant digits (whole numbers from 100 up), lists short."""
+    """One figure as text: floats to 3 significant digits (whole numbers from 100 up), thousands
+    separated from 10,000 up, lists short."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
     if isinstance(value, list):
         if len(value) > LONGEST_LIST or any(isinstance(v, (dict, list)) for v in value):
             return f"({len(value)} values: see the record)"

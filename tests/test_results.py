@@ -1,6 +1,7 @@
 """Figures quoted in the docs come from run records (results/*.json), rendered into
 docs/results.md by one script; the rendered page is never edited by hand."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,24 @@ def test_records_of_any_shape_render(tmp_path):
                  "**profiles**: small, tiny", "**long**: (40 values: see the record)", "**steps**: 100",
                  "**group**: spread 0.1", "**group: by**: a 1, b 2", "**deep: a**", "| b | 1 |"]:
         assert line in page, line
+
+
+def test_the_guides_hold_no_run_diary():
+    """Dated runs live in results/ as records; the README and the cost model's page describe and
+    quote them, and never date them (the rendered docs/results.md does)."""
+    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d UTC\b|\brun [a-p]\b")
+    pages = {"README.md": (REPO / "README.md").read_text(),
+             "docs/costmodel.md": (REPO / "docs" / "costmodel.md").read_text(),
+             "docs/distributed.md, Scale on this machine": (REPO / "docs" / "distributed.md").read_text()
+             .split("## Scale on this machine", 1)[1].split("\n## ", 1)[0]}
+    for name, text in pages.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            assert not dated.search(line), f"{name}, line {number}: a dated run ({line.strip()!r}): keep it in results/"
+
+
+def test_records_quoted_by_the_cost_model_are_there():
+    text = (REPO / "docs" / "costmodel.md").read_text() + (REPO / "docs" / "distributed.md").read_text()
+    for name in set(re.findall(r"results/([\w-]+\.json)", text)):
+        if name in {"validate.json", "peers.json", "projections.json"}:   # their benchmarks' owners record them
+            continue
+        assert (REPO / "results" / name).exists(), f"the docs quote results/{name}, which is not there"
