@@ -12,6 +12,9 @@ figures it was chosen from:
                             touches, on `small` (60 timed steps after 5 of warm-up): the share
                             the sharded cost model moves when no run measured one
                             (distributed/sharded_cost.py). Data, not speed: the same on any machine.
+    criteo_kaggle_exponents the Zipf exponent of each of Criteo Kaggle's 26 categorical features,
+                            fitted to the sample in ../shared/data (scripts/fit_criteo_locality.py;
+                            about 2 minutes): the `criteo-skew` profile's locality (profiles.py).
     bitmap_rows_per_lookup  up to how many table rows per lookup a batch's working set is made
                             with a bitmap rather than np.unique (embedding/working_sets.py): the
                             largest rows per lookup (a power of two) up to which the bitmap was
@@ -21,6 +24,7 @@ figures it was chosen from:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -37,6 +41,9 @@ from scratchkit.measure.bench import run_bench  # noqa: E402
 from scratchkit.measure.record import RunRecord  # noqa: E402
 from scratchkit.measured import DATA  # noqa: E402
 from scratchkit.profiles import get_profile  # noqa: E402
+
+sys.path.insert(0, str(REPO / "scripts"))
+from fit_criteo_locality import DEFAULT as CRITEO_SAMPLE, fit_exponents  # noqa: E402
 
 WARMUP, STEPS = 5, 60
 LOOKUPS = 2048                               # small's lookups a table a batch (256 x pooling 8)
@@ -85,6 +92,15 @@ def bitmap_rows_per_lookup() -> tuple[int, dict]:
                    "largest rows per lookup up to which the bitmap won at every size": crossover}
 
 
+def criteo_kaggle_exponents() -> tuple[list[float], dict]:
+    if not CRITEO_SAMPLE.exists():
+        raise SystemExit(f"criteo_kaggle_exponents: no Criteo Kaggle sample at {CRITEO_SAMPLE}")
+    exponents, rows = fit_exponents(CRITEO_SAMPLE)
+    md5 = hashlib.md5(CRITEO_SAMPLE.read_bytes()).hexdigest()
+    return list(exponents), {"data": f"../{CRITEO_SAMPLE.relative_to(REPO.parent)} (not part of the kit)",
+                             "md5": md5, "rows": rows, "fit": "scripts/fit_criteo_locality.py: maximum likelihood, s in [0, 3]"}
+
+
 def _always_bitmap(sets: WorkingSets) -> WorkingSets:
     """`sets` with the bitmap taken at any size (the threshold is what is being measured)."""
     sets.uses_bitmap = lambda lookups: True
@@ -98,6 +114,9 @@ CONSTANTS = {
     "bitmap_rows_per_lookup": (bitmap_rows_per_lookup, "up to how many table rows per lookup a "
                                "working set is made with a bitmap, not np.unique: the largest "
                                "power of two up to which the bitmap was the faster at every size timed", "scratchkit/embedding/working_sets.py:WorkingSets"),
+    "criteo_kaggle_exponents": (criteo_kaggle_exponents, "the Zipf exponent of each of Criteo Kaggle's 26 "
+                                "categorical features, fitted to real rows: the criteo-skew profile's locality",
+                                "scratchkit/profiles.py:CRITEO_KAGGLE_EXPONENTS"),
 }
 
 

@@ -3,6 +3,8 @@ them from there (scratchkit/measured.py)."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,3 +45,31 @@ def test_the_miss_share_is_what_a_run_fetches_today():
     source = SyntheticSource(config.data)
     distinct = np.mean([sum(len(np.unique(ids)) for ids in source.batch(b).ids) for b in range(5, 65)])
     assert round(fetched / distinct, 2) == measured("miss_share")
+
+
+def test_the_criteo_skew_profile_reads_the_fitted_exponents():
+    from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES, CRITEO_KAGGLE_EXPONENTS
+    assert CRITEO_KAGGLE_EXPONENTS == tuple(measured("criteo_kaggle_exponents"))
+    assert len(CRITEO_KAGGLE_EXPONENTS) == len(CRITEO_KAGGLE_CARDINALITIES)
+
+
+def test_the_small_features_exponents_fit_again_from_the_sample():
+    """The fit of every feature of under 20,000 rows, from the sample the entry names (the large
+    ones take minutes: scripts/measure_constants.py criteo_kaggle_exponents refits them all)."""
+    scripts = Path(__file__).resolve().parents[1] / "scripts"
+    sys.path.insert(0, str(scripts))
+    try:
+        from fit_criteo_locality import DEFAULT, fit_exponent
+    finally:
+        sys.path.remove(str(scripts))
+    if not DEFAULT.exists():
+        pytest.skip(f"no Criteo Kaggle sample at {DEFAULT}")
+    from scratchkit.data.criteo import load_criteo
+    from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES as sizes
+    data = load_criteo(DEFAULT, list(sizes), batch_size=1)
+    small = [t for t, size in enumerate(sizes) if size < 20_000]
+    assert len(small) >= 10
+    exponents = measured("criteo_kaggle_exponents")
+    for t in small:
+        counts = np.unique(data.ids[t], return_counts=True)[1]
+        assert fit_exponent(counts, sizes[t]) == exponents[t], f"feature C{t + 1}"
