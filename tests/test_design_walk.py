@@ -37,6 +37,9 @@ B = 5                                  # the batch walked: past the first, with 
 # enough batches after B that an Insert waits for Train(B) (rule 3: the message is sent)
 STEPS = max(MIN_STEPS_FOR_PROCESS, B + CONFIG.cache.depth + 2)
 
+# the walk is the Linux default path: elsewhere (no fork) every call runs on threads
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the host-process driver forks (Linux)")
+
 Entered = list[tuple[str, str]]        # (file under scratchkit/, qualified name), in order of first entry
 
 
@@ -157,3 +160,13 @@ def test_the_walk_fails_a_wrong_order():
     entered = [("a.py", "f"), ("b.py", "g"), ("a.py", "h")]
     assert first_entries(entered) == ["a.py", "b.py"]
     assert first_entries(entered) != ["b.py", "a.py"]
+
+
+def test_the_walk_says_which_calls_fork_and_which_run_on_threads():
+    """The walk's first paragraph: calls of at least MIN_STEPS_FOR_PROCESS steps fork the host
+    process, shorter ones run the same stages on threads."""
+    text = " ".join((REPO / "docs" / "design.md").read_text().split(SECTION, 1)[1].split("###", 1)[0].split())
+    assert f"at least {MIN_STEPS_FOR_PROCESS} steps" in text and "PlanIn.THREAD" in text
+    trainer = make_trainer("scratchpipe", CONFIG, device="cpu")
+    assert trainer.where_host_stages_run(MIN_STEPS_FOR_PROCESS) is PlanIn.HOST_PROCESS
+    assert trainer.where_host_stages_run(MIN_STEPS_FOR_PROCESS - 1) is PlanIn.THREAD
