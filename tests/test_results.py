@@ -120,8 +120,8 @@ def test_the_guides_hold_no_run_diary():
             assert not dated.search(line), f"{name}, line {number}: a dated run ({line.strip()!r}): keep it in results/"
 
 
-def test_records_quoted_by_the_cost_model_are_there():
-    text = (REPO / "docs" / "costmodel.md").read_text() + (REPO / "docs" / "distributed.md").read_text()
+def test_records_the_docs_quote_are_there():
+    text = "".join((REPO / "docs" / name).read_text() for name in ("costmodel.md", "distributed.md", "design.md"))
     for name in set(re.findall(r"results/([\w-]+\.json)", text)):
         if name in {"validate.json", "peers.json", "projections.json"}:   # their benchmarks' owners record them
             continue
