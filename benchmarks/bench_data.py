@@ -12,6 +12,7 @@ import argparse
 import time
 
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
 
@@ -31,10 +32,12 @@ def steps_per_second(config, count: int) -> float:
         return count / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer batches: a smoke run")
-    args = parser.parse_args()
+    add_record_option(parser, "data")
+    args = parser.parse_args(argv)
+    record, figures = RunRecord.of_run(__file__, argv), {}
     count = 20 if args.quick else 200
     print(f"{'profile':12s} {'generator batches/s':>20s} {'gpu-only steps/s':>17s} {'ratio':>6s}")
     for name in ("tiny", "small", "criteo-like"):
@@ -42,6 +45,9 @@ def main() -> None:
         generator = batches_per_second(SyntheticSource(config.data), count)
         trainer = steps_per_second(config, count)
         print(f"{name:12s} {generator:20,.0f} {trainer:17,.0f} {generator / trainer:6.1f}")
+        figures[name] = {"generator batches/s": generator, "gpu-only steps/s": trainer,
+                         "ratio": generator / trainer}
+    record.keep(args.record, {"batches": count, "profiles": figures})
 
 
 if __name__ == "__main__":

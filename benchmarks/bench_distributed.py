@@ -30,6 +30,7 @@ import sys
 
 from scratchkit.distributed.launch import launch
 from scratchkit.distributed.sharded_cost import Links, scaling
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 
 
@@ -68,7 +69,7 @@ def projection(args) -> None:
                   f"{1e3 * t.step_seconds:11.3f} {sum(t.sent_bytes.values()) / 1024:12,.0f}")
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="small")
     parser.add_argument("--trainers", default="hybrid,scratchpipe")
@@ -81,7 +82,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 round of 10 steps")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--projection", action="store_true", help="print the cost model's projection only")
-    args = parser.parse_args()
+    add_record_option(parser, "distributed")
+    args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
+    if args.projection and args.record:
+        parser.error("--record keeps a measured run; --projection measures nothing")
     if args.projection:
         projection(args)
         return 0
@@ -116,6 +121,9 @@ def main() -> int:
             json.dump({"profile": args.profile, "sharding": args.sharding, "strong": args.strong,
                        "steps": args.steps, "rounds": args.rounds, "cores": os.cpu_count(),
                        "figures": table, "raw": figures}, out, indent=1)
+    record.keep(args.record, {"profile": args.profile, "sharding": args.sharding, "scaling": scaling,
+                              "steps": args.steps, "rounds": args.rounds, "cores": os.cpu_count(),
+                              "samples/s (median) and ratio to " + base: table})
     return 0
 
 

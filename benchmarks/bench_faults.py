@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from dataclasses import asdict
 from scratchkit.config import OptimizerKind
 from scratchkit.measure.faults import Campaign, FaultKind, Snapshots, default_cases
 from scratchkit.measure.killed_saves import kill_saves
-from scratchkit.measure.record import RunRecord
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, all_cases, case_config,
                                             prefetch_capacity_case, run_case)
 
@@ -144,8 +143,7 @@ def main(argv=None) -> int:
     parser.add_argument("--kills", type=int, default=20, help="saves: SIGKILLs (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="scratchpipe: one JSON line per case")
-    parser.add_argument("--record", metavar="PATH", help="write the run's figures, command, commit, "
-                        "date and machine to PATH (JSON), e.g. results/faults.json")
+    add_record_option(parser, "faults")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",")]
     unknown = sorted(set(parts) - set(PARTS))
@@ -153,8 +151,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown part {unknown[0]!r}; choose from {', '.join(PARTS)}")
     if min(args.cases, args.configs, args.kills) < 1:
         parser.error("--cases, --configs and --kills must be >= 1")
-    command = "benchmarks/bench_faults.py " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
-    record = RunRecord(command.strip())
+    record = RunRecord.of_run(__file__, argv)
     figures, good, started = {}, True, time.perf_counter()
     for part in parts:
         figures[part], ok = PARTS[part](args)
@@ -162,8 +159,7 @@ def main(argv=None) -> int:
         print()
     figures["seconds"] = round(time.perf_counter() - started)
     print(f"{'all exact' if good else 'NOT ALL EXACT'}, {figures['seconds']} s")
-    if args.record:
-        print(f"recorded in {record.write(args.record, figures)}")
+    record.keep(args.record, figures)
     return 0 if good else 1
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from scratchkit.backend import detect
 from scratchkit.kernels.scratchpad import Scratchpad
+from scratchkit.measure.record import RunRecord, add_record_option
 
 
 @dataclass
@@ -93,7 +94,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=4096, help="ids per query / slots per gather")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 2)")
     parser.add_argument("--json", help="also write the results to this file")
+    add_record_option(parser, "kernels")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     capacity = args.capacity or (1 << 14 if args.quick else 1 << 16)
     rounds = args.rounds or (2 if args.quick else 3)
     min_seconds = 0.05 if args.quick else 0.3
@@ -120,6 +123,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump({"capacity": capacity, "dim": args.dim, "batch": args.batch,
                        "results": [asdict(r) for r in results]}, f, indent=2)
+    record.keep(args.record, {"capacity": capacity, "dim": args.dim, "batch": args.batch, "rounds": rounds,
+                              "engines": {r.engine: asdict(r) for r in results}})
     return 0
 
 

@@ -194,7 +194,8 @@ def run_child(mode: str, path: str, twin_bytes: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    from scratchkit.measure.record import add_record_option   # light: no torch for the children
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gigabytes", type=float, default=1.0, help="size of the generated file")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (default 2)")
@@ -203,10 +204,13 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--twin-bytes", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    add_record_option(parser, "load")
+    args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child, args.path, args.twin_bytes)))
         return
+    from scratchkit.measure.record import RunRecord
+    record = RunRecord.of_run(__file__, argv)
     try:
         import pandas  # noqa: F401
     except ImportError:
@@ -227,23 +231,28 @@ def main() -> None:
                   f"  peak {result['peak_mb']:7.0f} MB", flush=True)
     runs["arrow"] = [run_child("arrow", path, twin_bytes)]
     runs["twin"] = [run_child("twin", path, twin_bytes)]
-    report(runs, path)
+    record.keep(args.record, {"gigabytes": args.gigabytes, "rounds": args.rounds,
+                              "medians": report(runs, path)})
     if not args.keep:
         os.remove(path)
 
 
-def report(runs: dict[str, list[dict]], path: str) -> None:
+def report(runs: dict[str, list[dict]], path: str) -> dict:
+    """Print the comparison. -> per mode: rows/s, MB/s, peak MB, seconds, CPU seconds (medians)."""
     def median(mode, key):
         return statistics.median(r[key] for r in runs[mode])
 
     print(f"\nfile {path}: {runs['kit'][0]['bytes'] / 1e9:.2f} GB, {runs['kit'][0]['rows']:,} lines; "
           f"medians of {len(runs['kit'])} rounds; the kit's blocks read by "
           f"{'the C++ loop' if runs['kit'][0]['native'] else 'pyarrow (no C++ compiler found)'}")
-    speed = {}
+    speed, figures = {}, {}
     for mode in ("parse", "pandas", "kit", "kit-cap", "arrow", "twin"):
         seconds = median(mode, "seconds")
         rows, size = runs[mode][0]["rows"], runs[mode][0]["bytes"]
         speed[mode] = size / seconds
+        figures[mode] = {"rows/s": rows / seconds, "MB/s": size / seconds / 1e6,
+                         "peak MB": median(mode, "peak_mb"), "seconds": seconds,
+                         "CPU seconds": median(mode, "cpu_seconds")}
         print(f"  {mode:8s} {rows / seconds:12,.0f} rows/s {size / seconds / 1e6:7.1f} MB/s  "
               f"peak {median(mode, 'peak_mb'):6.0f} MB  ({seconds:.1f} s, CPU "
               f"{median(mode, 'cpu_seconds'):.1f} s in all threads)")
@@ -267,6 +276,7 @@ def report(runs: dict[str, list[dict]], path: str) -> None:
           f"{per_line * KAGGLE_LINES / 1e9:.1f} GB of columns on disk, peak memory "
           f"{median('kit-cap', 'peak_mb'):.0f} MB with max_rows=100000 (flat in N) and about "
           f"{derived:,.0f} MB with every distinct value ({KAGGLE_DISTINCT:,}) in a dictionary")
+    return figures
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import time
 import numpy as np
 import torch
 
+from scratchkit.measure.record import RunRecord, add_record_option
+
 WINDOWS = (0.1, 1.0, 10.0)
 
 
@@ -84,7 +86,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to sample (default 60)")
     parser.add_argument("--every", type=float, default=0.01, help="pause between rounds of the probes (default 0.01 s)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the report here")
+    add_record_option(parser, "machine")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     if args.seconds <= 0 or args.every < 0:
         parser.error(f"--seconds must be > 0 and --every >= 0, got {args.seconds} and {args.every}")
     report = measure(args.seconds, args.every)
@@ -97,6 +101,7 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)
+    record.keep(args.record, {"seconds": args.seconds, "probes": report})
     return 0
 
 

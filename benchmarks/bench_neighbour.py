@@ -23,6 +23,7 @@ import statistics
 import sys
 
 from scratchkit.measure.bench import run_bench
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 
 
@@ -53,7 +54,9 @@ def main(argv=None) -> None:
     parser.add_argument("--busy", type=int, default=1, help="spinning processes beside the busy runs")
     parser.add_argument("--trainers", default="gpu-only,hybrid,scratchpipe")
     parser.add_argument("--json", default=None)
+    add_record_option(parser, "neighbour")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     trainers = [t.strip() for t in args.trainers.split(",")]
     config = get_profile(args.profile, scale=args.scale)
     runs: dict[str, list[dict[str, float]]] = {"quiet": [], "busy": []}
@@ -76,6 +79,9 @@ def main(argv=None) -> None:
         with open(args.json, "w") as f:
             json.dump({"profile": args.profile, "steps": args.steps, "rounds": args.rounds,
                        "busy": args.busy, "rows": rows}, f, indent=1)
+    record.keep(args.record, {"profile": args.profile, "steps": args.steps, "rounds": args.rounds,
+                              "busy": args.busy,
+                              "medians": {f"{r['mode']} {r['trainer']}": r for r in rows}})
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from course_solutions import notebook_with_solutions  # noqa: E402 (the tests' helper)
 
+from scratchkit.measure.record import RunRecord, add_record_option  # noqa: E402
+
 
 def run_once(path: Path, solutions: bool) -> float:
     nb = notebook_with_solutions(path)[0] if solutions else nbformat.read(path, as_version=4)
@@ -33,12 +35,14 @@ def run_once(path: Path, solutions: bool) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", help="two-digit numbers (default: all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--solutions", action="store_true", help="with the exercises' solutions filled in")
-    args = parser.parse_args()
+    add_record_option(parser, "notebooks")
+    args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     paths = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if args.notebooks:
         paths = [p for p in paths if p.name[:2] in args.notebooks]
@@ -50,6 +54,9 @@ def main() -> None:
           f"{'with solutions' if args.solutions else 'as shipped'})")
     for name, values in seconds.items():
         print(f"{name:28}{statistics.median(values):>10.1f}{max(values):>8.1f}")
+    record.keep(args.record, {"rounds": args.rounds, "solutions": args.solutions,
+                              "seconds": {name: {"median": statistics.median(values), "max": max(values)}
+                                          for name, values in seconds.items()}})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 from scratchkit.config import VictimPolicy
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
@@ -86,7 +87,9 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--setups", default="twin,1x1,1x2,2x2")
     parser.add_argument("--json", default=None, help="write the rows here")
+    add_record_option(parser, "planner")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     setups = [parse_setup(s.strip()) for s in args.setups.split(",")]
     config = get_profile(args.profile, scale=args.scale)
     horizon = 4 * (config.cache.depth + 1)
@@ -126,6 +129,8 @@ def main(argv=None) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"profile": args.profile, "scale": args.scale, "rows": rows}, f, indent=1)
+    record.keep(args.record, {"profile": args.profile, "scale": args.scale, "capacity": capacity,
+                              "rounds": args.rounds, "setups": {r["setup"]: r for r in rows}})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 from scratchkit.sim import (curve_error, lru_mrc, min_capacity, native, next_use, opt_mrc,
                             profile_lru, simulate)
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.sim.sampling import smallest_trusted_capacity
 
 
@@ -231,7 +232,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="curves: alternating rounds (5)")
     parser.add_argument("--opt-grid", action="store_true", help="also measure OPT between grid points")
     parser.add_argument("--json", action="store_true")
+    add_record_option(parser, "sim")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     accesses = 200_000 if args.quick else args.accesses
     rows = args.rows or (20_000 if args.quick else max(accesses // 10, 1))
     config = BenchConfig(accesses=accesses, rows=rows, zipf=args.zipf,
@@ -247,6 +250,7 @@ def main(argv=None) -> int:
     c = summary["curves"]
     ok = c.get("hits_agree", True) and summary.get("lru_hits_agree", True) and \
         summary.get("opt_hits_agree", True)
+    record.keep(args.record, summary)
     if args.json:
         print(json.dumps(summary))
         return 0 if ok else 1

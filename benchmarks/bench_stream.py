@@ -125,10 +125,14 @@ def main(argv=None) -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keep", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
+    from scratchkit.measure.record import add_record_option   # light: no torch for the children
+    add_record_option(parser, "stream")
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child, args.trace, args.keep)))
         return 0
+    from scratchkit.measure.record import RunRecord
+    record = RunRecord.of_run(__file__, argv)
     with tempfile.TemporaryDirectory() as folder:
         path = args.trace or os.path.join(folder, "criteo-shaped.npy")
         start = time.perf_counter()
@@ -152,6 +156,7 @@ def main(argv=None) -> int:
                "write_seconds": written, "read_seconds": read["seconds"],
                "baseline_rss_mb": baseline, "runs": runs,
                "criteo": {mode: extrapolate(run, baseline, rows) for mode, run in runs.items()}}
+    record.keep(args.record, summary)
     if args.json:
         print(json.dumps(summary))
         return 0

@@ -30,6 +30,7 @@ import sys
 from scratchkit.measure.bench import run_bench
 from scratchkit.config import CacheParams
 from scratchkit.projection.costmodel import project_bench
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import available_trainers
 
@@ -115,7 +116,9 @@ def main(argv=None) -> int:
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    add_record_option(parser, "trainers")
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     if args.quick:
         args.steps, args.warmup, args.rounds = 10, 2, 1
     for name in ("steps", "rounds"):
@@ -139,7 +142,16 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(cases, f, indent=2)
+    record.keep(args.record, {f"{c['profile']}, zipf {c['zipf']}": case_figures(c) for c in cases})
     return 0
+
+
+def case_figures(case: dict) -> dict:
+    """One case's figures for its record: a row per trainer, its projections flattened."""
+    return {row["trainer"]: {"samples/s": row["samples_per_s"], "/gpu-only": row["ratio_to_gpu_only"],
+                             "hit rate": row["hit_rate"],
+                             **{f"{p} /gpu-only": x["ratio_to_gpu_only"] for p, x in row["projected"].items()}}
+            for row in case["trainers"]}
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ step).
 
 `--scale` (the `scale` argument) shrinks the tables to fit a laptop and keeps the work per step and
 the locality: batch, pooling and dim stay, and the ids come from the full-size Zipf law, its ranks
-folded into the smaller tables (data/synthetic.py). Measured on `embedding-bound`: at scale 0.25 a
-batch's working set is 52.5k rows per table against 56.1k at scale 1, and the look-ahead window at
-depth 2 117k rows against 141k. The cache and scratchpad sizes are rows per table, capped at the
+folded into the smaller tables (data/synthetic.py), so a scaled batch's working set and its
+look-ahead window stay close to the full size's (the head of the law, where most lookups land,
+stays whole; only the tail folds onto it). The cache and scratchpad sizes are rows per table, capped at the
 table, so a scaled run keeps the full-size capacity where the table allows."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
+from scratchkit.measured import measured
 
 # Cardinalities of the 26 categorical features of Criteo Kaggle (Display Advertising Challenge),
 # as the DLRM reference implementation counts them.
@@ -54,11 +55,9 @@ def criteo_like(scale: float = 0.01) -> TrainConfig:
         cache=CacheParams(capacity=4096))
 
 
-# Zipf exponents of Criteo Kaggle's 26 features, fitted to 7,200 real rows of it by maximum
-# likelihood (scripts/fit_criteo_locality.py; the rows themselves are not part of the kit)
-CRITEO_KAGGLE_EXPONENTS = (
-    1.813, 1.103, 1.111, 1.136, 2.248, 1.819, 0.888, 2.038, 3.0, 1.131, 0.895, 1.115, 0.881, 1.743,
-    0.983, 1.121, 1.402, 1.048, 1.674, 0.778, 1.118, 3.0, 1.713, 1.184, 1.763, 1.325)
+# Zipf exponents of Criteo Kaggle's 26 features, fitted to real rows of it by maximum likelihood
+# (scripts/fit_criteo_locality.py; the rows are not part of the kit; measured.json says which)
+CRITEO_KAGGLE_EXPONENTS = tuple(measured("criteo_kaggle_exponents"))
 EMBEDDING_ROWS = 1_000_000   # rows of each full-size table of the embedding-bound profiles
 
 

@@ -4,7 +4,8 @@
 
 Prints the 26 exponents that the `criteo-skew` profile (scratchkit/profiles.py) uses, so its
 synthetic ids are as skewed, feature by feature, as the real log's. Only these 26 numbers go into
-the kit; the rows stay where they are.
+the kit (scripts/measure_constants.py writes them into scratchkit/measured.json with where they
+came from); the rows stay where they are.
 
 The fit, per feature t with cardinality N_t (the DLRM reference's counts): hash each value into its
 table as the loader does, count how often each row occurs, rank rows by count (rank 1 = the most
@@ -52,7 +53,8 @@ def fit_exponent(counts: np.ndarray, num_ranks: int) -> float:
     return round((low + high) / 2, 3)
 
 
-def main(path: Path) -> None:
+def fit_exponents(path: Path) -> tuple[tuple[float, ...], int]:
+    """(the 26 features' exponents, the rows they were fitted to); each feature's fit on stderr."""
     data = load_criteo(path, list(CRITEO_KAGGLE_CARDINALITIES), batch_size=1)
     exponents = []
     for t, size in enumerate(CRITEO_KAGGLE_CARDINALITIES):
@@ -60,7 +62,11 @@ def main(path: Path) -> None:
         exponents.append(fit_exponent(counts, size))
         print(f"C{t + 1:<3} {size:>10,} rows  {len(counts):>6,} distinct in {data.num_rows:,}  s = {exponents[-1]}",
               file=sys.stderr)
-    print(tuple(exponents))
+    return tuple(exponents), data.num_rows
+
+
+def main(path: Path) -> None:
+    print(fit_exponents(path)[0])
 
 
 if __name__ == "__main__":

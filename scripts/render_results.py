@@ -4,7 +4,10 @@
     .venv/bin/python scripts/render_results.py --check   # exit 1 if docs/results.md is out of date
 
 Each record becomes a section: the command that made it, the commit, the date, the machine, then
-its figures: a table for each group of rows (a dict of dicts), a line for each single figure.
+its figures, whatever shape a benchmark gives them: a table for each group of rows (a dict or a
+list of dicts), a line for a single figure or a dict of them, a group of these for anything
+deeper. So a benchmark's record renders without a line here for it (the fault campaign's, the
+trainers', and the peers', validation's and projections' records where they are present).
 The README and the docs quote these figures and link here.
 """
 from __future__ import annotations
@@ -19,24 +22,82 @@ HEADER = ("# Results\n\nRendered from `results/*.json` by `scripts/render_result
           "by hand. Each section is one recorded run: rerun its command to check it.\n")
 
 
+LONGEST_LIST = 12    # a list longer than this is left in the record: the page says how long it is
+
+
+def cell(value) -> str:
+    """One figure as text: floats to 3 significant digits (whole numbers from 100 up), thousands
+    separated from 10,000 up, lists short."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    if isinstance(value, list):
+        if len(value) > LONGEST_LIST or any(isinstance(v, (dict, list)) for v in value):
+            return f"({len(value)} values: see the record)"
+        return ", ".join(cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {cell(v)}" for k, v in value.items())
+    return str(value)
+
+
+def depth(value) -> int:
+    """How deep dicts nest in `value`: 0 for a figure or a list, 1 for a dict of figures, ..."""
+    return 1 + max(map(depth, value.values()), default=0) if isinstance(value, dict) else 0
+
+
+def flat(row: dict) -> dict:
+    """A row with its dicts one level down spread into columns `key.sub`."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
 def table(rows: dict) -> list[str]:
+    rows = {name: flat(row) for name, row in rows.items()}
     columns = list(dict.fromkeys(k for row in rows.values() for k in row))
     lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {name} | " + " | ".join(str(row.get(c, "")) for c in columns) + " |"
+    lines += [f"| {name} | " + " | ".join(cell(row.get(c, "")) for c in columns) + " |"
               for name, row in rows.items()]
     return lines
+
+
+def figure(key: str, value) -> list[str]:
+    """One of a record's figures: a table for rows (a dict or list of dicts, at most two deep),
+    a line for a figure or a dict of figures, and for anything deeper a line of its figures, then
+    each of its dicts in turn."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        value = named_rows(value)
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()) \
+            and all(depth(v) <= 2 for v in value.values()):
+        return [f"**{key}**", "", *table(value), ""]
+    if isinstance(value, dict) and depth(value) > 1:
+        plain = {k: v for k, v in value.items() if not isinstance(v, dict)}
+        lines = [f"**{key}**: {cell(plain)}", ""] if plain else []
+        return lines + [line for k, v in value.items() if isinstance(v, dict)
+                        for line in figure(f"{key}: {k}", v)]
+    return [f"**{key}**: {cell(value)}", ""]
+
+
+def named_rows(rows: list[dict]) -> dict:
+    """A list of rows as a dict: named by their first field where it names each once, else numbered."""
+    first = [next(iter(row.values()), None) for row in rows]
+    if all(isinstance(f, str) for f in first) and len(set(first)) == len(first):
+        return {f: dict(list(row.items())[1:]) for f, row in zip(first, rows)}
+    return {str(i): row for i, row in enumerate(rows)}
 
 
 def section(name: str, record: dict) -> list[str]:
     lines = [f"## {name}", "", f"- command: `{record['command']}`", f"- commit: `{record['commit']}`",
              f"- date: {record['date']}", f"- machine: {record['machine']}", ""]
     for key, value in record["figures"].items():
-        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
-            lines += [f"**{key}**", "", *table(value), ""]
-        elif isinstance(value, dict):
-            lines += [f"**{key}**: " + ", ".join(f"{k} {v}" for k, v in value.items()), ""]
-        else:
-            lines += [f"**{key}**: {value}", ""]
+        lines += figure(key, value)
     return lines
 
 

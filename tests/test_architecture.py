@@ -60,7 +60,7 @@ def graph() -> dict[str, set[str]]:
 # with the kernels' compiler search (kernels/host_build.py), sits between kernels/ and the folders
 # that call compiled loops. A package's `__main__.py` is a program (what `python -m` runs), on the
 # command line's floor; the package's own `__init__.py` (its lazy public names) is the roof.
-FLOORS = ("choices", "config", "backend", "allocator", "device", "model", "profiles",
+FLOORS = ("measured", "choices", "config", "backend", "allocator", "device", "model", "profiles",
           "kernels", "native", "sim", "data", "embedding", "scratchpipe", "trainers",
           "costmodel", "calibration", "projection", "measure", "distributed", "course", "commands",
           "scratchkit")

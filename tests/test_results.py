@@ -1,6 +1,7 @@
 """Figures quoted in the docs come from run records (results/*.json), rendered into
 docs/results.md by one script; the rendered page is never edited by hand."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,89 @@ def test_the_readme_quotes_the_fault_campaign_as_recorded():
     assert all(t["ok"] == t["cases"] for t in steps)   # the README says "all ok"
     for text in quoted:
         assert text in readme, text
+
+
+# --- every benchmark keeps its run as a record; the renderer takes any record's shape -------------
+
+OWNED_ELSEWHERE = {"bench_peers.py", "bench_validate.py", "bench_projections.py"}   # their owners add it
+
+
+def renderer():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import render_results
+    finally:
+        sys.path.pop(0)
+    return render_results
+
+
+def test_every_benchmark_takes_record_through_the_shared_option():
+    for path in sorted((REPO / "benchmarks").glob("bench_*.py")):
+        if path.name in OWNED_ELSEWHERE:
+            continue
+        text = path.read_text()
+        assert "add_record_option(parser" in text and "record.keep(args.record" in text, (
+            f"{path.name}: no --record (scratchkit/measure/record.py: add_record_option, RunRecord.keep)")
+
+
+def test_a_benchmark_run_with_record_writes_a_record_that_renders(tmp_path):
+    target = tmp_path / "results" / "kernels.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_kernels.py"), "--quick",
+                           "--rounds", "1", "--capacity", "1024", "--batch", "256", "--record", str(target)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(target.read_text())
+    assert record["command"].startswith("benchmarks/bench_kernels.py --quick --rounds 1")
+    assert {"commit", "date", "machine"} <= set(record) and record["figures"]["capacity"] == 1024
+    assert set(record["figures"]["engines"]) >= {"twin", "host"}
+    page = renderer().render(target.parent)
+    assert "## kernels (`results/kernels.json`)" in page and "| twin |" in page
+
+
+def test_no_record_option_writes_nothing(tmp_path, monkeypatch):
+    from scratchkit.measure.record import RunRecord
+    monkeypatch.chdir(tmp_path)
+    record = RunRecord.of_run("/somewhere/benchmarks/bench_x.py", ["--steps", "3", "a b"])
+    assert record.head["command"] == "benchmarks/bench_x.py --steps 3 'a b'"
+    assert record.keep(None, {"x": 1}) is None and not list(tmp_path.iterdir())
+    assert json.loads(record.keep(tmp_path / "x.json", {"x": 1}).read_text())["figures"] == {"x": 1}
+
+
+def test_records_of_any_shape_render(tmp_path):
+    """As the peers', validation's and projections' records would come: lists of rows, rows with
+    nested figures, groups of tables, plain figures."""
+    head = {"command": "benchmarks/bench_peers.py --record results/peers.json", "commit": "abc",
+            "date": "d", "machine": "m"}
+    figures = {"rows": [{"trainer": "hybrid", "samples/s": 1234.5, "x": {"a": 0.5}},
+                        {"trainer": "torchrec", "samples/s": 99.25, "x": {"a": 2}}],
+               "cases": {"small": {"gpu-only": {"ratio": 1.0}}, "tiny": {"lru": {"ratio": 0.75}}},
+               "profiles": ["small", "tiny"], "long": list(range(40)), "steps": 100,
+               "group": {"spread": 0.1, "by": {"a": 1, "b": 2}}, "deep": {"a": {"b": {"c": {"d": 1}}}}}
+    (tmp_path / "peers.json").write_text(json.dumps(head | {"figures": figures}))
+    page = renderer().render(tmp_path)
+    for line in ["## peers (`results/peers.json`)", "| | samples/s | x.a |", "| hybrid | 1,234 | 0.5 |",
+                 "| torchrec | 99.2 | 2 |", "| | gpu-only.ratio | lru.ratio |", "| small | 1 |  |", "| tiny |  | 0.75 |",
+                 "**profiles**: small, tiny", "**long**: (40 values: see the record)", "**steps**: 100",
+                 "**group**: spread 0.1", "**group: by**: a 1, b 2", "**deep: a**", "| b | 1 |"]:
+        assert line in page, line
+
+
+def test_the_guides_hold_no_run_diary():
+    """Dated runs live in results/ as records; the README and the cost model's page describe and
+    quote them, and never date them (the rendered docs/results.md does)."""
+    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d UTC\b|\brun [a-p]\b")
+    pages = {"README.md": (REPO / "README.md").read_text(),
+             "docs/costmodel.md": (REPO / "docs" / "costmodel.md").read_text(),
+             "docs/distributed.md, Scale on this machine": (REPO / "docs" / "distributed.md").read_text()
+             .split("## Scale on this machine", 1)[1].split("\n## ", 1)[0]}
+    for name, text in pages.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            assert not dated.search(line), f"{name}, line {number}: a dated run ({line.strip()!r}): keep it in results/"
+
+
+def test_records_the_docs_quote_are_there():
+    text = "".join((REPO / "docs" / name).read_text() for name in ("costmodel.md", "distributed.md", "design.md"))
+    for name in set(re.findall(r"results/([\w-]+\.json)", text)):
+        if name in {"validate.json", "peers.json", "projections.json"}:   # their benchmarks' owners record them
+            continue
+        assert (REPO / "results" / name).exists(), f"the docs quote results/{name}, which is not there"

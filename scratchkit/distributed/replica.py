@@ -6,9 +6,9 @@ computes it). The dense gradients are then combined as the reference accumulates
 `all_gather` every rank's gradients and add them on every rank in rank order,
 ((g_0 + g_1) + g_2) + ..., so every replica takes the same optimizer step and they stay equal
 bit for bit. An `all_reduce` would be one collective instead of one all-gather, but it sums
-in the backend's order: on 2 ranks that is still a + b (exact), on 4 gloo ranks it left 1.5e-8
-on the dense weights after 20 steps of `tiny` with SGD, and 1.5e-5 with Adagrad (measured here
-by swapping it in: `scratchkit verify --profile tiny --trainers hybrid --world-size 4`). The
+in the backend's order: on 2 ranks that is still a + b (exact), on 4 gloo ranks it is not the
+rank-order sum, and the dense weights drift from plain PyTorch's within steps (swap it in and
+`scratchkit verify --profile tiny --trainers hybrid --world-size 4` shows it). The
 cost is N copies of the dense gradients on each rank: kilobytes for the kit's MLPs.
 """
 from __future__ import annotations

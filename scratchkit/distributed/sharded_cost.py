@@ -46,12 +46,13 @@ from scratchkit.distributed.sharding import plan_shards
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import GB, US, get_hardware
 from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork
+from scratchkit.measured import measured
 from scratchkit.model import init_dense_model
 
-# ScratchPipe's misses per distinct row, when no run measured them: what `scratchkit bench
-# --profile small --trainers scratchpipe --steps 60` fetches a step over the distinct rows it
-# touches. Pass a measured share for other data.
-MISS_SHARE = 0.22
+# ScratchPipe's misses per distinct row, when no run measured them: what a scratchpipe run on
+# `small` fetches a step over the distinct rows it touches (scratchkit/measured.json says which run).
+# Pass a measured share for other data.
+MISS_SHARE = measured("miss_share")
 
 
 @dataclass(frozen=True)

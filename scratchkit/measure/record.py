@@ -1,20 +1,24 @@
 """A benchmark's run kept as data: what ran, on which commit, when, on what machine, and its figures.
 
 Every figure the README or the docs quote comes from such a record in `results/`, so a reader can
-see where it came from and run it again:
+see where it came from and run it again. Every benchmark takes `--record PATH` the same way:
 
-    record = RunRecord("benchmarks/bench_faults.py --record results/faults.json")   # as it starts
+    add_record_option(parser, "faults")          # --record PATH, e.g. results/faults.json
+    args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)    # as it starts: the command, commit, date, machine
     ...
-    record.write("results/faults.json", {"steps": {...}})                           # as it ends
+    record.keep(args.record, {"steps": {...}})   # as it ends: written if --record asked for it
+
+scripts/render_results.py renders every record in results/ into docs/results.md.
 """
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
-
-from scratchkit.calibration.calibrate import machine_name
 
 
 def commit() -> str:
@@ -35,9 +39,29 @@ class RunRecord:
     checkout's HEAD); `write` adds the figures when it ends."""
 
     def __init__(self, command: str):
+        # here, not at the top: a benchmark's forked children that measure their own memory
+        # import this module for its option, and the calibration brings torch
+        from scratchkit.calibration.calibrate import machine_name
         self.head = {"command": command, "commit": commit(),
                      "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                      "machine": machine_name()}
+
+    @classmethod
+    def of_run(cls, script: str, argv: list[str] | None = None) -> "RunRecord":
+        """The record of this run of `script` (a benchmark's `__file__`) with `argv` (None: the
+        command line's): its command reads `benchmarks/bench_x.py ARGS`, runnable from the root."""
+        script = Path(script)
+        args = sys.argv[1:] if argv is None else argv
+        return cls(" ".join([f"{script.parent.name}/{script.name}", *map(shlex.quote, args)]))
+
+    def keep(self, path: str | Path | None, figures: dict) -> Path | None:
+        """Write the record with `figures` to `path` and say where; nothing if `path` is None
+        (no `--record`). -> the path written, or None."""
+        if path is None:
+            return None
+        written = self.write(path, figures)
+        print(f"recorded in {written}")
+        return written
 
     def write(self, path: str | Path, figures: dict) -> Path:
         """Write the record with `figures` to `path` (JSON). -> the path."""
@@ -45,3 +69,10 @@ class RunRecord:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.head | {"figures": figures}, indent=2) + "\n")
         return path
+
+
+def add_record_option(parser, name: str) -> None:
+    """`--record PATH` on a benchmark's argparse parser (`name`: its record's usual name in results/)."""
+    parser.add_argument("--record", metavar="PATH", default=None,
+                        help="write the run's figures, command, commit, date and machine to PATH "
+                             f"(JSON), e.g. results/{name}.json")

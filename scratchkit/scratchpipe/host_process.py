@@ -1,8 +1,8 @@
 """The host-process driver: every host stage in one forked process, so Train has the trainer's alone.
 
 Threads in one CPython process take turns holding one lock (the GIL). With the scratchpad in host
-memory (a CPU run) Train is Python too, and the host stages' threads slow it down: measured on
-2 cores, Train took 5.7 ms a step beside them and 4.5 ms alone. So on a CPU run one forked process
+memory (a CPU run) Train is Python too, and the host stages' threads slow it down: Train's
+steps take longer beside them than alone. So on a CPU run one forked process
 does every host stage of every batch, in order, and the trainer's process only trains:
 
     trainer process                              host process (forked when train() starts)

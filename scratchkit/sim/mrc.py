@@ -8,10 +8,9 @@
   proportional to the depth); instead each capacity runs a tight loop over next-use positions
   (`belady.cpp`, twin `_opt_hits`): an access is a hit iff its position is the pending next use of
   a resident row, so rows never need names, only positions. Capacities run on all cores at once.
-  Why a few capacities suffice, measured (`benchmarks/bench_sim.py --opt-grid`, 10M accesses,
-  Zipf 1.05 over 1M ids): OPT at 46 log-spaced capacities strays from a line in log capacity
-  through 16 of them by at most 0.012 hit rate (mean 0.0011), through 8 by at most 0.023 (mean
-  0.0048): the curve is smooth in log capacity, so 8-16 points draw it to a line's width.
+  Why a few capacities suffice: the curve is smooth in log capacity, so 8-16 points draw it to a
+  line's width (`benchmarks/bench_sim.py --opt-grid` measures how far OPT at many log-spaced
+  capacities strays from a line through fewer of them).
 Both must equal the per-capacity simulators (`lru.py`, `opt.py`) exactly; tests check it.
 """
 from __future__ import annotations
