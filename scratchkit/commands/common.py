@@ -161,14 +161,15 @@ def _training(args, config, source, batches: int):
 
 
 def parse_trainer_list(text: str) -> list[str]:
-    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked."""
-    from scratchkit.trainers import TrainerKind   # torch: only once a command runs
+    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
+    trainers (trainers/registry.py)."""
+    from scratchkit.trainers import TRAINERS   # torch: only once a command runs
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
     for n in names:
-        TrainerKind.parse(n)
+        TRAINERS[n]
     return names
 
 
