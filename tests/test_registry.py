@@ -130,3 +130,16 @@ def test_a_registry_refuses_a_taken_name_and_undoes_on_error():
         TrainerSpec("no.colon", TrainerKind.LRU, "x")
     with pytest.raises(ValueError, match="unknown trainer 'fifo'"):
         TrainerSpec("a:B", "fifo", "x")
+
+
+def test_a_workload_of_ones_own_is_a_profile(tiny_config, capsys):
+    from scratchkit.profiles import PROFILES, Workload, get_profile, scalable_profiles
+
+    with PROFILES.registered("tiny-again", Workload(lambda: tiny_config)):
+        assert get_profile("tiny-again") == tiny_config and "tiny-again" not in scalable_profiles()
+        code = main(["bench", "--profile", "tiny-again", "--trainers", "gpu-only", "--quick", "--json"])
+        assert code == 0 and json.loads(capsys.readouterr().out)[0]["trainer"] == "gpu-only"
+        with pytest.raises(ValueError, match="profile 'tiny-again' has no scale"):
+            get_profile("tiny-again", scale=0.5)
+    with pytest.raises(ValueError, match="unknown profile 'tiny-again'"):
+        get_profile("tiny-again")
