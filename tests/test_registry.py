@@ -143,3 +143,21 @@ def test_a_workload_of_ones_own_is_a_profile(tiny_config, capsys):
             get_profile("tiny-again", scale=0.5)
     with pytest.raises(ValueError, match="unknown profile 'tiny-again'"):
         get_profile("tiny-again")
+
+
+def test_a_simulator_policy_of_ones_own_is_simulated(tmp_path, capsys):
+    import numpy as np
+
+    from scratchkit.sim import POLICIES, SimPolicy, simulate, simulate_lru
+
+    trace = np.random.default_rng(0).zipf(1.3, 2_000).astype(np.int64) % 300
+    np.save(tmp_path / "ids.npy", trace)
+    with POLICIES.registered("lru-again", SimPolicy(simulate_lru, help="lru under another name")):
+        assert simulate(trace, " LRU-again ", 64).hits == simulate(trace, "lru", 64).hits
+        code = main(["simulate", "--trace", str(tmp_path / "ids.npy"), "--policy", "lru-again",
+                     "--capacity", "64", "--json"])
+        assert code == 0 and json.loads(capsys.readouterr().out)["hits"] == simulate(trace, "lru", 64).hits
+        with pytest.raises(ValueError, match="policy lru-again does not take ways"):
+            simulate(trace, "lru-again", 64, ways=4)
+    with pytest.raises(ValueError, match="unknown cache policy 'lru-again'"):
+        simulate(trace, "lru-again", 64)
