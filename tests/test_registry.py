@@ -161,3 +161,12 @@ def test_a_simulator_policy_of_ones_own_is_simulated(tmp_path, capsys):
             simulate(trace, "lru-again", 64, ways=4)
     with pytest.raises(ValueError, match="unknown cache policy 'lru-again'"):
         simulate(trace, "lru-again", 64)
+
+
+def test_each_of_the_kits_trainers_is_registered_once_priced_as_itself():
+    assert list(TRAINERS)[:len(TrainerKind)] == [k.value for k in TrainerKind]
+    for kind in TrainerKind:
+        spec = TRAINERS[kind.value]
+        assert spec.priced_as is kind and spec.load().name == kind.value and spec.help
+        assert spec.pipelined == (kind in (TrainerKind.SCRATCHPIPE, TrainerKind.SCRATCHPIPE_DEVICE))
+        assert spec.caches == (kind not in (TrainerKind.GPU_ONLY, TrainerKind.HYBRID))

@@ -95,5 +95,6 @@ def policy_name(name) -> str:
     """A registered policy's name from a Policy or a name in any case, with spaces around it;
     an unknown one raises ValueError listing the registered ones."""
     key = name.value if isinstance(name, Policy) else str(name).strip().lower()
-    POLICIES[key]
+    if key not in POLICIES:
+        POLICIES[key]            # raises, naming the registered policies
     return key

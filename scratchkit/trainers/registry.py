@@ -5,7 +5,7 @@ the names imports no trainer), how the cost model prices it (`priced_as`: one of
 trainers, whose stages costmodel/stages.py `stage_work` counts and whose step
 projection/costmodel.py `project` times), and a line of help. The command line's `--trainers`,
 `bench`, `verify`, the cost model and the projection read `TRAINERS`; a trainer of your own is
-one `TRAINERS.register(name, TrainerSpec(...))` away (docs/trainers.md).
+one `TRAINERS.register(name, TrainerSpec(...))` away (docs/design.md, "Names written once").
 """
 from __future__ import annotations
 
