@@ -22,14 +22,16 @@ from dataclasses import replace
 
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.counters import project_config, simulated_counters
-from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.costmodel.gpu_profiles import SERVERS
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hw_profile import calls_from_ops
 from scratchkit.costmodel.work import StepWork
 from scratchkit.profiles import get_profile
+from scratchkit.trainers import TRAINERS as REGISTERED, TrainerKind, priced_as
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
-TRAINERS = ("gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe", "scratchpipe-device")
+# every registered trainer but static and lfu, whose steps the cost model prices as lru's but for the fetch
+TRAINERS = tuple(n for n in REGISTERED if priced_as(n) not in (TrainerKind.STATIC, TrainerKind.LFU))
 TARGET = ("embedding-bound", "h100-pcie5")
 
 
@@ -45,7 +47,7 @@ def main(argv=None) -> int:
     if args.sensitivity:
         return sensitivity([p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
                            args.batches, args.scale)
-    hardware = list(GPU_PROFILES)
+    hardware = list(SERVERS)
     report = {}
     for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
         started = time.perf_counter()

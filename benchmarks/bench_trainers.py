@@ -32,10 +32,10 @@ from scratchkit.config import CacheParams
 from scratchkit.projection.costmodel import project_bench
 from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import available_trainers
+from scratchkit.trainers import TrainerKind
 
 CASES = [("small", 0.5), ("small", 1.2), ("criteo-like", 0.5), ("criteo-like", 1.2)]
-TRAINERS = ["gpu-only", "hybrid", "lru", "scratchpipe"]
+TRAINERS = [k.value for k in (TrainerKind.GPU_ONLY, TrainerKind.HYBRID, TrainerKind.LRU, TrainerKind.SCRATCHPIPE)]
 GPU_PROFILES = ["v100-pcie3", "h100-pcie5"]
 
 
@@ -125,9 +125,7 @@ def main(argv=None) -> int:
         if getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive, got {getattr(args, name)}")
 
-    trainers = [t for t in TRAINERS if t in available_trainers()]
-    if "scratchpipe" not in trainers:
-        print("note: scratchkit.trainers.scratchpipe is not built yet: skipping scratchpipe", file=sys.stderr)
+    trainers = TRAINERS
     cases = []
     for profile, zipf in CASES:
         try:

@@ -36,7 +36,7 @@ import time
 
 from scratchkit.calibration.steal import StealMeter
 from scratchkit.measure.validate import Validation, median_of_rounds, validate_trainers
-from scratchkit.profiles import PROFILES, SCALABLE, get_profile
+from scratchkit.profiles import PROFILES, get_profile, scalable_profiles
 from scratchkit.trainers import available_trainers
 
 # timed steps and warm-up steps per profile: enough steps for a steady mean, few enough that the
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
 
     print(format_validation(validation))
     print(f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
-          f"(scale {args.scale} for {', '.join(p for p in profiles if p in SCALABLE) or 'none'})")
+          f"(scale {args.scale} for {', '.join(p for p in profiles if p in scalable_profiles()) or 'none'})")
     shares = [(share, k, name) for k, steal in enumerate(stolen) for name, share in steal.items() if share is not None]
     if shares:
         share, k, name = max(shares)
@@ -123,7 +123,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         steps, warmup = STEPS.get(name, (10, 3))
         if args.quick:
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
-        config = get_profile(name, scale=args.scale if name in SCALABLE else None)
+        config = get_profile(name, scale=args.scale if name in scalable_profiles() else None)
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",

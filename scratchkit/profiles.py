@@ -12,8 +12,10 @@ table, so a scaled run keeps the full-size capacity where the table allows."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
+from scratchkit.choices import Registry
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
 from scratchkit.measured import measured
 
@@ -105,10 +107,28 @@ def criteo_skew(scale: float = 0.25) -> TrainConfig:
         cache=CacheParams(capacity=65_536))
 
 
-PROFILES = {"tiny": _tiny, "small": _small, "criteo-like": criteo_like,
-            "embedding-bound": embedding_bound, "embedding-bound-skewed": embedding_bound_skewed,
-            "embedding-bound-wide": embedding_bound_wide, "criteo-skew": criteo_skew}
-SCALABLE = ("criteo-like", "embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
+@dataclass(frozen=True)
+class Workload:
+    """A named configuration: `make()` builds it; a `scalable` one's `make(scale)` shrinks its
+    tables (the module note; `make()` is its default scale)."""
+
+    make: Callable[..., TrainConfig]
+    scalable: bool = False
+
+
+# Every command's --profile, the benchmarks and the scripts read this registry; a workload of your
+# own is one `PROFILES.register(name, Workload(make))` away.
+PROFILES: Registry[Workload] = Registry("profile ", {
+    "tiny": Workload(_tiny), "small": Workload(_small), "criteo-like": Workload(criteo_like, scalable=True),
+    "embedding-bound": Workload(embedding_bound, scalable=True),
+    "embedding-bound-skewed": Workload(embedding_bound_skewed, scalable=True),
+    "embedding-bound-wide": Workload(embedding_bound_wide, scalable=True),
+    "criteo-skew": Workload(criteo_skew, scalable=True)})
+
+
+def scalable_profiles() -> tuple[str, ...]:
+    """The registered workloads that take a scale."""
+    return tuple(name for name, workload in PROFILES.items() if workload.scalable)
 
 
 def get_profile(name: str, scale: float | None = None, **data_overrides) -> TrainConfig:
@@ -116,9 +136,10 @@ def get_profile(name: str, scale: float | None = None, **data_overrides) -> Trai
     with optional DataConfig fields overridden (e.g. zipf=0.5)."""
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
-    if scale is not None and name not in SCALABLE:
-        raise ValueError(f"profile {name!r} has no scale; the scalable ones are {', '.join(SCALABLE)}")
-    config = PROFILES[name]() if scale is None else PROFILES[name](scale)
+    workload = PROFILES[name]
+    if scale is not None and not workload.scalable:
+        raise ValueError(f"profile {name!r} has no scale; the scalable ones are {', '.join(scalable_profiles())}")
+    config = workload.make() if scale is None else workload.make(scale)
     if data_overrides:
         config = config.replace(data=replace(config.data, **data_overrides))
     return config

@@ -31,17 +31,17 @@ sys.path.insert(0, str(REPO))
 
 from scratchkit.measure.bench import run_bench  # noqa: E402
 from scratchkit.projection.costmodel import project_bench  # noqa: E402
-from scratchkit.projection.hardware import GB, PROFILE_NAMES, get_hardware  # noqa: E402
+from scratchkit.projection.hardware import GB, SERVERS, get_hardware  # noqa: E402
 from scratchkit.profiles import PROFILES, get_profile  # noqa: E402
-from scratchkit.trainers import available_trainers  # noqa: E402
+from scratchkit.trainers import TrainerKind, available_trainers, priced_as  # noqa: E402
 
 EMBEDDING_BOUND = "embedding-bound"   # issue 12's profile; used when this version has it
-GPU_PROFILES = [p for p in PROFILE_NAMES if p != "this-cpu"]
+GPU_PROFILES = list(SERVERS)
 
 
 def trainers() -> list[str]:
-    wanted = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
-    return [t for t in wanted if t in available_trainers()]
+    """Every registered trainer but static and lfu (priced as lru is, but for the fetch)."""
+    return [t for t in available_trainers() if priced_as(t) not in (TrainerKind.STATIC, TrainerKind.LFU)]
 
 
 def machine() -> str:

@@ -20,10 +20,10 @@ from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, TORN
                                             case_config, fault_points, prefetch_capacity_case,
                                             run_case)
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.trainers import TrainerKind, make_trainer
+from scratchkit.trainers import TRAINERS as REGISTERED, make_trainer
 from scratchkit.measure.killed_saves import kill_saves
 
-TRAINERS = [k.value for k in TrainerKind]
+TRAINERS = list(REGISTERED)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from scratchkit.data.movielens import load_movielens
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.measure.reference import ReferenceRun
-from scratchkit.trainers import TrainerKind, make_trainer
+from scratchkit.trainers import TRAINERS, make_trainer
 from scratchkit.trainers.base import NonFiniteLossError
 
 BAD_BATCH = 3
@@ -70,7 +70,7 @@ CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("what", list(CORRUPTIONS))
-@pytest.mark.parametrize("name", [k.value for k in TrainerKind])
+@pytest.mark.parametrize("name", list(TRAINERS))
 def test_every_trainer_refuses_a_bad_batch_in_the_same_words(tiny_config, name, what):
     corrupt, message = CORRUPTIONS[what]
     source = Corrupted(tiny_config.data, corrupt)

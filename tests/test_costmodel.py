@@ -15,13 +15,14 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.costmodel import kit
 from scratchkit.projection.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
                                           project_all, stage_work, validate)
-from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.costmodel.gpu_profiles import SERVERS
 from scratchkit.costmodel.stages import plan_handoff
-from scratchkit.projection.hardware import PROFILE_NAMES, get_hardware, parse_profiles
+from scratchkit.projection.hardware import get_hardware, parse_profiles, profile_names
 from scratchkit.costmodel.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
 from scratchkit.costmodel.work import TableWork
+from scratchkit.trainers import TRAINERS as REGISTERED, priced_as
 
-TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
+TRAINERS = list(REGISTERED)
 US = 1e-6
 
 
@@ -154,13 +155,13 @@ def test_rows_moved_are_split_over_the_tables_by_their_working_sets():
 def test_every_trainer_has_stages_and_more_rows_cost_more(trainer, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
     few, many = work.with_counters(10, 10), work.with_counters(1000, 1000)
-    for name in PROFILE_NAMES[1:]:
+    for name in list(SERVERS):
         hw = get_hardware(name)
         low, high = project(trainer, few, hw), project(trainer, many, hw)
         assert all(s >= 0 for s in high.stage_seconds.values()) and high.step_seconds > 0
-        if trainer not in ("gpu-only", "hybrid"):
+        if priced_as(trainer).caches:
             assert sum(high.stage_seconds.values()) > sum(low.stage_seconds.values())
-    with pytest.raises(ValueError, match="no cost model for trainer 'warp'"):
+    with pytest.raises(ValueError, match="unknown trainer 'warp'; choose from gpu-only, hybrid"):
         stage_work("warp", work)
 
 
@@ -170,7 +171,7 @@ def test_hybrid_does_the_embedding_work_on_the_host():
     assert stages["transfer"].pcie == 2 * 100 * 1 * 64           # pooled vectors up, gradients down
 
 
-@pytest.mark.parametrize("name", PROFILE_NAMES[1:])
+@pytest.mark.parametrize("name", list(SERVERS))
 def test_the_pipeline_is_bound_by_its_slowest_resource(name):
     hw = get_hardware(name)
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
@@ -332,7 +333,7 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
     results = json.loads(capsys.readouterr().out)
     assert code == 0
     for r in results:
-        assert set(r["projected"]) == set(PROFILE_NAMES)
+        assert set(r["projected"]) == set(profile_names())
         for p in r["projected"].values():
             assert p["samples_per_s"] > 0 and p["bound_stage"] in p["stage_seconds"]
     assert results[0]["projected"]["v100-pcie3"]["ratio"] == 1.0
@@ -368,7 +369,7 @@ def test_validate_compares_stage_by_stage_and_takes_unmodelled_stages_out_of_the
 
 
 # ---------------------------------------------------------------------------------- profiles
-@pytest.mark.parametrize("name", list(GPU_PROFILES))
+@pytest.mark.parametrize("name", list(SERVERS))
 def test_every_gpu_profile_constant_has_a_source(name):
     hw = get_hardware(name)
     for f in fields(HardwareProfile):
@@ -403,7 +404,7 @@ def test_bad_profiles_and_names_are_refused():
         get_hardware("tpu")
     with pytest.raises(ValueError, match="unknown hardware profile 'x'"):
         parse_profiles("v100-pcie3,x")
-    assert parse_profiles("all") == list(PROFILE_NAMES)
+    assert parse_profiles("all") == list(profile_names())
 
 
 def batched(**changes) -> HardwareProfile:

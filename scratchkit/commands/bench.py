@@ -6,6 +6,7 @@ import json
 from scratchkit.commands.common import (BENCH_STEPS, BENCH_WARMUP, QUICK, add_config_args,
                                         fitted_run, progress, run_length)
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
+from scratchkit.projection.hardware import profile_names
 
 DEFAULT_TRAINERS = "gpu-only,hybrid"   # --validate's default is every trainer
 
@@ -23,8 +24,8 @@ def add_parser(subparsers) -> None:
                    help=f"{QUICK[0]} timed steps, {QUICK[1]} warm-up: a smoke run (not with --steps or --warmup)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--project", default=None, metavar="PROFILE",
-                   help="add the cost model's projection for a hardware profile: this-cpu, "
-                        "v100-pcie3, a100-pcie4, h100-pcie5, h200, a comma-separated list, or all")
+                   help=f"add the cost model's projection for a hardware profile: "
+                        f"{', '.join(profile_names())}, a comma-separated list, or all")
     p.add_argument("--validate", action="store_true",
                    help="compare the this-cpu cost model with this run, stage by stage, and say PASS or "
                         "FAIL against the bounds (25%% per stage over 10%% of the step, 15%% on the "

@@ -15,7 +15,7 @@ counted over the whole run at once, from the windows each cache must hold
 from __future__ import annotations
 
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS, TrainerKind
+from scratchkit.trainers import TrainerKind, pipelined, priced_as
 
 # Look-ahead depth of the window each demand-filled cache must hold (ScratchPipe's is --depth).
 DEMAND_FILLED_DEPTH = {TrainerKind.LRU: 0, TrainerKind.LFU: 0, TrainerKind.PREFETCH_LRU: 1}
@@ -23,9 +23,9 @@ DEMAND_FILLED_DEPTH = {TrainerKind.LRU: 0, TrainerKind.LFU: 0, TrainerKind.PREFE
 
 def window_depth(trainer: str, args) -> int | None:
     """The depth of the window `trainer`'s cache must hold; None: no cache to fill."""
-    if trainer in SCRATCHPIPE_TRAINERS:
+    if pipelined(trainer):
         return args.depth
-    return DEMAND_FILLED_DEPTH.get(TrainerKind.parse(trainer))
+    return DEMAND_FILLED_DEPTH.get(priced_as(trainer))
 
 
 def check_capacity(args, trainers: list[str], source, config, batches: int, run: str) -> None:
@@ -37,7 +37,7 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
     for name in trainers:
         depths[name] = depth = window_depth(name, args)
         if depth is not None:
-            stripes = args.plan_stripes if name in SCRATCHPIPE_TRAINERS else 1
+            stripes = args.plan_stripes if pipelined(name) else 1
             needs[name] = minimum_capacities(source, depth, 0, batches, stripes)
     if not needs:
         return

@@ -9,7 +9,7 @@ from scratchkit.commands import data_args
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.profiles import PROFILES, SCALABLE, get_profile
+from scratchkit.profiles import PROFILES, get_profile, scalable_profiles
 
 BENCH_STEPS, BENCH_WARMUP = 100, 5     # bench's timed and warm-up steps when not given
 QUICK = (10, 2)                         # --quick's: a smoke run
@@ -27,7 +27,7 @@ def add_data_args(parser, default_profile: str = "small") -> None:
     parser.add_argument("--profile", default=None,
                         help=f"one of {', '.join(PROFILES)} (default {default_profile})")
     parser.add_argument("--scale", type=float, default=None,
-                        help=f"share of the full-size table rows, for {', '.join(SCALABLE)} "
+                        help=f"share of the full-size table rows, for {', '.join(scalable_profiles())} "
                              "(default: the profile's; criteo-like 0.01, criteo-skew 0.25, the others 1)")
     parser.add_argument("--zipf", type=float, default=None, help="locality: Zipf exponent of the ids (0 = uniform)")
     parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's; 128 for --data)")
@@ -131,8 +131,8 @@ def config_from_args(args, batches: int | None = None):
 
 
 def _profile_config(args):
-    if args.scale is not None and args.profile not in SCALABLE:
-        raise ValueError(f"--scale applies to the profiles {', '.join(SCALABLE)}, not {args.profile!r}")
+    if args.scale is not None and args.profile not in scalable_profiles():
+        raise ValueError(f"--scale applies to the profiles {', '.join(scalable_profiles())}, not {args.profile!r}")
     config = get_profile(args.profile, scale=args.scale)
     data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
     return config.replace(data=replace(config.data, seed=args.seed, **data), seed=args.seed)
@@ -161,14 +161,15 @@ def _training(args, config, source, batches: int):
 
 
 def parse_trainer_list(text: str) -> list[str]:
-    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked."""
-    from scratchkit.trainers import TrainerKind   # torch: only once a command runs
+    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
+    trainers (trainers/registry.py)."""
+    from scratchkit.trainers import TRAINERS   # torch: only once a command runs
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
     for n in names:
-        TrainerKind.parse(n)
+        TRAINERS[n]
     return names
 
 

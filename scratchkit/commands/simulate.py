@@ -19,6 +19,7 @@ import json
 
 from scratchkit.commands import curves
 from scratchkit.commands.common import capacity_arg
+from scratchkit.sim.policies import POLICIES, policy_name
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +38,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cache-dir", metavar="DIR", help="--data: keep the converted columns here")
     p.add_argument("--bad-lines", choices=("raise", "skip"), default="raise",
                    help="--data: stop at a malformed line (raise) or skip and count it")
-    p.add_argument("--policy", help="static, lru, lfu, opt, lookahead or setassoc "
+    p.add_argument("--policy", help=f"{', '.join(POLICIES)} "
                                     "(with --mrc: lru or opt to print only that curve)")
     p.add_argument("--capacity", type=capacity_arg, help="cache rows, or 'min': the fewest "
                    "ScratchPipe accepts at --depth for batches of --batch-size lookups")
@@ -83,10 +84,7 @@ def run(args) -> int:
 
 
 def _takes_batches(args) -> bool:
-    from scratchkit.sim import Policy
-
-    return args.capacity == "min" or (args.policy is not None and
-                                      Policy.parse(args.policy) is Policy.LOOKAHEAD)
+    return args.capacity == "min" or (args.policy is not None and POLICIES[policy_name(args.policy)].batched)
 
 
 def _simulate(args) -> int:
@@ -134,27 +132,24 @@ def _flag(name: str) -> str:
 def _policy_options(args) -> dict:
     """The policy's options from the flags, refused in the flags' own words (`--depth`, not
     `depth`): a flag the policy does not take, one it needs and lacks."""
-    from scratchkit.sim import Policy
-    from scratchkit.sim.simulate import OPTIONS
-
-    policy = Policy.parse(args.policy)
+    name = policy_name(args.policy)
+    spec = POLICIES[name]
     given = {"batch_size": args.batch_size, "depth": args.depth, "horizon": args.horizon,
              "ways": args.ways, "prefix_share": args.prefix_share}
     for_min = ("batch_size", "depth") if args.capacity == "min" else ()
     stray = [_flag(n) for n, v in given.items()
-             if v is not None and n not in OPTIONS[policy] and n not in for_min]
+             if v is not None and n not in spec.options and n not in for_min]
     if stray:
-        takes = ", ".join(_flag(n) for n in OPTIONS[policy]) or "no options"
-        raise ValueError(f"--policy {policy.value} does not take {', '.join(stray)} (it takes {takes})")
-    if policy is Policy.LOOKAHEAD and args.depth is None:
+        takes = ", ".join(_flag(n) for n in spec.options) or "no options"
+        raise ValueError(f"--policy {name} does not take {', '.join(stray)} (it takes {takes})")
+    if "depth" in spec.needs and args.depth is None:
         args.depth = 2                                   # the default everywhere
-    needed = OPTIONS[Policy.LOOKAHEAD] if policy is Policy.LOOKAHEAD else ()
-    if (policy is Policy.LOOKAHEAD or args.capacity == "min") and args.batch_size is None:
-        what = "--policy lookahead" if policy is Policy.LOOKAHEAD else "--capacity min"
+    if (spec.batched or args.capacity == "min") and args.batch_size is None:
+        what = f"--policy {name}" if spec.batched else "--capacity min"
         raise ValueError(f"{what} needs --batch-size: the trace is cut into batches of that many "
                          f"lookups (samples x tables x pooling for a trace of `scratchkit trace`)")
-    return {n: given[n] if n != "depth" else args.depth for n in OPTIONS[policy]
-            if n in needed or given[n] is not None}
+    return {n: given[n] if n != "depth" else args.depth for n in spec.options
+            if n in spec.needs or given[n] is not None}
 
 
 def _minimum_capacity(trace, batch_size: int, depth: int) -> int:

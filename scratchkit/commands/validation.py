@@ -5,7 +5,7 @@ import json
 from argparse import Namespace
 
 from scratchkit.commands.common import config_from_args, parse_trainer_list, progress, run_length
-from scratchkit.profiles import PROFILES, SCALABLE
+from scratchkit.profiles import PROFILES, scalable_profiles
 
 
 def profiles_of(args) -> list[str]:
@@ -26,7 +26,7 @@ def run_validation(args) -> int:
     steps, warmup = run_length(args)
     configs = []
     for name in profiles_of(args):      # every config built (and checked) before anything trains
-        scale = args.scale if name in SCALABLE or args.profile != "all" else None   # one profile: checked
+        scale = args.scale if name in scalable_profiles() or args.profile != "all" else None   # one profile: checked
         configs.append((name, config_from_args(Namespace(**{**vars(args), "profile": name, "scale": scale}))))
     validation = Validation()
     for name, config in configs:

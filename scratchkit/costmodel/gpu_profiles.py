@@ -30,6 +30,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
 """
 from __future__ import annotations
 
+from scratchkit.choices import Registry
 from scratchkit.costmodel.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
 
 # ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
@@ -127,7 +128,9 @@ def _sort_curve(keys_per_s: float) -> RateCurve:
 
 # Each server's own figures, with their sources. `link`: the PCIe link's raw rate per direction
 # (pinned copies reach 80% of it); `launch`: the eager op's fixed cost on that server's cores.
-SERVERS = {
+# A server of your own: `SERVERS.register(name, dict(...))` with the same keys; every command's
+# hardware profiles, the projection and the benchmarks read this registry.
+SERVERS: Registry[dict] = Registry("hardware profile ", {
     "v100-pcie3": dict(
         description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
         cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
@@ -162,7 +165,7 @@ SERVERS = {
         fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),
         sort=(3.5e9, "assumption: CUB radix sort of 64-bit pairs, ~3.5G pairs/s (an H100's, more bandwidth)"),
         link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"), launch=5 * US, copy_latency=8 * US),
-}
+})
 
 
 def server(name: str) -> HardwareProfile:
@@ -202,6 +205,3 @@ def server(name: str) -> HardwareProfile:
             "device_bmm_flops": f"assumption: 10% of the float32 peak for batches of tiny matrices; {fp32_source}",
             "device_activation_rate": "assumption: each activation float read and written once per pass "
                                       "at the streaming bandwidth (8 bytes a float)"})
-
-
-GPU_PROFILES = {name: (lambda name=name: server(name)) for name in SERVERS}

@@ -1,4 +1,6 @@
 """The work of each stage of each trainer in one step, as its code runs (kit.py's calls, added up).
+A trainer is priced as its registry entry says (`priced_as`, trainers/registry.py): one of the
+kit's own trainers below.
 
 The stage names are the trainers' own (`StepRecord.stage_seconds`). Where a stage runs:
 
@@ -24,10 +26,8 @@ from scratchkit.config import OptimizerKind
 from scratchkit.costmodel import kit
 from scratchkit.costmodel.device_stages import device_scratchpipe_stages
 from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS
+from scratchkit.trainers import TrainerKind, priced_as
 
-TRAINERS = ("gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device")
-PIPELINED = SCRATCHPIPE_TRAINERS   # the pipelines: ScratchPipe, planned on the host or the device
 def _total(parts) -> Work:
     total = Work()
     for part in parts:
@@ -172,16 +172,18 @@ def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     (`batched_host`), the embedding stages that run on that CPU are counted as they run there:
     hybrid's always, the others' where the device is the host (None: per-table torch ops)."""
     host = hw is not None and hw.batched_host
-    parts = _stage_work(trainer, w, host, host and hw.device_is_host, hw is not None and hw.device_is_host)
+    parts = _stage_work(priced_as(trainer), w, host, host and hw.device_is_host, hw is not None and hw.device_is_host)
     return {name: work.in_step(w.unique_rows) for name, work in parts.items()}
 
 
-def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: bool,
+def _stage_work(kind: TrainerKind, w: StepWork, host_batched: bool, device_batched: bool,
                 device_is_host: bool) -> dict[str, Work]:
-    if trainer == "gpu-only":
+    """The stages of a trainer priced as `kind` (its registry entry's `priced_as`)."""
+    trainer = kind.value
+    if kind is TrainerKind.GPU_ONLY:
         return {"transfer": id_transfer(w, arrays=1),
                 **train_stages(w, footprint="table", by_slot=False, batched=device_batched)}
-    if trainer == "hybrid":
+    if kind is TrainerKind.HYBRID:
         device = train_stages(w, footprint="table", by_slot=False, batched=host_batched)
         pooled = w.batch_size * w.num_tables * w.row_bytes
         return {"embedding_forward": device["embedding_forward"].on_host(),
@@ -189,17 +191,17 @@ def _stage_work(trainer: str, w: StepWork, host_batched: bool, device_batched: b
                 "mlp": device["mlp"],
                 "embedding_backward": device["embedding_backward"].on_host(),
                 "update": device["update"].on_host()}
-    if trainer in ("static", "lru", "lfu", "prefetch-lru"):
+    if kind in (TrainerKind.STATIC, TrainerKind.LRU, TrainerKind.LFU, TrainerKind.PREFETCH_LRU):
         train = train_stages(w, footprint="capacity", by_slot=True, batched=device_batched)
         train["update"] += _total(kit.map_write(t.unique, t.capacity) for t in w.tables)   # dirty bits
-        names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
+        names = ("prefetch", "prefetch_write_back") if kind is TrainerKind.PREFETCH_LRU else ("fetch", "write_back")
         return {names[0]: cache_fetch(w, trainer), names[1]: cache_write_back(w, trainer),
                 "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables), **train}
-    if trainer == "scratchpipe":
+    if kind is TrainerKind.SCRATCHPIPE:
         return scratchpipe_stages(w, device_batched)
-    if trainer == "scratchpipe-device":   # Train as scratchpipe's, its check on the device (device_stages.py)
+    if kind is TrainerKind.SCRATCHPIPE_DEVICE:   # Train as scratchpipe's, its check on the device (device_stages.py)
         if device_is_host:                # where the device is the CPU, the very same Train (rows.py)
             return device_scratchpipe_stages(w, scratchpipe_stages(w, device_batched)["train"], cpu=True)
         train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=device_batched).values())
         return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1))
-    raise ValueError(f"no cost model for trainer {trainer!r}; known: {', '.join(TRAINERS)}")
+    raise ValueError(f"no cost model for {kind!r}")

@@ -28,7 +28,7 @@ from scratchkit.distributed.sharding import Sharding, ShardingPlan, plan_shards
 from scratchkit.measure.bench import BenchResult
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.measure.verify import CPU_TOLERANCE, GPU_TOLERANCE, VerifyResult, largest_difference
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS
+from scratchkit.trainers import pipelined
 
 
 @dataclass
@@ -144,7 +144,7 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
         extras = {"world_size": world, "sharding": plan.kind.value, "backend": backend_for(spec.device),
                   "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
                                "gradients accumulated in rank order)"}
-        if name in SCRATCHPIPE_TRAINERS:   # Train's hits / lookups, every shard together: always 1.0
+        if pipelined(name):   # Train's hits / lookups, every shard together: always 1.0
             extras["train_hit_rate"] = sum(f.hits for f in everyone) / max(sum(f.lookups for f in everyone), 1)
         results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance,
                                     str(spec.device), extras))

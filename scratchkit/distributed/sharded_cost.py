@@ -48,6 +48,7 @@ from scratchkit.projection.hardware import GB, US, get_hardware
 from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork
 from scratchkit.measured import measured
 from scratchkit.model import init_dense_model
+from scratchkit.trainers import priced_as
 
 # ScratchPipe's misses per distinct row, when no run measured them: what a scratchpipe run on
 # `small` fetches a step over the distinct rows it touches (scratchkit/measured.json says which run).
@@ -187,7 +188,7 @@ def project_sharded(config: TrainConfig, trainer: str, sharding: str, gpus: int,
     hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G,
                  host_cores=max(1, hw.host_cores // G))
     base = StepWork.from_config(config)
-    moved = miss_share * work.owned_rows if trainer not in ("gpu-only", "hybrid") else 0.0
+    moved = miss_share * work.owned_rows if priced_as(trainer).caches else 0.0
     # the rank's lookups and owned rows, spread over the tables as the whole model's are
     lookups, unique = work.lookups / base.lookups, work.owned_rows / base.unique_rows
     tables = tuple(replace(t, lookups=t.lookups * lookups, unique=t.unique * unique) for t in base.tables)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS, make_trainer
+from scratchkit.trainers import make_trainer, pipelined
 
 
 @dataclass
@@ -61,7 +61,7 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
             # then, copy on write: another trainer's tables made before it would fault a page at
             # a time as that trainer writes them, for as long as the child lives
             runs = [None] * len(trainers)      # by position: a trainer may be named twice
-            for i in sorted(range(len(trainers)), key=lambda i: trainers[i] not in SCRATCHPIPE_TRAINERS):
+            for i in sorted(range(len(trainers)), key=lambda i: not pipelined(trainers[i])):
                 trainer = stack.enter_context(make_trainer(trainers[i], config, source=source, device=device))
                 runs[i] = _timed(trainer, trainers[i], warmup, parts, wrap)
             records = [[] for _ in trainers]

@@ -33,7 +33,7 @@ from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.events import Stage
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS, TrainerKind, make_trainer
+from scratchkit.trainers import make_trainer, pipelined, trainer_names
 from scratchkit.trainers.base import StepTornError
 
 STEPS, BAD_BATCH, BAD_TABLE = 6, 3, 1
@@ -109,7 +109,7 @@ def fault_points(trainer_name: str) -> list[str]:
     trainer = make_trainer(trainer_name, case_config("sgd"))
     stages = sorted(list(trainer.train(BAD_BATCH + 1))[BAD_BATCH].stage_seconds)
     trainer.close()
-    if trainer_name in SCRATCHPIPE_TRAINERS:   # a failure is planted through the pipeline's hook
+    if pipelined(trainer_name):   # a failure is planted through the pipeline's hook
         stages = [s for s in stages if s in {stage.value for stage in Stage}]
     return [f"stage {s}" for s in stages] + ["dense_step", "embedding_backward", TORN]
 
@@ -121,7 +121,7 @@ def planted(trainer, point: str, batch: int):
     def strike(where):
         raise PlantedFault(f"planted failure: {where} of step {batch}")
 
-    if point.startswith("stage ") and trainer.name in SCRATCHPIPE_TRAINERS:
+    if point.startswith("stage ") and pipelined(trainer.name):
         stage = Stage(point.removeprefix("stage "))   # the pipeline's stages report to its hook
         trainer.stage_hook = lambda s, b: strike(point) if (s is stage and b == batch) else None
         try:
@@ -223,9 +223,9 @@ def _planted_unless(spoiled: bool, trainer, point: str):
 def all_cases(optimizer: str = "adagrad") -> list[StepFaultCase]:
     """Every trainer x (every spoiler, every fault point)."""
     cases = []
-    for kind in TrainerKind:
-        faults = [*SPOILERS, *fault_points(kind.value)]
-        cases += [StepFaultCase(kind.value, fault, optimizer) for fault in faults]
+    for name in trainer_names():
+        faults = [*SPOILERS, *fault_points(name)]
+        cases += [StepFaultCase(name, fault, optimizer) for fault in faults]
     return cases
 
 

@@ -21,6 +21,7 @@ from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hw_profile import median_profile
 from scratchkit.costmodel.work import StepWork
+from scratchkit.trainers import TrainerKind, priced_as
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
 UNMODELLED = ("data",)
@@ -238,7 +239,7 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     for i, result in enumerate(results):
         work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
                                   result.evicting_tables_per_step)
-        if result.trainer == "scratchpipe" and hw.device_is_host:
+        if priced_as(result.trainer) is TrainerKind.SCRATCHPIPE and hw.device_is_host:
             work = replace(work, planners=1)    # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
         label, step = result.trainer + (AGAIN if i >= len(trainers) else ""), result.seconds / result.steps

@@ -9,7 +9,7 @@ from scratchkit.config import SummationOrder, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.measure.reference import ReferenceRun
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS, make_trainer
+from scratchkit.trainers import make_trainer, pipelined
 
 # On the CPU in deterministic mode every trainer does the reference's float operations in the same
 # order, so the difference is exactly 0. On CUDA, atomics in embedding backward and cuBLAS reorder
@@ -85,7 +85,7 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
         d, e, s = (largest_difference(dense, ref_dense), largest_difference(emb, ref_emb),
                    largest_difference(state, ref_state))
         extras = {}
-        if name in SCRATCHPIPE_TRAINERS:
+        if pipelined(name):
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)
         yield VerifyResult(name, steps, max(d, e, s), d, e, s, tolerance, str(dev.torch), extras)

@@ -47,16 +47,15 @@ from dataclasses import asdict, dataclass, field
 from scratchkit.config import TrainConfig
 from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
 from scratchkit.projection.hardware import HardwareProfile, get_hardware
-from scratchkit.costmodel.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
+from scratchkit.costmodel.stages import plan_handoff, stage_work
 from scratchkit.costmodel.work import StepWork, Work, mlp_flops
-from scratchkit.trainers import TrainerKind
+from scratchkit.trainers import TRAINERS, TrainerKind, priced_as
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",
            "validate", "work_for_bench", "TRAINERS"]
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
-DEVICE_PLANNED = TrainerKind.SCRATCHPIPE_DEVICE.value
 
 
 @dataclass
@@ -85,9 +84,10 @@ def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
 
 
 def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
-    planners = plan_cores(work, hw) if trainer == "scratchpipe" else 1
+    host_planned = priced_as(trainer) is TrainerKind.SCRATCHPIPE
+    planners = plan_cores(work, hw) if host_planned else 1
     stages = {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
-    return co_run(stages, hw) if trainer == "scratchpipe" else stages
+    return co_run(stages, hw) if host_planned else stages
 
 
 def co_run(stages: dict[str, float], hw: HardwareProfile) -> dict[str, float]:
@@ -105,17 +105,18 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
     """One step of `trainer` on `hw`. `extra`: measured seconds of stages the model does not
     price (a validation run's `data`), added to the step where the trainer spends them."""
     stages = _stage_seconds(trainer, work, hw)
+    kind = priced_as(trainer)            # how its registry entry says it is priced
     extra_s = sum((extra or {}).values())
     made = lambda step, bound, pipelined, resources: Projection(
         trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined, resources)
-    if trainer == "prefetch-lru" and not hw.device_is_host:
+    if kind is TrainerKind.PREFETCH_LRU and not hw.device_is_host:
         # the prefetch runs on a side stream (host gathers, copies, scatters) while the step trains
         ahead = sum(stages[s] for s in PREFETCH_STAGES)
         step_stages = {k: v for k, v in stages.items() if k not in PREFETCH_STAGES}
         train = sum(step_stages.values()) + extra_s
         bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
         return made(max(train, ahead), bound, True, {"train": train, "prefetch": ahead})
-    if trainer not in PIPELINED or (trainer == DEVICE_PLANNED and hw.device_is_host):
+    if not kind.pipelined or (kind is TrainerKind.SCRATCHPIPE_DEVICE and hw.device_is_host):
         step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})
     groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s)
@@ -139,7 +140,7 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stage
               "write-back thread": ["write_back", "transfer", "insert"]}
     resources = {"plan": stages["plan"], "collect": stages["collect"],
                  "write-back thread": stages["write_back"] + stages["transfer"] + stages["insert"]}
-    if trainer == "scratchpipe":
+    if priced_as(trainer) is TrainerKind.SCRATCHPIPE:
         on_device = lambda s: parts[s].device_seconds(hw)
         groups |= {"pcie": ["transfer", "write_back"], "device": ["train", "insert", "write_back"]}
         resources |= {"pcie": max(link("transfer"), link("write_back")),      # one direction each
@@ -175,7 +176,7 @@ def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) ->
     if fetched is not None:
         return base.with_counters(fetched, result.written_back_rows_per_step,
                                   getattr(result, "evicting_tables_per_step", None))
-    if result.hit_rate is not None and result.trainer not in ("gpu-only", "hybrid"):
+    if result.hit_rate is not None and priced_as(result.trainer).caches:
         return base.with_hit_rate(result.hit_rate)
     return base
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from scratchkit.config import TrainConfig
-from scratchkit.trainers import SCRATCHPIPE_TRAINERS
+from scratchkit.trainers import TrainerKind, pipelined, priced_as
 
 
 def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, source=None,
@@ -35,7 +35,7 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
 
     from scratchkit.data.synthetic import SyntheticSource
 
-    if trainer in ("gpu-only", "hybrid"):
+    if not priced_as(trainer).caches:
         return 0.0, 0.0
     if batches < 2:
         raise ValueError(f"batches must be at least 2, got {batches}")
@@ -48,14 +48,14 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
         fetched, written = simulated_counters(config, trainer, batches)
         return fetched * tables / sample_tables, written * tables / sample_tables
     source = source if source is not None else SyntheticSource(config.data)
-    if trainer in SCRATCHPIPE_TRAINERS:   # both make the same plans
+    if pipelined(trainer):   # both make the same plans
         return _planned(config, source, batches)
     ids = [source.batch(b).ids for b in range(batches)]            # [batch][table] ids
     sizes, totals = config.data.table_sizes, np.zeros(2)
     for t, rows in enumerate(sizes):
         capacity = config.cache.capacity_for(rows)
         sets = [np.unique(batch[t]) for batch in ids]
-        count = _static if trainer == "static" else _demand_lru
+        count = _static if priced_as(trainer) is TrainerKind.STATIC else _demand_lru
         totals += count(sets, rows, capacity)
     return float(totals[0]), float(totals[1])
 

@@ -3,8 +3,9 @@
     this-cpu      this machine: the profile `scratchkit calibrate` saved (hardware_profile.json in
                   the kit's cache folder, or $SCRATCHKIT_HARDWARE_PROFILE) when there is one; else
                   measured now, quickly (a few seconds, once per process). `origin` says which.
-    v100-pcie3, a100-pcie4, h100-pcie5, h200
-                  GPU servers, every constant with its source (scratchkit/costmodel/gpu_profiles.py)
+    the GPU servers
+                  v100-pcie3, a100-pcie4, h100-pcie5, h200 and any registered since (`SERVERS`),
+                  every constant with its source (scratchkit/costmodel/gpu_profiles.py)
 
 The numbers themselves, their curves and their JSON form are in costmodel/hw_profile.py; how this machine
 is measured, in calibration/calibrate.py.
@@ -16,13 +17,18 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from scratchkit.costmodel.gpu_profiles import GPU_PROFILES
+from scratchkit.costmodel.gpu_profiles import SERVERS, server
 from scratchkit.costmodel.hw_profile import GB, US, HardwareProfile, OutdatedProfileError, load_profile, save_profile
 
-__all__ = ["GB", "US", "HardwareProfile", "PROFILE_NAMES", "get_hardware", "parse_profiles",
+__all__ = ["GB", "US", "HardwareProfile", "SERVERS", "THIS_CPU", "get_hardware", "parse_profiles", "profile_names",
            "saved_profile_path", "save_calibration", "this_cpu", "forget_this_cpu"]
 
-PROFILE_NAMES = ("this-cpu", *GPU_PROFILES)
+THIS_CPU = "this-cpu"
+
+
+def profile_names() -> tuple[str, ...]:
+    """`this-cpu`, then every registered GPU server."""
+    return (THIS_CPU, *SERVERS)
 ENV_PATH = "SCRATCHKIT_HARDWARE_PROFILE"
 
 
@@ -101,19 +107,20 @@ def _measured() -> HardwareProfile:
 
 def get_hardware(name: str) -> HardwareProfile:
     """A profile by name (`this-cpu`: the saved calibration, else measured on first use)."""
-    if name == "this-cpu":
+    if name == THIS_CPU:
         return this_cpu()
-    if name not in GPU_PROFILES:
-        raise ValueError(f"unknown hardware profile {name!r}; choose one of {', '.join(PROFILE_NAMES)} or all")
-    return GPU_PROFILES[name]()
+    if name not in SERVERS:
+        raise ValueError(f"unknown hardware profile {name!r}; choose one of {', '.join(profile_names())} or all")
+    return server(name)
 
 
 def parse_profiles(text: str) -> list[str]:
     """'all' or a comma-separated list of profile names -> names, each checked."""
-    names = list(PROFILE_NAMES) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    known = profile_names()
+    names = list(known) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise ValueError(f"give a hardware profile: one of {', '.join(PROFILE_NAMES)} or all")
+        raise ValueError(f"give a hardware profile: one of {', '.join(known)} or all")
     for n in names:
-        if n not in PROFILE_NAMES:
-            raise ValueError(f"unknown hardware profile {n!r}; choose one of {', '.join(PROFILE_NAMES)} or all")
+        if n not in known:
+            raise ValueError(f"unknown hardware profile {n!r}; choose one of {', '.join(known)} or all")
     return names

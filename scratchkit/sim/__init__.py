@@ -17,7 +17,7 @@ from scratchkit.sim.lookahead import min_capacity, simulate_lookahead
 from scratchkit.sim.lru import simulate_lru
 from scratchkit.sim.mrc import lru_mrc, opt_mrc
 from scratchkit.sim.opt import simulate_opt
-from scratchkit.sim.policies import Policy
+from scratchkit.sim.policies import POLICIES, Policy, SimPolicy, policy_name
 from scratchkit.sim.profile import profile_lru
 from scratchkit.sim.record import SimResult
 from scratchkit.sim.reuse import next_use
@@ -28,9 +28,9 @@ from scratchkit.sim.stackdist import stack_distance_histogram, stack_distances
 from scratchkit.sim.static import hot_set, simulate_static
 
 __all__ = [
-    "Curve", "DepthCurve", "Policy", "SimResult", "curve_error", "hot_set",
+    "Curve", "DepthCurve", "POLICIES", "Policy", "SimPolicy", "SimResult", "curve_error", "hot_set",
     "lookahead_depth_curve", "lru_mrc", "min_capacity",
-    "next_use", "opt_mrc", "profile_lru", "simulate", "simulate_lfu", "simulate_lookahead", "simulate_lru",
+    "next_use", "opt_mrc", "policy_name", "profile_lru", "simulate", "simulate_lfu", "simulate_lookahead", "simulate_lru",
     "simulate_opt", "simulate_setassoc", "simulate_static", "stack_distance_histogram",
     "stack_distances", "trace_chunks",
 ]
