@@ -5,9 +5,11 @@ The tables live on the host (`HostTables`); each table has a device-side cache o
 
     data        make the batch, check its ids
     fetch       per table: the working set U (distinct ids), the id -> slot map, hits and misses;
-                the misses are fetched from the host into slots *before* the batch trains: the
-                step stalls on them (a demand fill)
-    write_back  a victim's row (and state) goes back to the host before its slot is reused
+                the misses are read into slots *before* the batch trains, by the device's row
+                kernels from the host tables mapped into the device (`DeviceCache`, as
+                scratchpipe-device moves rows): the step stalls on them (a demand fill)
+    write_back  a dirty victim's row (and state), written into the host table by the same
+                kernels before its slot is reused
     transfer    ids, offsets and slots to the device
     embedding_forward   every table's bags of cache rows at `slots`, summed in lookup order
                 (`pooled_lookup_tables`: scratchkit/embedding/table_batched.py)
