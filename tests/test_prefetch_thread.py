@@ -1,6 +1,7 @@
 """prefetch-lru's prefetch runs on a thread of its own beside Train (trainers/prefetch.py): it
 really runs at the same time, it joins before the step's update (a failed prefetch fails the step
-with nothing applied), and no thread outlives a step, whether the step returns or raises."""
+with nothing applied), and no thread outlives a step, whether the step returns or raises. Where
+the device is the CPU it runs inline by default, to the same weights."""
 import threading
 
 import pytest
@@ -9,7 +10,10 @@ import torch
 from scratchkit.config import CacheParams
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure.reference import ReferenceRun
+from scratchkit.device import Device
 from scratchkit.trainers import make_trainer
+from scratchkit.trainers.prefetch import PrefetchIn
+from stand_ins import StandInCuda
 
 THREAD = "prefetch-lru"
 
@@ -36,7 +40,7 @@ def config(tiny_config):
 
 
 def test_the_next_batch_is_served_on_its_own_thread_while_this_one_trains(config, monkeypatch):
-    trainer = make_trainer("prefetch-lru", config, device="cpu")
+    trainer = make_trainer("prefetch-lru", config, device="cpu", prefetch_in="thread")
     in_train = threading.Event()
     served, overlapped = [], []
     serve, dense_step = trainer.serve, trainer.dense_step
@@ -64,7 +68,7 @@ def test_the_next_batch_is_served_on_its_own_thread_while_this_one_trains(config
 
 
 def test_a_failed_prefetch_fails_its_step_before_the_update_and_joins(config, monkeypatch):
-    trainer = make_trainer("prefetch-lru", config, device="cpu")
+    trainer = make_trainer("prefetch-lru", config, device="cpu", prefetch_in="thread")
     serve = trainer.serve
     failing = {"on": True}
 
@@ -86,7 +90,7 @@ def test_a_failed_prefetch_fails_its_step_before_the_update_and_joins(config, mo
 
 
 def test_a_step_that_fails_in_train_waits_for_its_prefetch_and_drops_it(config, monkeypatch):
-    trainer = make_trainer("prefetch-lru", config, device="cpu")
+    trainer = make_trainer("prefetch-lru", config, device="cpu", prefetch_in="thread")
     dense_step, serve = trainer.dense_step, trainer.serve
     prefetched = []
 
@@ -109,3 +113,23 @@ def test_a_step_that_fails_in_train_waits_for_its_prefetch_and_drops_it(config, 
         monkeypatch.setattr(trainer, "dense_step", dense_step)
         list(trainer.train(4))
         assert_weights_equal(trainer, reference_weights(config, 5))
+
+
+def test_a_gpu_prefetches_on_a_thread_and_a_cpu_inline_to_the_same_weights(config, monkeypatch):
+    threads = {}
+    for where, device in (("gpu", Device("cpu", StandInCuda())), ("cpu", "cpu")):
+        trainer = make_trainer("prefetch-lru", config, device=device)
+        serve = trainer.serve
+        seen = threads.setdefault(where, set())
+
+        def watched_serve(batch, step, *args, seen=seen, serve=serve, **kwargs):
+            seen.add(threading.current_thread().name)
+            return serve(batch, step, *args, **kwargs)
+
+        monkeypatch.setattr(trainer, "serve", watched_serve)
+        with trainer:
+            assert trainer.prefetch_in is (PrefetchIn.THREAD if where == "gpu" else PrefetchIn.INLINE)
+            list(trainer.train(6))
+            assert_weights_equal(trainer, reference_weights(config, 6))
+    assert threads == {"gpu": {"MainThread", THREAD}, "cpu": {"MainThread"}}
+    assert PrefetchIn("inline").resolve(on_gpu=True) is PrefetchIn.INLINE

@@ -15,8 +15,8 @@ No overlap is assumed inside a stage. Across stages (`project`):
 - `prefetch-lru` on a GPU fetches the next batch (the device's row kernels reading the host
   tables over the link) on a thread and stream of its own while this one trains, and joins it
   before the update: the step is the larger of the prefetch and the stages before the update,
-  plus the update. On a CPU the prefetch thread shares the interpreter with Train and barely
-  overlaps it (docs/costmodel.md): the sum.
+  plus the update. On a CPU the prefetch runs inline, before Train (trainers/prefetch.py):
+  the sum.
 - `scratchpipe` is a pipeline; its step is the busiest of the resources its stages occupy.
   On a GPU server: Plan in its own process, spread over `min(planners, cores left)` cores (the
   cores less Train's, Collect's and the write-back thread's); Collect on a thread; Write-back,

@@ -13,10 +13,15 @@ cache's bookkeeping instead of a planner: it cannot see further than the next ba
 cannot keep a row that batch b+2 will need when b+1 needs the space, and its victims are chosen
 by the past (LRU), not by the future. The cache must hold two consecutive batches' working sets.
 
-The step, as TorchRec's pipeline runs it:
+The step, as TorchRec's pipeline runs it (`PrefetchIn.THREAD`, the default where the device is a GPU):
 
     main thread     data(b, b+1) | Train(b): transfer, forward, mlp, backward | join | update(b)
     prefetch thread               | serve(b+1): look up, choose victims, write back, read in
+
+Where the device is the CPU the prefetch runs inline (`PrefetchIn.INLINE`: serve(b+1) in the
+trainer's thread before Train(b), the same steps in the same order): there its NumPy calls and
+Train's Python only take turns for the interpreter lock, and the thread made the step slower
+(docs/trainers.md), as `scratchpipe-device`'s stages run inline on a CPU for the same reason.
 
 What the two share, and why it is safe: the prefetch touches only slots batch b does not use
 (b's are locked), and its bookkeeping (the map, the LRU clock, dirty bits) is not read by Train
@@ -40,6 +45,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import BadBatchError, check_batch
@@ -50,6 +56,19 @@ from scratchkit.trainers.cached import DemandFilledTrainer, Served, ServeStages
 from scratchkit.trainers.timing import StageTimer
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
+
+
+class PrefetchIn(str, Enum):
+    """Where the prefetch of batch b+1 runs while batch b trains."""
+
+    AUTO = "auto"        # THREAD where the device is a GPU (its kernels on a stream), else INLINE
+    THREAD = "thread"    # a thread of its own beside Train, joined before the update
+    INLINE = "inline"    # in the trainer's thread, before Train: the same steps, nothing overlaps
+
+    def resolve(self, on_gpu: bool) -> "PrefetchIn":
+        if self is PrefetchIn.AUTO:
+            return PrefetchIn.THREAD if on_gpu else PrefetchIn.INLINE
+        return self
 
 
 def batch_is_good(batch, table_sizes, index: int) -> bool:
@@ -76,8 +95,9 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     name = "prefetch-lru"
     policy = VictimPolicy.LRU
 
-    def __init__(self, config, source=None, device=None):
+    def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):
         super().__init__(config, source, device)
+        self.prefetch_in = PrefetchIn(prefetch_in).resolve(self.dev.is_cuda)
         self._ahead: Ahead | None = None   # batch next_batch, if the last step prefetched it
         self._prefetch: Prefetch | None = None   # the prefetch running beside this step's Train
         self.stream = OwnStream(self.engine.xp)   # the prefetch's kernels, beside Train's on a GPU
@@ -93,7 +113,8 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
             locked = [slot_u for _, _, _, slot_u in served.tables]   # while b trains: fetch b+1
             self.dev.synchronize_current_stream()   # victims' rows as the last update left them
             self._prefetch = Prefetch(lambda stages: Ahead(b + 1, nxt, self.serve(
-                nxt, b + 1, locked=locked, stages=stages)), self.stream)
+                nxt, b + 1, locked=locked, stages=stages)), self.stream,
+                threaded=self.prefetch_in is PrefetchIn.THREAD)
         try:
             record = self.train_served(batch, ids, offsets, served, started)
         finally:
@@ -141,16 +162,19 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
 
 
 class Prefetch:
-    """`serve(stages)` run on a thread of its own, its kernels on `stream`, its time on a timer
-    of its own (`timer`): started at once; `join()` waits, `result()` returns what it served or
-    raises what it raised."""
+    """`serve(stages)` run on a thread of its own (`threaded`; else at once, in the caller's), its
+    kernels on `stream`, its time on a timer of its own (`timer`): started at once; `join()`
+    waits, `result()` returns what it served or raises what it raised."""
 
-    def __init__(self, serve, stream: OwnStream):
+    def __init__(self, serve, stream: OwnStream, threaded: bool = True):
         self.timer = StageTimer()
         self._serve, self._stream = serve, stream
         self._value = self._error = None
-        self._thread = threading.Thread(target=self._run, name="prefetch-lru", daemon=True)
-        self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="prefetch-lru", daemon=True) if threaded else None
+        if self._thread is not None:
+            self._thread.start()
+        else:
+            self._run()
 
     def _run(self) -> None:
         try:
@@ -161,7 +185,8 @@ class Prefetch:
             self._error = error
 
     def join(self) -> None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     def result(self) -> Ahead:
         if self._error is not None:
