@@ -4,7 +4,7 @@ This is what production recommenders do today: FBGEMM's table-batched embedding 
 and TorchRec's prefetch pipeline (`PrefetchTrainPipelineSparseDist`) look one batch ahead. While
 batch b trains, batch b+1's working set is looked up in the cache and its misses are read in by
 the device's row kernels from the host tables mapped into the device (embedding/device_cache.py),
-on a thread of its own and, on a GPU, a stream of its own beside Train's; the rows of batch b are
+beside Train (on a GPU on a thread and a stream of their own); the rows of batch b are
 *locked* (never a victim while b trains), and victims are the least recently used of the rest.
 When Train(b+1) starts, every one of its rows is in the cache: no demand stall.
 
@@ -20,17 +20,17 @@ The step, as TorchRec's pipeline runs it (`PrefetchIn.THREAD`, the default where
 
 Where the device is the CPU the prefetch runs inline (`PrefetchIn.INLINE`: serve(b+1) in the
 trainer's thread before Train(b), the same steps in the same order): there its NumPy calls and
-Train's Python only take turns for the interpreter lock, and the thread made the step slower
+Train's Python only take turns for the interpreter lock, and a thread makes the step slower
 (docs/trainers.md), as `scratchpipe-device`'s stages run inline on a CPU for the same reason.
 
 What the two share, and why it is safe: the prefetch touches only slots batch b does not use
 (b's are locked), and its bookkeeping (the map, the LRU clock, dirty bits) is not read by Train
 until the join; the update, which marks b's slots dirty, runs after the join. The join comes
-*before* the update, so a prefetch that fails (a cache too small for two batches, a bad id) fails
-step b before it changes any weight, as when the prefetch ran inline: the step is all or nothing,
-and no thread outlives its step, whether the step returns or raises. The prefetch thread keeps a
-timer of its own; its stages (`prefetch`, `prefetch_write_back`) are added to the step's record,
-and overlap the step's other stages, so they no longer add up to the step's seconds. The hits of
+*before* the update, so a prefetch that fails (a cache too small for two batches' working sets)
+fails step b before it changes any weight, threaded or inline: the step is all or nothing, and
+no thread outlives its step, whether the step returns or raises. The prefetch keeps a timer of
+its own; its stages (`prefetch`, `prefetch_write_back`) are added to the step's record, and on a
+thread they overlap the step's other stages, so the stages do not add up to the step's seconds. The hits of
 a step count the lookups of its batch whose rows were cached before its prefetch (as `lru` counts
 them before its demand fill).
 
