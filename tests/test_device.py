@@ -24,7 +24,7 @@ from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
 from scratchkit.measure.verify import verify
 from stand_ins import StandInCuda
 
-ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe", "scratchpipe-device"]
+ALL_TRAINERS = ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe", "scratchpipe-device"]
 
 
 def stand_in() -> Device:
