@@ -344,14 +344,56 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
 
 
 def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu():
+    """prefetch-lru's prefetch runs beside the step's stages and joins before its update
+    (trainers/prefetch.py): on a GPU the step is the larger of the two, plus the update; where
+    the device is the host's CPU they take turns: the sum, as lru's."""
     w = one_table().with_counters(400, 300)
     for hw in (toy(), toy(device_is_host=True)):
         lru, ahead = project("lru", w, hw), project("prefetch-lru", w, hw)
         assert sum(ahead.stage_seconds.values()) == pytest.approx(sum(lru.stage_seconds.values()))
         if hw.device_is_host:
             assert ahead.step_seconds == pytest.approx(lru.step_seconds)
-        else:
-            assert ahead.step_seconds == max(ahead.resource_seconds.values()) < lru.step_seconds
+            continue
+        stages = ahead.stage_seconds
+        prefetch = stages["prefetch"] + stages["prefetch_write_back"]
+        train = sum(stages.values()) - prefetch
+        assert ahead.resource_seconds == pytest.approx({"train": train, "prefetch": prefetch})
+        update = stages["update"]
+        assert ahead.step_seconds == pytest.approx(max(train - update, prefetch) + update)
+        assert ahead.step_seconds < lru.step_seconds
+    # a prefetch longer than Train: the step waits for it, then updates
+    slow = toy(pcie_bw=1e6)
+    ahead = project("prefetch-lru", w, slow)
+    prefetch = ahead.stage_seconds["prefetch"] + ahead.stage_seconds["prefetch_write_back"]
+    assert prefetch > ahead.resource_seconds["train"]
+    assert ahead.step_seconds == pytest.approx(prefetch + ahead.stage_seconds["update"])
+    assert ahead.bound_stage == "prefetch"
+
+
+@pytest.mark.parametrize("trainer", ["static", "lru", "lfu", "prefetch-lru"])
+@pytest.mark.parametrize("cpu", [False, True])
+def test_a_cache_moves_rows_with_the_device_kernels_over_the_link(trainer, cpu):
+    """A miss is read and a dirty victim written by the device's row kernels from/to the host
+    table mapped into the device (embedding/device_cache.py): device gathers and scatters, the
+    rows over the link, no host core touching a row (its host work is the map's, on ids)."""
+    w = replace(one_table(), state_width=1).with_counters(400, 300)     # SGD's rows, with a state column
+    hw = toy(device_is_host=cpu)
+    names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
+    parts = stage_work(trainer, w, hw)
+    fetch, back = parts[names[0]], parts[names[1]]
+    row, state = 16 * 4, 1 * 4
+    for work, moved in ((fetch, 400), (back, 300)):
+        assert not [r for r in work.host_rows if r[2] in (row, state)]           # no host row moves
+        for width in (row, state):
+            assert ("gather", moved, width) in [r[:3] for r in work.device_rows]
+            assert ("scatter", moved, width) in [r[:3] for r in work.device_rows]
+        ids = 0 if cpu else 2 * moved * 8                                       # ids and slots, on a GPU
+        assert work.pcie == pytest.approx(moved * (row + state) + ids)
+    table, cache = 10_000 * row, (2_000 + (400 if trainer == "static" else 0)) * row
+    gathers = {r[3] for r in fetch.device_rows if r[0] == "gather" and r[2] == row}
+    assert gathers == {table}                                                  # read from the host table
+    assert {r[3] for r in back.device_rows if r[0] == "scatter" and r[2] == row} == {table}
+    assert {r[3] for r in fetch.device_rows if r[0] == "scatter" and r[2] == row} == {cache}
 
 
 def test_ratios_are_relative_to_the_first_trainer(tiny_config):

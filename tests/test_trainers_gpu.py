@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu,
 @pytest.mark.parametrize("depth", [1, 2, 4])
 def test_all_trainers_match_the_reference_on_the_gpu(tiny_config, depth):
     config = tiny_config.replace(cache=CacheParams(capacity=200, depth=depth))
-    results = list(verify(config, ["gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe"],
+    results = list(verify(config, ["gpu-only", "hybrid", "static", "lru", "lfu", "prefetch-lru", "scratchpipe"],
                           steps=20, device="cuda"))
     for r in results:
         print(f"depth {depth} {r.trainer}: max |diff| {r.max_abs_diff:.3e}")

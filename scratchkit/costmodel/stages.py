@@ -7,9 +7,12 @@ The stage names are the trainers' own (`StepRecord.stage_seconds`). Where a stag
 - gpu-only: tables on the device; the ids cross (transfer).
 - hybrid: the embedding stages on the host (`Work.on_host`), pooled vectors and gradients cross.
 - static, lru, lfu (trainers/cached.py): `fetch` is the map lookup of the working set (WorkingSets:
-  a bitmap or np.unique; the id -> slot array) and the demand fill (host rows gathered, sent, scattered into slots; for
-  a full cache first the victims' choice: a selection among the cached rows the batch does not use);
-  `write_back` the victims' rows home; then the batch trains on the cache's rows by slot.
+  a bitmap or np.unique; the id -> slot array) and the demand fill (for a full cache first the
+  victims' choice: a selection among the cached rows the batch does not use; then the misses read
+  by the device's row kernels from the host tables mapped into the device, over the link, and
+  scattered into their slots: `device_move_rows`, as scratchpipe-device's Collect and Insert);
+  `write_back` the dirty victims' rows gathered from their slots and written over the link into
+  the host tables by the same kernels; then the batch trains on the cache's rows by slot.
 - prefetch-lru: the same fetch for the next batch, named `prefetch` / `prefetch_write_back`.
 - scratchpipe: Plan (the planner's per-lookup and per-id work, plus its per-table calls),
   Collect (host rows gathered, pinned on a GPU), Write-back, Transfer, Insert (one scatter per
@@ -65,22 +68,28 @@ def id_transfer(w: StepWork, arrays: int) -> Work:
                 pcie_copies=(arrays + 1) * w.num_tables)
 
 
-def move_rows(w: StepWork, rows: float, from_rows: float, to_rows: float, *, to_device: bool) -> Work:
-    """Rows with their state between a host table and device slots: gathered on one side,
-    copied over the link, scattered on the other (a fill, an eviction, a write-back)."""
+def device_move_rows(w: StepWork, rows: float, from_rows: float, to_rows: float, *, cpu: bool) -> Work:
+    """Rows with their state between a host table mapped into the device and device slots, moved
+    by the device's row kernels (embedding/device_cache.py): per width a `gather_rows` from where
+    they are and a `scatter_rows` to where they go, both device work, the rows crossing the link
+    as the kernel reads (a fill) or writes (a write-back) them; on a GPU the ids and the slots go
+    to the device first. `cpu`: the device is the host's CPU, where each kernel is a NumPy call."""
     if not rows:
         return Work()
-    work = Work(pcie=rows * w.moved_row_bytes, pcie_copies=2 if w.state_width else 1)
+    work = Work(pcie=rows * w.moved_row_bytes)
+    if not cpu:
+        work += Work(pcie=2 * rows * ID_BYTES, pcie_copies=2)
     for width in (w.dim, w.state_width):
         if width:
             rb = width * FLOAT_BYTES
-            work += (kit.calls(not to_device, "op") + kit.gather(not to_device, rows, rb, from_rows * rb)
-                     + kit.calls(to_device, "op") + kit.scatter(to_device, rows, rb, to_rows * rb))
+            work += ((kit.numpy_calls(2) if cpu else kit.calls(True, "kernel", 2))
+                     + kit.gather(True, rows, rb, from_rows * rb) + kit.scatter(True, rows, rb, to_rows * rb))
     return work
 
 
-def cache_fetch(w: StepWork, trainer: str) -> Work:
-    """A demand cache's fetch stage for one batch (trainers/cached.py: serve, admit, fill, touch)."""
+def cache_fetch(w: StepWork, trainer: str, cpu: bool = False) -> Work:
+    """A demand cache's fetch stage for one batch (trainers/cached.py: serve, admit, fill, touch).
+    `cpu`: the device is the host's CPU."""
     fetched, victims = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     f = w.victim_share          # the victim choice runs in this share of the tables' steps
     work = Work()
@@ -89,7 +98,7 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
         work += (kit.working_set(t.lookups, t.unique, t.rows, counts=True) + kit.map_lookup(t.unique, t.rows) + kit.scan(t.unique, 3)
                  + kit.scan(C, 2))                                  # misses; free slots
         if trainer == "static":    # misses into transient slots past the cache
-            work += move_rows(w, m, t.rows, C + m, to_device=True)
+            work += device_move_rows(w, m, t.rows, C + m, cpu=cpu)
             continue
         if v:                       # a full cache: of the cached rows the batch does not use, the
             candidates = max(C - t.unique, 1)       # first by recency (lfu: by count, then recency)
@@ -101,7 +110,7 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
                      + kit.gather(False, f * keys * chosen, ID_BYTES, C * ID_BYTES)
                      + Work(host_sorts=(("numpy", chosen, f * keys),)) + kit.numpy_calls(3 * f))
         # the fill, the map (slot_of_id, id_of_slot, dirty, the batch's slots), the clock
-        work += (move_rows(w, m, t.rows, C, to_device=True) + kit.map_write(m, t.rows)
+        work += (device_move_rows(w, m, t.rows, C, cpu=cpu) + kit.map_write(m, t.rows)
                  + kit.map_write(m, C) + kit.map_write(m, C) + kit.map_write(m, t.unique)
                  + kit.scan(t.unique, 2) + kit.map_write(t.unique, C))
         if trainer == "lfu":
@@ -109,13 +118,14 @@ def cache_fetch(w: StepWork, trainer: str) -> Work:
     return work
 
 
-def cache_write_back(w: StepWork, trainer: str) -> Work:
-    """Victims' rows home before their slots are reused (static: the step's transient rows)."""
+def cache_write_back(w: StepWork, trainer: str, cpu: bool = False) -> Work:
+    """Victims' rows home before their slots are reused (static: the step's transient rows), by
+    the device's kernels over the link. `cpu`: the device is the host's CPU."""
     work = Work()
     for t, v in zip(w.tables, w.share(w.written_back_rows, evicting_only=trainer != "static")):
         if not v:
             continue
-        work += move_rows(w, v, t.capacity, t.rows, to_device=False)
+        work += device_move_rows(w, v, t.capacity, t.rows, cpu=cpu)
         if trainer != "static":     # the map: the victims' ids forgotten, slots freed
             work += (kit.gather(False, v, 1, t.capacity) + kit.gather(False, v, ID_BYTES, t.capacity * ID_BYTES)
                      + kit.map_write(v, t.rows) + kit.map_write(v, t.capacity) + kit.map_write(v, t.capacity))
@@ -195,7 +205,8 @@ def _stage_work(kind: TrainerKind, w: StepWork, host_batched: bool, device_batch
         train = train_stages(w, footprint="capacity", by_slot=True, batched=device_batched)
         train["update"] += _total(kit.map_write(t.unique, t.capacity) for t in w.tables)   # dirty bits
         names = ("prefetch", "prefetch_write_back") if kind is TrainerKind.PREFETCH_LRU else ("fetch", "write_back")
-        return {names[0]: cache_fetch(w, trainer), names[1]: cache_write_back(w, trainer),
+        return {names[0]: cache_fetch(w, trainer, device_is_host),
+                names[1]: cache_write_back(w, trainer, device_is_host),
                 "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables), **train}
     if kind is TrainerKind.SCRATCHPIPE:
         return scratchpipe_stages(w, device_batched)

@@ -12,8 +12,11 @@ No overlap is assumed inside a stage. Across stages (`project`):
 
 - `gpu-only`, `hybrid`, `static`, `lru`, `lfu` run their stages one after another: the step
   time is the **sum** of the stages (a cache miss stalls the step while its row is fetched).
-- `prefetch-lru` on a GPU fetches the next batch on a side stream while this one trains: the
-  step is the larger of the two sums. On a CPU they run one after the other: the sum.
+- `prefetch-lru` on a GPU fetches the next batch (the device's row kernels reading the host
+  tables over the link) on a thread and stream of its own while this one trains, and joins it
+  before the update: the step is the larger of the prefetch and the stages before the update,
+  plus the update. On a CPU the prefetch runs inline, before Train (trainers/prefetch.py):
+  the sum.
 - `scratchpipe` is a pipeline; its step is the busiest of the resources its stages occupy.
   On a GPU server: Plan in its own process, spread over `min(planners, cores left)` cores (the
   cores less Train's, Collect's and the write-back thread's); Collect on a thread; Write-back,
@@ -110,12 +113,14 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
     made = lambda step, bound, pipelined, resources: Projection(
         trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined, resources)
     if kind is TrainerKind.PREFETCH_LRU and not hw.device_is_host:
-        # the prefetch runs on a side stream (host gathers, copies, scatters) while the step trains
+        # the prefetch (the device's row kernels on a stream and thread of their own) runs beside
+        # the step's Train and joins before its update (trainers/prefetch.py)
         ahead = sum(stages[s] for s in PREFETCH_STAGES)
         step_stages = {k: v for k, v in stages.items() if k not in PREFETCH_STAGES}
         train = sum(step_stages.values()) + extra_s
-        bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
-        return made(max(train, ahead), bound, True, {"train": train, "prefetch": ahead})
+        beside = train - step_stages.get("update", 0.0)
+        bound = max(PREFETCH_STAGES, key=stages.get) if ahead > beside else max(step_stages, key=step_stages.get)
+        return made(max(beside, ahead) + train - beside, bound, True, {"train": train, "prefetch": ahead})
     if not kind.pipelined or (kind is TrainerKind.SCRATCHPIPE_DEVICE and hw.device_is_host):
         step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})

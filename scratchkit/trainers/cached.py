@@ -5,9 +5,11 @@ The tables live on the host (`HostTables`); each table has a device-side cache o
 
     data        make the batch, check its ids
     fetch       per table: the working set U (distinct ids), the id -> slot map, hits and misses;
-                the misses are fetched from the host into slots *before* the batch trains: the
-                step stalls on them (a demand fill)
-    write_back  a victim's row (and state) goes back to the host before its slot is reused
+                the misses are read into slots *before* the batch trains, by the device's row
+                kernels from the host tables mapped into the device (`DeviceCache`, as
+                scratchpipe-device moves rows): the step stalls on them (a demand fill)
+    write_back  a dirty victim's row (and state), written into the host table by the same
+                kernels before its slot is reused
     transfer    ids, offsets and slots to the device
     embedding_forward   every table's bags of cache rows at `slots`, summed in lookup order
                 (`pooled_lookup_tables`: scratchkit/embedding/table_batched.py)
@@ -42,9 +44,12 @@ from scratchkit.embedding.device_cache import DeviceCache
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.embedding.working_sets import WorkingSets
+from scratchkit.kernels.engine import EngineKind, make_engine
 from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.scratchpipe.device_moves import host_view
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
+from scratchkit.trainers.timing import StageTimer
 
 
 def minimum_capacity(source, steps: int) -> int:
@@ -67,14 +72,32 @@ class Served:
     evicting: int = 0        # tables that chose victims
 
 
+@dataclass(frozen=True)
+class ServeStages:
+    """Where serving a batch charges its time: a timer (the step's, or a prefetch thread's own)
+    and the names of its two stages, fetching and writing back."""
+
+    timer: StageTimer
+    names: tuple[str, str] = ("fetch", "write_back")
+
+    def fetch(self):
+        return self.timer.stage(self.names[0])
+
+    def write_back(self):
+        return self.timer.stage(self.names[1])
+
+
 class CachedTrainer(HostTablesTrainer):
     """Host tables behind one device cache per table; subclasses say how misses are served."""
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)
-        width = config.optimizer.state_width(config.model.dim)
-        self.caches = [DeviceCache(n, config.cache.capacity_for(n), config.model.dim, width, self.dev)
-                       for n in self.tables.table_sizes]
+        # the row kernels scratchpipe-device moves rows with: CuPy's on a GPU, where the host
+        # tables are mapped into the device; on a CPU the NumPy twin over the tables' own memory
+        self.engine = make_engine(EngineKind.CUPY if self.device.type == "cuda" else EngineKind.TWIN)
+        view = lambda table: None if table is None else host_view(table, self.engine.xp)
+        self.caches = [DeviceCache(view(w), view(s), config.cache.capacity_for(n), self.engine)
+                       for n, w, s in zip(self.tables.table_sizes, self.tables.weights, self.tables.state)]
         self.working_sets = [WorkingSets(n) for n in self.tables.table_sizes]
 
     # --- what subclasses decide -------------------------------------------------------------------
@@ -82,10 +105,10 @@ class CachedTrainer(HostTablesTrainer):
         """Refuse batch `step`, whose `size` distinct ids of table `t` this cache cannot serve."""
 
     def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray, step: int,
-              locked: np.ndarray | None, stages: tuple[str, str]) -> tuple[int, int]:
+              locked: np.ndarray | None, stages: ServeStages) -> tuple[int, int, int]:
         """Give every id of `unique` [u] a slot: fill `slot_u` [u] (-1 = miss) in place, moving rows
-        as needed, never evicting a `locked` slot. Times its own stages (`stages`: the names for
-        fetching and writing back). -> (rows fetched, rows written back, victims chosen)."""
+        as needed, never evicting a `locked` slot. Times its own stages (`stages`).
+        -> (rows fetched, rows written back, victims chosen)."""
         raise NotImplementedError
 
     def after_update(self) -> int:
@@ -101,13 +124,14 @@ class CachedTrainer(HostTablesTrainer):
         return self.train_served(batch, ids, offsets, served, started)
 
     def serve(self, batch, step: int, locked: np.ndarray | list | None = None,
-              stages: tuple[str, str] = ("fetch", "write_back")) -> Served:
+              stages: ServeStages | None = None) -> Served:
         """Give every row of `batch` a slot, fetching misses (and writing victims back) as the
         policy says: the map lookup is part of serving. `locked`: per table, slots no victim may
-        come from (another batch's, in flight). `stages`: the timer's names for fetching and
-        writing back."""
+        come from (another batch's, in flight). `stages`: where the time goes (None: the step's
+        timer, as `fetch` and `write_back`)."""
+        stages = ServeStages(self.timer) if stages is None else stages
         served = Served()
-        with self.timer.stage(stages[0]):
+        with stages.fetch():
             for t, table_ids in enumerate(batch.ids):
                 unique, inverse, counts = self.working_sets[t](table_ids, counts=True)
                 self.check_working_set(t, len(unique), step)          # before anything moves
@@ -149,7 +173,7 @@ class CachedTrainer(HostTablesTrainer):
     # --- flushing ------------------------------------------------------------------------------------
     def flush(self) -> int:
         """Write every dirty cached row back so the host tables are complete. Idempotent. -> rows."""
-        return sum(c.flush(w, s) for c, w, s in zip(self.caches, self.tables.weights, self.tables.state))
+        return sum(c.flush() for c in self.caches)
 
 
 class DemandFilledTrainer(CachedTrainer):
@@ -174,12 +198,11 @@ class DemandFilledTrainer(CachedTrainer):
                 f"{step}..{stop - 1} (the command line's --capacity min finds it for a whole run)")
 
     def admit(self, t, unique, counts, slot_u, step, locked, stages):
-        cache, policy, stage = self.caches[t], self.policies[t], self.timer.stage
-        weight, state = self.tables.weights[t], self.tables.state[t]
+        cache, policy = self.caches[t], self.policies[t]
         miss = slot_u < 0
         misses = unique[miss]
         victims = np.empty(0, dtype=np.int64)
-        with stage(stages[0]):
+        with stages.fetch():
             free = cache.free_slots()[:len(misses)]
             if len(misses) > len(free):
                 in_use = np.zeros(cache.capacity, dtype=bool)
@@ -191,12 +214,12 @@ class DemandFilledTrainer(CachedTrainer):
                 victims = policy.choose(candidates, len(misses) - len(free))
         written = 0
         if len(victims):
-            with stage(stages[1]):
-                written = cache.evict(victims, weight, state)
+            with stages.write_back():     # the device writes the dirty ones over the link
+                written = cache.evict(victims)
                 policy.forget(victims)
-        with stage(stages[0]):
+        with stages.fetch():              # the device reads the misses over the link
             targets = np.concatenate([free, victims])
-            cache.fill(misses, targets, weight, state)
+            cache.fill(misses, targets)
             slot_u[miss] = targets
             policy.touch(slot_u, unique, counts, step)
         return len(misses), written, len(victims)

@@ -3,7 +3,8 @@
 The `capacity` rows most looked up in the first `profile_batches` batches are pinned (profiled on a
 prefix of the very data it trains on, as deployed hot-row caches profile a sample of their logs).
 A lookup of any other row misses, and that row is handled *hybrid-style*: it lives on the host;
-for one step it is fetched into a transient slot after the cache (with its state), trained there
+for one step it is read into a transient slot after the cache (with its state) by the device's
+row kernels from the host table mapped into the device (embedding/device_cache.py), trained there
 by the same single embedding_bag / apply_update as the cached rows (trainers/cached.py), and
 written back to the host after the update. One working buffer per step keeps the math identical;
 splitting each bag into a device part and a host part and adding the two partial sums would not
@@ -31,17 +32,17 @@ class StaticCacheTrainer(CachedTrainer):
         if profile_batches is not None:
             self.profile_batches = profile_batches
         self.hot_ids = profile_hot_ids(self.source, self.profile_batches, [c.capacity for c in self.caches])
-        for cache, hot, weight, state in zip(self.caches, self.hot_ids, self.tables.weights, self.tables.state):
-            cache.fill(hot, np.arange(len(hot), dtype=np.int64), weight, state)   # pinned for good
+        for cache, hot in zip(self.caches, self.hot_ids):
+            cache.fill(hot, np.arange(len(hot), dtype=np.int64))   # pinned for good
         self._transient: list[np.ndarray] = [np.empty(0, dtype=np.int64) for _ in self.caches]
 
     def admit(self, t, unique, counts, slot_u, step, locked, stages):
         miss = slot_u < 0
         misses = unique[miss]
-        with self.timer.stage(stages[0]):
+        with stages.fetch():
             # rows a step that failed after its update left here go home before their slots are reused
             self._return_transient(t)
-            slot_u[miss] = self.caches[t].load_transient(misses, self.tables.weights[t], self.tables.state[t])
+            slot_u[miss] = self.caches[t].load_transient(misses)
             self._transient[t] = misses
         return len(misses), 0, 0
 
@@ -51,7 +52,7 @@ class StaticCacheTrainer(CachedTrainer):
 
     def _return_transient(self, t: int) -> int:
         misses = self._transient[t]
-        self.caches[t].return_transient(misses, self.tables.weights[t], self.tables.state[t])
+        self.caches[t].return_transient(misses)
         self._transient[t] = misses[:0]
         return len(misses)
 
