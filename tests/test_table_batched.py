@@ -344,3 +344,23 @@ def test_host_threads_are_a_positive_count():
         tb.set_host_threads(0)
     with pytest.raises(ValueError, match="host threads must be an integer >= 1"):
         tb.set_host_threads(True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 7])
+def test_more_threads_than_tables_cut_the_updated_rows_and_change_no_bit(threads):
+    """SGD with more threads than tables cuts each table's distinct rows into runs: each row is
+    still one fma per element, so the tables equal the twin's at every count."""
+    rows, weights, ids, offsets = make_tables(threads, 2, 5000, 16, 9, 1000)
+    grad = torch.randn(1000, 2, 16, generator=torch.Generator().manual_seed(threads))
+    coalesced = tb.embedding_backward_tables(ids, offsets, grad, rows)
+    assert min(coalesced.flat.counts) >= 2 * 256          # enough rows that the runs are cut
+    sgd = OptimizerConfig(OptimizerKind.SGD, lr=0.37)
+    fast, slow = [w.clone() for w in weights], [w.clone() for w in weights]
+    tb.set_host_threads(threads)
+    try:
+        tb.apply_updates(fast, [None] * 2, coalesced, sgd)
+    finally:
+        tb.set_host_threads(None)
+    tb.apply_updates_twin(slow, [None] * 2, tb.embedding_backward_tables_twin(ids, offsets, grad, rows), sgd)
+    for a, b in zip(fast, slow):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))

@@ -14,7 +14,7 @@
 //                    faster, and equal to PyTorch only to rounding
 //   sk_tbe_sgd       row = fma(-lr, g, row), torch's add_(g, alpha=-lr) (one rounding)
 // Tables are independent, so up to `threads` threads (a pool kept between calls) take whole tables;
-// the forward cuts a table's bags too where there are more threads than tables.
+// where there are more threads than tables, the forward cuts a table's bags and SGD its rows too.
 // Each function returns -1, or the first table whose input was out of range (nothing is read or
 // written outside the arrays, and sk_tbe_sgd checks every row before it changes any; the caller
 // raises).
@@ -413,10 +413,18 @@ int64_t sk_tbe_sgd(int64_t num_tables, int64_t dim, float* const* weights, const
         for (int64_t i = starts[t]; i < starts[t] + counts[t]; ++i)
             if (index[i] < 0 || index[i] >= rows[t]) bad[t] = 1;
     if (first_bad(bad) >= 0) return first_bad(bad);
+    // a table's rows are distinct, so with more threads than tables its rows are cut in runs too
+    constexpr int64_t MIN_ROWS = 256;              // fewer a run, and waking a thread costs more
+    int64_t most = 0;
+    for (int64_t t = 0; t < num_tables; ++t) most = std::max(most, counts[t]);
+    int64_t parts = num_tables > 0 && threads > num_tables ? (threads + num_tables - 1) / num_tables : 1;
+    parts = std::max<int64_t>(1, std::min(parts, most / MIN_ROWS));
     by_width(dim, [&](auto width) {
         auto sgd = sgd_table<width()>();
-        for_tables(num_tables, threads, [&](int64_t t) {
-            sgd(weights[t], index + starts[t], grad_sum + starts[t] * dim, counts[t], alpha, dim);
+        for_tables(num_tables * parts, threads, [&](int64_t k) {
+            int64_t t = k / parts, part = k % parts;
+            int64_t first = counts[t] * part / parts, last = counts[t] * (part + 1) / parts;
+            sgd(weights[t], index + starts[t] + first, grad_sum + (starts[t] + first) * dim, last - first, alpha, dim);
         });
     });
     return -1;

@@ -8,8 +8,8 @@ row per lookup), a sparse tensor, `coalesce` (a sort, then one BLAS call per loo
 duplicates), then `index_select`, `add_`, `index_copy_`. On a CPU the fast path does the same
 float operations in three C++ loops over all tables (`table_batched.cpp`, built with g++ on first
 use through scratchkit/native.py), on `host_threads()` threads (a trainer sets them from
-`TrainConfig.threads`; else as many as torch uses): threads take whole tables, and the forward cuts
-a table's bags among them where there are more threads than tables. Each bag's sum and each row's
+`TrainConfig.threads`; else as many as torch uses): threads take whole tables, and where there are
+more threads than tables the forward cuts a table's bags among them, and the update its rows. Each bag's sum and each row's
 coalesced gradient is still one thread's, in the order below, so the result is the same bit for bit
 at every thread count:
 
