@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from scratchkit.config import TrainConfig
 from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
 from scratchkit.projection.hardware import HardwareProfile, get_hardware
+from scratchkit.costmodel.host_threads import HOST_MEMORY, hybrid_stage_seconds
 from scratchkit.costmodel.stages import PIPELINED, TRAINERS, plan_handoff, stage_work
 from scratchkit.costmodel.work import StepWork, Work, mlp_flops
 from scratchkit.trainers import TrainerKind
@@ -85,9 +86,26 @@ def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
 
 
 def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
+    if trainer == "hybrid":
+        return hybrid_stage_seconds(stage_work(trainer, work, hw), work, hw)[0]
     planners = plan_cores(work, hw) if trainer == "scratchpipe" else 1
     stages = {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
     return co_run(stages, hw) if trainer == "scratchpipe" else stages
+
+
+def _hybrid(work: StepWork, hw: HardwareProfile, stages: dict[str, float], extra_s: float
+            ) -> tuple[float, str, dict[str, float]]:
+    """Hybrid's step, what bounds it and its resources: its stages one after another, the host
+    embedding stages spread over the host's threads and capped by its memory (host_threads.py).
+    The bound is HOST_MEMORY where the largest stage is held by the memory system, not the cores."""
+    spreads = hybrid_stage_seconds(stage_work("hybrid", work, hw), work, hw)[1]
+    step = sum(stages.values()) + extra_s
+    bound = max(stages, key=stages.get)
+    if bound in spreads and spreads[bound].memory_bound:
+        bound = HOST_MEMORY
+    resources = {"serial": step, "host cores": sum(x.cores_seconds for x in spreads.values()),
+                  HOST_MEMORY: sum(x.memory_seconds for x in spreads.values())}
+    return step, bound, resources
 
 
 def co_run(stages: dict[str, float], hw: HardwareProfile) -> dict[str, float]:
@@ -115,6 +133,9 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
         train = sum(step_stages.values()) + extra_s
         bound = max(PREFETCH_STAGES, key=stages.get) if ahead > train else max(step_stages, key=step_stages.get)
         return made(max(train, ahead), bound, True, {"train": train, "prefetch": ahead})
+    if trainer == "hybrid":
+        step, bound, resources = _hybrid(work, hw, stages, extra_s)
+        return made(step, bound, False, resources)
     if trainer not in PIPELINED or (trainer == DEVICE_PLANNED and hw.device_is_host):
         step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})
