@@ -19,10 +19,21 @@ HEADER = ("# Results\n\nRendered from `results/*.json` by `scripts/render_result
           "by hand. Each section is one recorded run: rerun its command to check it.\n")
 
 
+def cell(value) -> str:
+    """A table cell: a projection (a dict with samples/s) as its speed, its speed over the peers
+    and what bounds it; anything else as it is."""
+    if isinstance(value, dict) and "samples_per_s" in value:
+        peers = "".join(f", {value[k]:.2f}x {peer}" for k, peer in (("x_hybrid", "hybrid"),
+                                                                    ("x_prefetch_lru", "prefetch-lru"))
+                        if k in value)
+        return f"{value['samples_per_s']:,.0f}/s{peers}; {value.get('bound_stage', '')}"
+    return str(value)
+
+
 def table(rows: dict) -> list[str]:
     columns = list(dict.fromkeys(k for row in rows.values() for k in row))
     lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {name} | " + " | ".join(str(row.get(c, "")) for c in columns) + " |"
+    lines += [f"| {name} | " + " | ".join(cell(row.get(c, "")) for c in columns) + " |"
               for name, row in rows.items()]
     return lines
 
