@@ -1,7 +1,6 @@
 """`TrainConfig.threads` (`--threads N`): the host's embedding loops on N threads, every trainer
 still bit for bit plain PyTorch (nn.EmbeddingBag + torch.optim, measure/reference.py) at each N."""
 import pytest
-import torch
 
 from scratchkit.config import CacheParams, DataConfig, TrainConfig, default_threads
 from scratchkit.embedding import table_batched as tb
