@@ -12,6 +12,8 @@ No overlap is assumed inside a stage. Across stages (`project`):
 
 - `gpu-only`, `hybrid`, `static`, `lru`, `lfu` run their stages one after another: the step
   time is the **sum** of the stages (a cache miss stalls the step while its row is fetched).
+  Hybrid's host embedding stages run on the host's threads, capped by its memory
+  (costmodel/host_threads.py); `bound_stage` is "host memory" where the cap holds its largest.
 - `prefetch-lru` on a GPU fetches the next batch on a side stream while this one trains: the
   step is the larger of the two sums. On a CPU they run one after the other: the sum.
 - `scratchpipe` is a pipeline; its step is the busiest of the resources its stages occupy.
