@@ -27,6 +27,11 @@ def one_core_seconds(work, hw, stage):
     return stage_work("hybrid", work, hw)[stage].host_seconds(hw)
 
 
+def fixed_costs(work, hw, stage):
+    """The stage's calls, priced by hand from the profile's table of fixed costs."""
+    return sum(count * hw.host_calls[name] for name, count in stage_work("hybrid", work, hw)[stage].host_calls)
+
+
 def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
     h100, work = get_hardware("h100-pcie5"), wide()
     one = project("hybrid", work, replace(h100, host_cores=1))
@@ -38,11 +43,23 @@ def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
     for stage in HOST_STAGES:
         threads = min(14, pieces(stage, work))
         rest = one.stage_seconds[stage] - one_core_seconds(work, h100, stage)
-        host = max(one_core_seconds(work, h100, stage) / threads, memory_lines(stage, work) / h100.host_memory_line_rate)
+        calls = fixed_costs(work, h100, stage)
+        host = calls + max((one_core_seconds(work, h100, stage) - calls) / threads,
+                           memory_lines(stage, work) / h100.host_memory_line_rate)
         assert many.stage_seconds[stage] == pytest.approx(rest + host)
     assert many.stage_seconds["embedding_forward"] == pytest.approx(
         one.stage_seconds["embedding_forward"] - one_core_seconds(work, h100, "embedding_forward")
+        + fixed_costs(work, h100, "embedding_forward")
         + memory_lines("embedding_forward", work) / h100.host_memory_line_rate)
+
+
+def test_the_calls_fixed_costs_stay_on_the_calling_thread():
+    """Amdahl's serial part: however many cores, a stage takes at least its calls' fixed costs."""
+    h100, work = get_hardware("h100-pcie5"), wide(batch=64, unique=20.0)
+    huge = project("hybrid", work, replace(h100, host_cores=10_000, host_memory_line_rate=1e15))
+    for stage in HOST_STAGES:
+        assert fixed_costs(work, h100, stage) > 0
+        assert huge.stage_seconds[stage] >= fixed_costs(work, h100, stage)
 
 
 def test_the_memory_cap_binds_and_is_named_when_the_lines_outrun_the_cores():
@@ -52,7 +69,8 @@ def test_the_memory_cap_binds_and_is_named_when_the_lines_outrun_the_cores():
     starved = replace(h100, host_memory_line_rate=1e7)           # 10M lines/s: far below the cores
     capped = project("hybrid", work, starved)
     assert capped.bound_stage == HOST_MEMORY
-    assert capped.resource_seconds[HOST_MEMORY] == pytest.approx(sum(memory_lines(s, work) for s in HOST_STAGES) / 1e7)
+    assert capped.resource_seconds[HOST_MEMORY] == pytest.approx(
+        sum(memory_lines(s, work) / 1e7 + fixed_costs(work, starved, s) for s in HOST_STAGES))
     assert capped.stage_seconds["update"] >= lines / 1e7
     more_cores = project("hybrid", work, replace(starved, host_cores=56))
     assert more_cores.samples_per_s == pytest.approx(capped.samples_per_s, rel=0.02)   # cores no longer help

@@ -7,7 +7,10 @@ and the update's rows in runs of at least `MIN_ROWS` (as FBGEMM's CPU TBE thread
 bags); the backward (sort, then sums) stays one thread a table. So a stage priced for one
 core (`Work.host_seconds`) takes, on `threads` threads,
 
-    max(one core's seconds / min(threads, the stage's pieces),  its DRAM lines / the line rate)
+    its calls' fixed costs + max(the rest of one core's seconds / min(threads, the stage's pieces),
+                                 its DRAM lines / the line rate)
+
+(the fixed costs are the calling thread's, whatever the threads: Amdahl's serial part).
 
 `threads`: on a GPU server, its `host_cores` (one GPU's share of the server's cores, as production
 hybrids use them); on this CPU (`device_is_host`), the run's threads (`StepWork.host_threads`),
@@ -72,8 +75,8 @@ def memory_lines(stage: str, w: StepWork) -> float:
 class HostSpread:
     """One host stage on the threads: its seconds, and which limit set them."""
 
-    cores_seconds: float     # one core's seconds over the threads it spreads on
-    memory_seconds: float    # its DRAM lines at the host's line rate (0: no cap known)
+    cores_seconds: float     # its calls' fixed costs + the rest of one core's seconds over the threads
+    memory_seconds: float    # its calls' fixed costs + its DRAM lines at the host's line rate
 
     @property
     def seconds(self) -> float:
@@ -84,12 +87,20 @@ class HostSpread:
         return self.memory_seconds > self.cores_seconds
 
 
+def calls_seconds(part: Work, hw: HardwareProfile) -> float:
+    """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
+    threads (the dispatch, the arguments' checks, waking the pool)."""
+    return sum(count * hw.call(False, name) for name, count in part.host_calls)
+
+
 def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpread:
-    """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped."""
+    """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
+    calls' fixed costs stay the caller's, the rest spreads."""
     threads = min(host_threads(w, hw), pieces(stage, w))
     rate = hw.host_memory_line_rate
     memory = memory_lines(stage, w) / rate if rate else 0.0
-    return HostSpread(part.host_seconds(hw) / threads, memory)
+    calls = calls_seconds(part, hw)
+    return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
 
 
 def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: HardwareProfile
