@@ -5,6 +5,7 @@ weights and (in deterministic mode on the CPU) bit-identical final parameters fo
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -181,6 +182,14 @@ class CacheParams:
         return max(1, min(num_rows, int(round(share * num_rows))))
 
 
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity; os.cpu_count() where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:        # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
@@ -189,16 +198,25 @@ class TrainConfig:
     cache: CacheParams = field(default_factory=CacheParams)
     seed: int = 0               # initial weights; the data has its own seed
     deterministic: bool = True  # on CUDA, torch's deterministic algorithms (CPU ops are already)
-    # torch intra-op threads on the CPU. The kit's ops are small (a 2k-lookup embedding bag takes
-    # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and
-    # ScratchPipe gets its parallelism across stages, so one thread is fastest. None: torch's default.
+    # torch intra-op threads on the CPU: the dense model's ops. They are small (a 2k-lookup op takes
+    # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and a
+    # matmul's sums split by thread, so the reference must run on the same count. None: torch's.
     cpu_threads: int | None = 1
+    # threads for the host's embedding work, the C++ table-batched loops (hybrid's lookups, backward
+    # and update on the host; every trainer's on a CPU run): over tables and bags, bit-exact at every
+    # count. None: every core this process may use (`default_threads`), less one for ScratchPipe's
+    # host process where it forks one.
+    threads: int | None = None
     # a NaN or infinite loss stops training with an error naming the step (OnNonFiniteLoss)
     nonfinite_loss: OnNonFiniteLoss | str = OnNonFiniteLoss.RAISE
     # the order a CPU run sums each id's gradients in (SummationOrder): PyTorch's, or a faster one
     summation_order: SummationOrder | str = SummationOrder.TORCH
 
     def __post_init__(self):
+        for name in ("cpu_threads", "threads"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
         object.__setattr__(self, "nonfinite_loss", OnNonFiniteLoss.parse(self.nonfinite_loss))
         object.__setattr__(self, "summation_order", SummationOrder.parse(self.summation_order))
         if self.summation_order is SummationOrder.BY_ID and self.optimizer.kind is not OptimizerKind.SGD:
@@ -206,6 +224,11 @@ class TrainConfig:
             # bits differ becomes a different full step (small, row-wise Adagrad: 0.27 in 400 steps)
             raise ValueError(f"summation_order='by-id' is offered with SGD only, not "
                              f"{self.optimizer.kind.value}: Adagrad turns its rounding into whole steps")
+
+    def host_threads(self, reserved: int = 0) -> int:
+        """The threads the host's embedding work runs on: `threads`, or every core this process
+        may use less `reserved` (cores another process of the run needs), at least one."""
+        return self.threads if self.threads is not None else max(1, default_threads() - reserved)
 
     def replace(self, **changes) -> "TrainConfig":
         """A copy with some fields changed; nested fields as `data=replace(cfg.data, ...)`."""

@@ -27,7 +27,8 @@ LONGEST_LIST = 12    # a list longer than this is left in the record: the page s
 
 def cell(value) -> str:
     """One figure as text: floats to 3 significant digits (whole numbers from 100 up), thousands
-    separated from 10,000 up, lists short."""
+    separated from 10,000 up, lists short; a projection (a dict with samples/s) as its speed, its
+    speed over the peers and what bounds it."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
@@ -38,6 +39,11 @@ def cell(value) -> str:
         if len(value) > LONGEST_LIST or any(isinstance(v, (dict, list)) for v in value):
             return f"({len(value)} values: see the record)"
         return ", ".join(cell(v) for v in value)
+    if isinstance(value, dict) and "samples_per_s" in value:
+        peers = "".join(f", {value[k]:.2f}x {peer}" for k, peer in (("x_hybrid", "hybrid"),
+                                                                    ("x_prefetch_lru", "prefetch-lru"))
+                        if k in value)
+        return f"{value['samples_per_s']:,.0f}/s{peers}; {value.get('bound_stage', '')}"
     if isinstance(value, dict):
         return ", ".join(f"{k} {cell(v)}" for k, v in value.items())
     return str(value)

@@ -312,3 +312,55 @@ def test_by_id_order_sorts_long_tables_and_large_ids_itself():
     coalesced = tb.embedding_backward_tables(ids, offsets, grad, [2**30, 50], order=SummationOrder.BY_ID)
     for (index, grad_sum), (want_index, want_sum) in zip(coalesced, by_id_in_lookup_order(ids, offsets, grad, None)):
         assert torch.equal(index, want_index) and torch.equal(grad_sum, want_sum)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 7])
+@pytest.mark.parametrize("num_tables", [1, 2, 5])
+def test_more_threads_than_tables_cut_the_bags_and_change_no_bit(threads, num_tables):
+    """With more threads than tables the forward cuts each table's bags into runs, one thread a
+    run (host_threads: set_host_threads, as a trainer sets TrainConfig.threads); every bag is
+    still one thread's sum in lookup order, so the pooled rows equal torch's at every count."""
+    rows, weights, ids, offsets = make_tables(threads * 10 + num_tables, num_tables, 500, 16, 9, 1000)
+    tb.set_host_threads(threads)
+    try:
+        assert tb.host_threads() == threads
+        pooled = tb.pooled_lookup_tables(weights, ids, offsets)
+        bad = [i.clone() for i in ids]
+        bad[-1][-1] = rows[-1]                  # the last bag's last lookup: in the last run
+        with pytest.raises(ValueError, match=rf"indices\[{num_tables - 1}\] holds a row outside"):
+            tb.pooled_lookup_tables(weights, bad, offsets)
+        disordered = [o.clone() for o in offsets]
+        disordered[0][700] = disordered[0][699] - 1   # a bag that ends before it starts, mid-table
+        with pytest.raises(ValueError, match=r"offsets\[0\] is not a list of bag starts"):
+            tb.pooled_lookup_tables(weights, ids, disordered)
+    finally:
+        tb.set_host_threads(None)
+    twin = tb.pooled_lookup_tables_twin(weights, ids, offsets)
+    assert torch.equal(pooled.view(torch.int32), twin.view(torch.int32))
+
+
+def test_host_threads_are_a_positive_count():
+    with pytest.raises(ValueError, match="host threads must be an integer >= 1"):
+        tb.set_host_threads(0)
+    with pytest.raises(ValueError, match="host threads must be an integer >= 1"):
+        tb.set_host_threads(True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 7])
+def test_more_threads_than_tables_cut_the_updated_rows_and_change_no_bit(threads):
+    """SGD with more threads than tables cuts each table's distinct rows into runs: each row is
+    still one fma per element, so the tables equal the twin's at every count."""
+    rows, weights, ids, offsets = make_tables(threads, 2, 5000, 16, 9, 1000)
+    grad = torch.randn(1000, 2, 16, generator=torch.Generator().manual_seed(threads))
+    coalesced = tb.embedding_backward_tables(ids, offsets, grad, rows)
+    assert min(coalesced.flat.counts) >= 2 * 256          # enough rows that the runs are cut
+    sgd = OptimizerConfig(OptimizerKind.SGD, lr=0.37)
+    fast, slow = [w.clone() for w in weights], [w.clone() for w in weights]
+    tb.set_host_threads(threads)
+    try:
+        tb.apply_updates(fast, [None] * 2, coalesced, sgd)
+    finally:
+        tb.set_host_threads(None)
+    tb.apply_updates_twin(slow, [None] * 2, tb.embedding_backward_tables_twin(ids, offsets, grad, rows), sgd)
+    for a, b in zip(fast, slow):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))

@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 
 from scratchkit.commands import data_args
-from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder
+from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder, default_threads
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, get_profile, scalable_profiles
@@ -49,6 +49,12 @@ def add_training_args(parser) -> None:
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D >= 1 (default 2)")
     parser.add_argument("--plan-stripes", type=int, default=1,
                         help="ScratchPipe planners per table, each on its own core (default 1)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help=f"threads for the host's embedding work (hybrid's lookups, backward and "
+                             f"update; the C++ loops of every CPU run), over tables and bags, "
+                             f"bit-exact at any N (default: every core this process may use, "
+                             f"{default_threads()} here, less one for ScratchPipe's host stages on a "
+                             f"CPU run)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
 
@@ -144,6 +150,8 @@ def _training(args, config, source, batches: int):
         raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
     if args.plan_stripes < 1:
         raise ValueError(f"--plan-stripes must be >= 1, got {args.plan_stripes}")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
     optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
                                 **({"lr": args.lr} if args.lr is not None else {}))
     capacity = args.capacity
@@ -157,7 +165,8 @@ def _training(args, config, source, batches: int):
     else:
         cache = CacheParams(capacity=capacity, load_factor=args.load_factor, depth=args.depth,
                             victim_policy=config.cache.victim_policy, plan_stripes=args.plan_stripes)
-    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order)
+    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order,
+                          threads=args.threads)
 
 
 def parse_trainer_list(text: str) -> list[str]:

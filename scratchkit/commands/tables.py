@@ -35,7 +35,8 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
 
     `projections` (from `scratchkit.projection.costmodel.project_bench`), one {profile: Projection} per
     result, add a column per profile, projected samples/s (ratio), and a line per profile
-    naming the stage that bounds each trainer.
+    naming the stage that bounds each trainer. Where hybrid or prefetch-lru ran, a line (measured,
+    and per profile) gives every other trainer's speed over theirs (`versus_peers`).
     """
     profiles = list(projections[0]) if projections else []
     head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in profiles]
@@ -46,12 +47,31 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
                for p in profiles] for i, r in enumerate(results)]
     bounds = [f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}"
                                             for i, r in enumerate(results)) for p in profiles]
+    bounds += [line for p in profiles for line in versus_peers(
+        p, [r.trainer for r in results], [projections[i][p].samples_per_s for i in range(len(results))])]
     seen = {k for r in results for k, v in r.stage_seconds.items() if v > 0}
     stages = [s for s in STAGE_ORDER if s in seen] + sorted(seen - set(STAGE_ORDER))
     stage_rows = [[s] + [f"{1000 * r.stage_seconds[s]:.2f}" if r.stage_seconds.get(s, 0) > 0
                                  else "-" for r in results] for s in stages]
     stage_table = _lay_out(["stage ms/step"] + [r.trainer for r in results], stage_rows)
-    return "\n".join(_lay_out(head, rows) + bounds + [""] + stage_table)
+    measured = versus_peers("measured", [r.trainer for r in results], [r.samples_per_s for r in results])
+    return "\n".join(_lay_out(head, rows) + measured + bounds + [""] + stage_table)
+
+
+PEERS = ("hybrid", "prefetch-lru")   # the baseline, at its best on every core, and the production peer
+
+
+def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:
+    """A line per peer in the run ("x hybrid", "x prefetch-lru"): every other trainer's samples/s
+    over that peer's. Hybrid is at its best: its host work on every core it is given."""
+    lines = []
+    for peer in PEERS:
+        if peer in trainers:
+            base = samples_per_s[trainers.index(peer)]
+            others = [f"{t} {s / base:.2f}" for t, s in zip(trainers, samples_per_s) if t != peer]
+            if others and base > 0:
+                lines.append(f"{label} x {peer}: " + ", ".join(others))
+    return lines
 
 
 def format_validation(validation: Validation) -> str:

@@ -48,8 +48,9 @@ def show(results, as_json: bool, by_id: bool = False) -> int:
             against = r.extras.get("reference", "plain PyTorch")
             ranks = (f" on {r.extras['world_size']} ranks ({r.extras['sharding']}-wise, "
                      f"{r.extras['backend']})" if "world_size" in r.extras else "")
+            threads = f", {r.extras['threads']} host threads" if "threads" in r.extras else ""
             print(f"{r.trainer:12s} max |diff| {r.max_abs_diff:.3e}{exact} vs {against} after "
-                  f"{r.steps} steps{ranks} on {r.device} (tolerance {r.tolerance:g}){extra}: {verdict}")
+                  f"{r.steps} steps{ranks} on {r.device}{threads} (tolerance {r.tolerance:g}){extra}: {verdict}")
         if results and results[0].tolerance == 0.0:
             print("On the CPU in deterministic mode the kit and the reference do the same float "
                   "operations in the same order, so every difference must be exactly 0.0.")

@@ -27,6 +27,13 @@ How the datasheet peaks are derated to what the kit's operations reach:
   NumPy calls, the planner) run at the speeds `scratchkit calibrate` measured on an Ice Lake-SP
   Xeon core (HOST_CORE below; assumption: a server core of these generations runs them alike,
   within the spread a faster clock or a slower memory makes).
+- the host's memory system: hybrid's embedding work spreads over `host_cores`, but all of them
+  together draw random rows from one GPU's share of the server's DRAM channels
+  (`host_memory_line_rate`, costmodel/host_threads.py): channels per GPU (the CPU's datasheet:
+  channels per socket x sockets / GPUs) x a channel's random 64 B line rate, taken as half its
+  peak (transfers/s x 8 B / 64 B): a random line opens a DRAM row and turns the bus around, and
+  loaded-latency benchmarks of random 64 B reads (Intel MLC's class) reach about half a channel's
+  peak (assumption).
 """
 from __future__ import annotations
 
@@ -134,6 +141,7 @@ SERVERS: Registry[dict] = Registry("hardware profile ", {
     "v100-pcie3": dict(
         description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
         cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
+        memory=(3, 2933e6, "Xeon Gold 6248 datasheet: 6 channels of DDR4-2933 per socket; 2 sockets for 4 GPUs"),
         stream=(750 * GB, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
                           "Microbenchmarking': 750 GB/s measured (datasheet: 900 GB/s HBM2)"),
         l2=(6 * MB, 2155 * GB, "V100 datasheet: 6 MB L2; Jia et al. 2018: 2155 GB/s L2 bandwidth"),
@@ -143,6 +151,7 @@ SERVERS: Registry[dict] = Registry("hardware profile ", {
     "a100-pcie4": dict(
         description="A100 80GB PCIe on PCIe 4.0 x16; 2x EPYC 7742 (Rome, 64 cores, DDR4-3200)",
         cores=(16, "DGX A100 datasheet: 2x 64-core EPYC 7742 for 8 GPUs, 16 cores per GPU"),
+        memory=(2, 3200e6, "EPYC 7742 datasheet: 8 channels of DDR4-3200 per socket; 2 sockets for 8 GPUs"),
         stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
         l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
         fp32=(19.5e12, "A100 datasheet: 19.5 TFLOP/s float32 (no TF32: torch's default for float32 matmul)"),
@@ -151,6 +160,7 @@ SERVERS: Registry[dict] = Registry("hardware profile ", {
     "h100-pcie5": dict(
         description="H100 80GB PCIe on PCIe 5.0 x16; 2x Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, DDR5-4800)",
         cores=(14, "DGX H100 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+        memory=(2, 4800e6, "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs"),
         stream=(0.85 * 2000 * GB, "H100 PCIe datasheet: 2.0 TB/s HBM2e; assumption: 85% reached by copies"),
         l2=(50 * MB, 5500 * GB, "H100 datasheet: 50 MB L2; assumption: ~5.5 TB/s L2 bandwidth"),
         fp32=(51e12, "H100 PCIe datasheet: 51 TFLOP/s float32"),
@@ -159,6 +169,7 @@ SERVERS: Registry[dict] = Registry("hardware profile ", {
     "h200": dict(
         description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
         cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+        memory=(2, 4800e6, "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs"),
         stream=(4300 * GB, "read on an H200 of this workplace: a torch device "
                            "copy moved 4.3 TB/s read + write (datasheet: 4.8 TB/s HBM3e)"),
         l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
@@ -168,10 +179,20 @@ SERVERS: Registry[dict] = Registry("hardware profile ", {
 })
 
 
+RANDOM_LINE_SHARE = 0.5   # of a DRAM channel's peak that random 64 B lines reach (module note)
+LINE_BYTES = 64
+
+
+def memory_line_rate(channels: float, transfers_per_s: float) -> float:
+    """Random 64 B lines/s of `channels` DDR channels at `transfers_per_s` (8 B a transfer)."""
+    return channels * transfers_per_s * 8 * RANDOM_LINE_SHARE / LINE_BYTES
+
+
 def server(name: str) -> HardwareProfile:
     """The GPU server `name` (a SERVERS key), derated as the module note says."""
     f = SERVERS[name]
     cores, cores_source = f["cores"]
+    channels, transfers, memory_source = f["memory"]
     stream, stream_source = f["stream"]
     l2, l2_bw, l2_source = f["l2"]
     fp32, fp32_source = f["fp32"]
@@ -180,6 +201,7 @@ def server(name: str) -> HardwareProfile:
     updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)   # read and written
     return HardwareProfile(
         name=name, description=f["description"], host_cores=cores, **HOST_CORE,
+        host_memory_line_rate=memory_line_rate(channels, transfers),
         pcie_bw=0.8 * link, pcie_latency=f["copy_latency"], device_stream_bw=stream,
         device_gather=device_rows, device_scatter=device_rows, device_lookup=device_rows, device_update=updated,
         device_op_latency=f["launch"], device_calls=calls_from_ops(f["launch"]),
@@ -188,7 +210,10 @@ def server(name: str) -> HardwareProfile:
         device_activation_rate=RateCurve.constant(stream / 8),
         origin="datasheets and published microbenchmarks (scratchkit/costmodel/gpu_profiles.py)",
         sources=HOST_SOURCES | {
-            "host_cores": cores_source, "device_stream_bw": stream_source, "device_sort": f["sort"][1],
+            "host_cores": cores_source, "device_stream_bw": stream_source,
+            "host_memory_line_rate": f"{memory_source}: {channels} channels per GPU x {transfers / 1e6:.0f} MT/s "
+                                     f"x 8 B x {RANDOM_LINE_SHARE:g} (assumption: random lines reach half "
+                                     f"a channel's peak) / {LINE_BYTES} B", "device_sort": f["sort"][1],
             "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it",
             "pcie_latency": f"assumption: a small cudaMemcpyAsync costs ~{f['copy_latency'] / US:.0f} us end to end",
             "device_op_latency": f"assumption: CUDA's launch (~4 us) + PyTorch's dispatch on the host core: "

@@ -237,6 +237,10 @@ class HardwareProfile:
     # measured (a GPU profile: its host threads are priced alone; a profile saved before it was)
     host_co_run: float | None = None
     train_co_run: float | None = None
+    # random 64 B lines a second the host's memory system serves one GPU's share of the cores, all
+    # of them at once: the cap on host embedding work spread over the cores (costmodel/host_threads.py).
+    # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
+    host_memory_line_rate: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
     # library -> its build name): a profile of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
@@ -257,6 +261,9 @@ class HardwareProfile:
             value = getattr(self, name)
             if value is not None and not value >= 1:
                 raise ValueError(f"profile {self.name!r}: {name} is a slowdown, >= 1 or None, got {value}")
+        if self.host_memory_line_rate is not None and not self.host_memory_line_rate > 0:
+            raise ValueError(f"profile {self.name!r}: host_memory_line_rate must be > 0 or None, "
+                             f"got {self.host_memory_line_rate}")
         if self.host_cores < 1:
             raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):

@@ -262,6 +262,7 @@ class StepWork:
                                      # table whose cache is smaller than it, every step)
     plan_horizon: int = 0            # batches ScratchPipe's Plan looks ahead for victims' next use
     planners: int | None = None      # tables (or stripes) ScratchPipe plans at once; None: one per table
+    host_threads: int | None = None  # the run's threads for the host's embedding loops (TrainConfig.threads)
 
     # ---- totals over the tables
     @property
@@ -328,7 +329,8 @@ class StepWork:
                    state_width=config.optimizer.state_width(m.dim), optimizer=config.optimizer.kind,
                    num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
                    top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon,
-                   planners=T * config.cache.plan_stripes)    # each table's stripes plan at once
+                   planners=T * config.cache.plan_stripes,    # each table's stripes plan at once
+                   host_threads=config.host_threads())
 
     def with_counters(self, fetched_rows: float, written_back_rows: float,
                       evicting_tables: float | None = None) -> "StepWork":

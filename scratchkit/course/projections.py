@@ -1,5 +1,7 @@
 """Where ScratchPipe wins, where a cache suffices: projected speed-ups over `hybrid` on a GPU
-server, across locality (the Zipf exponent) and table size.
+server (hybrid at its best: its host work on every core the server gives a GPU, capped by the
+host's memory; costmodel/host_threads.py), and over `prefetch-lru`, the production peer, across
+locality (the Zipf exponent) and table size.
 
 Each point is a model the cost model projects without training it (scratchkit/projection/counters.py:
 the working sets of its batches, and the rows the kit's own planner and a batch-granular LRU would
@@ -28,6 +30,7 @@ class SpeedupGrid:
     table_rows: tuple[int, ...]
     capacity: int                                   # cache and scratchpad rows per table
     speedup: dict[str, np.ndarray] = field(default_factory=dict)
+    over_prefetch: dict[str, np.ndarray] = field(default_factory=dict)   # samples/s over prefetch-lru's
     bound: dict[str, list[list[str]]] = field(default_factory=dict)   # the stage that bounds each point
 
 
@@ -35,20 +38,25 @@ def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
                  zipfs=(0.6, 0.8, 1.0, 1.2), scales=(0.05, 0.25, 1.0), trainers=COMPARED,
                  batches: int = 8) -> SpeedupGrid:
     """The profile at each `scale` (its tables' rows; the cache keeps its rows per table) and each
-    Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's. The tables of
+    Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's (`speedup`) and
+    over prefetch-lru's (`over_prefetch`). The tables of
     the embedding-bound profiles are alike, so one table's rows moved stand for all of them."""
     configs = {s: get_profile(profile, scale=s) for s in scales}
     rows = tuple(int(c.data.table_sizes[0]) for c in configs.values())
     grid = SpeedupGrid(hardware, profile, tuple(zipfs), rows, configs[scales[0]].cache.capacity or 0)
     for name in trainers:
         grid.speedup[name] = np.zeros((len(scales), len(zipfs)))
+        grid.over_prefetch[name] = np.zeros((len(scales), len(zipfs)))
         grid.bound[name] = [[""] * len(zipfs) for _ in scales]
+    peers = ["hybrid", *(["prefetch-lru"] if "prefetch-lru" not in trainers else [])]
     for i, scale in enumerate(scales):
         for j, zipf in enumerate(zipfs):
             config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))
-            projected = project_config(config, ["hybrid", *trainers], [hardware], batches, sample_tables=1)
-            base = projected[0][hardware].samples_per_s
-            for name, row in zip(trainers, projected[1:]):
-                grid.speedup[name][i, j] = row[hardware].samples_per_s / base
+            projected = project_config(config, [*peers, *trainers], [hardware], batches, sample_tables=1)
+            speed = {row[hardware].trainer: row[hardware].samples_per_s for row in projected}
+            for row in projected[len(peers):]:
+                name = row[hardware].trainer
+                grid.speedup[name][i, j] = speed[name] / speed["hybrid"]
+                grid.over_prefetch[name][i, j] = speed[name] / speed["prefetch-lru"]
                 grid.bound[name][i][j] = row[hardware].bound_stage
     return grid

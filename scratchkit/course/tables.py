@@ -33,16 +33,23 @@ class Table:
 
 def bench_table(results, projections: list[dict] | None = None) -> Table:
     """`run_bench`'s results (and `project_bench`'s projections) as one table: a column per trainer,
-    a row per figure and per stage (ms per step), so six trainers and a dozen stages fit 1,000 px."""
+    a row per figure and per stage (ms per step), so six trainers and a dozen stages fit 1,000 px.
+    Each profile's projections also give every trainer's speed over hybrid's and prefetch-lru's,
+    where those ran."""
     stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
     profiles = list(projections[0]) if projections else []
     rows = [["samples/s"] + [f"{r.samples_per_s:,.0f}" for r in results],
             ["ratio"] + [f"{r.ratio:.2f}" for r in results],
             ["hit rate"] + ["-" if r.hit_rate is None else f"{r.hit_rate:.3f}" for r in results]]
+    names = [r.trainer for r in results]
     for p in profiles:
         rows += [[f"{p} samples/s"] + [f"{row[p].samples_per_s:,.0f}" for row in projections],
                  [f"{p} ratio"] + [f"{row[p].ratio:.2f}" for row in projections],
                  [f"{p} bound by"] + [row[p].bound_stage for row in projections]]
+        for peer in ("hybrid", "prefetch-lru"):    # the baseline on every core, the production cache
+            if peer in names:
+                base = projections[names.index(peer)][p].samples_per_s
+                rows.append([f"{p} x {peer}"] + [f"{row[p].samples_per_s / base:.2f}" for row in projections])
     rows += [[f"{s} ms"] + ([f"{1000 * r.stage_seconds[s]:.2f}" if s in r.stage_seconds else "-" for r in results])
              for s in stages]
     return Table([""] + [r.trainer for r in results], rows)

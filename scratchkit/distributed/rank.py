@@ -18,12 +18,13 @@ bit on a CPU: exchange.py and replica.py say why.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable, Iterator
 
 import torch
 
-from scratchkit.config import TrainConfig
+from scratchkit.config import TrainConfig, default_threads
 from scratchkit.data.batch import micro_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import as_device
@@ -46,8 +47,11 @@ class RankTrainer:
 
     def __init__(self, name: str, config: TrainConfig, plan: ShardingPlan, rank: int, *, source=None,
                  device=None, start=None, board=None, on_step: Callable[[int], None] | None = None):
-        self.name, self.config, self.plan, self.rank = name, config, plan, rank
         self.world_size = plan.world_size
+        if config.threads is None:    # this machine's cores shared by its ranks (torchrun's local ones)
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
+            config = config.replace(threads=max(1, default_threads() // max(local, 1)))
+        self.name, self.config, self.plan, self.rank = name, config, plan, rank
         self.source = source if source is not None else SyntheticSource(config.data)
         if config.data.batch_size % self.world_size:
             raise ValueError(f"a global batch of {config.data.batch_size} samples does not split "

@@ -13,7 +13,8 @@
 //                    SummationOrder.BY_ID, an option) each id's in lookup order instead, `sort_by_id`:
 //                    faster, and equal to PyTorch only to rounding
 //   sk_tbe_sgd       row = fma(-lr, g, row), torch's add_(g, alpha=-lr) (one rounding)
-// Tables are independent, so up to `threads` threads (a pool kept between calls) take whole tables.
+// Tables are independent, so up to `threads` threads (a pool kept between calls) take whole tables;
+// where there are more threads than tables, the forward cuts a table's bags and SGD its rows too.
 // Each function returns -1, or the first table whose input was out of range (nothing is read or
 // written outside the arrays, and sk_tbe_sgd checks every row before it changes any; the caller
 // raises).
@@ -201,13 +202,16 @@ __attribute__((always_inline)) inline bool pool_bag(const float* weight, int64_t
     return true;
 }
 
-// One table's pooled bags, written to out + b * out_stride. False: an offset or index out of range.
+// One table's pooled bags first .. last - 1 (of num_bags), bag b written to out + b * out_stride.
+// A bag's sum does not depend on which bags share its call, so threads may split a table's bags.
+// False: an offset or index out of range.
 template <int64_t Dim, class V>
 __attribute__((always_inline)) inline bool forward_rows(const float* weight, int64_t rows, const int64_t* index,
                                                         int64_t n, const int64_t* offset, int64_t num_bags,
-                                                        int64_t dim, float* out, int64_t out_stride) {
-    if (num_bags == 0 ? n != 0 : offset[0] != 0) return false;
-    for (int64_t b = 0; b < num_bags; ++b) {
+                                                        int64_t first, int64_t last, int64_t dim, float* out,
+                                                        int64_t out_stride) {
+    if (first == 0 && (num_bags == 0 ? n != 0 : offset[0] != 0)) return false;
+    for (int64_t b = first; b < last; ++b) {
         int64_t begin = offset[b], end = b + 1 < num_bags ? offset[b + 1] : n;
         if (begin < 0 || end < begin || end > n) return false;
         float* pooled = out + b * out_stride;
@@ -232,14 +236,18 @@ __attribute__((always_inline)) inline bool forward_rows(const float* weight, int
 // forward_rows built for 4-float vectors, and on x86-64 for AVX2's 8 where the CPU has it (chosen
 // at load; `sk_tbe_vector_floats` lets the tests run both)
 typedef bool (*ForwardTable)(const float*, int64_t, const int64_t*, int64_t, const int64_t*, int64_t,
-                             int64_t, float*, int64_t);
+                             int64_t, int64_t, int64_t, float*, int64_t);
 template <int64_t Dim>
 bool forward_table_4(const float* w, int64_t r, const int64_t* i, int64_t n, const int64_t* o, int64_t b,
-                     int64_t d, float* out, int64_t s) { return forward_rows<Dim, float4>(w, r, i, n, o, b, d, out, s); }
+                     int64_t f, int64_t l, int64_t d, float* out, int64_t s) {
+    return forward_rows<Dim, float4>(w, r, i, n, o, b, f, l, d, out, s);
+}
 #if defined(__x86_64__)
 template <int64_t Dim> __attribute__((target("avx2")))
 bool forward_table_8(const float* w, int64_t r, const int64_t* i, int64_t n, const int64_t* o, int64_t b,
-                     int64_t d, float* out, int64_t s) { return forward_rows<Dim, float8>(w, r, i, n, o, b, d, out, s); }
+                     int64_t f, int64_t l, int64_t d, float* out, int64_t s) {
+    return forward_rows<Dim, float8>(w, r, i, n, o, b, f, l, d, out, s);
+}
 int64_t widest_vector_floats() {
     static const int64_t widest = (__builtin_cpu_init(), __builtin_cpu_supports("avx2")) ? 8 : 4;
     return widest;
@@ -325,19 +333,27 @@ int64_t sk_tbe_sort(const int64_t* ids, int64_t n, int64_t* perm) {
 }
 
 // pooled [B, T, dim] (contiguous) from weights[t] [rows[t], dim], indices[t] [lengths[t]] and
-// offsets[t] [B] of every table t.
+// offsets[t] [B] of every table t. With more threads than tables, each table's bags are cut into
+// `parts` runs of consecutive bags (FBGEMM's CPU TBE threads over tables and bags alike): every
+// thread has work, and each bag is still summed by one thread in lookup order.
 int64_t sk_tbe_forward(int64_t num_tables, int64_t num_bags, int64_t dim, const float* const* weights,
                        const int64_t* rows, const int64_t* const* indices, const int64_t* lengths,
                        const int64_t* const* offsets, float* pooled, int64_t threads) {
-    std::vector<uint8_t> bad(num_tables, 0);
+    constexpr int64_t MIN_BAGS = 64;               // fewer a part, and waking a thread costs more
+    int64_t parts = num_tables > 0 && threads > num_tables ? (threads + num_tables - 1) / num_tables : 1;
+    parts = std::max<int64_t>(1, std::min(parts, num_bags / MIN_BAGS));
+    std::vector<uint8_t> bad(num_tables * parts, 0);
     by_width(dim, [&](auto width) {
         ForwardTable forward = forward_table<width()>();
-        for_tables(num_tables, threads, [&](int64_t t) {
-            bad[t] = !forward(weights[t], rows[t], indices[t], lengths[t], offsets[t], num_bags, dim,
-                              pooled + t * dim, num_tables * dim);
+        for_tables(num_tables * parts, threads, [&](int64_t k) {
+            int64_t t = k / parts, part = k % parts;
+            int64_t first = num_bags * part / parts, last = num_bags * (part + 1) / parts;
+            bad[k] = !forward(weights[t], rows[t], indices[t], lengths[t], offsets[t], num_bags, first, last,
+                              dim, pooled + t * dim, num_tables * dim);
         });
     });
-    return first_bad(bad);
+    int64_t k = first_bad(bad);
+    return k < 0 ? k : k / parts;
 }
 
 // The forward's vector width in floats: `floats` 4 or 8 (8 only on an x86-64 CPU with AVX2) from
@@ -397,10 +413,18 @@ int64_t sk_tbe_sgd(int64_t num_tables, int64_t dim, float* const* weights, const
         for (int64_t i = starts[t]; i < starts[t] + counts[t]; ++i)
             if (index[i] < 0 || index[i] >= rows[t]) bad[t] = 1;
     if (first_bad(bad) >= 0) return first_bad(bad);
+    // a table's rows are distinct, so with more threads than tables its rows are cut in runs too
+    constexpr int64_t MIN_ROWS = 256;              // fewer a run, and waking a thread costs more
+    int64_t most = 0;
+    for (int64_t t = 0; t < num_tables; ++t) most = std::max(most, counts[t]);
+    int64_t parts = num_tables > 0 && threads > num_tables ? (threads + num_tables - 1) / num_tables : 1;
+    parts = std::max<int64_t>(1, std::min(parts, most / MIN_ROWS));
     by_width(dim, [&](auto width) {
         auto sgd = sgd_table<width()>();
-        for_tables(num_tables, threads, [&](int64_t t) {
-            sgd(weights[t], index + starts[t], grad_sum + starts[t] * dim, counts[t], alpha, dim);
+        for_tables(num_tables * parts, threads, [&](int64_t k) {
+            int64_t t = k / parts, part = k % parts;
+            int64_t first = counts[t] * part / parts, last = counts[t] * (part + 1) / parts;
+            sgd(weights[t], index + starts[t] + first, grad_sum + (starts[t] + first) * dim, last - first, alpha, dim);
         });
     });
     return -1;

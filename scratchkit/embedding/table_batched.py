@@ -7,7 +7,11 @@ own dispatch, allocation and copy: `embedding_bag`, then `diff`, `repeat_interle
 row per lookup), a sparse tensor, `coalesce` (a sort, then one BLAS call per lookup to add
 duplicates), then `index_select`, `add_`, `index_copy_`. On a CPU the fast path does the same
 float operations in three C++ loops over all tables (`table_batched.cpp`, built with g++ on first
-use through scratchkit/native.py), on as many threads as torch uses (`torch.get_num_threads()`):
+use through scratchkit/native.py), on `host_threads()` threads (a trainer sets them from
+`TrainConfig.threads`; else as many as torch uses): threads take whole tables, and where there are
+more threads than tables the forward cuts a table's bags among them, and the update its rows. Each bag's sum and each row's
+coalesced gradient is still one thread's, in the order below, so the result is the same bit for bit
+at every thread count:
 
     pooled_lookup_tables        pooled [B, T, dim]: each bag's rows added in lookup order
     embedding_backward_tables   each table's lookups sorted by id in the order torch.sort leaves
@@ -54,7 +58,21 @@ LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "
 # torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
 # the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
 RADIX_MIN = 32768
+_threads: int | None = None   # set_host_threads's count; None: torch's
 
+
+def set_host_threads(threads: int | None) -> None:
+    """The threads the C++ loops use from now on, process-wide (as torch.set_num_threads is);
+    None: as many as torch uses."""
+    global _threads
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"host threads must be an integer >= 1 (or None), got {threads!r}")
+    _threads = threads
+
+
+def host_threads() -> int:
+    """The threads the C++ loops run on."""
+    return _threads if _threads is not None else torch.get_num_threads()
 
 
 @dataclass(frozen=True)
@@ -172,7 +190,7 @@ def pooled_lookup_tables(weights: list[torch.Tensor], indices: list[torch.Tensor
     rows, lengths = _int64s(w.shape[0] for w in weights), _int64s(i.shape[0] for i in indices)
     status = LOOPS.library.sk_tbe_forward(
         len(weights), num_bags, dim, _addresses(weights), rows, _addresses(indices), lengths,
-        _addresses(offsets), pooled.data_ptr(), torch.get_num_threads())
+        _addresses(offsets), pooled.data_ptr(), host_threads())
     _check(status, "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
                    "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]")
     return pooled
@@ -252,7 +270,7 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
     status = LOOPS.library.sk_tbe_backward(
         len(ids), grad.shape[0], dim, _addresses(ids), _addresses(perms), _int64s(lengths),
         _addresses(offsets), _addresses(addresses), grad.data_ptr(), grad.stride(0), grad.stride(1),
-        _int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, torch.get_num_threads(), int(by_id))
+        _int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, host_threads(), int(by_id))
     _check(status, "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or offsets[{t}] "
                    "is not a list of bag starts from 0 within ids[{t}]")
     return Coalesced(flat=FlatBuffers(index, grad_sum, _int64s(starts), counts))
@@ -276,5 +294,5 @@ def apply_updates(weights: list[torch.Tensor], states: list[torch.Tensor | None]
     status = LOOPS.library.sk_tbe_sgd(
         len(weights), flat.grad_sum.shape[1], _addresses(weights), _int64s(w.shape[0] for w in weights),
         flat.index.data_ptr(), flat.grad_sum.data_ptr(), flat.starts, flat.counts, -config.lr,
-        torch.get_num_threads())
+        host_threads())
     _check(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")

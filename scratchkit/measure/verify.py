@@ -84,7 +84,7 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
             emb, state = trainer.embedding_weights(), trainer.embedding_state()
         d, e, s = (largest_difference(dense, ref_dense), largest_difference(emb, ref_emb),
                    largest_difference(state, ref_state))
-        extras = {}
+        extras = {"threads": trainer.host_threads}   # the host embedding loops' (TrainConfig.threads)
         if pipelined(name):
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)

@@ -12,6 +12,8 @@ No overlap is assumed inside a stage. Across stages (`project`):
 
 - `gpu-only`, `hybrid`, `static`, `lru`, `lfu` run their stages one after another: the step
   time is the **sum** of the stages (a cache miss stalls the step while its row is fetched).
+  Hybrid's host embedding stages run on the host's threads, capped by its memory
+  (costmodel/host_threads.py); `bound_stage` is "host memory" where the cap holds its largest.
 - `prefetch-lru` on a GPU fetches the next batch (the device's row kernels reading the host
   tables over the link) on a thread and stream of its own while this one trains, and joins it
   before the update: the step is the larger of the prefetch and the stages before the update,
@@ -50,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from scratchkit.config import TrainConfig
 from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
 from scratchkit.projection.hardware import HardwareProfile, get_hardware
+from scratchkit.costmodel.host_threads import HOST_MEMORY, hybrid_stage_seconds
 from scratchkit.costmodel.stages import plan_handoff, stage_work
 from scratchkit.costmodel.work import StepWork, Work, mlp_flops
 from scratchkit.trainers import TRAINERS, TrainerKind, priced_as
@@ -87,10 +90,27 @@ def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
 
 
 def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
+    if priced_as(trainer) is TrainerKind.HYBRID:
+        return hybrid_stage_seconds(stage_work(trainer, work, hw), work, hw)[0]
     host_planned = priced_as(trainer) is TrainerKind.SCRATCHPIPE
     planners = plan_cores(work, hw) if host_planned else 1
     stages = {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
     return co_run(stages, hw) if host_planned else stages
+
+
+def _hybrid(work: StepWork, hw: HardwareProfile, stages: dict[str, float], extra_s: float
+            ) -> tuple[float, str, dict[str, float]]:
+    """Hybrid's step, what bounds it and its resources: its stages one after another, the host
+    embedding stages spread over the host's threads and capped by its memory (host_threads.py).
+    The bound is HOST_MEMORY where the largest stage is held by the memory system, not the cores."""
+    spreads = hybrid_stage_seconds(stage_work("hybrid", work, hw), work, hw)[1]
+    step = sum(stages.values()) + extra_s
+    bound = max(stages, key=stages.get)
+    if bound in spreads and spreads[bound].memory_bound:
+        bound = HOST_MEMORY
+    resources = {"serial": step, "host cores": sum(x.cores_seconds for x in spreads.values()),
+                  HOST_MEMORY: sum(x.memory_seconds for x in spreads.values())}
+    return step, bound, resources
 
 
 def co_run(stages: dict[str, float], hw: HardwareProfile) -> dict[str, float]:
@@ -121,6 +141,9 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
         beside = train - step_stages.get("update", 0.0)
         bound = max(PREFETCH_STAGES, key=stages.get) if ahead > beside else max(step_stages, key=step_stages.get)
         return made(max(beside, ahead) + train - beside, bound, True, {"train": train, "prefetch": ahead})
+    if kind is TrainerKind.HYBRID:
+        step, bound, resources = _hybrid(work, hw, stages, extra_s)
+        return made(step, bound, False, resources)
     if not kind.pipelined or (kind is TrainerKind.SCRATCHPIPE_DEVICE and hw.device_is_host):
         step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})

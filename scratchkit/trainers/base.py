@@ -22,7 +22,8 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
-from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, embedding_backward_tables
+from scratchkit.embedding.table_batched import (BackwardWorkspace, Coalesced, embedding_backward_tables,
+                                               set_host_threads)
 from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag
@@ -82,6 +83,10 @@ class Trainer(ABC):
         self.device = self.dev.torch
         if config.cpu_threads is not None:
             torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
+        # the host's embedding loops: the config's threads, less the cores the run's other
+        # processes take; set again before each step (trainers may alternate steps)
+        self.host_threads = config.host_threads(self.reserved_cores())
+        set_host_threads(self.host_threads)
         keep_step_memory()                              # a step's temporaries reused (allocator.py)
         if config.deterministic:
             self.dev.make_deterministic()               # CUDA's atomics; the CPU's ops already are
@@ -106,6 +111,7 @@ class Trainer(ABC):
         batches = self._steps(steps)
         self.call_end = batches.stop
         for _ in batches:
+            set_host_threads(self.host_threads)   # process-wide: another trainer may have run between
             with interrupted:
                 record = self.train_step()
             yield record
@@ -122,6 +128,11 @@ class Trainer(ABC):
         if end > len(self.source):
             raise ValueError(f"the source has {len(self.source)} batches; cannot train up to batch {end}")
         return range(self.next_batch, end)
+
+    def reserved_cores(self) -> int:
+        """Cores this trainer's run keeps from its host embedding loops when the config leaves their
+        threads to the machine: 0, as it runs in this process alone."""
+        return 0
 
     @abstractmethod
     def train_step(self) -> StepRecord:

@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 
 
 from scratchkit.data.checks import BadBatchError
+from scratchkit.embedding.table_batched import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
 from scratchkit.scratchpipe.device_moves import DeviceStages
@@ -169,7 +170,12 @@ class ScratchPipeTrainer(HostTablesTrainer):
         finally:
             self._end(driver, finished)
 
+    def reserved_cores(self) -> int:
+        """A CPU run's host stages take a core of their own (a forked process, or threads)."""
+        return 0 if self.dev.is_cuda else 1
+
     def _train_one(self, driver, b: int, started: float, cancelled) -> StepRecord:
+        set_host_threads(self.host_threads)   # process-wide: another trainer may have run between
         item = driver.wait_inserted(b, cancelled)
         t0 = time.perf_counter()
         if self.stage_hook is not None:

@@ -1,0 +1,113 @@
+"""Hybrid's host embedding work on many threads: spread over the cores, capped by host memory.
+
+The hybrid trainer's embedding stages run on the host (trainers/hybrid.py), in the table-batched
+C++ loops (embedding/table_batched.cpp) on `TrainConfig.threads` threads: whole tables per thread,
+and where there are more threads than tables, the forward's bags cut in runs of at least `MIN_BAGS`
+and the update's rows in runs of at least `MIN_ROWS` (as FBGEMM's CPU TBE threads over tables and
+bags); the backward (sort, then sums) stays one thread a table. So a stage priced for one
+core (`Work.host_seconds`) takes, on `threads` threads,
+
+    its calls' fixed costs + max(the rest of one core's seconds / min(threads, the stage's pieces),
+                                 its DRAM lines / the line rate)
+
+(the fixed costs are the calling thread's, whatever the threads: Amdahl's serial part).
+
+`threads`: on a GPU server, its `host_cores` (one GPU's share of the server's cores, as production
+hybrids use them); on this CPU (`device_is_host`), the run's threads (`StepWork.host_threads`),
+at most its cores. The second term is the cap: however many cores, the host's memory system serves
+only so many random 64 B lines a second (`HardwareProfile.host_memory_line_rate`: a server's
+figure is its channels per GPU x a channel's random-line rate, gpu_profiles.py; None where not
+known, as for a calibrated CPU: no cap). A step's DRAM lines, per table (`memory_lines`):
+
+    embedding_forward    each distinct row read once (a repeat within the batch is in a cache)
+    update               each distinct row, and its optimizer state, read and written back
+    embedding_backward   none: it reads the pooled gradients, [B, T, dim], and writes the sums
+
+The rest of a stage (the link, the device) is not the host's and is left as it is.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scratchkit.costmodel.hw_profile import HardwareProfile
+from scratchkit.costmodel.work import FLOAT_BYTES, StepWork, Work
+
+HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
+LINE_BYTES = 64     # a cache line: what DRAM serves per random access
+MIN_BAGS = 64       # fewest bags a thread's run of the forward takes (table_batched.cpp)
+MIN_ROWS = 256      # fewest rows a thread's run of the SGD update takes (table_batched.cpp)
+HOST_MEMORY = "host memory"   # the name of the cap when it binds
+
+
+def host_threads(w: StepWork, hw: HardwareProfile) -> int:
+    """The threads the host's embedding work is priced on (see the module note)."""
+    if hw.device_is_host:
+        return max(1, min(w.host_threads or 1, hw.host_cores))
+    return hw.host_cores
+
+
+def pieces(stage: str, w: StepWork) -> int:
+    """How many threads a stage's C++ loop can keep busy: tables, cut into the forward's runs of
+    bags and the update's runs of rows (the backward's sort and sums stay one thread a table)."""
+    if stage == "embedding_forward":
+        return w.num_tables * max(1, w.batch_size // MIN_BAGS)
+    if stage == "update":
+        return w.num_tables * max(1, int(max(t.unique for t in w.tables) // MIN_ROWS))
+    return w.num_tables
+
+
+def _lines(row_bytes: float) -> int:
+    return math.ceil(row_bytes / LINE_BYTES) if row_bytes else 0
+
+
+def memory_lines(stage: str, w: StepWork) -> float:
+    """Random DRAM lines one step's `stage` moves (see the module note)."""
+    u = sum(t.unique for t in w.tables)
+    if stage == "embedding_forward":
+        return u * _lines(w.row_bytes)
+    if stage == "update":
+        return 2 * u * (_lines(w.row_bytes) + _lines(w.state_width * FLOAT_BYTES))
+    return 0.0
+
+
+@dataclass(frozen=True)
+class HostSpread:
+    """One host stage on the threads: its seconds, and which limit set them."""
+
+    cores_seconds: float     # its calls' fixed costs + the rest of one core's seconds over the threads
+    memory_seconds: float    # its calls' fixed costs + its DRAM lines at the host's line rate
+
+    @property
+    def seconds(self) -> float:
+        return max(self.cores_seconds, self.memory_seconds)
+
+    @property
+    def memory_bound(self) -> bool:
+        return self.memory_seconds > self.cores_seconds
+
+
+def calls_seconds(part: Work, hw: HardwareProfile) -> float:
+    """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
+    threads (the dispatch, the arguments' checks, waking the pool)."""
+    return sum(count * hw.call(False, name) for name, count in part.host_calls)
+
+
+def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpread:
+    """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
+    calls' fixed costs stay the caller's, the rest spreads."""
+    threads = min(host_threads(w, hw), pieces(stage, w))
+    rate = hw.host_memory_line_rate
+    memory = memory_lines(stage, w) / rate if rate else 0.0
+    calls = calls_seconds(part, hw)
+    return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
+
+
+def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: HardwareProfile
+                         ) -> tuple[dict[str, float], dict[str, HostSpread]]:
+    """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
+    stages' HostSpread (which limit binds it)."""
+    spreads = {s: spread(s, parts[s], w, hw) for s in HOST_EMBEDDING_STAGES if s in parts}
+    seconds = {s: (part.seconds(hw) - part.host_seconds(hw) + spreads[s].seconds if s in spreads
+                   else part.seconds(hw)) for s, part in parts.items()}
+    return seconds, spreads

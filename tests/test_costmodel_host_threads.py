@@ -1,0 +1,114 @@
+"""Hybrid's host embedding work on many threads (costmodel/host_threads.py): one core's seconds
+spread over the host's threads, capped by the rate the host's memory serves random lines."""
+from dataclasses import replace
+
+import pytest
+
+from scratchkit.config import OptimizerKind
+from scratchkit.costmodel.gpu_profiles import SERVERS, memory_line_rate
+from scratchkit.costmodel.host_threads import HOST_MEMORY, memory_lines, pieces
+from scratchkit.costmodel.work import StepWork, TableWork
+from scratchkit.projection.costmodel import project, stage_work
+from scratchkit.projection.hardware import get_hardware
+from scratchkit.profiles import get_profile
+
+HOST_STAGES = ("embedding_forward", "embedding_backward", "update")
+
+
+def wide(tables=8, batch=2048, unique=50_000.0, dim=64, state_width=0) -> StepWork:
+    """An embedding-bound step: 8 tables of a million rows, 80k lookups and 50k distinct a table."""
+    return StepWork(batch_size=batch, dim=dim, state_width=state_width, optimizer=OptimizerKind.SGD,
+                    num_dense=13, tables=tuple(TableWork(1_000_000, 40.0 * batch, unique, 100_000)
+                                               for _ in range(tables)),
+                    bottom=(13, dim), top=(dim + 36, 1))
+
+
+def one_core_seconds(work, hw, stage):
+    return stage_work("hybrid", work, hw)[stage].host_seconds(hw)
+
+
+def fixed_costs(work, hw, stage):
+    """The stage's calls, priced by hand from the profile's table of fixed costs."""
+    return sum(count * hw.host_calls[name] for name, count in stage_work("hybrid", work, hw)[stage].host_calls)
+
+
+def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
+    h100, work = get_hardware("h100-pcie5"), wide()
+    one = project("hybrid", work, replace(h100, host_cores=1))
+    many = project("hybrid", work, h100)
+    assert many.samples_per_s > 3 * one.samples_per_s
+    assert many.bound_stage != HOST_MEMORY
+    # each host stage: one core's seconds over min(14, its pieces), or its lines at the memory's
+    # rate where that is longer (the forward's here); the link and device as they were
+    for stage in HOST_STAGES:
+        threads = min(14, pieces(stage, work))
+        rest = one.stage_seconds[stage] - one_core_seconds(work, h100, stage)
+        calls = fixed_costs(work, h100, stage)
+        host = calls + max((one_core_seconds(work, h100, stage) - calls) / threads,
+                           memory_lines(stage, work) / h100.host_memory_line_rate)
+        assert many.stage_seconds[stage] == pytest.approx(rest + host)
+    assert many.stage_seconds["embedding_forward"] == pytest.approx(
+        one.stage_seconds["embedding_forward"] - one_core_seconds(work, h100, "embedding_forward")
+        + fixed_costs(work, h100, "embedding_forward")
+        + memory_lines("embedding_forward", work) / h100.host_memory_line_rate)
+
+
+def test_the_calls_fixed_costs_stay_on_the_calling_thread():
+    """Amdahl's serial part: however many cores, a stage takes at least its calls' fixed costs."""
+    h100, work = get_hardware("h100-pcie5"), wide(batch=64, unique=20.0)
+    huge = project("hybrid", work, replace(h100, host_cores=10_000, host_memory_line_rate=1e15))
+    for stage in HOST_STAGES:
+        assert fixed_costs(work, h100, stage) > 0
+        assert huge.stage_seconds[stage] >= fixed_costs(work, h100, stage)
+
+
+def test_the_memory_cap_binds_and_is_named_when_the_lines_outrun_the_cores():
+    h100, work = get_hardware("h100-pcie5"), wide()
+    lines = memory_lines("update", work)
+    assert lines == 2 * 8 * 50_000 * (64 * 4 // 64)            # read and written, 4 lines a 256 B row
+    starved = replace(h100, host_memory_line_rate=1e7)           # 10M lines/s: far below the cores
+    capped = project("hybrid", work, starved)
+    assert capped.bound_stage == HOST_MEMORY
+    assert capped.resource_seconds[HOST_MEMORY] == pytest.approx(
+        sum(memory_lines(s, work) / 1e7 + fixed_costs(work, starved, s) for s in HOST_STAGES))
+    assert capped.stage_seconds["update"] >= lines / 1e7
+    more_cores = project("hybrid", work, replace(starved, host_cores=56))
+    assert more_cores.samples_per_s == pytest.approx(capped.samples_per_s, rel=0.02)   # cores no longer help
+
+
+def test_the_state_rows_count_as_lines_too():
+    assert memory_lines("update", wide(state_width=1)) == 2 * 8 * 50_000 * (4 + 1)
+    assert memory_lines("embedding_backward", wide()) == 0.0
+
+
+def test_a_few_tables_still_use_every_core_through_their_bags_and_rows():
+    work = wide(tables=2)
+    assert pieces("embedding_forward", work) == 2 * 2048 // 64
+    assert pieces("update", work) == 2 * int(50_000 // 256)
+    assert pieces("embedding_backward", work) == 2            # one thread a table's sort
+
+
+def test_each_servers_memory_rate_is_its_channels_per_gpu_at_half_their_peak():
+    assert memory_line_rate(2, 4800e6) == pytest.approx(2 * 38.4e9 * 0.5 / 64)
+    for name, figures in SERVERS.items():
+        channels, transfers, source = figures["memory"]
+        hw = get_hardware(name)
+        assert hw.host_memory_line_rate == pytest.approx(memory_line_rate(channels, transfers))
+        assert "channels" in source and "host_memory_line_rate" in hw.sources
+
+
+def test_on_this_cpu_hybrid_is_priced_at_the_runs_threads():
+    from tests.test_costmodel import toy
+
+    cpu, work = toy(device_is_host=True, host_cores=4), wide(tables=2)
+    at = lambda n: project("hybrid", replace(work, host_threads=n), cpu)
+    assert at(2).samples_per_s > at(1).samples_per_s
+    assert at(4).samples_per_s > at(2).samples_per_s
+    assert at(16).samples_per_s == pytest.approx(at(4).samples_per_s)       # no more than its cores
+
+
+def test_hybrid_now_differs_between_the_servers_and_says_what_bounds_it():
+    work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
+    projected = {name: project("hybrid", work, get_hardware(name)) for name in SERVERS}
+    assert len({round(p.samples_per_s) for p in projected.values()}) == len(SERVERS)
+    assert all(p.bound_stage for p in projected.values())
