@@ -157,7 +157,12 @@ def test_bench_validate_alternates_in_rounds_and_writes_the_checks(tmp_path, cap
     assert {(s["trainer"], s["stage"]) for s in out["stage_rows"]} >= {("lru", "fetch"), ("scratchpipe", "plan")}
     kept = json.loads(record.read_text())
     assert {"command", "commit", "date", "machine", "figures"} <= set(kept)
-    assert kept["figures"]["ratio_rows"] == out["ratio_rows"] and kept["figures"]["profiles"] == ["tiny"]
+    figures = kept["figures"]
+    assert figures["profiles"] == "tiny" and figures["spread_verdict"] == out["spread_verdict"]
+    assert [(k, v["measured"]) for k, v in figures["ratios"].items()] == \
+        [(f"tiny {r['trainer']} / gpu-only", round(r["measured_ratio"], 3)) for r in out["ratio_rows"]]
+    assert list(figures["bounds"]) == ["tiny gpu-only", "tiny lru", "tiny scratchpipe"]
+    assert all(v["within"] is not None for v in figures["stages"].values())   # the bounded stages
     code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only,lru", "--steps", "4", "--warmup", "1",
                  "--rounds", "2", "--validate"])
     text = capsys.readouterr().out

@@ -65,6 +65,27 @@ def run_validation(args) -> int:
         print(format_validation(validation))
         print(format_round_check(checks))
     if record is not None:
-        path = record.write(args.record, {"profiles": names, "scale": args.scale, "trainers": trainers, **out})
-        print(f"recorded {path}", file=sys.stderr)
+        figures = {"profiles": ", ".join(names), "scale": args.scale, "trainers": ", ".join(trainers),
+                   "rounds": rounds, "steps": steps, "warmup": warmup, "hardware": validation.hardware,
+                   "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
+        print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
     return 1 if args.strict and not validation.passed else 0
+
+
+def recorded(checks) -> dict[str, dict[str, dict]]:
+    """The round checks as a record's tables (scripts/render_results.py renders a dict of dicts):
+    every ratio, every bound, and every stage a bound applies to, figures rounded."""
+    pct = lambda x: None if x is None else round(100 * x, 1)
+    ratios = {f"{r.profile} {r.trainer} / {r.reference}": {
+        "measured": round(r.measured_ratio, 3), "predicted": round(r.predicted_ratio, 3), "error %": pct(r.error),
+        "spread %": pct(r.spread), "bound %": pct(r.bound), "bound from": r.bound_from.value, "within": r.within}
+        for r in checks.ratio_rows}
+    bounds = {f"{b.profile} {b.trainer}": {
+        "model": b.predicted_stage + (f" ({b.predicted_resource})" if b.predicted_resource else ""),
+        "run": b.measured_stage + (f" ({b.measured_resource})" if b.measured_resource else ""), "agree": b.agree}
+        for b in checks.bound_rows}
+    stages = {f"{r.profile} {r.trainer} {r.stage}": {
+        "measured ms": round(1000 * r.measured_s, 3), "predicted ms": round(1000 * r.predicted_s, 3),
+        "error %": pct(r.error), "of step %": pct(r.share), "spread %": pct(r.spread), "bound %": pct(r.bound),
+        "bound from": r.bound_from.value, "within": r.within} for r in checks.stage_rows if r.within is not None}
+    return {"ratios": ratios, "bounds": bounds, "stages": stages}
