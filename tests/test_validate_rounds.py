@@ -159,6 +159,7 @@ def test_bench_validate_alternates_in_rounds_and_writes_the_checks(tmp_path, cap
     assert {"command", "commit", "date", "machine", "figures"} <= set(kept)
     figures = kept["figures"]
     assert figures["profiles"] == "tiny" and figures["spread_verdict"] == out["spread_verdict"]
+    assert "the 1-minute load average" in figures["load"]
     assert [(k, v["measured"]) for k, v in figures["ratios"].items()] == \
         [(f"tiny {r['trainer']} / gpu-only", round(r["measured_ratio"], 3)) for r in out["ratio_rows"]]
     assert list(figures["bounds"]) == ["tiny gpu-only", "tiny lru", "tiny scratchpipe"]

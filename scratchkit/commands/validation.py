@@ -9,6 +9,7 @@ busy machine can resolve.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from argparse import Namespace
@@ -40,6 +41,7 @@ def run_validation(args) -> int:
     from scratchkit.trainers import available_trainers
 
     record = RunRecord("scratchkit " + shlex.join(sys.argv[1:])) if args.record else None
+    load = os.getloadavg()[0]      # how busy the machine was: a record of a shared VM says so
     rounds = ROUNDS if args.rounds is None else args.rounds
     if rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {rounds}")
@@ -67,6 +69,8 @@ def run_validation(args) -> int:
     if record is not None:
         figures = {"profiles": ", ".join(names), "scale": args.scale, "trainers": ", ".join(trainers),
                    "rounds": rounds, "steps": steps, "warmup": warmup, "hardware": validation.hardware,
+                   "load": f"{load:.1f} as it started, {os.getloadavg()[0]:.1f} as it ended (the 1-minute load "
+                           f"average; {os.cpu_count()} cores)",
                    "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
         print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
     return 1 if args.strict and not validation.passed else 0
