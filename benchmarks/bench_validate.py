@@ -40,6 +40,7 @@ import sys
 import time
 
 from scratchkit.calibration.steal import StealMeter
+from scratchkit.commands.validation import recorded
 from scratchkit.measure.record import RunRecord
 from scratchkit.measure.validate import Validation, median_of_rounds, validate_trainers
 from scratchkit.profiles import PROFILES, SCALABLE, get_profile
@@ -121,8 +122,11 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(figures, out, indent=2)
-    if args.record:
-        print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
+    if args.record:        # the round checks as tables, as `bench --validate --record` keeps them
+        kept = {"profiles": ", ".join(profiles), "scale": args.scale, "trainers": ", ".join(trainers),
+                "rounds": args.rounds, "alternate": args.alternate, "hardware": validation.hardware,
+                "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
+        print(f"recorded {record.write(args.record, kept)}", file=sys.stderr)
     return 0 if validation.passed else 1
 
 

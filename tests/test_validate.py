@@ -115,7 +115,9 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     text, err = capsys.readouterr()
     written = json.loads(out.read_text())
     record = json.loads(kept.read_text())
-    assert record["figures"] == written and record["command"].startswith("python benchmarks/bench_validate.py")
+    assert record["command"].startswith("python benchmarks/bench_validate.py")
+    assert record["figures"]["spread_verdict"] == written["spread_verdict"] and list(record["figures"]["ratios"]) == \
+        ["tiny lru / gpu-only"]
     assert [(r["trainer"], r["reference"]) for r in written["ratio_rows"]] == [("lru", "gpu-only")]
     assert "samples/s ratios, medians of the rounds:" in text and written["spread_verdict"].startswith(("PASS", "FAIL"))
     assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
