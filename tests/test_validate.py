@@ -109,11 +109,17 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_validate", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    out = tmp_path / "v.json"
+    out, kept = tmp_path / "v.json", tmp_path / "record.json"
     code = bench.main(["--profiles", "tiny", "--trainers", "gpu-only,lru", "--quick", "--rounds", "2",
-                       "--json", str(out)])
+                       "--json", str(out), "--record", str(kept)])
     text, err = capsys.readouterr()
     written = json.loads(out.read_text())
+    record = json.loads(kept.read_text())
+    assert record["command"].startswith("python benchmarks/bench_validate.py")
+    assert record["figures"]["spread_verdict"] == written["spread_verdict"] and list(record["figures"]["ratios"]) == \
+        ["tiny lru / gpu-only"]
+    assert [(r["trainer"], r["reference"]) for r in written["ratio_rows"]] == [("lru", "gpu-only")]
+    assert "samples/s ratios, medians of the rounds:" in text and written["spread_verdict"].startswith(("PASS", "FAIL"))
     assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
     assert len(written["rounds"]) == 2 and "round 2/2: tiny:" in err
     assert written["noise"][0].startswith("tiny: the same dense step (mlp) measured")   # gpu-only's and lru's
@@ -218,7 +224,7 @@ def test_bench_validate_prints_json_rows_and_a_table(capsys):
     code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only,lru", "--capacity", "300",
                  "--steps", "3", "--warmup", "1", "--validate", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and set(out) == {"hardware", "verdict", "passed", "worst", "rows"}
+    assert code == 0 and {"hardware", "verdict", "passed", "worst", "rows"} <= set(out)   # and the round checks
     for r in out["rows"]:
         assert {"profile", "trainer", "stage", "measured_s", "predicted_s", "error"} <= set(r)
     assert {r["trainer"] for r in out["rows"]} == {"gpu-only", "lru"}

@@ -257,7 +257,7 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
             "device_bmm_flops": "torch.bmm of 1024 (T+1) x dim matrices, less the op's fixed cost, CPU time",
             "device_activation_rate": "the kit's dense step at the MLPs' shapes, inside gpu-only's steps: "
                                       "what its fixed costs and matmuls leave, over the floats its "
-                                      "elementwise ops move, the stage timer's wall time"}
+                                      "elementwise ops move, the stage timer reading CPU time"}
         | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_update",
                              "device_op_latency",
                              "device_calls", "device_sort", "device_sort_value_rate")})

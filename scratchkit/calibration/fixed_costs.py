@@ -24,6 +24,7 @@ price the per-table torch ops, so the runs here switch the C++ loops off (`SCRAT
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -55,21 +56,25 @@ def per_table_ops():
             os.environ["SCRATCHKIT_NATIVE"] = before
 
 
-def stage_times(config: TrainConfig, steps: int, statistic, device=None, warmup: int = 3) -> dict[str, float]:
+def stage_times(config: TrainConfig, steps: int, statistic, device=None, warmup: int = 3,
+                clock=time.perf_counter) -> dict[str, float]:
     """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps
-    after `warmup` untimed ones), with the per-table torch ops (the module note)."""
+    after `warmup` untimed ones), with the per-table torch ops (the module note). `clock`: the
+    stage timer's (the calibration's Bench.clock: CPU time on a CPU, as every other constant,
+    so that a neighbour's load, which stretches wall time, enters none of them)."""
     from scratchkit.trainers import make_trainer
 
     with per_table_ops(), make_trainer("gpu-only", config, device=device) as trainer:
+        trainer.timer.clock = clock
         records = list(trainer.train(warmup + steps))[warmup:]
     return {s: float(statistic([r.stage_seconds.get(s, 0.0) for r in records])) for s in records[0].stage_seconds}
 
 
-def step_fixed_costs(steps: int = 15, statistic=np.median, device=None) -> dict[str, float]:
+def step_fixed_costs(steps: int = 15, statistic=np.median, device=None, clock=time.perf_counter) -> dict[str, float]:
     """The fixed costs (hw_profile.CALL_OPS names) of the torch calls the trainers make per table
-    and per step, from tiny training runs (the module note)."""
+    and per step, from tiny training runs (the module note), timed by `clock`."""
     run = lambda tables, depth=SHALLOW, opt=OptimizerKind.SGD: stage_times(
-        tiny_config(tables, depth, opt), steps, statistic, device)
+        tiny_config(tables, depth, opt), steps, statistic, device, clock=clock)
     few, many, deep = run(FEW), run(MANY), run(FEW, DEEP)
     per_table = lambda stage: max((many[stage] - few[stage]) / (MANY - FEW), 0.0)
     costs = {"lookup": per_table("embedding_forward"), "backward": per_table("embedding_backward"),

@@ -153,7 +153,7 @@ def call_latencies(bench: Bench, device=None, steps: int = 15) -> dict[str, floa
     rows, index = [d(torch.randn(16, 16)) for _ in range(TABLES)], d(torch.tensor([1, 2, 3]))
     return {"slots_of_unique": bench.per_call(lambda t: slots_of_unique(index + t, ids[t], ids[t])),
             "op": bench.per_call(lambda t: rows[t].index_select(0, index)),
-            **step_fixed_costs(steps, bench.statistic, device)}
+            **step_fixed_costs(steps, bench.statistic, device, clock=bench.clock)}
 
 
 def coalesce_rates(bench: Bench, quick: bool) -> tuple[RateCurve, float]:
@@ -222,7 +222,8 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     what its fixed costs, its matmuls and the pairs' scatter leave of each step's time.
 
     The dense step is timed where it runs, inside `gpu-only`'s training steps (its `mlp` stage,
-    the median of DENSE_STEPS (15 at 7 repeats) after DENSE_WARMUP; `device`: where they run), after an embedding
+    the median of DENSE_STEPS (15 at 7 repeats) after DENSE_WARMUP; `device`: where they run; timed
+    by the Bench's clock, as every other constant), after an embedding
     lookup of the shape's tables (16k rows but tiny's) has streamed its rows through the caches.
     Timed alone in a loop, the same step ran 1.2x faster on `small` and its first runs (the
     allocator's first pages) 1.3x slower: fitted to those, the model missed a step's MLP by -30%
@@ -239,7 +240,7 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
                              model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
         w = StepWork.from_config(config, batches=1)
         step = stage_times(config, DENSE_STEPS(bench.repeats), bench.statistic, device,
-                           warmup=DENSE_WARMUP(batch))["mlp"]
+                           warmup=DENSE_WARMUP(batch), clock=bench.clock)["mlp"]
         matmuls, batched = kit.dense_matmuls(w)
         vectors = tables + 1
         known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]

@@ -97,18 +97,29 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
             per = _no_cheaper_when_fewer([max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n
                                           for n in sizes])
             lookup_points += [(row, footprint, n, p) for n, p in zip(sizes, per)]
-            rows = footprint // row
+            rows, timed = footprint // row, []
             for density in DENSITIES[not quick]:
                 if density * rows * TABLES > UPDATE_ROWS:
                     break
                 seconds, moved = update(weights, round(-np.log1p(-density) * rows))   # draws for that share
-                update_points.append((row, footprint, moved / (TABLES * rows),
-                                      max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
+                timed.append((moved / (TABLES * rows), max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
+            update_points += sparse_no_cheaper(row, footprint, timed)
             fixed_costs("forward", lookups(weights[:FEW], 2), lookups(weights, 2))
             fixed_costs("sgd", update(weights[:FEW], 2)[0], update(weights, 2)[0])
         fixed_costs("backward", backward(row // 4, 2, FEW)[0], fixed_b)
     fixed_costs = {name: float(np.median(values)) for name, values in fixed.items()}
     return fixed_costs, RowCurve(tuple(lookup_points)), RowCurve(tuple(backward_points)), RowCurve(tuple(update_points))
+
+
+def sparse_no_cheaper(row: int, footprint: int, timed: list[tuple[float, float]]) -> list[tuple]:
+    """The update curve's points of one row size and table, from (density, seconds per row) at
+    increasing density: a sparser update costs no less a row than a denser one (its rows are
+    farther apart), so each is at least the next one's. Its sparsest point is a call of a few
+    hundred rows, timed as a small difference from the call's fixed cost, which a noisy run can
+    bring to nothing (the floor): interpolated from such a point, every sparse update of a small
+    table would be priced as nearly free."""
+    per_row = _no_cheaper_when_fewer([seconds for _, seconds in timed])
+    return [(row, footprint, density, seconds) for (density, _), seconds in zip(timed, per_row)]
 
 
 def _no_cheaper_when_fewer(per_lookup: list[float]) -> list[float]:

@@ -31,6 +31,11 @@ def add_parser(subparsers) -> None:
                         "FAIL against the bounds (25%% per stage over 10%% of the step, 15%% on the "
                         "step); --profile all validates every profile (--scale for the scalable ones)")
     p.add_argument("--strict", action="store_true", help="with --validate: exit 1 when it FAILs")
+    p.add_argument("--rounds", type=int, default=None, metavar="K",
+                   help="with --validate: the trainers alternate, each taking its timed steps in K parts "
+                        "(default 5); ratios and stages are held to their spread between those rounds")
+    p.add_argument("--record", default=None, metavar="PATH",
+                   help="with --validate: also keep the run as a record (command, commit, date, machine) at PATH")
     add_sharding_args(p)
     p.set_defaults(run=run)
 
@@ -41,8 +46,11 @@ def run(args) -> int:
             raise ValueError("--validate runs on one process; drop --world-size")
         from scratchkit.commands.validation import run_validation
         return run_validation(args)
-    if args.profile == "all":
-        raise ValueError("--profile all needs --validate; bench one profile at a time")
+    if args.profile == "all" or "," in (args.profile or ""):
+        raise ValueError("--profile all needs --validate (so does a list of profiles); bench one profile at a time")
+    for flag, given in (("--rounds", args.rounds is not None), ("--record", args.record is not None)):
+        if given:
+            raise ValueError(f"{flag} applies to --validate runs; add --validate or drop {flag}")
     from scratchkit.commands.tables import format_table
     from scratchkit.measure.bench import run_bench
     from scratchkit.commands.common import parse_trainer_list

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scratchkit.projection.hardware import GB, US, HardwareProfile
+from scratchkit.measure.round_checks import RoundCheck
 from scratchkit.measure.validate import Validation
 
 if TYPE_CHECKING:
@@ -93,6 +94,27 @@ def format_validation(validation: Validation) -> str:
                      + [f"this-cpu: {validation.hardware}"]
                      + (["the machine's spread:"] + [f"  {n}" for n in noise] if noise else [])
                      + beyond + [validation.verdict()])
+
+
+def format_round_check(check: RoundCheck) -> str:
+    """The checks against the run's own spread between rounds: a row per ratio (measured, predicted,
+    error, spread, the bound and where it came from), a line per trainer naming the bound stage the
+    model and the run say, every bounded stage outside, then the verdict."""
+    pct = lambda x: f"{100 * x:+.0f}%"
+    head = ["profile", "trainer / reference", "measured", "predicted", "error", "spread", "bound", ""]
+    rows = [[r.profile, f"{r.trainer} / {r.reference}", f"{r.measured_ratio:.3f}", f"{r.predicted_ratio:.3f}",
+             pct(r.error), f"{100 * r.spread:.0f}%", f"{100 * r.bound:.0f}% ({r.bound_from.value})",
+             "" if r.within else "!"] for r in check.ratio_rows]
+    bounds = [f"  {b.profile} {b.trainer}: model {b.predicted_stage}"
+              + (f" ({b.predicted_resource})" if b.predicted_resource else "") + f", run {b.measured_stage}"
+              + (f" ({b.measured_resource})" if b.measured_resource else "") + ("" if b.agree else "  !")
+              for b in check.bound_rows]
+    outside = [f"  {r.profile} {r.trainer} {r.stage}: {pct(r.error)} ({100 * r.share:.0f}% of the step), spread "
+               f"{100 * r.spread:.0f}%, bound {100 * r.bound:.0f}% ({r.bound_from.value})"
+               for r in check.stage_rows if r.within is False]
+    return "\n".join(["samples/s ratios, medians of the rounds:"] + _lay_out(head, rows)
+                     + ["the stage that bounds each step:"] + bounds
+                     + (["stages outside their bound:"] + outside if outside else []) + [check.verdict()])
 
 
 def describe_hardware(hw: HardwareProfile) -> str:

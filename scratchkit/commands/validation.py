@@ -1,42 +1,95 @@
-"""`scratchkit bench --validate`: the this-cpu cost model beside this run, stage by stage."""
+"""`scratchkit bench --validate`: the this-cpu cost model beside this run, stage by stage.
+
+The trainers alternate in rounds (`--rounds K`: each takes its timed steps in K parts, in turn),
+so the run holds the model to two kinds of bound: the absolute ones (measure/validate.py: 25% a
+stage, 15% a step; what scripts/gpu_check.sh checks on a quiet GPU server) and the run's own
+spread between its rounds (measure/round_checks.py: ratios to gpu-only, bounds, stages), which a
+busy machine can resolve.
+"""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
 from argparse import Namespace
 
 from scratchkit.commands.common import config_from_args, parse_trainer_list, progress, run_length
 from scratchkit.profiles import PROFILES, scalable_profiles
 
+ROUNDS = 5          # --rounds' default: parts each trainer's timed steps are taken in, in turn
+
 
 def profiles_of(args) -> list[str]:
-    """--profile NAME (default: the command's), or all: every profile (the scalable ones at --scale)."""
+    """--profile NAME (default: the command's), a comma-separated list, or all: every profile (the
+    scalable ones at --scale)."""
     if getattr(args, "data", None) is not None:
         raise ValueError("--validate runs on the synthetic profiles; drop --data")
-    if args.profile != "all":
-        return [args.profile or args.default_profile]
-    return list(PROFILES)
+    if args.profile == "all":
+        return list(PROFILES)
+    names = [p.strip() for p in (args.profile or args.default_profile).split(",") if p.strip()]
+    unknown = [p for p in names if p not in PROFILES]
+    if unknown:
+        raise ValueError(f"unknown profile {unknown[0]!r}; choose from {', '.join(PROFILES)} or all")
+    return names
 
 
 def run_validation(args) -> int:
-    from scratchkit.commands.tables import format_validation
+    from scratchkit.commands.tables import format_round_check, format_validation
+    from scratchkit.measure.record import RunRecord
     from scratchkit.measure.validate import Validation, validate_trainers
     from scratchkit.trainers import available_trainers
 
+    record = RunRecord("scratchkit " + shlex.join(sys.argv[1:])) if args.record else None
+    load = os.getloadavg()[0]      # how busy the machine was: a record of a shared VM says so
+    rounds = ROUNDS if args.rounds is None else args.rounds
+    if rounds < 1:
+        raise ValueError(f"--rounds must be at least 1, got {rounds}")
     trainers = parse_trainer_list(args.trainers) if args.trainers else available_trainers()
     steps, warmup = run_length(args)
+    names = profiles_of(args)
     configs = []
-    for name in profiles_of(args):      # every config built (and checked) before anything trains
-        scale = args.scale if name in scalable_profiles() or args.profile != "all" else None   # one profile: checked
+    for name in names:      # every config built (and checked) before anything trains
+        scale = args.scale if name in scalable_profiles() or len(names) == 1 else None   # one profile: checked
         configs.append((name, config_from_args(Namespace(**{**vars(args), "profile": name, "scale": scale}))))
     validation = Validation()
     for name, config in configs:
-        validation += validate_trainers(config, trainers, steps, warmup=warmup, profile=name,
-                                        device=args.device, wrap=lambda it, n, t: progress(it, n, f"{name} {t}"))
+        validation += validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device=args.device,
+                                        rounds=rounds, wrap=lambda it, n, t: progress(it, n, f"{name} {t}"))
+    worst = validation.worst()
+    checks = validation.round_check()
+    out = {"hardware": validation.hardware, "verdict": validation.verdict(), "passed": validation.passed,
+           "worst": worst.to_dict() if worst else None, "rows": validation.to_json(),
+           "rounds": rounds, "steps": steps, "warmup": warmup, **checks.to_json()}
     if args.json:
-        worst = validation.worst()
-        print(json.dumps({"hardware": validation.hardware, "verdict": validation.verdict(),
-                          "passed": validation.passed, "worst": worst.to_dict() if worst else None,
-                          "rows": validation.to_json()}, indent=2))
+        print(json.dumps(out, indent=2))
     else:
         print(format_validation(validation))
+        print(format_round_check(checks))
+    if record is not None:
+        figures = {"profiles": ", ".join(names), "scale": args.scale, "trainers": ", ".join(trainers),
+                   "rounds": rounds, "steps": steps, "warmup": warmup, "hardware": validation.hardware,
+                   "load": f"{load:.1f} as it started, {os.getloadavg()[0]:.1f} as it ended (the 1-minute load "
+                           f"average; {os.cpu_count()} cores)",
+                   "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
+        print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
     return 1 if args.strict and not validation.passed else 0
+
+
+def recorded(checks) -> dict[str, dict[str, dict]]:
+    """The round checks as a record's tables (scripts/render_results.py renders a dict of dicts):
+    every ratio, every bound, and every stage a bound applies to, figures rounded."""
+    pct = lambda x: None if x is None else round(100 * x, 1)
+    ratios = {f"{r.profile} {r.trainer} / {r.reference}": {
+        "measured": round(r.measured_ratio, 3), "predicted": round(r.predicted_ratio, 3), "error %": pct(r.error),
+        "spread %": pct(r.spread), "bound %": pct(r.bound), "bound from": r.bound_from.value, "within": r.within}
+        for r in checks.ratio_rows}
+    bounds = {f"{b.profile} {b.trainer}": {
+        "model": b.predicted_stage + (f" ({b.predicted_resource})" if b.predicted_resource else ""),
+        "run": b.measured_stage + (f" ({b.measured_resource})" if b.measured_resource else ""), "agree": b.agree}
+        for b in checks.bound_rows}
+    stages = {f"{r.profile} {r.trainer} {r.stage}": {
+        "measured ms": round(1000 * r.measured_s, 3), "predicted ms": round(1000 * r.predicted_s, 3),
+        "error %": pct(r.error), "of step %": pct(r.share), "spread %": pct(r.spread), "bound %": pct(r.bound),
+        "bound from": r.bound_from.value, "within": r.within} for r in checks.stage_rows if r.within is not None}
+    return {"ratios": ratios, "bounds": bounds, "stages": stages}

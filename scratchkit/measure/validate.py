@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, check
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hw_profile import median_profile
@@ -61,10 +62,23 @@ class Validation:
     # own repeatability over those minutes
     calibration_spread: dict[tuple[str, str, str], float] = field(default_factory=dict)
     calibrations: list = field(default_factory=list, repr=False)   # those calibrations, in order
+    # (profile, trainer) -> its times in each round of the alternating run, and the model's figures
+    # for it: what round_checks.py holds the model to (the run's own spread between rounds)
+    times: dict[tuple[str, str], list[RoundTimes]] = field(default_factory=dict)
+    predicted: dict[tuple[str, str], Predicted] = field(default_factory=dict)
 
     def __add__(self, other: "Validation") -> "Validation":
         return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again,
-                          self.calibration_spread | other.calibration_spread, self.calibrations + other.calibrations)
+                          self.calibration_spread | other.calibration_spread, self.calibrations + other.calibrations,
+                          self.times | other.times, self.predicted | other.predicted)
+
+    def round_check(self) -> RoundCheck:
+        """Ratios, bounds and stages against the run's own spread between rounds, per profile."""
+        out = RoundCheck()
+        for profile in dict.fromkeys(p for p, _ in self.times):
+            rounds = {t: times for (p, t), times in self.times.items() if p == profile}
+            out += check(profile, rounds, {t: self.predicted[(profile, t)] for t in rounds})
+        return out
 
     def bounded(self) -> list[ValidationRow]:
         return [r for r in self.rows if r.bounded]
@@ -202,8 +216,16 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
     for validation in rounds:
         for key, spread in validation.calibration_spread.items():
             spreads.setdefault(key, []).append(spread)
+    times: dict[tuple[str, str], list[RoundTimes]] = {}
+    predictions: dict[tuple[str, str], list[Predicted]] = {}
+    for validation in rounds:          # each table's rounds are rounds of the whole run
+        for key, taken in validation.times.items():
+            times.setdefault(key, []).extend(taken)
+            predictions.setdefault(key, []).append(validation.predicted[key])
+    middle = lambda ps: sorted(ps, key=lambda p: p.samples_per_s)[(len(ps) - 1) // 2]   # the median one
     return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again),
-                      {key: float(np.median(values)) for key, values in spreads.items()})
+                      {key: float(np.median(values)) for key, values in spreads.items()},
+                      times=times, predicted={key: middle(ps) for key, ps in predictions.items()})
 
 
 def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
@@ -230,7 +252,8 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     base = StepWork.from_config(config, source, batches=min(steps, 8), start=warmup)
     names = trainers + trainers[:1] if again else trainers
     passes = [] if calibrate is None else [before if before is not None else calibrate()]
-    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=wrap, rounds=rounds)
+    collect, taken = by_round(names, min(rounds, steps), wrap)
+    results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=collect, rounds=rounds)
     if calibrate is not None:
         passes.append(calibrate())
     hw = median_profile(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
@@ -246,6 +269,10 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
         projection = project(result.trainer, work, hw, extra=extra)
         rows = compare(profile, label, result.stage_seconds, step, projection)
         (validation.again if i >= len(trainers) else validation.rows).extend(rows)
+        if i < len(trainers):
+            validation.times[(profile, label)] = [round_times(records) for records in taken[i]]
+            validation.predicted[(profile, label)] = Predicted(projection.samples_per_s, projection.stage_seconds,
+                                                               projection.bound_stage, projection.resource_seconds)
         if len(passes) > 1 and i < len(trainers):
             validation.calibration_spread |= spread_of(profile, label, projection,
                                                        [project(result.trainer, work, p, extra=extra) for p in passes])
@@ -262,3 +289,35 @@ def spread_of(profile: str, trainer: str, median, projections) -> dict[tuple[str
             values = [p.step_seconds if stage == "step" else p.stage_seconds.get(stage, 0.0) for p in projections]
             out[(profile, trainer, stage)] = max(abs(v / at_median - 1.0) for v in values)
     return out
+
+
+def by_round(names: list[str], parts: int, wrap=None):
+    """A `run_bench` progress hook that also keeps each trainer's step records by round, and
+    where it keeps them: -> (hook, [per position in `names`: [per round: [StepRecord]]]).
+    run_bench starts each trainer once, in turn (a name given twice: in the order given), and
+    asks the hook for its `parts` rounds in order (`parts`: min(rounds, steps), one round when
+    the trainers run one after another), so a name's j-th call is its (j // parts)-th
+    occurrence's round j % parts."""
+    taken = [[[] for _ in range(parts)] for _ in names]
+    positions = {name: [i for i, n in enumerate(names) if n == name] for name in names}
+    calls: dict[str, int] = {}
+
+    def hook(records, total, name):      # called as run_bench starts the trainer, not as it drains
+        j = calls[name] = calls.get(name, -1) + 1
+        return keep(wrap(records, total, name) if wrap else records, taken[positions[name][j // parts]][j % parts])
+
+    def keep(records, kept):
+        for record in records:
+            kept.append(record)
+            yield record
+    return hook, taken
+
+
+def round_times(records) -> RoundTimes:
+    """One trainer's steps in one round: seconds per step, samples/s and each stage's mean."""
+    seconds = sum(r.seconds for r in records)
+    stages: dict[str, float] = {}
+    for r in records:
+        for k, v in r.stage_seconds.items():
+            stages[k] = stages.get(k, 0.0) + v / len(records)
+    return RoundTimes(seconds / len(records), sum(r.samples for r in records) / seconds, stages)
