@@ -1,9 +1,16 @@
-"""`gpu-only`: every table lives in device memory. The upper bound when the tables fit."""
+"""`gpu-only`: every table lives in device memory. The upper bound when the tables fit.
+
+With SGD on CPU tables (`fused_sgd_fits`) the backward and the update are one pass, as FBGEMM's CPU
+TBE does them: the backward stage only sorts and checks the lookups (`sort_lookups`), and the update
+sums each distinct id's gradient and applies it to its row at once (`fused_sgd_update`), bit for bit
+the unfused backward then update, without writing the summed gradients to memory and reading them
+back (at `embedding-bound`, 100 MB a step). Elsewhere (Adagrad, a GPU) the two stay apart."""
 from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
+from scratchkit.embedding.table_batched import (apply_updates, fused_sgd_fits, fused_sgd_update,
+                                                pooled_lookup_tables, sort_lookups)
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -30,9 +37,16 @@ class DeviceOnlyTrainer(Trainer):
             pooled = pooled_lookup_tables(self.weights, ids, offsets)            # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
-        with stage("embedding_backward"):
-            coalesced = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
-        self.update_weights(lambda: apply_updates(self.weights, self.state, coalesced, self.config.optimizer))
+        rows = [w.shape[0] for w in self.weights]
+        if fused_sgd_fits(self.weights, self.config.optimizer):
+            with stage("embedding_backward"):    # the sort: everything that can fail, before the update
+                lookups = sort_lookups(ids, offsets, rows, self.backward_workspace, self.config.summation_order)
+            lr = self.config.optimizer.lr
+            self.update_weights(lambda: fused_sgd_update(self.weights, lookups, grad, lr))
+        else:
+            with stage("embedding_backward"):
+                coalesced = self.embedding_backward(ids, offsets, grad, rows)
+            self.update_weights(lambda: apply_updates(self.weights, self.state, coalesced, self.config.optimizer))
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_weights(self):
