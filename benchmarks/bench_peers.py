@@ -1,9 +1,9 @@
 """The kit's gpu-only trainer beside plain PyTorch and FBGEMM's CPU table-batched embedding, on the
 same batches, in one run.
 
-    .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like] [--threads 1,2]
-                                               [--steps 100] [--rounds 5] [--json] [--embeddings]
-                                               [--generated]
+    .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like,embedding-bound@0.25]
+                                               [--threads 1,2] [--steps 100] [--rounds 5] [--json]
+                                               [--embeddings] [--generated] [--record PATH]
 
 The peers, each training the same DLRM (same initial weights, same batches, SGD):
     gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU),
@@ -17,8 +17,10 @@ The peers, each training the same DLRM (same initial weights, same batches, SGD)
                the SGD update fused into its backward; the reference's dense model around it.
                Optional: `make peers` installs it (the `peers` extra); skipped with a message where
                fbgemm_gpu is not importable.
-`--embeddings` times the embedding work alone (gpu-only's table-batched loops, the per-table torch
-ops they replaced, FBGEMM's TBE forward + fused backward), on batches made beforehand. In the
+A profile may carry a scale, `name@scale` (the scalable profiles: `embedding-bound@0.25`).
+`--embeddings` times the embedding work alone (gpu-only's table-batched loops with SGD's backward
+and update fused, the same unfused, the per-table torch ops they replaced, FBGEMM's TBE forward +
+fused backward), on batches made beforehand. In the
 full step the batches are made once before the rounds and every peer reads the same ones, as an
 input pipeline hands batches over (the kit's synthetic generator takes 40-60% of a `small` step
 and is not what is compared; the cost model leaves it out too); `--generated` makes each peer
@@ -26,7 +28,9 @@ generate its batches inside the timed loop instead. Thread counts go through the
 (`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
 all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
 machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
-PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load).
+PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load), shown with
+the lowest and highest round ratio to FBGEMM (the spread). `--record PATH` keeps the run as JSON
+(scratchkit/measure/record.py: command, commit, date, machine, the rows).
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ import torch.nn.functional as F
 
 from scratchkit.config import OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.measure.record import RunRecord
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
@@ -62,6 +67,17 @@ class ReadAhead:
 
     def batch(self, index: int):
         return self._batches[index]
+
+
+def profile_config(name: str):
+    """A profile's config from `name` or `name@scale` (e.g. embedding-bound@0.25)."""
+    base, at, scale = name.partition("@")
+    if not at:
+        return get_profile(name)
+    try:
+        return get_profile(base, float(scale))
+    except ValueError as e:
+        raise ValueError(f"profile {name!r}: {e}") from None
 
 
 def fbgemm_missing() -> str | None:
@@ -153,7 +169,7 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     from scratchkit.config import OptimizerConfig
     from scratchkit.embedding import table_batched as tb
 
-    config = get_profile(profile)
+    config = profile_config(profile)
     torch.set_num_threads(threads)
     source, sizes, dim = SyntheticSource(config.data), list(config.data.table_sizes), config.model.dim
     batches = [source.batch(b) for b in range(steps)]
@@ -172,7 +188,10 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     workspace = tb.BackwardWorkspace()     # as the trainers keep one: a fresh 100 MB buffer a step faults in
     backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(ids, offsets, grad, sizes,
                                                                               workspace=workspace)
-    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
+    sort = lambda ids, offsets, grad, sizes: (tb.sort_lookups(ids, offsets, sizes, workspace), grad)
+    fused = lambda weights, states, sorted_grad, sgd: tb.fused_sgd_update(weights, *sorted_grad, sgd.lr)
+    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
+              "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
               "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
                                tb.apply_updates_twin)}
     if fbgemm_missing() is None:
@@ -212,7 +231,7 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
     peer makes its batches in its timed loop (else they are read once, beforehand)."""
     rows = []
     for profile in profiles:
-        base = get_profile(profile)
+        base = profile_config(profile)
         source = SyntheticSource(base.data)
         if not generated:
             source = ReadAhead(source, WARMUP + steps)
@@ -222,26 +241,33 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
             for r in range(rounds):
                 for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
-            ratio = lambda peer, to: statistics.median(a / p for a, p in zip(runs[peer], runs[to]))
+            ratios = lambda peer, to: [a / p for a, p in zip(runs[peer], runs[to])]
+            fbgemm = (lambda peer: ratios(peer, "fbgemm")) if "fbgemm" in runs else (lambda peer: None)
             rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds, generated=generated,
                           samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
-                          ratio_to_pytorch=ratio(peer, "pytorch"),
-                          ratio_to_fbgemm=ratio(peer, "fbgemm") if "fbgemm" in runs else None)
+                          ratio_to_pytorch=statistics.median(ratios(peer, "pytorch")),
+                          ratio_to_fbgemm=None if fbgemm(peer) is None else statistics.median(fbgemm(peer)),
+                          rounds_ratio_to_fbgemm=fbgemm(peer))
                      for peer in peers]
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'profile':12s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
+    print(f"{'profile':20s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}"
+          f" {'(rounds: low-high)':>18s}")
     for row in rows:
-        fbgemm = "-" if row["ratio_to_fbgemm"] is None else f"{row['ratio_to_fbgemm']:.2f}"
-        print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
-              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s}")
+        fbgemm, spread = "-", ""
+        if row["ratio_to_fbgemm"] is not None:
+            fbgemm = f"{row['ratio_to_fbgemm']:.2f}"
+            spread = f"{min(row['rounds_ratio_to_fbgemm']):.2f}-{max(row['rounds_ratio_to_fbgemm']):.2f}"
+        print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
+              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s} {spread:>18s}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profiles", default="small,criteo-like", help="comma-separated profiles")
+    parser.add_argument("--profiles", default="small,criteo-like",
+                        help="comma-separated profiles, each `name` or `name@scale` (embedding-bound@0.25)")
     parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
     parser.add_argument("--steps", type=int, default=100, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
@@ -250,7 +276,14 @@ def main(argv=None) -> None:
                         help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
     parser.add_argument("--generated", action="store_true",
                         help="each peer generates its synthetic batches inside its timed steps")
+    parser.add_argument("--record", metavar="PATH", help="also keep the run as JSON at PATH (e.g. results/peers.json)")
     args = parser.parse_args(argv)
+    record = RunRecord("benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    for name in args.profiles.split(","):
+        try:
+            profile_config(name)
+        except ValueError as e:
+            parser.error(f"--profiles: {e}")
     try:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
@@ -259,13 +292,15 @@ def main(argv=None) -> None:
         parser.error("--threads, --steps and --rounds must be at least 1")
     if args.embeddings:
         rows = measure_embeddings(args.profiles.split(","), threads, args.steps, args.rounds)
+        if args.record:
+            record.write(args.record, {"embeddings": rows})
         if args.json:
             print(json.dumps(rows, indent=1))
             return
         print(f"embedding work alone, {args.steps} steps x {args.rounds} alternating rounds (medians)")
-        print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
+        print(f"{'profile':20s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
         for row in rows:
-            print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
+            print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
                   f"{row['speedup_over_per_table']:11.2f}")
         return
     peers = ["gpu-only", "gpu-only-by-id", "pytorch"]
@@ -276,6 +311,8 @@ def main(argv=None) -> None:
         print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
               f"`make peers` installs it", file=sys.stderr)
     rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers, args.generated)
+    if args.record:
+        record.write(args.record, {"rows": rows})
     if args.json:
         print(json.dumps(rows, indent=1))
         return

@@ -86,8 +86,30 @@ def test_fbgemm_trains_the_same_model_as_plain_pytorch():
 def test_the_embedding_work_alone_is_timed_beside_the_per_table_ops(capsys):
     bench.main(["--profiles", "tiny", "--threads", "1", "--steps", "2", "--rounds", "1", "--json", "--embeddings"])
     rows = json.loads(capsys.readouterr().out)
-    expected = ["gpu-only", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
+    expected = ["gpu-only", "unfused", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
     assert [r["peer"] for r in rows] == expected
     assert all(r["ms_per_step"] > 0 for r in rows)
-    assert rows[1]["speedup_over_per_table"] == 1.0
-    assert rows[0]["speedup_over_per_table"] == pytest.approx(rows[1]["ms_per_step"] / rows[0]["ms_per_step"])
+    assert rows[2]["speedup_over_per_table"] == 1.0
+    assert rows[0]["speedup_over_per_table"] == pytest.approx(rows[2]["ms_per_step"] / rows[0]["ms_per_step"])
+
+
+def test_a_profile_takes_a_scale_and_a_bad_one_names_the_flag(capsys):
+    config = bench.profile_config("embedding-bound@0.001")
+    assert config.data.table_sizes == get_profile("embedding-bound", 0.001).data.table_sizes
+    assert bench.profile_config("small") == get_profile("small")
+    for bad in ("small@0.5", "embedding-bound@x"):
+        with pytest.raises(SystemExit) as stop:
+            bench.main(["--profiles", bad])
+        assert stop.value.code == 2 and f"--profiles: profile {bad!r}" in capsys.readouterr().err
+
+
+def test_the_run_is_recorded_with_its_command_and_rows(capsys, tmp_path):
+    path = tmp_path / "peers.json"
+    rows, _ = run_json(capsys, "--record", str(path))
+    record = json.loads(path.read_text())
+    assert record["command"].startswith("benchmarks/bench_peers.py --profiles tiny")
+    assert {"commit", "date", "machine"} <= set(record) and record["figures"]["rows"] == rows
+    if bench.fbgemm_missing() is None:   # each round's ratio to FBGEMM kept: the spread
+        gpu_only = rows[0]
+        assert len(gpu_only["rounds_ratio_to_fbgemm"]) == 2
+        assert min(gpu_only["rounds_ratio_to_fbgemm"]) <= gpu_only["ratio_to_fbgemm"] <= max(gpu_only["rounds_ratio_to_fbgemm"])
