@@ -2,7 +2,7 @@
 same batches, in one run.
 
     .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like,embedding-bound@0.25]
-                                               [--threads 1,2] [--steps 100] [--rounds 5] [--json]
+                                               [--threads 1,2] [--steps 100[,100,10]] [--rounds 5] [--json]
                                                [--embeddings] [--generated] [--record PATH]
 
 The peers, each training the same DLRM (same initial weights, same batches, SGD):
@@ -202,11 +202,12 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     return thunks
 
 
-def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]:
+def measure_embeddings(profiles, threads, steps_each: list[int], rounds: int) -> list[dict]:
     """One row per profile, thread count and peer of the embedding work alone: median ms per step,
-    and the median over rounds of the ratio of per-table torch ops' time to the peer's."""
+    and the median over rounds of the ratio of per-table torch ops' time to the peer's.
+    `steps_each[p]`: the steps a round of profile p times."""
     rows = []
-    for profile in profiles:
+    for profile, steps in zip(profiles, steps_each):
         for n in threads:
             thunks = embedding_steps(profile, n, steps)
             times = {peer: [] for peer in thunks}
@@ -224,13 +225,14 @@ def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]
     return rows
 
 
-def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str],
+def measure(profiles: list[str], threads: list[int], steps_each: list[int], rounds: int, peers: list[str],
             generated: bool = False) -> list[dict]:
     """One row per profile, thread count and peer: median samples/s, and the median over rounds of
-    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `generated`: each
-    peer makes its batches in its timed loop (else they are read once, beforehand)."""
+    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `steps_each[p]`: the
+    steps each peer's round of profile p times. `generated`: each peer makes its batches in its
+    timed loop (else they are read once, beforehand)."""
     rows = []
-    for profile in profiles:
+    for profile, steps in zip(profiles, steps_each):
         base = profile_config(profile)
         source = SyntheticSource(base.data)
         if not generated:
@@ -252,6 +254,24 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
     return rows
 
 
+def recorded(rows: list[dict]) -> dict:
+    """The figures of a run for its record (docs/results.md renders each dict of dicts as a table):
+    a row per profile, thread count and peer, each round's ratio to FBGEMM among them."""
+    peers = {}
+    for r in rows:
+        name = f"{r['profile']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}, {r['peer']}"
+        if "ms_per_step" in r:
+            peers[name] = dict(ms_per_step=round(r["ms_per_step"], 3),
+                               x_per_table=round(r["speedup_over_per_table"], 2))
+            continue
+        rounds = r["rounds_ratio_to_fbgemm"]
+        peers[name] = dict(samples_per_s=round(r["samples_per_s"]), x_pytorch=round(r["ratio_to_pytorch"], 2),
+                           x_fbgemm=None if rounds is None else round(r["ratio_to_fbgemm"], 2),
+                           x_fbgemm_rounds=None if rounds is None else " ".join(f"{x:.2f}" for x in rounds))
+    steps = {r["profile"]: r["steps"] for r in rows}
+    return {"peers": peers, "steps": steps, "rounds": rows[0]["rounds"]}
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'profile':20s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}"
           f" {'(rounds: low-high)':>18s}")
@@ -269,7 +289,8 @@ def main(argv=None) -> None:
     parser.add_argument("--profiles", default="small,criteo-like",
                         help="comma-separated profiles, each `name` or `name@scale` (embedding-bound@0.25)")
     parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
-    parser.add_argument("--steps", type=int, default=100, help="timed steps per round")
+    parser.add_argument("--steps", default="100",
+                        help="timed steps per round: one count, or one per profile (100,100,10)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
     parser.add_argument("--embeddings", action="store_true",
@@ -288,12 +309,21 @@ def main(argv=None) -> None:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
         parser.error(f"--threads {args.threads!r}: expected comma-separated whole numbers, e.g. 1,2")
-    if min(threads) < 1 or args.steps < 1 or args.rounds < 1:
+    profiles = args.profiles.split(",")
+    try:
+        steps = [int(s) for s in args.steps.split(",")]
+    except ValueError:
+        parser.error(f"--steps {args.steps!r}: expected a whole number, or one per profile")
+    if len(steps) == 1:
+        steps *= len(profiles)
+    if len(steps) != len(profiles):
+        parser.error(f"--steps {args.steps!r}: {len(steps)} counts for {len(profiles)} profiles")
+    if min(threads) < 1 or min(steps) < 1 or args.rounds < 1:
         parser.error("--threads, --steps and --rounds must be at least 1")
     if args.embeddings:
-        rows = measure_embeddings(args.profiles.split(","), threads, args.steps, args.rounds)
+        rows = measure_embeddings(profiles, threads, steps, args.rounds)
         if args.record:
-            record.write(args.record, {"embeddings": rows})
+            record.write(args.record, recorded(rows))
         if args.json:
             print(json.dumps(rows, indent=1))
             return
@@ -310,9 +340,9 @@ def main(argv=None) -> None:
     else:
         print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
               f"`make peers` installs it", file=sys.stderr)
-    rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers, args.generated)
+    rows = measure(profiles, threads, steps, args.rounds, peers, args.generated)
     if args.record:
-        record.write(args.record, {"rows": rows})
+        record.write(args.record, recorded(rows))
     if args.json:
         print(json.dumps(rows, indent=1))
         return

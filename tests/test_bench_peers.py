@@ -60,6 +60,14 @@ def test_bad_threads_name_the_flag(capsys):
     assert stop.value.code == 2 and "--threads 'one'" in capsys.readouterr().err
 
 
+def test_steps_come_one_per_profile_or_one_for_all(capsys):
+    bench.main(["--profiles", "tiny,tiny", "--threads", "1", "--steps", "2,3", "--rounds", "1", "--json"])
+    assert [r["steps"] for r in json.loads(capsys.readouterr().out) if r["peer"] == "gpu-only"] == [2, 3]
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--profiles", "tiny,small", "--steps", "2,3,4"])
+    assert stop.value.code == 2 and "3 counts for 2 profiles" in capsys.readouterr().err
+
+
 def test_table_batched_inputs_lay_tables_out_table_major():
     import numpy as np
     ids = [np.array([4, 5, 6]), np.array([7]), np.array([8, 9])]
@@ -108,8 +116,12 @@ def test_the_run_is_recorded_with_its_command_and_rows(capsys, tmp_path):
     rows, _ = run_json(capsys, "--record", str(path))
     record = json.loads(path.read_text())
     assert record["command"].startswith("benchmarks/bench_peers.py --profiles tiny")
-    assert {"commit", "date", "machine"} <= set(record) and record["figures"]["rows"] == rows
+    assert {"commit", "date", "machine"} <= set(record)
+    figures = record["figures"]
+    assert figures["steps"] == {"tiny": 2} and figures["rounds"] == 2
+    assert list(figures["peers"]) == [f"tiny, 1 thread, {r['peer']}" for r in rows]
+    gpu_only = figures["peers"]["tiny, 1 thread, gpu-only"]
+    assert gpu_only["samples_per_s"] == round(rows[0]["samples_per_s"])
     if bench.fbgemm_missing() is None:   # each round's ratio to FBGEMM kept: the spread
-        gpu_only = rows[0]
-        assert len(gpu_only["rounds_ratio_to_fbgemm"]) == 2
-        assert min(gpu_only["rounds_ratio_to_fbgemm"]) <= gpu_only["ratio_to_fbgemm"] <= max(gpu_only["rounds_ratio_to_fbgemm"])
+        rounds = [float(x) for x in gpu_only["x_fbgemm_rounds"].split()]
+        assert len(rounds) == 2 and min(rounds) <= gpu_only["x_fbgemm"] <= max(rounds)
