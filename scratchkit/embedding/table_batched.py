@@ -15,6 +15,12 @@ use through scratchkit/native.py), on as many threads as torch uses (`torch.get_
                                 optim.py), then one walk down them adds each id's gradients
     apply_updates               SGD: row = fma(-lr, g, row), torch's add_(alpha=-lr)
 
+With SGD the last two can be one pass, as FBGEMM's CPU TBE does them: `sort_lookups` sorts and
+checks every table's lookups (everything that can fail, before anything changes), then
+`fused_sgd_update` sums each distinct id's gradient in registers and applies it to its row at once,
+the same float operations in the same order, without writing the summed gradients to memory and
+reading them back (`gpu-only` trains this way on a CPU).
+
 Which order duplicates add in is the whole question of exactness, and torch.sort decides it. Under
 RADIX_MIN lookups torch sorts with libstdc++'s introsort, which the C++ loop repeats step by step
 (twice as fast, as its partitions do without branches); `sorts_like_torch` checks on first use

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import (apply_updates, fused_sgd_fits, fused_sgd_update,
+from scratchkit.embedding.table_batched import (SortedLookups, apply_updates, fused_sgd_fits, fused_sgd_update,
                                                 pooled_lookup_tables, sort_lookups)
 from scratchkit.trainers.base import StepRecord, Trainer
 
@@ -37,17 +37,25 @@ class DeviceOnlyTrainer(Trainer):
             pooled = pooled_lookup_tables(self.weights, ids, offsets)            # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
-        rows = [w.shape[0] for w in self.weights]
-        if fused_sgd_fits(self.weights, self.config.optimizer):
-            with stage("embedding_backward"):    # the sort: everything that can fail, before the update
-                lookups = sort_lookups(ids, offsets, rows, self.backward_workspace, self.config.summation_order)
-            lr = self.config.optimizer.lr
-            self.update_weights(lambda: fused_sgd_update(self.weights, lookups, grad, lr))
-        else:
-            with stage("embedding_backward"):
-                coalesced = self.embedding_backward(ids, offsets, grad, rows)
-            self.update_weights(lambda: apply_updates(self.weights, self.state, coalesced, self.config.optimizer))
+        with stage("embedding_backward"):
+            backward = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
+        self.update_weights(lambda: self.update_tables(backward, grad))
         return self.make_record(loss, batch, started, hits=batch.lookups())
+
+    def embedding_backward(self, ids, offsets, grad, num_rows, addresses=None):
+        """With SGD on CPU tables, the fused path's part before the update: the lookups sorted and
+        checked (`sort_lookups`: all that can fail), their sums left to the update; else the
+        unfused backward (`Trainer.embedding_backward`)."""
+        if addresses is None and fused_sgd_fits(self.weights, self.config.optimizer):
+            return sort_lookups(ids, offsets, num_rows, self.backward_workspace, self.config.summation_order)
+        return super().embedding_backward(ids, offsets, grad, num_rows, addresses)
+
+    def update_tables(self, backward, grad) -> None:
+        """The tables' update from `embedding_backward`'s result: fused with the sums, or not."""
+        if isinstance(backward, SortedLookups):
+            fused_sgd_update(self.weights, backward, grad, self.config.optimizer.lr)
+        else:
+            apply_updates(self.weights, self.state, backward, self.config.optimizer)
 
     def embedding_weights(self):
         return [self.dev.to_host(w) for w in self.weights]
