@@ -1,9 +1,9 @@
 """The kit's gpu-only trainer beside plain PyTorch and FBGEMM's CPU table-batched embedding, on the
 same batches, in one run.
 
-    .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like] [--threads 1,2]
-                                               [--steps 100] [--rounds 5] [--json] [--embeddings]
-                                               [--generated]
+    .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like,embedding-bound@0.25]
+                                               [--threads 1,2] [--steps 100[,100,10]] [--rounds 5] [--json]
+                                               [--embeddings] [--generated] [--record PATH]
 
 The peers, each training the same DLRM (same initial weights, same batches, SGD):
     gpu-only   the kit's `gpu-only` trainer (on a CPU-only machine its tables live on the CPU),
@@ -17,8 +17,10 @@ The peers, each training the same DLRM (same initial weights, same batches, SGD)
                the SGD update fused into its backward; the reference's dense model around it.
                Optional: `make peers` installs it (the `peers` extra); skipped with a message where
                fbgemm_gpu is not importable.
-`--embeddings` times the embedding work alone (gpu-only's table-batched loops, the per-table torch
-ops they replaced, FBGEMM's TBE forward + fused backward), on batches made beforehand. In the
+A profile may carry a scale, `name@scale` (the scalable profiles: `embedding-bound@0.25`).
+`--embeddings` times the embedding work alone (gpu-only's table-batched loops with SGD's backward
+and update fused, the same unfused, the per-table torch ops they replaced, FBGEMM's TBE forward +
+fused backward), on batches made beforehand. In the
 full step the batches are made once before the rounds and every peer reads the same ones, as an
 input pipeline hands batches over (the kit's synthetic generator takes 40-60% of a `small` step
 and is not what is compared; the cost model leaves it out too); `--generated` makes each peer
@@ -26,7 +28,9 @@ generate its batches inside the timed loop instead. Thread counts go through the
 (`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
 all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
 machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
-PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load).
+PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load), shown with
+the lowest and highest round ratio to FBGEMM (the spread). `--record PATH` keeps the run as JSON
+(scratchkit/measure/record.py: command, commit, date, machine, the rows).
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ import torch.nn.functional as F
 
 from scratchkit.config import OptimizerKind
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.measure.record import RunRecord
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
@@ -62,6 +67,17 @@ class ReadAhead:
 
     def batch(self, index: int):
         return self._batches[index]
+
+
+def profile_config(name: str):
+    """A profile's config from `name` or `name@scale` (e.g. embedding-bound@0.25)."""
+    base, at, scale = name.partition("@")
+    if not at:
+        return get_profile(name)
+    try:
+        return get_profile(base, float(scale))
+    except ValueError as e:
+        raise ValueError(f"profile {name!r}: {e}") from None
 
 
 def fbgemm_missing() -> str | None:
@@ -153,7 +169,7 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     from scratchkit.config import OptimizerConfig
     from scratchkit.embedding import table_batched as tb
 
-    config = get_profile(profile)
+    config = profile_config(profile)
     torch.set_num_threads(threads)
     source, sizes, dim = SyntheticSource(config.data), list(config.data.table_sizes), config.model.dim
     batches = [source.batch(b) for b in range(steps)]
@@ -172,7 +188,10 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     workspace = tb.BackwardWorkspace()     # as the trainers keep one: a fresh 100 MB buffer a step faults in
     backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(ids, offsets, grad, sizes,
                                                                               workspace=workspace)
-    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
+    sort = lambda ids, offsets, grad, sizes: (tb.sort_lookups(ids, offsets, sizes, workspace), grad)
+    fused = lambda weights, states, sorted_grad, sgd: tb.fused_sgd_update(weights, *sorted_grad, sgd.lr)
+    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
+              "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
               "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
                                tb.apply_updates_twin)}
     if fbgemm_missing() is None:
@@ -183,11 +202,12 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     return thunks
 
 
-def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]:
+def measure_embeddings(profiles, threads, steps_each: list[int], rounds: int) -> list[dict]:
     """One row per profile, thread count and peer of the embedding work alone: median ms per step,
-    and the median over rounds of the ratio of per-table torch ops' time to the peer's."""
+    and the median over rounds of the ratio of per-table torch ops' time to the peer's.
+    `steps_each[p]`: the steps a round of profile p times."""
     rows = []
-    for profile in profiles:
+    for profile, steps in zip(profiles, steps_each):
         for n in threads:
             thunks = embedding_steps(profile, n, steps)
             times = {peer: [] for peer in thunks}
@@ -205,14 +225,15 @@ def measure_embeddings(profiles, threads, steps: int, rounds: int) -> list[dict]
     return rows
 
 
-def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, peers: list[str],
+def measure(profiles: list[str], threads: list[int], steps_each: list[int], rounds: int, peers: list[str],
             generated: bool = False) -> list[dict]:
     """One row per profile, thread count and peer: median samples/s, and the median over rounds of
-    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `generated`: each
-    peer makes its batches in its timed loop (else they are read once, beforehand)."""
+    the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `steps_each[p]`: the
+    steps each peer's round of profile p times. `generated`: each peer makes its batches in its
+    timed loop (else they are read once, beforehand)."""
     rows = []
-    for profile in profiles:
-        base = get_profile(profile)
+    for profile, steps in zip(profiles, steps_each):
+        base = profile_config(profile)
         source = SyntheticSource(base.data)
         if not generated:
             source = ReadAhead(source, WARMUP + steps)
@@ -222,50 +243,94 @@ def measure(profiles: list[str], threads: list[int], steps: int, rounds: int, pe
             for r in range(rounds):
                 for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
-            ratio = lambda peer, to: statistics.median(a / p for a, p in zip(runs[peer], runs[to]))
+            ratios = lambda peer, to: [a / p for a, p in zip(runs[peer], runs[to])]
+            fbgemm = (lambda peer: ratios(peer, "fbgemm")) if "fbgemm" in runs else (lambda peer: None)
             rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds, generated=generated,
                           samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
-                          ratio_to_pytorch=ratio(peer, "pytorch"),
-                          ratio_to_fbgemm=ratio(peer, "fbgemm") if "fbgemm" in runs else None)
+                          ratio_to_pytorch=statistics.median(ratios(peer, "pytorch")),
+                          ratio_to_fbgemm=None if fbgemm(peer) is None else statistics.median(fbgemm(peer)),
+                          rounds_ratio_to_fbgemm=fbgemm(peer))
                      for peer in peers]
     return rows
 
 
+def recorded(rows: list[dict]) -> dict:
+    """The figures of a run for its record (docs/results.md renders each dict of dicts as a table):
+    a row per profile, thread count and peer, each round's ratio to FBGEMM among them."""
+    peers = {}
+    for r in rows:
+        name = f"{r['profile']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}, {r['peer']}"
+        if "ms_per_step" in r:
+            peers[name] = dict(ms_per_step=round(r["ms_per_step"], 3),
+                               x_per_table=round(r["speedup_over_per_table"], 2))
+            continue
+        rounds = r["rounds_ratio_to_fbgemm"]
+        peers[name] = dict(samples_per_s=round(r["samples_per_s"]), x_pytorch=round(r["ratio_to_pytorch"], 2),
+                           x_fbgemm=None if rounds is None else round(r["ratio_to_fbgemm"], 2),
+                           x_fbgemm_rounds=None if rounds is None else " ".join(f"{x:.2f}" for x in rounds))
+    steps = {r["profile"]: r["steps"] for r in rows}
+    return {"peers": peers, "steps": steps, "rounds": rows[0]["rounds"]}
+
+
 def print_table(rows: list[dict]) -> None:
-    print(f"{'profile':12s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}")
+    print(f"{'profile':20s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}"
+          f" {'(rounds: low-high)':>18s}")
     for row in rows:
-        fbgemm = "-" if row["ratio_to_fbgemm"] is None else f"{row['ratio_to_fbgemm']:.2f}"
-        print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
-              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s}")
+        fbgemm, spread = "-", ""
+        if row["ratio_to_fbgemm"] is not None:
+            fbgemm = f"{row['ratio_to_fbgemm']:.2f}"
+            spread = f"{min(row['rounds_ratio_to_fbgemm']):.2f}-{max(row['rounds_ratio_to_fbgemm']):.2f}"
+        print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
+              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s} {spread:>18s}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profiles", default="small,criteo-like", help="comma-separated profiles")
+    parser.add_argument("--profiles", default="small,criteo-like",
+                        help="comma-separated profiles, each `name` or `name@scale` (embedding-bound@0.25)")
     parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
-    parser.add_argument("--steps", type=int, default=100, help="timed steps per round")
+    parser.add_argument("--steps", default="100",
+                        help="timed steps per round: one count, or one per profile (100,100,10)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
     parser.add_argument("--embeddings", action="store_true",
                         help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
     parser.add_argument("--generated", action="store_true",
                         help="each peer generates its synthetic batches inside its timed steps")
+    parser.add_argument("--record", metavar="PATH", help="also keep the run as JSON at PATH (e.g. results/peers.json)")
     args = parser.parse_args(argv)
+    record = RunRecord("benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    for name in args.profiles.split(","):
+        try:
+            profile_config(name)
+        except ValueError as e:
+            parser.error(f"--profiles: {e}")
     try:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
         parser.error(f"--threads {args.threads!r}: expected comma-separated whole numbers, e.g. 1,2")
-    if min(threads) < 1 or args.steps < 1 or args.rounds < 1:
+    profiles = args.profiles.split(",")
+    try:
+        steps = [int(s) for s in args.steps.split(",")]
+    except ValueError:
+        parser.error(f"--steps {args.steps!r}: expected a whole number, or one per profile")
+    if len(steps) == 1:
+        steps *= len(profiles)
+    if len(steps) != len(profiles):
+        parser.error(f"--steps {args.steps!r}: {len(steps)} counts for {len(profiles)} profiles")
+    if min(threads) < 1 or min(steps) < 1 or args.rounds < 1:
         parser.error("--threads, --steps and --rounds must be at least 1")
     if args.embeddings:
-        rows = measure_embeddings(args.profiles.split(","), threads, args.steps, args.rounds)
+        rows = measure_embeddings(profiles, threads, steps, args.rounds)
+        if args.record:
+            record.write(args.record, recorded(rows))
         if args.json:
             print(json.dumps(rows, indent=1))
             return
         print(f"embedding work alone, {args.steps} steps x {args.rounds} alternating rounds (medians)")
-        print(f"{'profile':12s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
+        print(f"{'profile':20s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
         for row in rows:
-            print(f"{row['profile']:12s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
+            print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
                   f"{row['speedup_over_per_table']:11.2f}")
         return
     peers = ["gpu-only", "gpu-only-by-id", "pytorch"]
@@ -275,7 +340,9 @@ def main(argv=None) -> None:
     else:
         print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
               f"`make peers` installs it", file=sys.stderr)
-    rows = measure(args.profiles.split(","), threads, args.steps, args.rounds, peers, args.generated)
+    rows = measure(profiles, threads, steps, args.rounds, peers, args.generated)
+    if args.record:
+        record.write(args.record, recorded(rows))
     if args.json:
         print(json.dumps(rows, indent=1))
         return

@@ -31,8 +31,11 @@ class DenseDLRM(nn.Module):
         self.bottom = mlp([max(num_dense, 1), *config.bottom_mlp], last_activation=True)
         num_vectors = num_tables + 1
         rows, cols = torch.tril_indices(num_vectors, num_vectors, offset=-1)
-        self.register_buffer("pair_rows", rows, persistent=False)
-        self.register_buffer("pair_cols", cols, persistent=False)
+        # each pair's place in the flattened [T+1, T+1] dots: one index_select picks them all. The
+        # same values as dots[:, rows, cols], and the same gradient (each place gets its pair's
+        # gradient, the rest 0), but advanced indexing's backward (index_put_ with accumulate)
+        # took a quarter of a criteo-like step
+        self.register_buffer("pair_index", rows * num_vectors + cols, persistent=False)
         self.top = mlp([config.dim + len(rows), *config.top_mlp], last_activation=False)
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
@@ -42,7 +45,7 @@ class DenseDLRM(nn.Module):
         x = self.bottom(dense)                                   # [B, dim]
         vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)     # [B, T+1, dim]
         dots = torch.bmm(vectors, vectors.transpose(1, 2))       # [B, T+1, T+1]
-        pairs = dots[:, self.pair_rows, self.pair_cols]          # [B, (T+1)T/2]
+        pairs = dots.flatten(1).index_select(1, self.pair_index) # [B, (T+1)T/2]
         return self.top(torch.cat([x, pairs], dim=1)).squeeze(1) # [B]
 
 

@@ -60,6 +60,14 @@ def test_bad_threads_name_the_flag(capsys):
     assert stop.value.code == 2 and "--threads 'one'" in capsys.readouterr().err
 
 
+def test_steps_come_one_per_profile_or_one_for_all(capsys):
+    bench.main(["--profiles", "tiny,tiny", "--threads", "1", "--steps", "2,3", "--rounds", "1", "--json"])
+    assert [r["steps"] for r in json.loads(capsys.readouterr().out) if r["peer"] == "gpu-only"] == [2, 3]
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--profiles", "tiny,small", "--steps", "2,3,4"])
+    assert stop.value.code == 2 and "3 counts for 2 profiles" in capsys.readouterr().err
+
+
 def test_table_batched_inputs_lay_tables_out_table_major():
     import numpy as np
     ids = [np.array([4, 5, 6]), np.array([7]), np.array([8, 9])]
@@ -86,8 +94,34 @@ def test_fbgemm_trains_the_same_model_as_plain_pytorch():
 def test_the_embedding_work_alone_is_timed_beside_the_per_table_ops(capsys):
     bench.main(["--profiles", "tiny", "--threads", "1", "--steps", "2", "--rounds", "1", "--json", "--embeddings"])
     rows = json.loads(capsys.readouterr().out)
-    expected = ["gpu-only", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
+    expected = ["gpu-only", "unfused", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
     assert [r["peer"] for r in rows] == expected
     assert all(r["ms_per_step"] > 0 for r in rows)
-    assert rows[1]["speedup_over_per_table"] == 1.0
-    assert rows[0]["speedup_over_per_table"] == pytest.approx(rows[1]["ms_per_step"] / rows[0]["ms_per_step"])
+    assert rows[2]["speedup_over_per_table"] == 1.0
+    assert rows[0]["speedup_over_per_table"] == pytest.approx(rows[2]["ms_per_step"] / rows[0]["ms_per_step"])
+
+
+def test_a_profile_takes_a_scale_and_a_bad_one_names_the_flag(capsys):
+    config = bench.profile_config("embedding-bound@0.001")
+    assert config.data.table_sizes == get_profile("embedding-bound", 0.001).data.table_sizes
+    assert bench.profile_config("small") == get_profile("small")
+    for bad in ("small@0.5", "embedding-bound@x"):
+        with pytest.raises(SystemExit) as stop:
+            bench.main(["--profiles", bad])
+        assert stop.value.code == 2 and f"--profiles: profile {bad!r}" in capsys.readouterr().err
+
+
+def test_the_run_is_recorded_with_its_command_and_rows(capsys, tmp_path):
+    path = tmp_path / "peers.json"
+    rows, _ = run_json(capsys, "--record", str(path))
+    record = json.loads(path.read_text())
+    assert record["command"].startswith("benchmarks/bench_peers.py --profiles tiny")
+    assert {"commit", "date", "machine"} <= set(record)
+    figures = record["figures"]
+    assert figures["steps"] == {"tiny": 2} and figures["rounds"] == 2
+    assert list(figures["peers"]) == [f"tiny, 1 thread, {r['peer']}" for r in rows]
+    gpu_only = figures["peers"]["tiny, 1 thread, gpu-only"]
+    assert gpu_only["samples_per_s"] == round(rows[0]["samples_per_s"])
+    if bench.fbgemm_missing() is None:   # each round's ratio to FBGEMM kept: the spread
+        rounds = [float(x) for x in gpu_only["x_fbgemm_rounds"].split()]
+        assert len(rounds) == 2 and min(rounds) <= gpu_only["x_fbgemm"] <= max(rounds)

@@ -19,8 +19,9 @@ last row without a word, and a kernel writes outside its buffer (a crash by sign
 dense value turns every weight it reaches into NaN within a step. A label outside {0, 1} is not a
 click; binary cross-entropy trains on it anyway.
 
-The checks are a few vectorised reductions per table (min, max, isfinite), microseconds beside a
-training step.
+The checks are a few vectorised reductions over all tables at once (each table's min and max id,
+its offsets' steps): with 26 tables a reduction per table cost a tenth of a `criteo-like` step.
+Only a batch they find wrong is walked table by table, for the message.
 """
 from __future__ import annotations
 
@@ -37,12 +38,41 @@ def check_batch(batch, table_sizes, index: int) -> None:
         raise BadBatchError(f"batch {index}: {len(batch.ids)} tables of ids and {len(batch.offsets)} "
                             f"of offsets, but the model has {len(table_sizes)} tables")
     samples = _check_samples(batch, index)
+    if not _tables_fine(batch.ids, batch.offsets, table_sizes, samples):
+        _check_tables(batch, table_sizes, samples, index)
+    _check_dense(batch.dense, index)
+    _check_labels(batch.labels, index)
+
+
+def _tables_fine(ids, offsets, table_sizes, samples: int) -> bool:
+    """Whether every table's ids and offsets pass (`_check_tables`' rules), in a few reductions
+    over all tables together; False sends the batch through the table-by-table walk."""
+    try:
+        if not all(type(i) is np.ndarray and i.dtype == np.int64 and i.ndim == 1 for i in ids):
+            return False
+        if not all(type(o) is np.ndarray and o.dtype == np.int64 and o.shape == (samples,) for o in offsets):
+            return False
+        lengths = np.array([i.size for i in ids])                                   # [T]
+        full = np.flatnonzero(lengths)                                              # tables with ids
+        if full.size:
+            every = np.concatenate(ids)                                             # [sum n_t]
+            starts = (np.cumsum(lengths) - lengths)[full]
+            if (np.minimum.reduceat(every, starts).min() < 0
+                    or (np.maximum.reduceat(every, starts) >= np.asarray(table_sizes, dtype=np.int64)[full]).any()):
+                return False
+        stacked = np.stack(offsets)                                                 # [T, B]
+        return bool((stacked[:, 0] == 0).all() and (stacked[:, -1] <= lengths).all()
+                    and (stacked[:, 1:] >= stacked[:, :-1]).all())
+    except (TypeError, ValueError, OverflowError):   # sizes beyond int64, odd objects: walk them
+        return False
+
+
+def _check_tables(batch, table_sizes, samples: int, index: int) -> None:
+    """Each table's ids then offsets, in order: the first problem raised with its message."""
     for t, (ids, offsets, size) in enumerate(zip(batch.ids, batch.offsets, table_sizes)):
         where = f"batch {index}, table {t}"
         _check_ids(ids, int(size), where)
         _check_offsets(offsets, samples, len(ids), where)
-    _check_dense(batch.dense, index)
-    _check_labels(batch.labels, index)
 
 
 def _check_samples(batch, index: int) -> int:

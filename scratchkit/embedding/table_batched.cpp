@@ -20,6 +20,10 @@
 // raises).
 #include "torch_sort.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -425,6 +429,150 @@ int64_t sk_tbe_sgd(int64_t num_tables, int64_t dim, float* const* weights, const
             int64_t t = k / parts, part = k % parts;
             int64_t first = counts[t] * part / parts, last = counts[t] * (part + 1) / parts;
             sgd(weights[t], index + starts[t] + first, grad_sum + (starts[t] + first) * dim, last - first, alpha, dim);
+        });
+    });
+    return -1;
+}
+
+}  // extern "C"
+
+// ------------------------------------------------------------------------ fused backward + SGD
+// SGD's backward and update in one pass, as FBGEMM's CPU TBE does them: the lookups of every table
+// sorted once (sk_tbe_sort_tables, before the step changes anything), then for each distinct id its
+// gradient summed and the row updated at once (sk_tbe_fused_sgd), so the sums never go through
+// memory. The arithmetic and its order are sk_tbe_backward's then sk_tbe_sgd's: the first gradient
+// copied, each later one added in the sorted order, then row = fma(-lr, sum, row).
+namespace {
+
+// One table's fused pass over `sorted` [n] (packed id << 32 | lookup, in summation order; checked
+// by the caller: every lookup below n, every id below the table's rows).
+template <int64_t Dim>
+__attribute__((always_inline)) inline void fused_rows(const Packed* sorted, int64_t n, const int64_t* bag_of,
+                                                      const float* grad, int64_t stride_bag, float* weight,
+                                                      float alpha, int64_t dim, float* sum) {
+    const int64_t width = Dim ? Dim : dim;
+    for (int64_t k = 0; k < n;) {
+        const uint32_t id = id_of(sorted[k]);
+        if (k + PREFETCH < n) {
+            prefetch_row_to_write(weight + int64_t(id_of(sorted[k + PREFETCH])) * width, width);
+            __builtin_prefetch(grad + bag_of[position_of(sorted[k + PREFETCH])] * stride_bag);
+        }
+        std::memcpy(sum, grad + bag_of[position_of(sorted[k])] * stride_bag, width * sizeof(float));
+        for (++k; k < n && id_of(sorted[k]) == id; ++k)
+            add_row<Dim>(sum, grad + bag_of[position_of(sorted[k])] * stride_bag, width);
+        float* row = weight + int64_t(id) * width;
+        for (int64_t c = 0; c < width; ++c) row[c] = std::fma(alpha, sum[c], row[c]);
+    }
+}
+typedef void (*FusedTable)(const Packed*, int64_t, const int64_t*, const float*, int64_t, float*, float,
+                           int64_t, float*);
+template <int64_t Dim>
+void fused_table_sw(const Packed* s, int64_t n, const int64_t* b, const float* g, int64_t sb, float* w, float a,
+                    int64_t d, float* sum) { fused_rows<Dim>(s, n, b, g, sb, w, a, d, sum); }
+#if defined(__x86_64__)
+// The same on AVX2 + FMA for a width known at compile time: each id's sum held in registers (8
+// floats a vector; as in pool_bag), then each row element fma'd once, _mm256_fmadd_ps being
+// std::fma's single rounding eight at a time.
+template <int64_t Dim> __attribute__((target("avx2,fma")))
+void fused_table_hw(const Packed* sorted, int64_t n, const int64_t* bag_of, const float* grad, int64_t stride_bag,
+                    float* weight, float alpha, int64_t dim, float* sum_memory) {
+    if constexpr (Dim == 0 || Dim % 8 != 0) {
+        fused_rows<Dim>(sorted, n, bag_of, grad, stride_bag, weight, alpha, dim, sum_memory);
+    } else {
+        constexpr int64_t K = Dim / 8;
+        const __m256 a = _mm256_set1_ps(alpha);
+        for (int64_t k = 0; k < n;) {
+            const uint32_t id = id_of(sorted[k]);
+            if (k + PREFETCH < n) {
+                prefetch_row_to_write(weight + int64_t(id_of(sorted[k + PREFETCH])) * Dim, Dim);
+                __builtin_prefetch(grad + bag_of[position_of(sorted[k + PREFETCH])] * stride_bag);
+            }
+            const float* g = grad + bag_of[position_of(sorted[k])] * stride_bag;
+            __m256 sum[K];
+            for (int64_t c = 0; c < K; ++c) sum[c] = _mm256_loadu_ps(g + 8 * c);      // the first: copied
+            for (++k; k < n && id_of(sorted[k]) == id; ++k) {
+                g = grad + bag_of[position_of(sorted[k])] * stride_bag;
+                for (int64_t c = 0; c < K; ++c) sum[c] = _mm256_add_ps(sum[c], _mm256_loadu_ps(g + 8 * c));
+            }
+            float* row = weight + int64_t(id) * Dim;
+            for (int64_t c = 0; c < K; ++c)
+                _mm256_storeu_ps(row + 8 * c, _mm256_fmadd_ps(a, sum[c], _mm256_loadu_ps(row + 8 * c)));
+        }
+    }
+}
+template <int64_t Dim> FusedTable fused_table() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? fused_table_hw<Dim> : fused_table_sw<Dim>;
+}
+#else
+template <int64_t Dim> FusedTable fused_table() { return fused_table_sw<Dim>; }
+#endif
+
+// Whether table t's sorted lookups [n] name lookups below n and ids below rows, ascending by id.
+bool sorted_in_range(const Packed* s, int64_t n, int64_t rows) {
+    for (int64_t k = 0; k < n; ++k)
+        if (position_of(s[k]) >= n || id_of(s[k]) >= rows || (k > 0 && id_of(s[k]) < id_of(s[k - 1])))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Every table's lookups in summation order, for sk_tbe_fused_sgd: table t's ids[t] [lengths[t]],
+// packed (id << 32 | lookup) into sorted[starts[t] ..]: by perm[t] where not null (torch.sort's
+// permutation), else torch's order (sort_like_torch; lengths below 32768) or, where by_id[t], by
+// id then lookup (a stable sort: torch.sort's order at 32768 lookups and more). Checks that every id lies below rows[t] (each at most 2^32) and that offsets[t] [B]
+// are bag starts within the ids, so the update that follows cannot fail.
+int64_t sk_tbe_sort_tables(int64_t num_tables, int64_t num_bags, const int64_t* const* ids,
+                           const int64_t* const* perm, const int64_t* lengths, const int64_t* const* offsets,
+                           const int64_t* rows, const int64_t* starts, int64_t* sorted, int64_t threads,
+                           const int64_t* by_id) {
+    std::vector<uint8_t> bad(num_tables, 0);
+    for_tables(num_tables, threads, [&](int64_t t) {
+        const int64_t n = lengths[t], *id = ids[t], *order = perm[t];
+        Packed* out = reinterpret_cast<Packed*>(sorted + starts[t]);
+        thread_local std::vector<int64_t> bag_of;
+        if (n >= (int64_t(1) << 32) || rows[t] > (int64_t(1) << 32) ||
+            !bags_of_lookups(offsets[t], num_bags, n, bag_of)) { bad[t] = 1; return; }
+        if (order != nullptr) {
+            for (int64_t k = 0; k < n; ++k) {
+                int64_t j = order[k];
+                if (j < 0 || j >= n || id[j] < 0 || id[j] >= rows[t]) { bad[t] = 1; return; }
+                out[k] = (Packed(id[j]) << 32) | Packed(j);
+            }
+        } else {
+            thread_local std::vector<Packed> a;
+            if (!(by_id[t] ? sort_by_id(id, n, a) : sort_like_torch(id, n, a))) { bad[t] = 1; return; }
+            std::copy(a.begin(), a.end(), out);
+        }
+        bad[t] = !sorted_in_range(out, n, rows[t]);
+    });
+    return first_bad(bad);
+}
+
+// SGD on every table from sk_tbe_sort_tables' `sorted`: each distinct id's gradient (grad[b *
+// stride_bag + t * stride_table + 0..dim) of each bag b holding it, summed in the sorted order)
+// applied at once: weights[t][id] = fma(alpha, sum, row), alpha = -lr. Every table is checked
+// before any row changes.
+int64_t sk_tbe_fused_sgd(int64_t num_tables, int64_t num_bags, int64_t dim, const int64_t* sorted,
+                         const int64_t* starts, const int64_t* lengths, const int64_t* const* offsets,
+                         const float* grad, int64_t stride_bag, int64_t stride_table, float* const* weights,
+                         const int64_t* rows, float alpha, int64_t threads) {
+    std::vector<uint8_t> bad(num_tables, 0);
+    std::vector<std::vector<int64_t>> bag_of(num_tables);
+    for_tables(num_tables, threads, [&](int64_t t) {
+        bad[t] = !bags_of_lookups(offsets[t], num_bags, lengths[t], bag_of[t]) ||
+                 !sorted_in_range(reinterpret_cast<const Packed*>(sorted + starts[t]), lengths[t], rows[t]);
+    });
+    if (first_bad(bad) >= 0) return first_bad(bad);
+    by_width(dim, [&](auto width) {
+        FusedTable fused = fused_table<width()>();
+        for_tables(num_tables, threads, [&](int64_t t) {
+            thread_local std::vector<float> sum;
+            sum.resize(dim);
+            fused(reinterpret_cast<const Packed*>(sorted + starts[t]), lengths[t], bag_of[t].data(),
+                  grad + t * stride_table, stride_bag, weights[t], alpha, dim, sum.data());
         });
     });
     return -1;

@@ -19,6 +19,12 @@ at every thread count:
                                 optim.py), then one walk down them adds each id's gradients
     apply_updates               SGD: row = fma(-lr, g, row), torch's add_(alpha=-lr)
 
+With SGD the last two can be one pass, as FBGEMM's CPU TBE does them: `sort_lookups` sorts and
+checks every table's lookups (everything that can fail, before anything changes), then
+`fused_sgd_update` sums each distinct id's gradient in registers and applies it to its row at once,
+the same float operations in the same order, without writing the summed gradients to memory and
+reading them back (`gpu-only` trains this way on a CPU).
+
 Which order duplicates add in is the whole question of exactness, and torch.sort decides it. Under
 RADIX_MIN lookups torch sorts with libstdc++'s introsort, which the C++ loop repeats step by step
 (twice as fast, as its partitions do without branches); `sorts_like_torch` checks on first use
@@ -53,6 +59,8 @@ _SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an add
     "sk_tbe_sort": (_I64, [_P, _I64, _P]),
     "sk_tbe_vector_floats": (_I64, [_I64]),
     "sk_tbe_sgd": (_I64, [_I64, _I64] + [_P] * 6 + [_F32, _I64]),
+    "sk_tbe_sort_tables": (_I64, [_I64, _I64] + [_P] * 7 + [_I64, _P]),
+    "sk_tbe_fused_sgd": (_I64, [_I64, _I64, _I64] + [_P] * 5 + [_I64, _I64, _P, _P, _F32, _I64]),
 }
 LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES)
 # torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
@@ -124,6 +132,7 @@ class BackwardWorkspace:
 
     def __init__(self):
         self.index, self.grad_sum = torch.empty(0, dtype=torch.int64), torch.empty(0)
+        self.packed = torch.empty(0, dtype=torch.int64)     # the fused update's sorted lookups
 
     def take(self, n: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
         """index [n] and grad_sum [n, dim], grown (never shrunk) to fit."""
@@ -132,6 +141,12 @@ class BackwardWorkspace:
         if self.grad_sum.numel() < n * dim:
             self.grad_sum = torch.empty(n * dim)
         return self.index[:n], self.grad_sum[:n * dim].view(n, dim)
+
+    def take_packed(self, n: int) -> torch.Tensor:
+        """packed [n] int64 for `sort_lookups`, grown (never shrunk) to fit."""
+        if self.packed.numel() < n:
+            self.packed = torch.empty(n, dtype=torch.int64)
+        return self.packed[:n]
 
 
 def native_available() -> bool:
@@ -296,3 +311,90 @@ def apply_updates(weights: list[torch.Tensor], states: list[torch.Tensor | None]
         flat.index.data_ptr(), flat.grad_sum.data_ptr(), flat.starts, flat.counts, -config.lr,
         host_threads())
     _check(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")
+
+
+# --- fused backward + SGD update -------------------------------------------------------------------
+@functools.cache
+def sorts_stably_like_torch() -> bool:
+    """Whether this torch sorts RADIX_MIN and more int64 ids stably (equal ids in lookup order), so
+    that the C++ loop's stable sort by id gives torch.sort's own permutation: checked once per
+    process on arrays of repeating ids (else the fused update takes torch's permutation)."""
+    generator = torch.Generator().manual_seed(13)
+    for n, rows in ((RADIX_MIN, 1000), (3 * RADIX_MIN + 5, 50_000)):
+        ids = torch.randint(0, rows, (n,), generator=generator)
+        if not torch.equal(torch.sort(ids).indices, torch.sort(ids, stable=True).indices):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class SortedLookups:
+    """Every table's lookups in summation order (`sort_lookups`), for `fused_sgd_update`: table t's
+    are packed[starts[t] : starts[t] + lengths[t]], each id << 32 | its lookup's position."""
+
+    packed: torch.Tensor             # [sum n_t] int64
+    starts: ctypes.Array             # [T] int64
+    lengths: ctypes.Array            # [T] int64
+    offsets: list[torch.Tensor]      # [T] of [B]: each table's bag starts
+    rows: ctypes.Array               # [T] int64: each table's rows
+
+
+def fused_sgd_fits(weights: list[torch.Tensor], config: OptimizerConfig) -> bool:
+    """Whether `sort_lookups` + `fused_sgd_update` can train these tables: SGD, contiguous float32
+    tables of at most 2^32 rows on the CPU, and the C++ loops built."""
+    return (config.kind is OptimizerKind.SGD and _fast(weights, torch.float32)
+            and all(w.is_contiguous() and w.shape[0] <= 2**32 for w in weights))
+
+
+def sort_lookups(ids: list[torch.Tensor], offsets: list[torch.Tensor], num_rows: list[int],
+                 workspace: BackwardWorkspace | None = None,
+                 order: SummationOrder = SummationOrder.TORCH) -> SortedLookups:
+    """Table t's ids [n_t] (rows of a table of num_rows[t]) in bags starting at offsets[t] [B],
+    sorted in the order `embedding_backward_tables` sums them, and checked: an id out of range or
+    bad offsets raise here, before anything changes. `workspace`: its buffer holds the result
+    (valid until its next use)."""
+    if not _fast([*ids, *offsets], torch.int64):
+        raise ValueError("sort_lookups: ids and offsets must be int64 tensors on the CPU (and the C++ "
+                         "loops built: fused_sgd_fits)")
+    ids = [i.contiguous() for i in ids]
+    offsets = [o.contiguous() for o in offsets]
+    _same_shapes("offsets", offsets, 0, offsets[0].shape[0], "bags, as offsets[0]")
+    lengths = [i.shape[0] for i in ids]
+    by_id = order is SummationOrder.BY_ID
+    native = [by_id or (n < RADIX_MIN and sorts_like_torch()) or (n >= RADIX_MIN and sorts_stably_like_torch())
+              for n in lengths]
+    perms = [None if mine else torch.sort(i).indices for i, mine in zip(ids, native)]   # None: sorted in C++
+    starts = [0]
+    for n in lengths[:-1]:
+        starts.append(starts[-1] + n)
+    packed = (workspace or BackwardWorkspace()).take_packed(sum(lengths))
+    result = SortedLookups(packed, _int64s(starts), _int64s(lengths), offsets, _int64s(num_rows))
+    status = LOOPS.library.sk_tbe_sort_tables(
+        len(ids), offsets[0].shape[0], _addresses(ids), _addresses(perms), result.lengths, _addresses(offsets),
+        result.rows, result.starts, packed.data_ptr(), torch.get_num_threads(),
+        _int64s(int(by_id or n >= RADIX_MIN) for n in lengths))
+    _check(status, "sort_lookups: ids[{t}] holds an id outside its table, or offsets[{t}] is not a list "
+                   "of bag starts from 0 within ids[{t}]")
+    return result
+
+
+def fused_sgd_update(weights: list[torch.Tensor], lookups: SortedLookups, grad: torch.Tensor, lr: float) -> None:
+    """SGD on every table straight from the pooled grads `grad` [B, T, dim]: each distinct id's
+    gradient summed as `embedding_backward_tables` sums it, then its row updated as `apply_updates`
+    does (bit for bit the two of them, without their buffers; `fused_sgd_fits` says where it runs)."""
+    if grad.dim() != 3 or grad.shape[1] != len(weights) or grad.shape[0] != lookups.offsets[0].shape[0]:
+        raise ValueError(f"grad has shape {tuple(grad.shape)}; expected [{lookups.offsets[0].shape[0]}, "
+                         f"{len(weights)}, dim]")
+    if not _fast([grad], torch.float32):
+        raise ValueError("fused_sgd_update: grad must be a float32 tensor on the CPU")
+    _same_shapes("weights", weights, 1, grad.shape[2], "columns, as grad")
+    if [w.shape[0] for w in weights] != list(lookups.rows):
+        raise ValueError(f"fused_sgd_update: weights of {[w.shape[0] for w in weights]} rows, sorted for "
+                         f"tables of {list(lookups.rows)}")
+    if grad.stride(2) != 1:
+        grad = grad.contiguous()
+    status = LOOPS.library.sk_tbe_fused_sgd(
+        len(weights), grad.shape[0], grad.shape[2], lookups.packed.data_ptr(), lookups.starts, lookups.lengths,
+        _addresses(lookups.offsets), grad.data_ptr(), grad.stride(0), grad.stride(1), _addresses(weights),
+        lookups.rows, -lr, torch.get_num_threads())
+    _check(status, "fused_sgd_update: the sorted lookups of table {t} do not fit its weights or offsets")

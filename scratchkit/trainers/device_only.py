@@ -1,9 +1,16 @@
-"""`gpu-only`: every table lives in device memory. The upper bound when the tables fit."""
+"""`gpu-only`: every table lives in device memory. The upper bound when the tables fit.
+
+With SGD on CPU tables (`fused_sgd_fits`) the backward and the update are one pass, as FBGEMM's CPU
+TBE does them: the backward stage only sorts and checks the lookups (`sort_lookups`), and the update
+sums each distinct id's gradient and applies it to its row at once (`fused_sgd_update`), bit for bit
+the unfused backward then update, without writing the summed gradients to memory and reading them
+back (at `embedding-bound`, 100 MB a step). Elsewhere (Adagrad, a GPU) the two stay apart."""
 from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
+from scratchkit.embedding.table_batched import (SortedLookups, apply_updates, fused_sgd_fits, fused_sgd_update,
+                                                pooled_lookup_tables, sort_lookups)
 from scratchkit.trainers.base import StepRecord, Trainer
 
 
@@ -31,9 +38,24 @@ class DeviceOnlyTrainer(Trainer):
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
-            coalesced = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
-        self.update_weights(lambda: apply_updates(self.weights, self.state, coalesced, self.config.optimizer))
+            backward = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
+        self.update_weights(lambda: self.update_tables(backward, grad))
         return self.make_record(loss, batch, started, hits=batch.lookups())
+
+    def embedding_backward(self, ids, offsets, grad, num_rows, addresses=None):
+        """With SGD on CPU tables, the fused path's part before the update: the lookups sorted and
+        checked (`sort_lookups`: all that can fail), their sums left to the update; else the
+        unfused backward (`Trainer.embedding_backward`)."""
+        if addresses is None and fused_sgd_fits(self.weights, self.config.optimizer):
+            return sort_lookups(ids, offsets, num_rows, self.backward_workspace, self.config.summation_order)
+        return super().embedding_backward(ids, offsets, grad, num_rows, addresses)
+
+    def update_tables(self, backward, grad) -> None:
+        """The tables' update from `embedding_backward`'s result: fused with the sums, or not."""
+        if isinstance(backward, SortedLookups):
+            fused_sgd_update(self.weights, backward, grad, self.config.optimizer.lr)
+        else:
+            apply_updates(self.weights, self.state, backward, self.config.optimizer)
 
     def embedding_weights(self):
         return [self.dev.to_host(w) for w in self.weights]
