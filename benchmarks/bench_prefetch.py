@@ -22,7 +22,7 @@ import torch
 
 from scratchkit.config import CacheParams
 from scratchkit.measure.bench import run_bench
-from scratchkit.measure.record import RunRecord
+from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
 
@@ -69,17 +69,16 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=300, help="timed steps (default 300)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds against gpu-only")
-    parser.add_argument("--record", default=None, metavar="PATH", help="write the run record here (JSON)")
+    add_record_option(parser, "prefetch")
     args = parser.parse_args(argv)
-    record = RunRecord("benchmarks/bench_prefetch.py" + " ".join([""] + (argv or sys.argv[1:])))
+    record = RunRecord.of_run(__file__, argv)
     config = config_for(args.profile)
     thread = thread_against_inline(config, args.steps, args.warmup)
     print("prefetch-lru, thread against inline: " + ", ".join(f"{k} {v}" for k, v in thread.items()))
     trainers = against_gpu_only(config, args.steps, args.warmup, args.rounds)
     for name, row in trainers.items():
         print(f"{name:14s} {row['samples_per_s']:>8} samples/s  {row['ratio_to_gpu_only']:.3f}x gpu-only")
-    if args.record:
-        print(f"wrote {record.write(args.record, {'prefetch_thread': thread, 'trainers': trainers})}")
+    record.keep(args.record, {"prefetch_thread": thread, "trainers": trainers})
     return 0 if thread["exact"] else 1
 
 

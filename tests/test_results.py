@@ -44,7 +44,7 @@ def test_the_readme_quotes_the_fault_campaign_as_recorded():
 
 # --- every benchmark keeps its run as a record; the renderer takes any record's shape -------------
 
-OWNED_ELSEWHERE = {"bench_peers.py", "bench_validate.py", "bench_projections.py"}   # their owners add it
+OWNED_ELSEWHERE = {"bench_peers.py", "bench_validate.py", "bench_projections.py"}   # their own --record
 
 
 def renderer():
