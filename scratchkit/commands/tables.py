@@ -167,6 +167,9 @@ def describe_hardware(hw: HardwareProfile) -> str:
         calls = ", ".join(f"{k} {v / US:.1f}" for k, v in getattr(hw, name).items())
         lines.append(f"  {name:22s} us: {calls}  {src(name)}")
     lines.append(f"  {'host_cores':22s} {hw.host_cores:>14d}  {src('host_cores')}")
+    lines_per_s = hw.host_memory_line_rate
+    at = "not stated: priced on cores" if lines_per_s is None else f"M lines/s: {lines_per_s / 1e6:,.0f}"
+    lines.append(f"  {'host_memory_line_rate':22s} {at}  {src('host_memory_line_rate')}")
     for name in ("host_co_run", "train_co_run"):
         value = getattr(hw, name)
         at = "not measured: priced alone" if value is None else f"x{value:.2f} beside the other side"
