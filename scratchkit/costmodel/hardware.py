@@ -306,31 +306,32 @@ class Hardware:
         unknown = sorted(set(data) - set(names))
         if missing or unknown:
             raise ValueError(f"fields missing: {missing or 'none'}; unknown fields: {unknown or 'none'}")
-        kwargs = {}
-        for name, value in data.items():
-            kind = names[name].type
-            try:
-                if value is None and kind.endswith("| None"):
-                    kwargs[name] = None
-                elif kind.startswith("RowCurve"):
-                    kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind.startswith("RateCurve"):
-                    kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind in ("float", "float | None"):
-                    kwargs[name] = float(value)
-                elif kind == "int":
-                    kwargs[name] = int(value)
-                elif kind == "bool":
-                    kwargs[name] = bool(value)
-                elif kind == "dict[str, float]":
-                    kwargs[name] = {str(k): float(v) for k, v in value.items()}
-                elif kind == "dict[str, str]":
-                    kwargs[name] = {str(k): str(v) for k, v in value.items()}
-                else:
-                    kwargs[name] = value
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"field {name!r}: {err}") from None
-        return cls(**kwargs)
+        return cls(**{name: field_from_json(name, value) for name, value in data.items()})
+
+
+def field_from_json(name: str, value):
+    """One field of `Hardware` from its JSON form (`to_json`'s): curves from lists of points,
+    numbers by the field's type. A bad value raises ValueError naming the field."""
+    kind = {f.name: f.type for f in fields(Hardware)}[name]
+    try:
+        if value is None and kind.endswith("| None"):
+            return None
+        if kind.startswith(("RowCurve", "RateCurve")):
+            curve = RowCurve if kind.startswith("RowCurve") else RateCurve
+            return curve(tuple(tuple(float(x) for x in p) for p in value))
+        if kind in ("float", "float | None"):
+            return float(value)
+        if kind == "int":
+            return int(value)
+        if kind == "bool":
+            return bool(value)
+        if kind == "dict[str, float]":
+            return {str(k): float(v) for k, v in value.items()}
+        if kind == "dict[str, str]":
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"field {name!r}: {err}") from None
 
 
 _MISSING = fields(Hardware)[0].default   # dataclasses.MISSING, without importing a private name

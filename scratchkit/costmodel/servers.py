@@ -25,7 +25,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
 - the host: `host_cores` is one GPU's share of its server's cores (the vendor's 8-GPU system
   datasheet: cores / GPUs). Per core, the kit's host operations (one thread each: gathers,
   NumPy calls, the planner) run at the speeds `scratchkit calibrate` measured on an Ice Lake-SP
-  Xeon core (HOST_CORE below; assumption: a server core of these generations runs them alike,
+  Xeon core (host_core.json beside this module, with its provenance; assumption: a server core of these generations runs them alike,
   within the spread a faster clock or a slower memory makes).
 - the host's memory system: hybrid's embedding work spreads over `host_cores`, but all of them
   together draw random rows from one GPU's share of the server's DRAM channels
@@ -37,95 +37,32 @@ How the datasheet peaks are derated to what the kit's operations reach:
 """
 from __future__ import annotations
 
-from scratchkit.choices import Registry
-from scratchkit.costmodel.hardware import GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops
+import json
+from functools import cache
+from pathlib import Path
 
-# ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
-# (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores. Rows: (row bytes, table bytes, s/row).
-HOST_CORE_SOURCE = ("scratchkit calibrate on an Ice Lake-SP Xeon @ 2.8 GHz core (2-core VM, 48 MB "
-                    "L3); assumption: a server core of this generation runs it alike")
-HOST_CORE = {
-    "host_stream_bw": 22.7 * GB,
-    "host_gather": RowCurve((
-        (64, 262144, 256, 2.12e-08), (64, 262144, 2048, 2.37e-08), (64, 262144, 16384, 6.89e-09), (64, 1048576, 256, 5.37e-08),
-        (64, 1048576, 2048, 2.09e-08), (64, 1048576, 16384, 9.03e-09), (64, 4194304, 256, 5.58e-08), (64, 4194304, 2048, 2.48e-08),
-        (64, 4194304, 16384, 1.97e-08), (64, 33554432, 256, 7.46e-08), (64, 33554432, 2048, 4.9e-08), (64, 33554432, 16384, 2.76e-08),
-        (64, 268435456, 256, 6.53e-08), (64, 268435456, 2048, 7.8e-08), (64, 268435456, 16384, 6.7e-08), (256, 262144, 256, 5.29e-08),
-        (256, 262144, 2048, 1.81e-08), (256, 262144, 16384, 2.51e-08), (256, 1048576, 256, 4.99e-08), (256, 1048576, 2048, 4.03e-08),
-        (256, 1048576, 16384, 1.98e-08), (256, 4194304, 256, 6.84e-08), (256, 4194304, 2048, 7.7e-08), (256, 4194304, 16384, 5e-08),
-        (256, 33554432, 256, 7.93e-08), (256, 33554432, 2048, 8.02e-08), (256, 33554432, 16384, 5.9e-08), (256, 268435456, 256, 9.06e-08),
-        (256, 268435456, 2048, 8.51e-08), (256, 268435456, 16384, 9.37e-08), (512, 262144, 256, 5.36e-08), (512, 262144, 2048, 2.64e-08),
-        (512, 262144, 16384, 5.18e-08), (512, 1048576, 256, 8.89e-08), (512, 1048576, 2048, 5.73e-08), (512, 1048576, 16384, 6.66e-08),
-        (512, 4194304, 256, 1.18e-07), (512, 4194304, 2048, 8.82e-08), (512, 4194304, 16384, 7.68e-08), (512, 33554432, 256, 1.27e-07),
-        (512, 33554432, 2048, 1.36e-07), (512, 33554432, 16384, 1.26e-07), (512, 268435456, 256, 1.28e-07), (512, 268435456, 2048, 1.49e-07),
-        (512, 268435456, 16384, 1.61e-07), (8, 262144, 256, 1.77e-08), (8, 262144, 2048, 1.31e-08), (8, 262144, 16384, 3.99e-09),
-        (8, 1048576, 256, 1.25e-08), (8, 1048576, 2048, 1.17e-08), (8, 1048576, 16384, 6.33e-09), (8, 4194304, 256, 1.53e-08),
-        (8, 4194304, 2048, 1.06e-08), (8, 4194304, 16384, 9.66e-09), (8, 33554432, 256, 3.37e-08), (8, 33554432, 2048, 1.54e-08),
-        (8, 33554432, 16384, 1.27e-08), (8, 268435456, 256, 4.5e-08), (8, 268435456, 2048, 3.15e-08), (8, 268435456, 16384, 1.78e-08),)),
-    "host_scatter": RowCurve((
-        (64, 262144, 256, 3.88e-08), (64, 262144, 2048, 2.82e-08), (64, 262144, 16384, 1.49e-08), (64, 1048576, 256, 6.45e-08),
-        (64, 1048576, 2048, 4.27e-08), (64, 1048576, 16384, 3.81e-08), (64, 4194304, 256, 9.34e-08), (64, 4194304, 2048, 4.88e-08),
-        (64, 4194304, 16384, 3.77e-08), (64, 33554432, 256, 8.76e-08), (64, 33554432, 2048, 9.49e-08), (64, 33554432, 16384, 5.7e-08),
-        (64, 268435456, 256, 1.46e-07), (64, 268435456, 2048, 1.3e-07), (64, 268435456, 16384, 1.12e-07), (256, 262144, 256, 1.18e-07),
-        (256, 262144, 2048, 9.94e-08), (256, 262144, 16384, 7.83e-08), (256, 1048576, 256, 1.4e-07), (256, 1048576, 2048, 1.02e-07),
-        (256, 1048576, 16384, 5.77e-08), (256, 4194304, 256, 2.4e-07), (256, 4194304, 2048, 1.88e-07), (256, 4194304, 16384, 1.43e-07),
-        (256, 33554432, 256, 2.27e-07), (256, 33554432, 2048, 2.06e-07), (256, 33554432, 16384, 1.31e-07), (256, 268435456, 256, 3.08e-07),
-        (256, 268435456, 2048, 2.44e-07), (256, 268435456, 16384, 2.1e-07), (512, 262144, 256, 1.4e-07), (512, 262144, 2048, 9.7e-08),
-        (512, 262144, 16384, 8.36e-08), (512, 1048576, 256, 2.07e-07), (512, 1048576, 2048, 1.32e-07), (512, 1048576, 16384, 9.73e-08),
-        (512, 4194304, 256, 2.43e-07), (512, 4194304, 2048, 1.84e-07), (512, 4194304, 16384, 1.36e-07), (512, 33554432, 256, 3.13e-07),
-        (512, 33554432, 2048, 2.88e-07), (512, 33554432, 16384, 2.39e-07), (512, 268435456, 256, 2.77e-07), (512, 268435456, 2048, 2.93e-07),
-        (512, 268435456, 16384, 2.68e-07), (8, 262144, 256, 1.77e-08), (8, 262144, 2048, 6.24e-09), (8, 262144, 16384, 3.09e-09),
-        (8, 1048576, 256, 1.65e-08), (8, 1048576, 2048, 1.28e-08), (8, 1048576, 16384, 7.22e-09), (8, 4194304, 256, 1.62e-08),
-        (8, 4194304, 2048, 1.18e-08), (8, 4194304, 16384, 1.36e-08), (8, 33554432, 256, 3.39e-08), (8, 33554432, 2048, 1.8e-08),
-        (8, 33554432, 16384, 1.21e-08), (8, 268435456, 256, 4.35e-08), (8, 268435456, 2048, 2.98e-08), (8, 268435456, 16384, 1.79e-08),)),
-    "host_lookup": RowCurve((
-        (64, 262144, 256, 1.33e-08), (64, 262144, 2048, 5.86e-09), (64, 262144, 16384, 2.8e-09), (64, 1048576, 256, 2.69e-08),
-        (64, 1048576, 2048, 1.11e-08), (64, 1048576, 16384, 4.71e-09), (64, 4194304, 256, 4.47e-08), (64, 4194304, 2048, 1.46e-08),
-        (64, 4194304, 16384, 8.53e-09), (64, 33554432, 256, 7.59e-08), (64, 33554432, 2048, 4.98e-08), (64, 33554432, 16384, 2.03e-08),
-        (64, 268435456, 256, 1.03e-07), (64, 268435456, 2048, 6.94e-08), (64, 268435456, 16384, 5.72e-08), (256, 262144, 256, 3.66e-08),
-        (256, 262144, 2048, 1.81e-08), (256, 262144, 16384, 8.84e-09), (256, 1048576, 256, 3.63e-08), (256, 1048576, 2048, 1.72e-08),
-        (256, 1048576, 16384, 7.77e-09), (256, 4194304, 256, 6.3e-08), (256, 4194304, 2048, 2.76e-08), (256, 4194304, 16384, 1.84e-08),
-        (256, 33554432, 256, 8.16e-08), (256, 33554432, 2048, 6.84e-08), (256, 33554432, 16384, 3.21e-08), (256, 268435456, 256, 1.26e-07),
-        (256, 268435456, 2048, 9.25e-08), (256, 268435456, 16384, 7.3e-08), (512, 262144, 256, 4.56e-08), (512, 262144, 2048, 1.2e-08),
-        (512, 262144, 16384, 9.3e-09), (512, 1048576, 256, 6.14e-08), (512, 1048576, 2048, 2.79e-08), (512, 1048576, 16384, 1.32e-08),
-        (512, 4194304, 256, 1.17e-07), (512, 4194304, 2048, 5.82e-08), (512, 4194304, 16384, 2.79e-08), (512, 33554432, 256, 1.08e-07),
-        (512, 33554432, 2048, 1.04e-07), (512, 33554432, 16384, 6.75e-08), (512, 268435456, 256, 1.01e-07), (512, 268435456, 2048, 1.03e-07),
-        (512, 268435456, 16384, 1.01e-07),)),
-    "host_update": RowCurve((
-        (64, 262144, 256, 1.22e-07), (64, 262144, 2048, 8.55e-08), (64, 262144, 16384, 1.19e-08), (64, 1048576, 256, 1.46e-07),
-        (64, 1048576, 2048, 1.1e-07), (64, 1048576, 16384, 5.12e-08), (64, 4194304, 256, 7.86e-08), (64, 4194304, 2048, 1.16e-07),
-        (64, 4194304, 16384, 5.75e-08), (64, 33554432, 256, 1.82e-07), (64, 33554432, 2048, 1.63e-07), (64, 33554432, 16384, 9.35e-08),
-        (64, 268435456, 256, 2.08e-07), (64, 268435456, 2048, 1.94e-07), (64, 268435456, 16384, 1.48e-07), (256, 262144, 256, 1.94e-07),
-        (256, 262144, 2048, 1.73e-07), (256, 262144, 16384, 6.08e-09), (256, 1048576, 256, 4.11e-07), (256, 1048576, 2048, 3.58e-07),
-        (256, 1048576, 16384, 1.2e-07), (256, 4194304, 256, 5.26e-07), (256, 4194304, 2048, 4.54e-07), (256, 4194304, 16384, 2.52e-07),
-        (256, 33554432, 256, 4.49e-07), (256, 33554432, 2048, 5.43e-07), (256, 33554432, 16384, 3.63e-07), (256, 268435456, 256, 1.92e-07),
-        (256, 268435456, 2048, 2.72e-07), (256, 268435456, 16384, 2.82e-07), (512, 262144, 256, 6.41e-07), (512, 262144, 2048, 4.76e-08),
-        (512, 262144, 16384, 5.94e-09), (512, 1048576, 256, 7.87e-07), (512, 1048576, 2048, 5.45e-07), (512, 1048576, 16384, 1e-07),
-        (512, 4194304, 256, 8.94e-07), (512, 4194304, 2048, 6.03e-07), (512, 4194304, 16384, 1.67e-07), (512, 33554432, 256, 8.81e-07),
-        (512, 33554432, 2048, 5.99e-07), (512, 33554432, 16384, 4.39e-07), (512, 268435456, 256, 7.61e-07), (512, 268435456, 2048, 6.38e-07),
-        (512, 268435456, 16384, 4.75e-07),)),
-    "host_op_latency": 4.3 * US,
-    "host_numpy_op_latency": 1.3 * US,
-    "host_calls": {"slots_of_unique": 11.7 * US, "op": 4.3 * US, "lookup": 6.6 * US, "backward": 57.2 * US, "update_sgd": 9.7 * US, "forward_stage": 37.6 * US, "backward_stage": 70.2 * US, "update_stage": 12.8 * US, "update_adagrad": 32.6 * US, "update_rowwise_adagrad": 40.6 * US, "dense_layer": 58.3 * US, "dense_base": 458.1 * US, "numpy": 1.3 * US, "unique": 19.9 * US, "plan_table": 45.8 * US, "plan_batch": 15.1 * US, "plan_victims": 94.9 * US,
-                   # the rest not timed on that Xeon: `scratchkit calibrate` on an AMD EPYC VM core
-                   # (the hand-off of a plan is a CPU run's only, priced in no GPU projection)
-                   "kernel": 6.5 * US, "device_plan_table": 8.5 * US, "send_batch": 42.4 * US,
-                   "plan_table_few": 13.1 * US, "plan_victims_few": 8.9 * US,
-                   "send_table": 17.2 * US, "receive_batch": 31.3 * US, "receive_table": 4.6 * US},
-    "host_sort": RateCurve(((512, 1.59e+08), (2048, 1.46e+08), (8192, 1.35e+08), (32768, 1.12e+08), (131072, 1.22e+08))),
-    "host_numpy_sort": RateCurve(((512, 4.09e+08), (2048, 4.89e+08), (8192, 5.13e+08), (32768, 4.85e+08), (131072, 4.34e+08))),
-    # the planner's four, calibrated on the same VM with its victim choice's pass over the slots
-    # priced apart from the misses
-    "host_plan_lookup_rate": RateCurve(((32768, 1.78e+08), (262144, 7.65e+07), (1048576, 3.35e+07))),
-    "host_plan_id_rate": RateCurve(((32768, 5.06e+07), (262144, 2.61e+07), (1048576, 1.98e+07))),
-    "host_plan_miss_rate": RateCurve(((262144, 1.28e+07), (1048576, 9.52e+06))),
-    "host_plan_slot_rate": RateCurve(((8192, 8.8e+07), (65536, 1.99e+08), (262144, 1.93e+08))),
-    "host_sort_value_rate": 1.1e+09,
-    # not timed on that Xeon: np.partition (the demand caches' victim choice) as `scratchkit
-    # calibrate` measured it on an AMD EPYC VM core (medians of 7)
-    "host_numpy_select": RateCurve(((512, 8.5e+08), (2048, 1.17e+09), (8192, 1.16e+09), (32768, 1.17e+09), (131072, 1.22e+09))),
-}
-HOST_SOURCES = {k: HOST_CORE_SOURCE for k in HOST_CORE}
+from scratchkit.choices import Registry
+from scratchkit.costmodel.hardware import (GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops,
+                                          field_from_json)
+
+HOST_CORE_FILE = Path(__file__).with_name("host_core.json")
+
+
+@cache
+def host_core() -> tuple[dict, dict[str, str]]:
+    """One host core's fields of `Hardware` (host_core.json's `fields`, typed) and each one's
+    source: the command, the machine that measured it, the dates, and the assumption."""
+    data = json.loads(HOST_CORE_FILE.read_text())
+    machines = data["machine"]
+
+    def source(name: str) -> str:
+        machine = machines.get(name, machines["default"])
+        note = f"; {data['notes'][name]}" if name in data["notes"] else ""
+        return (f"{data['command']} on {machine}, {data['date']}{note} ({HOST_CORE_FILE.name}); "
+                "assumption: a server core of these generations runs it alike")
+
+    return ({name: field_from_json(name, value) for name, value in data["fields"].items()},
+            {name: source(name) for name in data["fields"]})
 
 
 def _sort_curve(keys_per_s: float) -> RateCurve:
@@ -199,8 +136,9 @@ def server(name: str) -> Hardware:
     link, link_source = f["link"]
     device_rows = RowCurve.from_bandwidths(0.5 * l2_bw, 0.5 * stream, l2, line_bytes=32)
     updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)   # read and written
+    host, host_sources = host_core()
     return Hardware(
-        name=name, description=f["description"], host_cores=cores, **HOST_CORE,
+        name=name, description=f["description"], host_cores=cores, **host,
         host_memory_line_rate=memory_line_rate(channels, transfers),
         pcie_bw=0.8 * link, pcie_latency=f["copy_latency"], device_stream_bw=stream,
         device_gather=device_rows, device_scatter=device_rows, device_lookup=device_rows, device_update=updated,
@@ -209,7 +147,7 @@ def server(name: str) -> Hardware:
         device_flops=RateCurve.constant(0.8 * fp32), device_bmm_flops=RateCurve.constant(0.1 * fp32),
         device_activation_rate=RateCurve.constant(stream / 8),
         origin="datasheets and published microbenchmarks (scratchkit/costmodel/servers.py)",
-        sources=HOST_SOURCES | {
+        sources=host_sources | {
             "host_cores": cores_source, "device_stream_bw": stream_source,
             "host_memory_line_rate": f"{memory_source}: {channels} channels per GPU x {transfers / 1e6:.0f} MT/s "
                                      f"x 8 B x {RANDOM_LINE_SHARE:g} (assumption: random lines reach half "
