@@ -80,7 +80,7 @@ class Bench:
             lambda: p.query(self.query_ids_host), self.batch, self.sync, min_seconds))
         moved = 2 * self.batch * self.dim * 4 / 1e9                 # GB read + written
         r.gather_gb_per_s = max(r.gather_gb_per_s, best_rate(
-            lambda: e.gather_rows(p._rows, self.slots), moved, self.sync, min_seconds))
+            lambda: e.gather_rows(p.slot_rows.rows, self.slots), moved, self.sync, min_seconds))
         copied = 2 * self.big.nbytes / 1e9
         r.copy_gb_per_s = max(r.copy_gb_per_s, best_rate(
             lambda: self.xp.copyto(self.big_out, self.big), copied, self.sync, min_seconds))

@@ -5,11 +5,13 @@ and its backward fused with the optimizer's update. This class is what the kerne
 benchmarks drive; `scratchpipe-device`'s planner uses the map and row kernels through the same
 engines (scratchpipe/device_plan.py), the host planner a host array (docs/design.md).
 
-    device (engine arrays)                     host (NumPy bookkeeping)
-    rows   [capacity, dim] float32             slot_ids   [capacity] id in each slot, -1 = free
-    state  [capacity, state_width] float32     hold_counts[capacity] batches in flight using it
-    map.keys, map.values [table_size]          dirty      [capacity] changed since filled
-      the hash map (hash_map.py)
+    device (engine arrays)                        host (NumPy bookkeeping)
+    slot_rows.rows   [capacity, dim] float32      slot_ids   [capacity] id in each slot, -1 = free
+    slot_rows.state  [capacity, state_width]      hold_counts[capacity] batches in flight using it
+    map.keys, .values [table_size] the hash map   dirty      [capacity] changed since filled
+
+The device half is two classes with their kernels: the rows by slot (slot_rows.py) and the map
+(hash_map.py); this one checks every argument and keeps the books.
 
 The engines (twin, HOST: the `.cu` built with g++, CUPY: on a GPU) give identical results. `rows`
 and `state` are also torch tensors sharing the engine arrays' memory (DLPack on a GPU). Every
@@ -19,7 +21,6 @@ where the input came from: host input gives NumPy results, device input CuPy res
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,7 @@ from scratchkit.kernels.arguments import check_offsets, check_range, check_uniqu
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.kernels.engine_arrays import EngineArrays
 from scratchkit.kernels.hash_map import SlotHashMap
+from scratchkit.kernels.slot_rows import SlotRows
 
 # Linear probing's expected probes per miss are about (1 + 1/(1-a)^2) / 2 at load a: 2.5 at
 # a = 0.5, 8.5 at 0.75, 50 at 0.9. A table of at least 2 * capacity buckets keeps a <= 0.5 even
@@ -89,10 +91,9 @@ class Scratchpad:
 
         self.map = SlotHashMap(self.engine, map_buckets(self.capacity))
         self.table_size = self.map.table_size
-        self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)
-        self._state = xp.zeros((self.capacity, self.state_width), dtype=xp.float32) if self.state_width else None
-        self.rows = self.arrays.as_torch(self._rows)                          # [capacity, dim]
-        self.state = self.arrays.as_torch(self._state) if self._state is not None else None
+        self.slot_rows = SlotRows(self.engine, self.arrays, self.capacity, self.dim, self.state_width)
+        self.rows = self.arrays.as_torch(self.slot_rows.rows)                 # [capacity, dim]
+        self.state = None if self.slot_rows.state is None else self.arrays.as_torch(self.slot_rows.state)
 
         self._slot_ids = np.full(self.capacity, -1, dtype=np.int64)
         self._holds = np.zeros(self.capacity, dtype=np.int32)
@@ -200,9 +201,7 @@ class Scratchpad:
         on_device = self.arrays.on_device(slots)
         slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
-        device_slots = self.arrays.to_engine(slots)
-        rows = self.engine.gather_rows(self._rows, device_slots)
-        state = self.engine.gather_rows(self._state, device_slots) if self._state is not None else None
+        rows, state = self.slot_rows.gather(self.arrays.to_engine(slots))
         return (self.arrays.result(rows, on_device),
                 None if state is None else self.arrays.result(state, on_device))
 
@@ -217,18 +216,7 @@ class Scratchpad:
         self._check_slots("slots", slots)
         if not assume_unique:
             check_unique("slots", slots)
-        rows = self.arrays.floats(rows, "rows", (slots.size, self.dim))
-        if self._state is not None:
-            if state is None:
-                raise ValueError(f"state is required: this scratchpad keeps {self.state_width} "
-                                 "optimizer floats per slot, and a row without its state is stale")
-            state = self.arrays.floats(state, "state", (slots.size, self.state_width))
-        elif state is not None:
-            raise ValueError("state given, but this scratchpad has state_width 0")
-        device_slots = self.arrays.to_engine(slots)
-        self.engine.scatter_rows(self._rows, device_slots, rows)
-        if state is not None:
-            self.engine.scatter_rows(self._state, device_slots, state)
+        self.slot_rows.scatter(self.arrays.to_engine(slots), rows, state)
         self._dirty[slots] = dirty
 
     # ----------------------------------------------------------------------------- embedding bag
@@ -238,8 +226,7 @@ class Scratchpad:
         slots, offsets = self.arrays.host(slots, "slots"), self.arrays.host(offsets, "offsets")
         self._check_slots("slots", slots)
         self._check_offsets(offsets, slots.size)
-        device_slots, device_offsets = self.arrays.to_engine(slots), self.arrays.to_engine(offsets)
-        pooled = self.engine.embedding_bag_forward(self._rows, device_slots, device_offsets)
+        pooled = self.slot_rows.bag_forward(self.arrays.to_engine(slots), self.arrays.to_engine(offsets))
         return self.arrays.result(pooled, on_device)
 
     def backward_update(self, slots, offsets, grad_pooled, optimizer: OptimizerKind | str,
@@ -254,22 +241,8 @@ class Scratchpad:
         slots, offsets = self.arrays.host(slots, "slots"), self.arrays.host(offsets, "offsets")
         self._check_slots("slots", slots)
         self._check_offsets(offsets, slots.size)
-        grad_pooled = self.arrays.floats(grad_pooled, "grad_pooled", (offsets.size, self.dim))
-        for name, value in (("lr", lr), ("eps", eps)):
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        needed = {OptimizerKind.SGD: None, OptimizerKind.ROWWISE_ADAGRAD: 1,
-                  OptimizerKind.ADAGRAD: self.dim}[optimizer]
-        if needed is not None and self.state_width != needed:
-            raise ValueError(f"{optimizer.value} needs state_width {needed}, "
-                             f"but this scratchpad has state_width {self.state_width}")
-        args = (self.arrays.to_engine(slots), self.arrays.to_engine(offsets), grad_pooled)
-        if optimizer is OptimizerKind.SGD:
-            self.engine.embedding_bag_backward_sgd(self._rows, *args, lr)
-        elif optimizer is OptimizerKind.ROWWISE_ADAGRAD:
-            self.engine.embedding_bag_backward_rowwise_adagrad(self._rows, self._state, *args, lr, eps)
-        else:
-            self.engine.embedding_bag_backward_adagrad(self._rows, self._state, *args, lr, eps)
+        device_slots, device_offsets = self.arrays.to_engine(slots), self.arrays.to_engine(offsets)
+        self.slot_rows.backward_update(device_slots, device_offsets, grad_pooled, optimizer, lr, eps)
         self._dirty[slots] = True
 
     # ----------------------------------------------------------------------------- bookkeeping
