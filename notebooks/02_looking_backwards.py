@@ -136,7 +136,7 @@ sampled_curves(samples, curves.num_rows)
 # at the chosen size.
 
 # %%
-from scratchkit.course.widgets import CacheExplorer
+from scratchkit.course.cache_explorer import CacheExplorer
 
 CacheExplorer(curves, policies=("static", "lru", "lfu", "lookahead"), load_factor=0.05, zipf=1.05, depth=2)
 

@@ -76,7 +76,7 @@ stage_breakdown(results)
 # load factor slider.)
 
 # %%
-from scratchkit.course.widgets import TrainingDashboard
+from scratchkit.course.dashboard import TrainingDashboard
 
 board = TrainingDashboard(config, load_factor=0.25, depth=2)
 board

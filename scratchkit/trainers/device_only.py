@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import (SortedLookups, apply_updates, fused_sgd_fits, fused_sgd_update,
-                                                pooled_lookup_tables, sort_lookups)
+from scratchkit.embedding.fused_sgd import SortedLookups, fused_sgd_fits, fused_sgd_update, sort_lookups
+from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
 
 

@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 
 from scratchkit.data.checks import BadBatchError
-from scratchkit.embedding.table_batched import set_host_threads
+from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
 from scratchkit.scratchpipe.device_moves import DeviceStages
