@@ -93,3 +93,14 @@ def test_a_name_shared_with_a_victim_rule_means_that_rule(rule):
     assert rule.value in POLICIES or rule.value in TRAINERS or rule is VictimPolicy.FURTHEST
     # FURTHEST is ScratchPipe's own rule, which its simulator and trainers follow under their names
     assert POLICIES["lookahead"].victim is VictimPolicy.FURTHEST
+
+
+def test_the_kits_trainers_take_their_names_from_trainer_kind():
+    """A trainer's `name` is its registry entry's: the kit's own classes write TrainerKind.X.value,
+    never the name again."""
+    written = [f"{path.name}:{node.name}" for path in sorted((PACKAGE / "trainers").glob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+               for st in node.body if isinstance(st, ast.Assign) and ast.unparse(st.targets[0]) == "name"
+               and isinstance(st.value, ast.Constant)]
+    assert written == []
+    assert {TRAINERS[name].load().name for name in TRAINERS} == set(TRAINERS)

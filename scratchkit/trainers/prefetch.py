@@ -54,6 +54,7 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.cached import DemandFilledTrainer, Served, ServeStages
+from scratchkit.trainers.registry import TrainerKind
 from scratchkit.trainers.timing import StageTimer
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
@@ -94,7 +95,7 @@ class Ahead:
 class PrefetchLRUTrainer(DemandFilledTrainer):
     """LRU cache filled one batch ahead; the batch in flight's rows are locked."""
 
-    name = "prefetch-lru"
+    name = TrainerKind.PREFETCH_LRU.value
     policy = VictimPolicy.LRU
 
     def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):
