@@ -81,8 +81,9 @@ def kernel_expectations() -> dict:
 
 def markdown(figures: dict, hardware: str) -> str:
     lines = ["# Expected figures on the first GPU", "",
-             f"Written by `{figures['command']}` on {figures['generated']} (git {figures['git']}),",
-             f"on {figures['machine']}. Regenerate with the same command when the cost model changes.", "",
+             f"Written by `{figures['command']}`, which also writes `docs/gpu-expected.json` (with the",
+             "commit, date and machine that wrote both). Regenerate them with the same command when the",
+             "cost model changes.", "",
              "These are the cost model's projections (`scratchkit/projection/costmodel.py`, machines in",
              "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
              "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",

@@ -14,17 +14,20 @@ from dataclasses import dataclass
 from enum import Enum
 
 from scratchkit.choices import Registry, parse_choice
+from scratchkit.config import VictimPolicy
 
 
 class TrainerKind(str, Enum):
     """The kit's own trainers, each also a cost model (`TrainerSpec.priced_as`): a closed set,
-    since a new way to price a step is new code in costmodel/stages.py and projection/costmodel.py."""
+    since a new way to price a step is new code in costmodel/stages.py and projection/costmodel.py.
+    A demand-filled cache is named after its victim rule, taken from `VictimPolicy`: "lru" is one
+    rule for the caches, their trainers and the simulators (sim.POLICIES)."""
 
     GPU_ONLY = "gpu-only"       # every table on the device: the upper bound
     HYBRID = "hybrid"           # tables on the host: the baseline
     STATIC = "static"           # hot rows pinned on the device, profiled from a prefix
-    LRU = "lru"                 # demand-filled cache, least recently used victim
-    LFU = "lfu"                 # demand-filled cache, least frequently used victim
+    LRU = VictimPolicy.LRU.value   # demand-filled cache, least recently used victim
+    LFU = VictimPolicy.LFU.value   # demand-filled cache, least frequently used victim
     PREFETCH_LRU = "prefetch-lru"  # LRU cache filled one batch ahead (TorchRec's prefetch pipeline)
     SCRATCHPIPE = "scratchpipe" # look-forward scratchpad, pipelined
     SCRATCHPIPE_DEVICE = "scratchpipe-device"  # the same, planned and filled by the device

@@ -43,12 +43,13 @@ from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
 from scratchkit.scratchpipe.train import count_hits, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
+from scratchkit.trainers.registry import TrainerKind
 
 __all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "ScratchPipeTrainer"]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
-    name = "scratchpipe"
+    name = TrainerKind.SCRATCHPIPE.value
 
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
                  horizon: int | None = None, engine: str = "auto", record_events: bool = True,
@@ -264,7 +265,7 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
     schedule: the host keeps only the order of the batches. Its plans are the host planner's,
     array for array; what changes is where they are made and where rows move."""
 
-    name = "scratchpipe-device"
+    name = TrainerKind.SCRATCHPIPE_DEVICE.value
 
     def __init__(self, config, source=None, device=None, **options):
         super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
