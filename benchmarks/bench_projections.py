@@ -36,7 +36,7 @@ from scratchkit.projection.counters import project_config, simulated_counters
 from scratchkit.costmodel.servers import SERVERS
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hardware import calls_from_ops
-from scratchkit.costmodel.work import StepWork
+from scratchkit.costmodel.step import StepWork
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import TRAINERS as REGISTERED, TrainerKind, priced_as
 

@@ -19,7 +19,7 @@ from scratchkit.costmodel.servers import SERVERS
 from scratchkit.costmodel.stages import plan_handoff
 from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
 from scratchkit.costmodel.hardware import CALL_OPS, Hardware, RateCurve, RowCurve, sort_units
-from scratchkit.costmodel.work import TableWork
+from scratchkit.costmodel.step import TableWork
 from scratchkit.trainers import TRAINERS as REGISTERED, priced_as
 
 TRAINERS = list(REGISTERED)
@@ -555,7 +555,7 @@ def test_plan_stripes_are_planners_the_model_spreads_plan_over():
 def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
     """reuse_bins: rows 1 2 1 3 2 1. The second 1 comes 1 distinct row after the first (bin 2:
     distances 1); the second 2 and the third 1 come 2 after theirs (bin 4: distances 2-3)."""
-    from scratchkit.costmodel.work import reuse_bins
+    from scratchkit.costmodel.step import reuse_bins
 
     assert reuse_bins(np.array([1, 2, 1, 3, 2, 1])) == {2: 1.0, 4: 2.0}
     assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}

@@ -231,7 +231,7 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
     from scratchkit.costmodel import kit
     from scratchkit.calibration.fixed_costs import stage_times
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.costmodel.step import StepWork
 
     points = []
     for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:

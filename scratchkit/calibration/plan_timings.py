@@ -240,7 +240,7 @@ def device_plan_table_seconds(hw) -> float:
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.costmodel.device_stages import plan_work
     from scratchkit.costmodel.planning import fresh_planner
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.costmodel.step import StepWork
 
     def unpriced(tables: int) -> float:
         config = TrainConfig(data=DataConfig(table_sizes=(256,) * tables, pooling=1, batch_size=8, num_dense=1,

@@ -31,7 +31,8 @@ import math
 from dataclasses import dataclass
 
 from scratchkit.costmodel.hardware import Hardware
-from scratchkit.costmodel.work import FLOAT_BYTES, StepWork, Work
+from scratchkit.costmodel.work import FLOAT_BYTES, Work
+from scratchkit.costmodel.step import StepWork
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
 LINE_BYTES = 64     # a cache line: what DRAM serves per random access

@@ -28,7 +28,8 @@ from __future__ import annotations
 from scratchkit.config import OptimizerKind
 from scratchkit.costmodel import kit
 from scratchkit.costmodel.device_stages import device_scratchpipe_stages
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, Work
+from scratchkit.costmodel.step import StepWork
 from scratchkit.trainers import TrainerKind, priced_as
 
 def _total(parts) -> Work:

@@ -21,7 +21,7 @@ from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, c
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hardware import median_hardware
-from scratchkit.costmodel.work import StepWork
+from scratchkit.costmodel.step import StepWork
 from scratchkit.trainers import TrainerKind, priced_as
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10

@@ -54,7 +54,8 @@ from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
 from scratchkit.projection.hardware import Hardware, get_hardware
 from scratchkit.costmodel.host_threads import HOST_MEMORY, hybrid_stage_seconds
 from scratchkit.costmodel.stages import plan_handoff, stage_work
-from scratchkit.costmodel.work import StepWork, Work, mlp_flops
+from scratchkit.costmodel.work import Work
+from scratchkit.costmodel.step import StepWork, mlp_flops
 from scratchkit.trainers import TRAINERS, TrainerKind, priced_as
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",

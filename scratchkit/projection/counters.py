@@ -110,7 +110,7 @@ def project_config(config: TrainConfig, trainers: list[str], machines: list[str]
     batches and the counters above. Per trainer, {machine: costmodel.Projection}."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.projection.costmodel import project_all
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.costmodel.step import StepWork
 
     source = source if source is not None else SyntheticSource(config.data)
     base = StepWork.from_config(config, source, batches=min(batches, 2))
