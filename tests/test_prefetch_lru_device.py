@@ -10,7 +10,7 @@ from scratchkit.config import CacheParams, VictimPolicy
 from scratchkit.measure.verify import verify
 from scratchkit.projection.costmodel import works_of
 from scratchkit.projection.counters import simulated_counters
-from scratchkit.trainers import TRAINERS, TrainerKind, make_trainer, trainer_config
+from scratchkit.trainers import PEERS, TRAINERS, TrainerKind, make_trainer, trainer_config
 
 PEER = "prefetch-lru-device"
 
@@ -27,9 +27,10 @@ def moved(name, config, steps=12):
         return [(r.fetched_rows, r.written_back_rows) for r in trainer.train(steps)]
 
 
-def test_it_is_registered_priced_as_scratchpipe_device():
+def test_it_is_registered_priced_as_scratchpipe_device_and_is_the_production_peer():
     spec = TRAINERS[PEER]
     assert spec.priced_as is TrainerKind.SCRATCHPIPE_DEVICE and spec.load().name == PEER and spec.help
+    assert PEERS == ("hybrid", PEER) and all(peer in TRAINERS for peer in PEERS)   # what "x peer" divides by
 
 
 def test_it_trains_bit_exactly_as_plain_pytorch(config):
