@@ -7,7 +7,7 @@ prefetch pipeline; `prefetch-lru` is the same cache bookkept in NumPy on one hos
 A laptop cannot train 8 tables of a million rows, so nothing here trains: the cost model
 (scratchkit.projection.counters.project_config) takes each profile's working sets from its first
 batches and the rows each trainer moves from the kit's own decisions on them (ScratchPipe's
-planner, a batch-granular LRU), and prices the step on each GPU profile. Then, for the
+planner, a batch-granular LRU), and prices the step on each GPU server. Then, for the
 embedding-bound profile on the H100 server, it says how ScratchPipe (planned on the host,
 `scratchpipe`, and on the device, `scratchpipe-device`) stands against its peers and gpu-only,
 and whether Plan bounds it.
@@ -35,9 +35,9 @@ from scratchkit.costmodel.host_threads import HOST_MEMORY
 from scratchkit.measure.record import RunRecord
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.counters import project_config, simulated_counters
-from scratchkit.costmodel.gpu_profiles import SERVERS
+from scratchkit.costmodel.servers import SERVERS
 from scratchkit.projection.hardware import get_hardware
-from scratchkit.costmodel.hw_profile import calls_from_ops
+from scratchkit.costmodel.hardware import calls_from_ops
 from scratchkit.costmodel.work import StepWork
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import BASELINE, PEERS, TRAINERS as REGISTERED, TrainerKind, priced_as

@@ -1,6 +1,6 @@
 """`scratchkit calibrate`: measure this machine's constants with the kit's own operations.
 
-Each constant of a `HardwareProfile` is measured by running what the trainers run, at the sizes
+Each constant of a `Hardware` is measured by running what the trainers run, at the sizes
 they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
 
     host_stream_bw          np.copyto of 64 MiB (read + write bytes)
@@ -48,7 +48,7 @@ from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.calibration.co_run import co_run_slowdowns
-from scratchkit.costmodel.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.hardware import MB, Hardware, RateCurve, RowCurve, sort_units
 from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
                                             row_curves, row_points, stream_bandwidth)
@@ -60,12 +60,12 @@ Progress = Callable[[str], None]
 
 
 def calibrate(quick: bool = False, progress: Progress | None = None, device=None,
-              repeats: int | None = None) -> HardwareProfile:
+              repeats: int | None = None) -> Hardware:
     """Measure this machine (tens of seconds; `quick`: fewer sizes and repeats, a few seconds).
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
     it, else the CPU is the device). `progress(text)` hears each step as it starts. `repeats`:
     timed runs per figure on the host (default 7, quick 3; validation takes several calibrations
-    of 3 on either side of a profile's trainers and their median: hw_profile.median_profile)."""
+    of 3 on either side of a workload's trainers and their median: hardware.median_hardware)."""
     say = progress or (lambda _: None)
     keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()
@@ -78,22 +78,22 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
         if device is None:
             say("the scratchpad's hash map, as scratchpipe-device probes it on this CPU")
             probes, probe_source = map_probe_rate(quick)
-            profile = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
-            profile.sources["device_map_probe_rate"] = probe_source
+            hw = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
+            hw.sources["device_map_probe_rate"] = probe_source
         else:
-            profile = measure_device(device, host, sources, quick, say)
+            hw = measure_device(device, host, sources, quick, say)
         say("scratchpipe-device's Plan per table, beyond what the rest prices")
-        table = {"device_plan_table": device_plan_table_seconds(profile)}
-        profile = replace(profile, host_calls=profile.host_calls | table, device_calls=profile.device_calls | table)
+        table = {"device_plan_table": device_plan_table_seconds(hw)}
+        hw = replace(hw, host_calls=hw.host_calls | table, device_calls=hw.device_calls | table)
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return replace(profile, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
+    return replace(hw, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
                    native_builds=loop_builds())
 
 
 def loop_builds() -> dict[str, str]:
-    """The builds of the C++ loops whose speed the profile holds (the table-batched calls and
+    """The builds of the C++ loops whose speed the hardware holds (the table-batched calls and
     ScratchPipe's planner), by library: where one has changed since, `this-cpu` measures afresh."""
     from scratchkit.embedding.table_batched import LOOPS
     from scratchkit.scratchpipe.plan_native import LOOP
@@ -113,7 +113,7 @@ def machine_name() -> str:
 
 # ------------------------------------------------------------------------------------------ host
 def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tuple[dict, dict[str, str]]:
-    """Every host constant: (HardwareProfile fields and the CPU's mm/bmm curves, their sources)."""
+    """Every host constant: (Hardware fields and the CPU's mm/bmm curves, their sources)."""
     bench = Bench(repeats=repeats or (3 if quick else 7))
     how = f"CPU time, median of {bench.repeats} runs, each after a 4 MiB flush"
     say("host memory: streaming copy of 64 MiB")
@@ -210,7 +210,7 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
     return {"numpy": float(np.mean([bench.per_call(f) for f in kinds])),
             "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
             "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
-            "device_plan_table": 0.0}   # measured last, beyond what the finished profile prices
+            "device_plan_table": 0.0}   # measured last, beyond what the finished hardware prices
 
 
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
@@ -236,11 +236,11 @@ def numpy_select_rate(bench: Bench, quick: bool) -> RateCurve:
     return RateCurve(tuple(points))
 
 
-def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
+def cpu_as_device(host: dict, sources: dict[str, str]) -> Hardware:
     """No GPU: the device is the host's CPU, and nothing crosses a link."""
     same = "the CPU is the device (no GPU here)"
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
-    return HardwareProfile(
+    return Hardware(
         name="this-cpu", description=f"this machine: {machine_name()}, no GPU (device = CPU)",
         device_activation_rate=host["activations"],
         **own, pcie_bw=float("inf"), pcie_latency=0.0,
@@ -264,7 +264,7 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
 
 
 # ------------------------------------------------------------------------------------------ device
-def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: Progress) -> HardwareProfile:
+def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: Progress) -> Hardware:
     """The device and the link of `dev` (a scratchkit.device.Device: a GPU, or a stand-in in the
     tests), with the same torch measurements the CPU had, timed by the wall clock between two
     synchronisations of the device."""
@@ -290,7 +290,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     up, down, copy_latency = link_rates(bench, dev, quick)
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
     name = device_name(dev)
-    return HardwareProfile(
+    return Hardware(
         name="this-cpu", description=f"this machine: {machine_name()} + {name}",
         **own, pcie_bw=min(up, down), pcie_latency=copy_latency,
         device_stream_bw=stream, device_gather=RowCurve(tuple(gathers)), device_scatter=RowCurve(tuple(scatters)),

@@ -15,8 +15,8 @@ core (`Work.host_seconds`) takes, on `threads` threads,
 `threads`: on a GPU server, its `host_cores` (one GPU's share of the server's cores, as production
 hybrids use them); on this CPU (`device_is_host`), the run's threads (`StepWork.host_threads`),
 at most its cores. The second term is the cap: however many cores, the host's memory system serves
-only so many random 64 B lines a second (`HardwareProfile.host_memory_line_rate`: a server's
-figure is its channels per GPU x a channel's random-line rate, gpu_profiles.py; None where not
+only so many random 64 B lines a second (`Hardware.host_memory_line_rate`: a server's
+figure is its channels per GPU x a channel's random-line rate, servers.py; None where not
 known, as for a calibrated CPU: no cap). A step's DRAM lines, per table (`memory_lines`):
 
     embedding_forward    each distinct row read once (a repeat within the batch is in a cache)
@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scratchkit.costmodel.hw_profile import HardwareProfile
+from scratchkit.costmodel.hardware import Hardware
 from scratchkit.costmodel.work import FLOAT_BYTES, StepWork, Work
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
@@ -40,7 +40,7 @@ MIN_ROWS = 256      # fewest rows a thread's run of the SGD update takes (table_
 HOST_MEMORY = "host memory"   # the name of the cap when it binds
 
 
-def host_threads(w: StepWork, hw: HardwareProfile) -> int:
+def host_threads(w: StepWork, hw: Hardware) -> int:
     """The threads the host's embedding work is priced on (see the module note)."""
     if hw.device_is_host:
         return max(1, min(w.host_threads or 1, hw.host_cores))
@@ -87,13 +87,13 @@ class HostSpread:
         return self.memory_seconds > self.cores_seconds
 
 
-def calls_seconds(part: Work, hw: HardwareProfile) -> float:
+def calls_seconds(part: Work, hw: Hardware) -> float:
     """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
     threads (the dispatch, the arguments' checks, waking the pool)."""
     return sum(count * hw.call(False, name) for name, count in part.host_calls)
 
 
-def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpread:
+def spread(stage: str, part: Work, w: StepWork, hw: Hardware) -> HostSpread:
     """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
     calls' fixed costs stay the caller's, the rest spreads."""
     threads = min(host_threads(w, hw), pieces(stage, w))
@@ -103,7 +103,7 @@ def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpre
     return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
 
 
-def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: HardwareProfile
+def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: Hardware
                          ) -> tuple[dict[str, float], dict[str, HostSpread]]:
     """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
     stages' HostSpread (which limit binds it)."""

@@ -1,19 +1,19 @@
 """What one training step does, counted: the cost model's first half (the second divides by a
-`HardwareProfile`: scratchkit/projection/costmodel.py).
+`Hardware`: scratchkit/projection/costmodel.py).
 
 `StepWork` says what a step touches, per table (lookups, distinct ids, table and cache sizes) and
 for the whole model (batch, dim, the MLPs' widths, rows fetched and written back). `Work` is the
-work of one stage in the units the profiles price:
+work of one stage in the units the hardware prices:
 
     stream          bytes read or written in order (copies, elementwise ops, outputs)
     rows            random rows gathered or scattered: (rows, row bytes, bytes of the table they
-                    are in), priced by the profile's RowCurve at that table size
+                    are in), priced by the hardware's RowCurve at that table size
     sorts           keys sorted by the kit's coalesce (torch) or by NumPy (unique, argsort), per
                     sort: (n keys, how many sorts[, depth]), priced in n x depth (log2 n unless
                     given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate;
                     ("select", n, count): np.partition's n keys, at the select rate
     sort_values     floats the coalesce moves and sums beside its keys
-    calls           the kit's calls, each with its fixed cost (hw_profile.CALL_OPS)
+    calls           the kit's calls, each with its fixed cost (hardware.CALL_OPS)
     mm, bmm         matmuls: (FLOPs per call, calls), and the interaction's batched small ones
     activations     floats the dense step's elementwise ops move
     plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
@@ -22,7 +22,7 @@ work of one stage in the units the profiles price:
                     row bytes, table bytes, lookups of the call, repeats by distance, bags),
                     ("backward", n, u, row bytes, bags, gradient bytes,
                     lookups of the call), ("sgd", u, row bytes,
-                    table bytes, rows of the call), priced by the profile's host_tbe_* curves
+                    table bytes, rows of the call), priced by the hardware's host_tbe_* curves
                     (measured on the host: a device that is the host, in bags of TBE_BAG)
     pcie            bytes and copies between host and device
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from scratchkit.config import OptimizerKind, TrainConfig
 from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
-from scratchkit.costmodel.hw_profile import HardwareProfile, sort_units
+from scratchkit.costmodel.hardware import Hardware, sort_units
 
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
@@ -99,11 +99,11 @@ class Work:
         rows = sum(r[1] * r[2] for r in self.host_rows + self.device_rows)
         return self.host_stream + self.device_stream + self.pcie + rows
 
-    def seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+    def seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         """Time on `hw`, nothing overlapped; the planner's work spread over `planners` cores."""
         return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
 
-    def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+    def host_seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         scan = hw.host_plan_slot_rate
         plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
                    + m / hw.host_plan_miss_rate.at(rows) + (passes * slots / scan.at(slots) if scan and passes else 0.0)
@@ -121,10 +121,10 @@ class Work:
         return sum(curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
                    for kind, n, row_bytes, footprint in rows)
 
-    def _tbe(self, entries: tuple, hw: HardwareProfile) -> float:
+    def _tbe(self, entries: tuple, hw: Hardware) -> float:
         """The table-batched calls' per-lookup and per-row work (their fixed costs are calls)."""
         if entries and not hw.batched_host:
-            raise ValueError(f"profile {hw.name!r} has no table-batched rates (host_tbe_*): run "
+            raise ValueError(f"hardware {hw.name!r} has no table-batched rates (host_tbe_*): run "
                              "`scratchkit calibrate` on a machine with a C++ compiler")
         if not entries:
             return 0.0
@@ -164,15 +164,15 @@ class Work:
                 total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
         return total
 
-    def pcie_seconds(self, hw: HardwareProfile) -> float:
+    def pcie_seconds(self, hw: Hardware) -> float:
         return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
 
-    def launch_seconds(self, hw: HardwareProfile) -> float:
+    def launch_seconds(self, hw: Hardware) -> float:
         """Of `device_seconds`, the calls' fixed costs: on a GPU the launches, which the host
         thread that issues them spends (the kernels run on the device meanwhile)."""
         return sum(count * hw.call(True, name) for name, count in self.device_calls)
 
-    def device_seconds(self, hw: HardwareProfile) -> float:
+    def device_seconds(self, hw: Hardware) -> float:
         return (self.device_stream / hw.device_stream_bw
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
                                                 "lookup": hw.device_lookup, "update": hw.device_update})
@@ -184,7 +184,7 @@ class Work:
                 + self.device_activations / hw.device_activation_rate.at(self.device_activations)
                 + self._probes(hw))
 
-    def _probes(self, hw: HardwareProfile) -> float:
+    def _probes(self, hw: Hardware) -> float:
         """The hash map's probes: at the measured rate by the map's slots where there is one,
         else as random reads of one bucket each from the map's buckets."""
         rate = hw.device_map_probe_rate
@@ -202,7 +202,7 @@ def _bags_beyond_the_curves(lookups: float, bags: float) -> float:
 
 def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
     """Sorts in key x log2 n (or x depth) at their kind's rate; selections in keys at theirs (a
-    profile without a select rate prices one as NumPy's sort of the same keys)."""
+    hardware without a select rate prices one as NumPy's sort of the same keys)."""
     total = 0.0
     for kind, n, count, *depth in sorts:
         if n <= 1:

@@ -106,10 +106,10 @@ def _planned(config: TrainConfig, source, batches: int) -> tuple[float, float]:
     return float(fetched), float(written)
 
 
-def project_config(config: TrainConfig, trainers: list[str], profiles: list[str], batches: int = 16,
+def project_config(config: TrainConfig, trainers: list[str], machines: list[str], batches: int = 16,
                    source=None, sample_tables: int | None = None) -> list[dict]:
     """Projections of `trainers` on `config` without training it: the working sets of its first
-    batches and the counters above. Per trainer, {profile: costmodel.Projection}."""
+    batches and the counters above. Per trainer, {machine: costmodel.Projection}."""
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.projection.costmodel import project_all, works_of
 
@@ -117,4 +117,4 @@ def project_config(config: TrainConfig, trainers: list[str], profiles: list[str]
     bases = works_of(config, trainers, source, batches=min(batches, 2))
     works = [base.with_counters(*simulated_counters(config, t, batches, None if sample_tables else source,
                                                     sample_tables)) for t, base in zip(trainers, bases)]
-    return project_all(trainers, works, profiles)
+    return project_all(trainers, works, machines)

@@ -1,4 +1,4 @@
-"""A hardware profile: the handful of speeds the cost model divides work by, each with its source.
+"""Hardware: the handful of speeds the cost model divides work by, each with its source.
 
 Most speeds are one number (a bandwidth, a latency). Three depend on the size of what is done, so
 they are small curves measured (or derived from a datasheet) at a few sizes and interpolated:
@@ -11,8 +11,8 @@ they are small curves measured (or derived from a datasheet) at a few sizes and 
                 multiplications (FLOP/s by FLOPs per call: small matmuls run far below peak)
 
 Both interpolate log-linearly between their points and hold the end values beyond them: no
-extrapolation past what was measured. A profile round-trips through JSON (`to_json`,
-`from_json`); `load_profile` reads a saved one and names the file in any error.
+extrapolation past what was measured. Hardware round-trips through JSON (`to_json`,
+`from_json`); `load_hardware` reads a saved one and names the file in any error.
 """
 from __future__ import annotations
 
@@ -117,9 +117,9 @@ class RateCurve:
         return cls(((1.0, rate),))
 
 
-# The kit's calls whose fixed cost a profile states, and how many ops (host torch ops, or device
+# The kit's calls whose fixed cost hardware states, and how many ops (host torch ops, or device
 # kernels) each launches, counted in scratchkit/embedding/optim.py and scratchkit/model.py: a
-# datasheet profile prices a call as ops x its launch cost; `calibrate` times each call where it
+# datasheet's hardware prices a call as ops x its launch cost; `calibrate` times each call where it
 # occurs (scratchkit/calibration/fixed_costs.py) or on tiny inputs (calibration/kit_timings.py).
 CALL_OPS = {
     "forward_stage": 1,       # once per stage of lookups: the stack of the pooled vectors (and, timed
@@ -151,20 +151,20 @@ CALL_OPS = {
 }
 
 
-# calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
+# calls hardware saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
 LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "plan_victims_few", "kernel", "device_plan_table",
                          "send_batch", "send_table", "receive_batch", "receive_table"})
 
 
-class OutdatedProfileError(ValueError):
-    """A saved profile from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
+class OutdatedHardwareError(ValueError):
+    """Saved hardware from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
 
 
 TBE_CALLS = ("forward", "backward", "sgd")   # the table-batched calls: one each per step, all tables
 
 
 def calls_from_ops(op_latency: float) -> dict[str, float]:
-    """Each call's fixed cost as its op count times one op latency (datasheet profiles)."""
+    """Each call's fixed cost as its op count times one op latency (datasheet machines)."""
     return {name: ops * op_latency for name, ops in CALL_OPS.items()}
 
 
@@ -174,7 +174,7 @@ def sort_units(n: float) -> float:
 
 
 @dataclass(frozen=True)
-class HardwareProfile:
+class Hardware:
     """Bandwidths in bytes/s, latencies in seconds, rates per second. The host runs the kit's
     Python, NumPy and host torch ops; the device runs the trainers' device-side torch ops (on a
     machine without a GPU it is the same CPU: `device_is_host`)."""
@@ -217,24 +217,24 @@ class HardwareProfile:
     # footprint's place, and a table's lookups) and per distinct row updated by SGD (by row bytes,
     # table bytes and the share of the table's rows updated, in the rows' place); their fixed costs are
     # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
-    # profiles, no compiler): the per-table pricing
+    # machines, no compiler): the per-table pricing
     host_tbe_lookup: RowCurve | None = None
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
     # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
     # slot's urgency counted, plan_loop.cpp's choose_victims), by the scratchpad's slots, once per
-    # table and batch with a victim. None (a profile saved before it was measured): not priced
+    # table and batch with a victim. None (hardware saved before it was measured): not priced
     host_plan_slot_rate: RateCurve | None = None
     # np.partition (a demand cache's victim choice, embedding/victims.py's first_k): int64 keys/s
-    # by the keys of a call. None (a profile saved before it was measured): priced as a NumPy sort
+    # by the keys of a call. None (hardware saved before it was measured): priced as a NumPy sort
     host_numpy_select: RateCurve | None = None
     # the scratchpad's hash map (kernels/hashmap.cu), as scratchpipe-device probes it: probes/s
-    # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
+    # by the map's slots, in calls of 16k ids. None (a GPU server; hardware saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
     # ScratchPipe on a CPU: how much slower its host stages (forked) and its Train run beside each
     # other than each alone (calibration/co_run.py), factors >= 1 on every stage of the side. None: not
-    # measured (a GPU profile: its host threads are priced alone; a profile saved before it was)
+    # measured (a GPU server: its host threads are priced alone; hardware saved before it was)
     host_co_run: float | None = None
     train_co_run: float | None = None
     # random 64 B lines a second the host's memory system serves one GPU's share of the cores, all
@@ -242,36 +242,36 @@ class HardwareProfile:
     # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
     host_memory_line_rate: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
-    # library -> its build name): a profile of other builds prices loops this kit no longer runs
+    # library -> its build name): hardware of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
-    origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
+    origin: str = field(default="", compare=False)   # where the hardware came from (file, date, machine)
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "float" and f.name.endswith(("_bw", "_rate")) and not value > 0:
-                raise ValueError(f"profile {self.name!r}: {f.name} must be > 0, got {value}")
+                raise ValueError(f"hardware {self.name!r}: {f.name} must be > 0, got {value}")
             if f.type == "float" and f.name.endswith("_latency") and not value >= 0:
-                raise ValueError(f"profile {self.name!r}: {f.name} must be >= 0, got {value}")
+                raise ValueError(f"hardware {self.name!r}: {f.name} must be >= 0, got {value}")
         if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
-            raise OutdatedProfileError(f"profile {self.name!r}: host_tbe_update is by rows of the call; "
+            raise OutdatedHardwareError(f"hardware {self.name!r}: host_tbe_update is by rows of the call; "
                                        "this kit prices an update by the share of the table it updates")
         for name in ("host_co_run", "train_co_run"):
             value = getattr(self, name)
             if value is not None and not value >= 1:
-                raise ValueError(f"profile {self.name!r}: {name} is a slowdown, >= 1 or None, got {value}")
+                raise ValueError(f"hardware {self.name!r}: {name} is a slowdown, >= 1 or None, got {value}")
         if self.host_memory_line_rate is not None and not self.host_memory_line_rate > 0:
-            raise ValueError(f"profile {self.name!r}: host_memory_line_rate must be > 0 or None, "
+            raise ValueError(f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, "
                              f"got {self.host_memory_line_rate}")
         if self.host_cores < 1:
-            raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
+            raise ValueError(f"hardware {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):
             calls = getattr(self, side)
             missing = [c for c in CALL_OPS if c not in calls]
             if missing or any(not v >= 0 for v in calls.values()):
-                error = OutdatedProfileError if missing and set(missing) <= LATER_CALLS else ValueError
-                raise error(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
+                error = OutdatedHardwareError if missing and set(missing) <= LATER_CALLS else ValueError
+                raise error(f"hardware {self.name!r}: {side} needs a fixed cost >= 0 for each of "
                                  f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
 
     @property
@@ -297,7 +297,7 @@ class HardwareProfile:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> "HardwareProfile":
+    def from_json(cls, data: dict) -> "Hardware":
         """The inverse of `to_json`. A missing or extra field, or a bad value, raises ValueError."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
@@ -333,16 +333,16 @@ class HardwareProfile:
         return cls(**kwargs)
 
 
-_MISSING = fields(HardwareProfile)[0].default   # dataclasses.MISSING, without importing a private name
+_MISSING = fields(Hardware)[0].default   # dataclasses.MISSING, without importing a private name
 
 
-def median_profile(profiles: list[HardwareProfile]) -> HardwareProfile:
+def median_hardware(machines: list[Hardware]) -> Hardware:
     """Calibrations of the same machine as one: every figure, every curve's every point and every
-    call's cost the median over `profiles` (which must have been measured alike: the same fields,
+    call's cost the median over `machines` (which must have been measured alike: the same fields,
     curves at the same points). The first one's name, sources and origin."""
-    if not profiles:
-        raise ValueError("no profiles to take the median of")
-    forms = [p.to_json() for p in profiles]
+    if not machines:
+        raise ValueError("no machines to take the median of")
+    forms = [p.to_json() for p in machines]
     median = lambda xs: float(np.median(xs))
     out = dict(forms[0])
     for name, value in forms[0].items():
@@ -353,29 +353,29 @@ def median_profile(profiles: list[HardwareProfile]) -> HardwareProfile:
             out[name] = {k: median([v[k] for v in values]) for k in value}
         elif isinstance(value, list) and value and isinstance(value[0], list):
             if any(len(v) != len(value) or [p[:-1] for p in v] != [p[:-1] for p in value] for v in values):
-                raise ValueError(f"{name}: the profiles' curves are not measured at the same points")
+                raise ValueError(f"{name}: the machines' curves are not measured at the same points")
             out[name] = [point[:-1] + [median([v[i][-1] for v in values])] for i, point in enumerate(value)]
-    return HardwareProfile.from_json(out)
+    return Hardware.from_json(out)
 
 
-def save_profile(profile: HardwareProfile, path: Path) -> Path:
-    """Write `profile` as JSON to `path` (folders made), whole or not at all."""
+def save_hardware(hw: Hardware, path: Path) -> Path:
+    """Write `hw` as JSON to `path` (folders made), whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    partial.write_text(json.dumps(hw.to_json(), indent=2) + "\n")
     partial.replace(path)
     return path
 
 
-def load_profile(path: Path) -> HardwareProfile:
-    """A saved profile. Anything wrong with the file is one ValueError line that names it."""
+def load_hardware(path: Path) -> Hardware:
+    """Saved hardware. Anything wrong with the file is one ValueError line that names it."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
-        return HardwareProfile.from_json(data)
-    except OutdatedProfileError as err:
-        raise OutdatedProfileError(f"hardware profile {path} was saved by an earlier scratchkit ({err})") from None
+        return Hardware.from_json(data)
+    except OutdatedHardwareError as err:
+        raise OutdatedHardwareError(f"hardware {path} was saved by an earlier scratchkit ({err})") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
-        raise ValueError(f"hardware profile {path}: cannot be read ({err}); run `scratchkit "
+        raise ValueError(f"hardware {path}: cannot be read ({err}); run `scratchkit "
                          "calibrate` to write it again, or delete it") from None

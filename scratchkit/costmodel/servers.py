@@ -19,7 +19,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
   each leave most of the GPU idle).
 - kernel launch: the fixed cost of one eager op, 5-8 us (CUDA's launch of ~4 us plus PyTorch's
   dispatch on the server's core: assumption); each kit call costs its kernels
-  (hw_profile.CALL_OPS) times this.
+  (hardware.CALL_OPS) times this.
 - PCIe: per direction, what pinned `cudaMemcpyAsync` reaches (NVIDIA's bandwidthTest class of
   figure): ~80% of the link's raw rate after encoding and packet headers (assumption).
 - the host: `host_cores` is one GPU's share of its server's cores (the vendor's 8-GPU system
@@ -38,7 +38,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
 from __future__ import annotations
 
 from scratchkit.choices import Registry
-from scratchkit.costmodel.hw_profile import GB, MB, US, HardwareProfile, RateCurve, RowCurve, calls_from_ops
+from scratchkit.costmodel.hardware import GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops
 
 # ---- one host core, as `scratchkit calibrate` measured it (CPU time, best of 7) on an Intel Xeon
 # (Ice Lake-SP, 2.8 GHz, 48 MB L3) VM with 2 cores. Rows: (row bytes, table bytes, s/row).
@@ -136,8 +136,8 @@ def _sort_curve(keys_per_s: float) -> RateCurve:
 # Each server's own figures, with their sources. `link`: the PCIe link's raw rate per direction
 # (pinned copies reach 80% of it); `launch`: the eager op's fixed cost on that server's cores.
 # A server of your own: `SERVERS.register(name, dict(...))` with the same keys; every command's
-# hardware profiles, the projection and the benchmarks read this registry.
-SERVERS: Registry[dict] = Registry("hardware profile ", {
+# machines, the projection and the benchmarks read this registry.
+SERVERS: Registry[dict] = Registry("hardware ", {
     "v100-pcie3": dict(
         description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
         cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
@@ -188,7 +188,7 @@ def memory_line_rate(channels: float, transfers_per_s: float) -> float:
     return channels * transfers_per_s * 8 * RANDOM_LINE_SHARE / LINE_BYTES
 
 
-def server(name: str) -> HardwareProfile:
+def server(name: str) -> Hardware:
     """The GPU server `name` (a SERVERS key), derated as the module note says."""
     f = SERVERS[name]
     cores, cores_source = f["cores"]
@@ -199,7 +199,7 @@ def server(name: str) -> HardwareProfile:
     link, link_source = f["link"]
     device_rows = RowCurve.from_bandwidths(0.5 * l2_bw, 0.5 * stream, l2, line_bytes=32)
     updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)   # read and written
-    return HardwareProfile(
+    return Hardware(
         name=name, description=f["description"], host_cores=cores, **HOST_CORE,
         host_memory_line_rate=memory_line_rate(channels, transfers),
         pcie_bw=0.8 * link, pcie_latency=f["copy_latency"], device_stream_bw=stream,
@@ -208,7 +208,7 @@ def server(name: str) -> HardwareProfile:
         device_sort=_sort_curve(f["sort"][0]), device_sort_value_rate=stream / (3 * 4),
         device_flops=RateCurve.constant(0.8 * fp32), device_bmm_flops=RateCurve.constant(0.1 * fp32),
         device_activation_rate=RateCurve.constant(stream / 8),
-        origin="datasheets and published microbenchmarks (scratchkit/costmodel/gpu_profiles.py)",
+        origin="datasheets and published microbenchmarks (scratchkit/costmodel/servers.py)",
         sources=HOST_SOURCES | {
             "host_cores": cores_source, "device_stream_bw": stream_source,
             "host_memory_line_rate": f"{memory_source}: {channels} channels per GPU x {transfers / 1e6:.0f} MT/s "
@@ -223,7 +223,7 @@ def server(name: str) -> HardwareProfile:
             "device_scatter": "assumption: as the gather",
             "device_lookup": "assumption: as the gather (an embedding bag reads each row once)",
             "device_update": "assumption: as the gather, twice (each row read, then written back)",
-            "device_calls": "each kit call's kernels (hw_profile.CALL_OPS) x the launch cost",
+            "device_calls": "each kit call's kernels (hardware.CALL_OPS) x the launch cost",
             "device_sort_value_rate": "assumption: the coalesce passes over its values 3 times at the "
                                       "streaming bandwidth (read, permute, reduce)",
             "device_flops": f"assumption: 80% of the float32 peak (cuBLAS SGEMM on large shapes); {fp32_source}",
