@@ -142,15 +142,16 @@ bound_table(projections)
 # pooling 40, batch 2,048) with tables of 50k, 250k and 1M rows and three localities, each projected
 # on the H100 server from its batches' working sets and the rows the kit's own planner and an LRU
 # would move (`scratchkit.course.projections.speedup_grid`, a few seconds). Each cell: samples/s over
-# `hybrid`'s, and the stage that bounds it; hover it for its speed over `prefetch-lru`'s, the
-# production peer. `hybrid` is at its best: its host work on every core the server gives a GPU (14
+# `hybrid`'s, and the stage that bounds it; hover it for its speed over `prefetch-lru-device`'s,
+# the production peer (an LRU cache filled one batch ahead, bookkept on the device). `hybrid` is at its best: its host work on every core the server gives a GPU (14
 # on the H100 server), up to what the host's memory serves. Read it with the error above in mind:
 # the host stages are priced with this machine's cores. Compare the two ScratchPipes: the host-side one falls
 # further behind `gpu-only` as the tables grow and the locality drops (its Collect, a host stage,
 # bounds it), while `scratchpipe-device`, whose per-id work is on the device, stays close to
-# `gpu-only` on every cell. The prefetching cache, which looks one batch ahead, does well where its
-# cache holds most of what a batch needs (the small tables, high locality: its prefetch still bounds
-# it) and falls back to a few x where it does not.
+# `gpu-only` on every cell. The prefetching cache bookkept on one host core (`prefetch-lru`) is bound
+# by that bookkeeping (its prefetch) on every cell; bookkept on the device (`prefetch-lru-device`:
+# `scratchpipe-device` at depth 1 with LRU victims) it matches `scratchpipe-device` on every cell:
+# on this server and these models, one batch of look-ahead is enough.
 
 # %%
 from scratchkit.course.projections import speedup_grid

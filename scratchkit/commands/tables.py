@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from scratchkit.projection.hardware import GB, US, Hardware
 from scratchkit.measure.round_checks import RoundCheck
 from scratchkit.measure.validate import Validation
+from scratchkit.trainers.registry import PEERS
 
 if TYPE_CHECKING:
     from scratchkit.measure.bench import BenchResult
@@ -36,8 +37,9 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
 
     `projections` (from `scratchkit.projection.costmodel.project_bench`), one {machine: Projection} per
     result, add a column per machine, projected samples/s (ratio), and a line per machine
-    naming the stage that bounds each trainer. Where hybrid or prefetch-lru ran, a line (measured,
-    and per machine) gives every other trainer's speed over theirs (`versus_peers`).
+    naming the stage that bounds each trainer. Where a peer ran (hybrid, prefetch-lru-device:
+    trainers/registry.py PEERS), a line (measured, and per machine) gives every other trainer's
+    speed over its (`versus_peers`).
     """
     machines = list(projections[0]) if projections else []
     head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in machines]
@@ -59,12 +61,9 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     return "\n".join(_lay_out(head, rows) + measured + bounds + [""] + stage_table)
 
 
-PEERS = ("hybrid", "prefetch-lru")   # the baseline, at its best on every core, and the production peer
-
-
 def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:
-    """A line per peer in the run ("x hybrid", "x prefetch-lru"): every other trainer's samples/s
-    over that peer's. Hybrid is at its best: its host work on every core it is given."""
+    """A line per peer in the run ("x hybrid", "x prefetch-lru-device"): every other trainer's
+    samples/s over that peer's. Hybrid is at its best: its host work on every core it is given."""
     lines = []
     for peer in PEERS:
         if peer in trainers:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import html
 
+from scratchkit.trainers.registry import PEERS
+
 STYLE = ("border-collapse:collapse;font-size:12px;max-width:1000px;"
          "font-variant-numeric:tabular-nums")
 
@@ -34,8 +36,8 @@ class Table:
 def bench_table(results, projections: list[dict] | None = None) -> Table:
     """`run_bench`'s results (and `project_bench`'s projections) as one table: a column per trainer,
     a row per figure and per stage (ms per step), so six trainers and a dozen stages fit 1,000 px.
-    Each machine's projections also give every trainer's speed over hybrid's and prefetch-lru's,
-    where those ran."""
+    Each machine's projections also give every trainer's speed over each peer's (hybrid's and
+    prefetch-lru-device's: trainers/registry.py PEERS), where those ran."""
     stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
     machines = list(projections[0]) if projections else []
     rows = [["samples/s"] + [f"{r.samples_per_s:,.0f}" for r in results],
@@ -46,7 +48,7 @@ def bench_table(results, projections: list[dict] | None = None) -> Table:
         rows += [[f"{p} samples/s"] + [f"{row[p].samples_per_s:,.0f}" for row in projections],
                  [f"{p} ratio"] + [f"{row[p].ratio:.2f}" for row in projections],
                  [f"{p} bound by"] + [row[p].bound_stage for row in projections]]
-        for peer in ("hybrid", "prefetch-lru"):    # the baseline on every core, the production cache
+        for peer in PEERS:    # the baseline on every core, the production cache
             if peer in names:
                 base = projections[names.index(peer)][p].samples_per_s
                 rows.append([f"{p} x {peer}"] + [f"{row[p].samples_per_s / base:.2f}" for row in projections])

@@ -56,7 +56,7 @@ from scratchkit.costmodel.host_threads import HOST_MEMORY, hybrid_stage_seconds
 from scratchkit.costmodel.stages import plan_handoff, stage_work
 from scratchkit.costmodel.work import Work
 from scratchkit.costmodel.step import StepWork, mlp_flops
-from scratchkit.trainers import TRAINERS, TrainerKind, priced_as
+from scratchkit.trainers import TRAINERS, TrainerKind, priced_as, trainer_config
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",
@@ -198,9 +198,20 @@ def project_all(trainers: list[str], works: list[StepWork], machines: list[str])
     return out
 
 
+def works_of(config: TrainConfig, trainers: list[str], source=None, batches: int = 4) -> list[StepWork]:
+    """Per trainer, the StepWork of `config` as that trainer runs it (`trainer_config`: a trainer
+    that fixes its depth or victim policy plans with those), made once per distinct cache."""
+    made: dict = {}
+    for t in trainers:
+        own = trainer_config(t, config)
+        if own.cache not in made:
+            made[own.cache] = StepWork.from_config(own, source, batches=batches)
+    return [made[trainer_config(t, config).cache] for t in trainers]
+
+
 def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) -> StepWork:
     """The StepWork of one measured BenchResult: the data's working sets plus its row counters."""
-    base = base if base is not None else StepWork.from_config(config)
+    base = base if base is not None else works_of(config, [result.trainer])[0]
     fetched = getattr(result, "fetched_rows_per_step", None)
     if fetched is not None:
         return base.with_counters(fetched, result.written_back_rows_per_step,
@@ -212,8 +223,8 @@ def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) ->
 
 def project_bench(config: TrainConfig, results: list, machines: list[str], source=None) -> list[dict[str, Projection]]:
     """Projections for the trainers of a `run_bench` result, with their measured counters."""
-    base = StepWork.from_config(config, source)
-    works = [work_for_bench(config, r, base) for r in results]
+    bases = works_of(config, [r.trainer for r in results], source)
+    works = [work_for_bench(config, r, base) for r, base in zip(results, bases)]
     return project_all([r.trainer for r in results], works, machines)
 
 

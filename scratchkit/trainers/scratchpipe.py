@@ -43,9 +43,10 @@ from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
 from scratchkit.scratchpipe.train import count_hits, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
 
-__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "ScratchPipeTrainer"]
+__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "PrefetchLRUDeviceTrainer",
+           "ScratchPipeTrainer"]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
@@ -269,3 +270,16 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
 
     def __init__(self, config, source=None, device=None, **options):
         super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
+
+
+class PrefetchLRUDeviceTrainer(DeviceScratchPipeTrainer):
+    """`prefetch-lru-device`, the production peer: an LRU cache filled one batch ahead whose
+    lookup, victim choice and fill are device kernels, as FBGEMM's TBE cache runs under TorchRec's
+    prefetch pipeline. It is scratchpipe-device at look-ahead depth 1 with LRU victims (the batch
+    in flight's rows held), whatever the config's depth and victim policy: its registry entry
+    fixes those two (`TrainerSpec.fixed_cache`), which the projection's counters read too."""
+
+    name = PRODUCTION_PEER
+
+    def __init__(self, config, source=None, device=None, **options):
+        super().__init__(trainer_config(self.name, config), source, device, **options)
