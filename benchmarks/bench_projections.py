@@ -40,17 +40,12 @@ from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hardware import calls_from_ops
 from scratchkit.costmodel.step import StepWork
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import BASELINE, PEERS, TRAINERS as REGISTERED, TrainerKind, priced_as
+from scratchkit.trainers import BASELINE, PEERS, TRAINERS as REGISTERED, TrainerKind, priced_as, versus
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
 # every registered trainer but static and lfu, whose steps the cost model prices as lru's but for the fetch
 TRAINERS = tuple(n for n in REGISTERED if priced_as(n) not in (TrainerKind.STATIC, TrainerKind.LFU))
 TARGET = ("embedding-bound", "h100-pcie5")
-
-
-def versus(peer: str) -> str:
-    """The JSON key of a speed over `peer`'s: x_hybrid, x_prefetch_lru_device."""
-    return "x_" + peer.replace("-", "_")
 
 
 def main(argv=None) -> int:

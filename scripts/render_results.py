@@ -8,7 +8,9 @@ its figures, whatever shape a benchmark gives them: a table for each group of ro
 list of dicts), a line for a single figure or a dict of them, a group of these for anything
 deeper. So a benchmark's record renders without a line here for it (the fault campaign's, the
 trainers', and the peers', validation's and projections' records where they are present).
-The README and the docs quote these figures and link here.
+The README and the docs quote these figures and link here; the README's headline table (between
+its `<!-- headline -->` markers) is rendered here too, from results/projections.json
+(scratchkit/course/headline.py, which notebook 05 shows).
 """
 from __future__ import annotations
 
@@ -113,18 +115,39 @@ def render(folder: Path = REPO / "results") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+HEADLINE = ("<!-- headline: rendered from results/projections.json by scripts/render_results.py -->",
+            "<!-- end of headline -->")
+
+
+def with_headline(readme: str, folder: Path = REPO / "results") -> str:
+    """The README with the table between its headline markers rendered from the projection record."""
+    sys.path.insert(0, str(REPO))
+    from scratchkit.course.headline import headline_markdown
+
+    start, end = HEADLINE
+    if start not in readme or end not in readme:
+        raise ValueError(f"README.md lacks the headline markers {start} ... {end}")
+    before, rest = readme.split(start, 1)
+    after = rest.split(end, 1)[1]
+    table = headline_markdown(json.loads((folder / "projections.json").read_text()))
+    return f"{before}{start}\n{table}\n{end}{after}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="only check that docs/results.md is current")
+    parser.add_argument("--check", action="store_true", help="only check that docs/results.md and the "
+                                                             "README's headline are current")
     args = parser.parse_args(argv)
-    target, text = REPO / "docs" / "results.md", render()
+    readme = REPO / "README.md"
+    targets = {REPO / "docs" / "results.md": render(), readme: with_headline(readme.read_text())}
+    stale = [path for path, text in targets.items() if not path.exists() or path.read_text() != text]
     if args.check:
-        if not target.exists() or target.read_text() != text:
-            print(f"{target} is out of date: run scripts/render_results.py", file=sys.stderr)
-            return 1
-        return 0
-    target.write_text(text)
-    print(f"wrote {target}")
+        for path in stale:
+            print(f"{path} is out of date: run scripts/render_results.py", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(targets[path])
+        print(f"wrote {path}")
     return 0
 
 

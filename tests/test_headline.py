@@ -3,16 +3,19 @@ and notebook 05's table, each design's samples/s and bound, ScratchPipe's speed 
 import json
 from pathlib import Path
 
-from scratchkit.course.headline import DESIGNS, PEERS, PIPELINE, SERVER, headline_markdown, headline_rows
+from scratchkit.course.headline import (DESIGNS, PIPELINE, SERVER, headline_markdown, headline_rows, headline_table,
+                                        peer_rows)
+from scratchkit.trainers import PEERS, PRODUCTION_PEER, versus
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def made_up_record() -> dict:
     at = lambda speed, bound, **ratios: {SERVER: {"samples_per_s": speed, "bound_stage": bound, **ratios},
-                                         "v100-pcie3": {"samples_per_s": 1.0, "bound_stage": "elsewhere"}}
+                                         "v100-pcie3": {"samples_per_s": 1.0, "bound_stage": "elsewhere",
+                                                        **{k: v + 10 for k, v in ratios.items()}}}
     trainers = {d: at(1000.0 * (i + 1), f"stage{i}") for i, d in enumerate(DESIGNS)}
-    trainers[PIPELINE] = at(123_456.0, "train", **{key: 4.0 + i for i, (_, key) in enumerate(PEERS)})
+    trainers[PIPELINE] = at(123_456.0, "train", **{versus(peer): 4.0 + i for i, peer in enumerate(PEERS)})
     return {"command": "made up", "commit": "abc1234", "date": "today", "machine": "none",
             "figures": {"wide": trainers}}
 
@@ -27,9 +30,18 @@ def test_a_row_per_workload_with_each_design_on_the_server_and_the_pipelines_rat
     assert row[1 + len(DESIGNS):] == [f"{4.0 + i:.2f}" for i in range(len(PEERS))]
 
 
+def test_the_peer_table_has_a_column_per_server_with_what_bounds_the_peer():
+    head, rows = peer_rows(made_up_record())
+    assert head == ["workload", SERVER, "v100-pcie3"]
+    peer = PEERS.index(PRODUCTION_PEER)
+    bound = f"stage{DESIGNS.index(PRODUCTION_PEER)}"
+    assert rows == [["wide", f"{4.0 + peer:.2f} ({bound})", f"{14.0 + peer:.2f} (elsewhere)"]]
+
+
 def test_the_markdown_says_where_its_figures_come_from():
     text = headline_markdown(made_up_record())
-    assert text.count("\n| wide |") == 1 and "`made up`, commit abc1234, today" in text
+    assert text.count("\n| wide |") == 2 and "results/projections.json" in text and "today" not in text
+    assert "`made up`, commit abc1234, today" in headline_table(made_up_record())._repr_html_().replace("&#x27;", "'")
 
 
 def test_the_readme_shows_the_recorded_headline():

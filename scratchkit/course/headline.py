@@ -1,39 +1,69 @@
 """The course's headline: every design's projected samples/s on one GPU server, from a recorded run
 of the cost model (results/projections.json, written by `benchmarks/bench_projections.py --record`),
-and each ScratchPipe's speed over the production peer (`prefetch-lru`: an LRU cache filled one batch
-ahead, its misses read by the device over the link) and over the baseline at its best (`hybrid`: its
-host work on every core the server gives a GPU, up to what the host's memory serves).
+and each ScratchPipe's speed over the production peer (`prefetch-lru-device`: an LRU cache filled one batch
+ahead, looked up, chosen and filled by the device, as FBGEMM and TorchRec run it) and over the
+baseline at its best (`hybrid`: its host work on every core the server gives a GPU, up to what the
+host's memory serves): the peers of trainers/registry.py.
 
     headline_rows(record)        (head, rows): a row per workload, a column per design and ratio
-    headline_table(record)       the same as an HTML table (notebook 05)
-    headline_markdown(record)    the same as a Markdown table (the README, by scripts/render_results.py)
+    peer_rows(record)            (head, rows): ScratchPipe over the production peer on every server
+    headline_table(record)       the first as an HTML table (notebook 05; peer_table the second)
+    headline_markdown(record)    both as Markdown tables (the README, by scripts/render_results.py)
+    recorded()                   the record itself, read from the repository's results/
 """
 from __future__ import annotations
 
-from scratchkit.course.tables import Table
+import json
+from pathlib import Path
 
+from scratchkit.course.tables import Table
+from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER, TrainerKind, versus
+
+RECORD = Path(__file__).resolve().parents[2] / "results" / "projections.json"
 SERVER = "h100-pcie5"
-DESIGNS = ("hybrid", "prefetch-lru", "scratchpipe", "scratchpipe-device", "gpu-only")
-PIPELINE = "scratchpipe-device"   # the ratios: ScratchPipe as its authors build it, planned on the GPU
-PEERS = (("prefetch-lru", "x_prefetch_lru"), ("hybrid", "x_hybrid"))
+PIPELINE = TrainerKind.SCRATCHPIPE_DEVICE.value   # the ratios: ScratchPipe as its authors build it, on the GPU
+DESIGNS = (BASELINE, TrainerKind.PREFETCH_LRU.value, PRODUCTION_PEER, TrainerKind.SCRATCHPIPE.value, PIPELINE,
+           TrainerKind.GPU_ONLY.value)
+
+
+def recorded(path: Path = RECORD) -> dict:
+    """The projection record (benchmarks/bench_projections.py --record results/projections.json)."""
+    return json.loads(Path(path).read_text())
 
 
 def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[list[str]]]:
     """A row per workload of the record: each design's thousands of samples/s and the stage that
     bounds it, then scratchpipe-device's speed over prefetch-lru's and hybrid's on the same server."""
-    head = ["workload"] + list(DESIGNS) + [f"{PIPELINE} x {peer}" for peer, _ in PEERS]
+    head = ["workload"] + list(DESIGNS) + [f"{PIPELINE} x {peer}" for peer in PEERS]
     rows = []
     for workload, trainers in record["figures"].items():
         at = {d: trainers[d][server] for d in DESIGNS}
         speeds = [f"{at[d]['samples_per_s'] / 1000:,.0f}k, {at[d]['bound_stage']}" for d in DESIGNS]
-        rows.append([workload] + speeds + [f"{at[PIPELINE][key]:.2f}" for _, key in PEERS])
+        rows.append([workload] + speeds + [f"{at[PIPELINE][versus(peer)]:.2f}" for peer in PEERS])
     return head, rows
 
 
-def caption(record: dict, server: str = SERVER) -> str:
-    """Where the figures come from: the run that recorded them."""
-    return (f"projected on {server}: thousands of samples/s and the stage that bounds each; "
-            f"`{record['command']}`, commit {record['commit']}, {record['date']}")
+PEER_CAPTION = (f"{PIPELINE}'s samples/s over {PRODUCTION_PEER}'s on each server of the same run "
+                f"(in brackets, the stage that bounds {PRODUCTION_PEER})")
+
+
+def peer_rows(record: dict) -> tuple[list[str], list[list[str]]]:
+    """A row per workload, a column per server: scratchpipe-device's samples/s over the production
+    peer's, and the stage that bounds the peer there (where the two differ, why)."""
+    servers = list(next(iter(record["figures"].values()))[PIPELINE])
+    head = ["workload"] + servers
+    rows = [[workload] + [f"{trainers[PIPELINE][s][versus(PRODUCTION_PEER)]:.2f} "
+                          f"({trainers[PRODUCTION_PEER][s]['bound_stage']})" for s in servers]
+            for workload, trainers in record["figures"].items()]
+    return head, rows
+
+
+def caption(record: dict, server: str = SERVER, dated: bool = True) -> str:
+    """Where the figures come from: the run that recorded them (undated for a guide, whose runs'
+    dates live in docs/results.md)."""
+    run = (f"`{record['command']}`, commit {record['commit']}, {record['date']}" if dated else
+           "results/projections.json, whose command, commit and date docs/results.md gives")
+    return f"projected on {server}: thousands of samples/s and the stage that bounds each; {run}"
 
 
 def headline_table(record: dict, server: str = SERVER) -> Table:
@@ -41,8 +71,15 @@ def headline_table(record: dict, server: str = SERVER) -> Table:
     return Table(head, rows, caption=caption(record, server))
 
 
+def peer_table(record: dict) -> Table:
+    head, rows = peer_rows(record)
+    return Table(head, rows, caption=PEER_CAPTION)
+
+
+def markdown(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def headline_markdown(record: dict, server: str = SERVER) -> str:
-    head, rows = headline_rows(record, server)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines + ["", caption(record, server) + "."])
+    return "\n".join(markdown(*headline_rows(record, server)) + ["", caption(record, server, dated=False) + ".", "",
+                                                                     PEER_CAPTION + ":", ""] + markdown(*peer_rows(record)))

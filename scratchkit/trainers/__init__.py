@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scratchkit.trainers.base import StepRecord, Trainer
 from scratchkit.trainers.registry import (BASELINE, PEERS, PRODUCTION_PEER, TRAINERS, TrainerKind, TrainerSpec,
-                                         pipelined, priced_as, trainer_config, trainer_names)
+                                         pipelined, priced_as, trainer_config, trainer_names, versus)
 
 
 def available_trainers() -> list[str]:
@@ -28,4 +28,4 @@ def make_trainer(name: str, config, source=None, device=None, **options) -> Trai
 
 
 __all__ = ["BASELINE", "PEERS", "PRODUCTION_PEER", "TRAINERS", "StepRecord", "Trainer", "TrainerKind", "TrainerSpec",
-           "available_trainers", "make_trainer", "pipelined", "priced_as", "trainer_class", "trainer_config", "trainer_names"]
+           "available_trainers", "make_trainer", "pipelined", "priced_as", "trainer_class", "trainer_config", "trainer_names", "versus"]

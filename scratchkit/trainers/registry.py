@@ -126,6 +126,11 @@ TRAINERS.register(PRODUCTION_PEER, TrainerSpec(
 PEERS = (BASELINE, PRODUCTION_PEER)
 
 
+def versus(peer: str) -> str:
+    """The key of a speed over `peer`'s in the kit's records and tables: x_hybrid, x_prefetch_lru_device."""
+    return "x_" + peer.replace("-", "_")
+
+
 def priced_as(name: str) -> TrainerKind:
     """The cost model of trainer `name` (an unknown name: a ValueError listing the trainers)."""
     return TRAINERS[name].priced_as
