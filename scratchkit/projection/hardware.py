@@ -84,9 +84,9 @@ def _saved(path: Path, mtime_ns: int) -> HardwareProfile:
 
     profile = load_profile(path)
     changed = changed_loops(profile)      # checked once per file, here: the sources hash on each check
-    if profile.host_co_run is None:
-        raise OutdatedProfileError(f"hardware profile {path} was saved before the kit measured ScratchPipe's "
-                                   "co-run slowdown")
+    if profile.co_run_cores is None:
+        raise OutdatedProfileError(f"hardware profile {path} was saved before the kit measured the cores "
+                                   "ScratchPipe's two sides get at once")
     if changed:
         raise OutdatedProfileError(f"hardware profile {path} was measured with other builds of the kit's "
                                    f"C++ loops ({', '.join(changed)})")
