@@ -118,7 +118,7 @@ def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afres
     core, and one with the earlier slowdown factors prices them by those: `this-cpu` measures
     afresh, and the quick calibration measures the cores (1 to the machine's, sourced)."""
     assert 1 <= quick_profile.co_run_cores <= quick_profile.host_cores
-    assert "two at once" in quick_profile.sources["co_run_cores"]
+    assert "alone against" in quick_profile.sources["co_run_cores"]
     old = quick_profile.to_json()
     del old["co_run_cores"]
     saved_at.write_text(json.dumps(old))
