@@ -75,12 +75,12 @@ class Bench:
     def round(self, min_seconds: float):
         e, p, r = self.engine, self.pad, self.result
         r.query_lookups_per_s = max(r.query_lookups_per_s, best_rate(
-            lambda: e.hashmap_query(p._keys, p._values, self.query_ids), self.batch, self.sync, min_seconds))
+            lambda: e.hashmap_query(p.map.keys, p.map.values, self.query_ids), self.batch, self.sync, min_seconds))
         r.pad_query_lookups_per_s = max(r.pad_query_lookups_per_s, best_rate(
             lambda: p.query(self.query_ids_host), self.batch, self.sync, min_seconds))
         moved = 2 * self.batch * self.dim * 4 / 1e9                 # GB read + written
         r.gather_gb_per_s = max(r.gather_gb_per_s, best_rate(
-            lambda: e.gather_rows(p._rows, self.slots), moved, self.sync, min_seconds))
+            lambda: e.gather_rows(p.slot_rows.rows, self.slots), moved, self.sync, min_seconds))
         copied = 2 * self.big.nbytes / 1e9
         r.copy_gb_per_s = max(r.copy_gb_per_s, best_rate(
             lambda: self.xp.copyto(self.big_out, self.big), copied, self.sync, min_seconds))

@@ -167,6 +167,7 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     each training its own copy of the tables. The dense step is the same code in every peer, so
     this is where they differ."""
     from scratchkit.config import OptimizerConfig
+    from scratchkit.embedding import fused_sgd
     from scratchkit.embedding import table_batched as tb
 
     config = profile_config(profile)
@@ -188,8 +189,8 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     workspace = tb.BackwardWorkspace()     # as the trainers keep one: a fresh 100 MB buffer a step faults in
     backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(ids, offsets, grad, sizes,
                                                                               workspace=workspace)
-    sort = lambda ids, offsets, grad, sizes: (tb.sort_lookups(ids, offsets, sizes, workspace), grad)
-    fused = lambda weights, states, sorted_grad, sgd: tb.fused_sgd_update(weights, *sorted_grad, sgd.lr)
+    sort = lambda ids, offsets, grad, sizes: (fused_sgd.sort_lookups(ids, offsets, sizes, workspace), grad)
+    fused = lambda weights, states, sorted_grad, sgd: fused_sgd.fused_sgd_update(weights, *sorted_grad, sgd.lr)
     thunks = {"gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
               "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
               "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,

@@ -1,14 +1,16 @@
 """Projected samples/s of the embedding-bound profiles at full size on every GPU server, each
 trainer against its peers: "x hybrid" (the baseline at its best, its host work on every core the
-server gives a GPU, capped by the host's memory) and "x prefetch-lru" (the production peer).
+server gives a GPU, capped by the host's memory) and "x prefetch-lru-device" (the production peer:
+an LRU cache filled one batch ahead, bookkept on the device, as FBGEMM's cache under TorchRec's
+prefetch pipeline; `prefetch-lru` is the same cache bookkept in NumPy on one host core).
 
 A laptop cannot train 8 tables of a million rows, so nothing here trains: the cost model
 (scratchkit.projection.counters.project_config) takes each profile's working sets from its first
 batches and the rows each trainer moves from the kit's own decisions on them (ScratchPipe's
-planner, a batch-granular LRU), and prices the step on each GPU profile. Then, for the
+planner, a batch-granular LRU), and prices the step on each GPU server. Then, for the
 embedding-bound profile on the H100 server, it says how ScratchPipe (planned on the host,
-`scratchpipe`, and on the device, `scratchpipe-device`) stands against hybrid, prefetch-lru and
-gpu-only, and whether Plan bounds it.
+`scratchpipe`, and on the device, `scratchpipe-device`) stands against its peers and gpu-only,
+and whether Plan bounds it.
 
     python benchmarks/bench_projections.py                     # the four profiles, ~2-3 min on 2 cores
     python benchmarks/bench_projections.py --profiles embedding-bound --batches 8
@@ -16,8 +18,8 @@ gpu-only, and whether Plan bounds it.
     python benchmarks/bench_projections.py --sensitivity       # scratchpipe-device's assumptions, one at a time
 
 `--json PATH` writes {profile: {trainer: {server: projection}}}: each projection's samples/s,
-bound_stage ("host memory" where the memory cap bounds hybrid), stages, resources, x_hybrid and
-x_prefetch_lru, and hybrid's host_threads and host_memory_line_rate; `--record PATH` the same
+bound_stage ("host memory" where the memory cap bounds hybrid), stages, resources, its speed over
+each peer's (`x_hybrid`, `x_prefetch_lru_device`: `versus`), and hybrid's host_threads and host_memory_line_rate; `--record PATH` the same
 inside a run record (scratchkit/measure/record.py: command, commit, date, machine).
 """
 from __future__ import annotations
@@ -33,17 +35,22 @@ from scratchkit.costmodel.host_threads import HOST_MEMORY
 from scratchkit.measure.record import RunRecord
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.counters import project_config, simulated_counters
-from scratchkit.costmodel.gpu_profiles import SERVERS
+from scratchkit.costmodel.servers import SERVERS
 from scratchkit.projection.hardware import get_hardware
-from scratchkit.costmodel.hw_profile import calls_from_ops
-from scratchkit.costmodel.work import StepWork
+from scratchkit.costmodel.hardware import calls_from_ops
+from scratchkit.costmodel.step import StepWork
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import TRAINERS as REGISTERED, TrainerKind, priced_as
+from scratchkit.trainers import BASELINE, PEERS, TRAINERS as REGISTERED, TrainerKind, priced_as
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
 # every registered trainer but static and lfu, whose steps the cost model prices as lru's but for the fetch
 TRAINERS = tuple(n for n in REGISTERED if priced_as(n) not in (TrainerKind.STATIC, TrainerKind.LFU))
 TARGET = ("embedding-bound", "h100-pcie5")
+
+
+def versus(peer: str) -> str:
+    """The JSON key of a speed over `peer`'s: x_hybrid, x_prefetch_lru_device."""
+    return "x_" + peer.replace("-", "_")
 
 
 def main(argv=None) -> int:
@@ -75,15 +82,16 @@ def main(argv=None) -> int:
               f"table ({time.perf_counter() - started:.0f} s)")
         report[name] = {row[hardware[0]].trainer: {h: projection_figures(row[h], rows, h) for h in hardware}
                         for row in rows}
-        print(f"  {'trainer':18s}" + "".join(f"{h + ': samples/s  x hybrid  x prefetch-lru  bound by':>62s}"
+        head = "".join(f"  x {peer}" for peer in PEERS)
+        print(f"  {'trainer':20s}" + "".join(f"{h + ': samples/s' + head + '  bound by':>{37 + len(head)}s}"
                                              for h in hardware))
         for trainer, by_server in report[name].items():
-            print(f"  {trainer:18s}" + "".join(
-                f"{x['samples_per_s']:>23,.0f} {x['x_hybrid']:9.2f} {x['x_prefetch_lru']:15.2f} {x['bound_stage']:>13s}"
-                for x in by_server.values()))
+            print(f"  {trainer:20s}" + "".join(
+                f"{x['samples_per_s']:>23,.0f}" + "".join(f"{x[versus(peer)]:{len(peer) + 4}.2f}" for peer in PEERS)
+                + f" {x['bound_stage']:>13s}" for x in by_server.values()))
         print("  hybrid's host work: " + "; ".join(
             f"{h} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
-            for h, x in report[name]["hybrid"].items()))
+            for h, x in report[name][BASELINE].items()))
     profile, hw = TARGET
     if profile in report:
         p = {t: report[profile][t][hw] for t in TRAINERS}
@@ -92,8 +100,9 @@ def main(argv=None) -> int:
             sp, bound = p[name]["samples_per_s"], p[name]["bound_stage"]
             resources = p[name]["resource_seconds"]
             busiest = max(resources, key=resources.get)
-            print(f"  {name}: {sp:,.0f} samples/s = {p[name]['x_hybrid']:.2f}x hybrid, "
-                  f"{p[name]['x_prefetch_lru']:.2f}x prefetch-lru, {sp / p['gpu-only']['samples_per_s']:.2f}x "
+            print(f"  {name}: {sp:,.0f} samples/s = "
+                  + "".join(f"{p[name][versus(peer)]:.2f}x {peer}, " for peer in PEERS)
+                  + f"{sp / p['gpu-only']['samples_per_s']:.2f}x "
                   f"gpu-only; bound by {bound} ({busiest}{', not Plan' if bound != 'plan' else ''}); stages (ms): "
                   + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p[name]["stage_seconds"].items())
                   + "; resources (ms): " + ", ".join(f"{k} {1000 * v:.2f}" for k, v in resources.items()))
@@ -106,13 +115,13 @@ def main(argv=None) -> int:
 
 
 def projection_figures(projection, rows: list, server: str) -> dict:
-    """One trainer's projection on `server` as JSON, with its speed over hybrid's and prefetch-lru's
-    (each at its best) and, for hybrid, the threads and memory rate its host work is priced on."""
+    """One trainer's projection on `server` as JSON, with its speed over each peer's (each at its
+    best: hybrid on the server's cores, the production cache bookkept on the device) and, for hybrid, the threads and memory rate its host work is priced on."""
     by_name = {row[server].trainer: row[server] for row in rows}
     figures = projection.to_dict()
-    for peer in ("hybrid", "prefetch-lru"):
-        figures[f"x_{peer.replace('-', '_')}"] = projection.samples_per_s / by_name[peer].samples_per_s
-    if projection.trainer == "hybrid":
+    for peer in PEERS:
+        figures[versus(peer)] = projection.samples_per_s / by_name[peer].samples_per_s
+    if projection.trainer == BASELINE:
         hw = get_hardware(server)
         figures["host_threads"] = hw.host_cores
         figures["host_memory_line_rate"] = hw.host_memory_line_rate

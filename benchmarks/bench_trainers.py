@@ -8,7 +8,7 @@ and print per case:
   round's ratio, trainers measured seconds apart (on a CPU-only machine "device" is the CPU, so
   gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
 - the cost model's projection (scratchkit.projection.costmodel) of the same work per step, rows fetched and
-  written back as measured, on the GPU profiles: samples/s, the ratio to gpu-only and the stage
+  written back as measured, on the GPU server: samples/s, the ratio to gpu-only and the stage
   that bounds each trainer.
 
 Cache size: `(D+1)*B*L` rows per table unless --capacity/--load-factor say otherwise. That is
@@ -36,7 +36,7 @@ from scratchkit.trainers import TrainerKind
 
 CASES = [("small", 0.5), ("small", 1.2), ("criteo-like", 0.5), ("criteo-like", 1.2)]
 TRAINERS = [k.value for k in (TrainerKind.GPU_ONLY, TrainerKind.HYBRID, TrainerKind.LRU, TrainerKind.SCRATCHPIPE)]
-GPU_PROFILES = ["v100-pcie3", "h100-pcie5"]
+GPU_SERVERS = ["v100-pcie3", "h100-pcie5"]
 
 
 def case_config(profile: str, zipf: float, args):
@@ -61,7 +61,7 @@ def run_case(profile: str, zipf: float, trainers: list[str], args) -> dict:
     # measured seconds apart (this machine's speed drifts by 10% over minutes)
     ratios = [sorted(rnd[i].samples_per_s / rnd[0].samples_per_s for rnd in rounds)[middle]
               for i in range(len(trainers))]
-    projections = project_bench(config, results, ["this-cpu", *GPU_PROFILES])
+    projections = project_bench(config, results, ["this-cpu", *GPU_SERVERS])
     rows = []
     for r, ratio, projected in zip(results, ratios, projections):
         rows.append({"trainer": r.trainer, "samples_per_s": r.samples_per_s,
@@ -77,13 +77,13 @@ def print_case(case: dict) -> None:
     print(f"\n== {case['profile']}, zipf {case['zipf']}: capacity {case['capacity']} rows/table, "
           f"depth {case['depth']}, {case['steps']} timed steps x {case['rounds']} round(s)")
     head = f"{'trainer':12s} {'samples/s':>10s} {'/gpu-only':>9s} {'hit rate':>8s}"
-    for p in GPU_PROFILES:
+    for p in GPU_SERVERS:
         head += f" | {p + ' proj':>16s} {'/gpu-only':>9s} {'bound':>18s}"
     print(head)
     for row in case["trainers"]:
         hit = "-" if row["hit_rate"] is None else f"{row['hit_rate']:.3f}"
         line = f"{row['trainer']:12s} {row['samples_per_s']:10,.0f} {row['ratio_to_gpu_only']:9.2f} {hit:>8s}"
-        for p in GPU_PROFILES:
+        for p in GPU_SERVERS:
             x = row["projected"][p]
             line += f" | {x['samples_per_s']:16,.0f} {x['ratio_to_gpu_only']:9.2f} {x['bound_stage']:>18s}"
         print(line)
@@ -92,7 +92,7 @@ def print_case(case: dict) -> None:
 def summary(cases: list[dict], trainers: list[str]) -> None:
     target = "scratchpipe" if "scratchpipe" in trainers else trainers[-1]
     print(f"\n== {target}/gpu-only: measured here, and projected for GPU servers")
-    print(f"{'case':24s} {'measured':>9s} " + " ".join(f"{p:>11s}" for p in GPU_PROFILES)
+    print(f"{'case':24s} {'measured':>9s} " + " ".join(f"{p:>11s}" for p in GPU_SERVERS)
           + f" {'vs hybrid':>10s}")
     for case in cases:
         rows = {r["trainer"]: r for r in case["trainers"]}
@@ -100,7 +100,7 @@ def summary(cases: list[dict], trainers: list[str]) -> None:
         vs_hybrid = (t["ratio_to_gpu_only"] / rows["hybrid"]["ratio_to_gpu_only"] if "hybrid" in rows
                      else float("nan"))
         print(f"{case['profile'] + ' zipf ' + str(case['zipf']):24s} {t['ratio_to_gpu_only']:9.2f} "
-              + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_PROFILES)
+              + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_SERVERS)
               + f" {vs_hybrid:10.2f}")
 
 

@@ -30,12 +30,11 @@
 # The synthetic data draws ids from a *Zipf* law: the k-th most popular row is drawn with weight
 # `1 / k^s`. The exponent `s` (the `zipf` knob) is the locality: `0` is uniform, around `1` looks like
 # real click logs. A curve above the diagonal means a few ids serve most lookups. When the Criteo
-# Kaggle sample is present beside the project (`../shared/data`), its curve is drawn too.
+# Kaggle sample is in `datasets/real/` (datasets/README.md), its curve is drawn too.
 
 # %%
-from pathlib import Path
-
 from scratchkit.data.criteo import load_criteo
+from scratchkit.data.samples import KAGGLE_SAMPLE
 from scratchkit.data.trace import make_trace
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit import get_profile
@@ -44,7 +43,7 @@ from scratchkit.course.viz import skew_cdf
 config = get_profile("small")
 curves = HitCurves(config.data, table=0, num_batches=30)   # table 0: 20,000 rows, 30 batches
 traces = {f"synthetic, zipf {z}": curves.trace(z) for z in (0.0, 0.8, 1.05, 1.3)}
-criteo = Path("../../shared/data/criteo-kaggle-sample/train.tsv")
+criteo = KAGGLE_SAMPLE
 if criteo.exists():
     real = load_criteo(criteo, table_sizes=1 << 24, batch_size=256)
     traces["Criteo Kaggle sample (26 tables)"] = make_trace(real, real.num_batches)
@@ -136,7 +135,7 @@ sampled_curves(samples, curves.num_rows)
 # at the chosen size.
 
 # %%
-from scratchkit.course.widgets import CacheExplorer
+from scratchkit.course.cache_explorer import CacheExplorer
 
 CacheExplorer(curves, policies=("static", "lru", "lfu", "lookahead"), load_factor=0.05, zipf=1.05, depth=2)
 

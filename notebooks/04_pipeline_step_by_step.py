@@ -55,7 +55,7 @@
 # %%
 from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.viz import timeline
-from scratchkit.course.widgets import visualizer_config
+from scratchkit.course.pipeline_visualizer import visualizer_config
 
 lab = HazardLab(visualizer_config(), steps=12)
 result = lab.run()
@@ -128,7 +128,7 @@ check(choose_victims)
 # switches are under the step controls (see the hazard lab below).
 
 # %%
-from scratchkit.course.widgets import PipelineVisualizer
+from scratchkit.course.pipeline_visualizer import PipelineVisualizer
 
 PipelineVisualizer(lab, table=0, columns=12, result=result)   # the run recorded above
 

@@ -76,7 +76,7 @@ stage_breakdown(results)
 # load factor slider.)
 
 # %%
-from scratchkit.course.widgets import TrainingDashboard
+from scratchkit.course.dashboard import TrainingDashboard
 
 board = TrainingDashboard(config, load_factor=0.25, depth=2)
 board
@@ -104,7 +104,7 @@ for result in verify(config, trainers, steps=20):
 #
 # The cost model counts what each stage of each trainer *does* per step (bytes through host memory,
 # PCIe and device memory, rows gathered, FLOPs, kernel launches) and divides by the speeds of a
-# hardware profile: `this-cpu` (measured on this machine when the cell runs), a PCIe-3 V100 server
+# machine: `this-cpu` (measured on this machine when the cell runs), a PCIe-3 V100 server
 # and a PCIe-5 H100 server. For sequential trainers the step is the sum of its stages; for
 # ScratchPipe's pipeline it is the busiest resource (host stages, PCIe link, or GPU). The bars are
 # samples/s relative to `hybrid` in each series, the measurement here beside the projections.
@@ -122,13 +122,13 @@ from scratchkit.projection.costmodel import project_bench, validate
 from scratchkit.course.tables import bound_table, validation_table
 from scratchkit.course.viz import trainer_comparison
 
-profiles = ["this-cpu", "v100-pcie3", "h100-pcie5"]
-projections = project_bench(config, results, profiles)
+machines = ["this-cpu", "v100-pcie3", "h100-pcie5"]
+projections = project_bench(config, results, machines)
 report = {r.trainer: validate(r.stage_seconds, row["this-cpu"], r.seconds / r.steps)
           for r, row in zip(results, projections)}
 step_errors = {t: rows[-1].error for t, rows in report.items()}        # the last row is the step's
 measured = {r.trainer: r.samples_per_s for r in results}
-projected = {p: {row[p].trainer: row[p].samples_per_s for row in projections} for p in profiles}
+projected = {p: {row[p].trainer: row[p].samples_per_s for row in projections} for p in machines}
 trainer_comparison(measured, projected, relative_to="hybrid", step_errors=step_errors)
 
 # %%
@@ -142,15 +142,16 @@ bound_table(projections)
 # pooling 40, batch 2,048) with tables of 50k, 250k and 1M rows and three localities, each projected
 # on the H100 server from its batches' working sets and the rows the kit's own planner and an LRU
 # would move (`scratchkit.course.projections.speedup_grid`, a few seconds). Each cell: samples/s over
-# `hybrid`'s, and the stage that bounds it; hover it for its speed over `prefetch-lru`'s, the
-# production peer. `hybrid` is at its best: its host work on every core the server gives a GPU (14
+# `hybrid`'s, and the stage that bounds it; hover it for its speed over `prefetch-lru-device`'s,
+# the production peer (an LRU cache filled one batch ahead, bookkept on the device). `hybrid` is at its best: its host work on every core the server gives a GPU (14
 # on the H100 server), up to what the host's memory serves. Read it with the error above in mind:
 # the host stages are priced with this machine's cores. Compare the two ScratchPipes: the host-side one falls
 # further behind `gpu-only` as the tables grow and the locality drops (its Collect, a host stage,
 # bounds it), while `scratchpipe-device`, whose per-id work is on the device, stays close to
-# `gpu-only` on every cell. The prefetching cache, which looks one batch ahead, does well where its
-# cache holds most of what a batch needs (the small tables, high locality: its prefetch still bounds
-# it) and falls back to a few x where it does not.
+# `gpu-only` on every cell. The prefetching cache bookkept on one host core (`prefetch-lru`) is bound
+# by that bookkeeping (its prefetch) on every cell; bookkept on the device (`prefetch-lru-device`:
+# `scratchpipe-device` at depth 1 with LRU victims) it matches `scratchpipe-device` on every cell:
+# on this server and these models, one batch of look-ahead is enough.
 
 # %%
 from scratchkit.course.projections import speedup_grid
@@ -162,7 +163,7 @@ speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 
 # ### Exercises: one stage of the model, and the step of a pipeline
 #
 # 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
-#    on hardware profile `hw` (`scratchkit.projection.hardware.get_hardware("v100-pcie3")`). Each step the
+#    on hardware `hw` (`scratchkit.projection.hardware.get_hardware("v100-pcie3")`). Each step the
 #    pooled vectors (one of `config.model.dim` float32 numbers per sample and table) go to the device
 #    and their gradients come back: two copies over PCIe, each paying the link's latency once
 #    (`hw.pcie_bw` bytes/s, `hw.pcie_latency` s).
@@ -176,7 +177,7 @@ from scratchkit.course.exercises import check
 
 
 def hybrid_transfer_seconds(config, hw):
-    """Seconds per step of hybrid's transfer stage on hardware profile hw: pooled vectors up, gradients down."""
+    """Seconds per step of hybrid's transfer stage on hardware hw: pooled vectors up, gradients down."""
     raise NotImplementedError("hybrid_transfer_seconds: write it, then run this cell again")
 
 

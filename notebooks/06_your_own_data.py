@@ -21,8 +21,8 @@
 # - write two of the kit's measures yourself: the rows a loaded column gets, and the skew of a trace.
 #
 # The kit ships a tiny *synthetic* file in the Criteo format (`datasets/samples/criteo-synthetic.tsv`,
-# 48 made-up rows). Where the real 7,200-row Criteo Kaggle sample sits beside the project
-# (`../shared/data/criteo-kaggle-sample/train.tsv`), this notebook reads that instead. To use your own
+# 48 made-up rows). Where the real 7,200-row Criteo Kaggle sample is in `datasets/real/`
+# (`criteo-kaggle-sample/train.tsv`, datasets/README.md), this notebook reads that instead. To use your own
 # file, set `YOUR_FILE` below to its path (a Criteo TSV, plain or `.gz`; for MovieLens use
 # `scratchkit.data.open("movielens", path)`, for TorchRec's `.npy` files `"criteo-npy"`).
 

@@ -9,9 +9,9 @@ How: for each training profile (small, criteo-like, and the embedding-bound prof
 version has it) the trainers gpu-only, hybrid, lru, prefetch-lru and scratchpipe-device (where they exist) and scratchpipe
 train on this machine (`scratchkit.measure.bench.run_bench`), which measures the work per step that does
 not depend on the hardware (working sets, hit rates, rows fetched and written back); the cost
-model (`scratchkit.projection.costmodel.project_bench`) prices that work on every hardware profile. This
+model (`scratchkit.projection.costmodel.project_bench`) prices that work on every hardware. This
 machine's speed does not enter the GPU projections. The kernel figures expected are the hardware
-profile's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB table), which
+server's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB table), which
 bench_kernels.py measures.
 Regenerate whenever the cost model, the profiles or the trainers change.
 """
@@ -35,8 +35,8 @@ from scratchkit.projection.hardware import GB, SERVERS, get_hardware  # noqa: E4
 from scratchkit.profiles import PROFILES, get_profile  # noqa: E402
 from scratchkit.trainers import TrainerKind, available_trainers, priced_as  # noqa: E402
 
-EMBEDDING_BOUND = "embedding-bound"   # issue 12's profile; used when this version has it
-GPU_PROFILES = list(SERVERS)
+EMBEDDING_BOUND = "embedding-bound"   # the workload whose step the tables bound
+GPU_SERVERS = list(SERVERS)
 
 
 def trainers() -> list[str]:
@@ -54,10 +54,10 @@ def machine() -> str:
 
 
 def project_profile(name: str, steps: int) -> dict:
-    """One training profile: the work measured here, and its projection on every GPU profile."""
+    """One training profile: the work measured here, and its projection on every GPU server."""
     config = get_profile(name)
     results = run_bench(config, trainers(), steps, warmup=5)
-    projections = project_bench(config, results, GPU_PROFILES)
+    projections = project_bench(config, results, GPU_SERVERS)
     rows = []
     for result, projected in zip(results, projections):
         rows.append({"trainer": result.trainer,
@@ -76,17 +76,18 @@ def project_profile(name: str, steps: int) -> dict:
 def kernel_expectations() -> dict:
     return {hw: {"device_stream_gb_per_s": get_hardware(hw).device_stream_bw / GB,
                  "device_gather_gb_per_s": get_hardware(hw).device_gather.bandwidth(64, 2**30) / GB,
-                 "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB} for hw in GPU_PROFILES}
+                 "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB} for hw in GPU_SERVERS}
 
 
 def markdown(figures: dict, hardware: str) -> str:
     lines = ["# Expected figures on the first GPU", "",
-             f"Written by `{figures['command']}` on {figures['generated']} (git {figures['git']}),",
-             f"on {figures['machine']}. Regenerate with the same command when the cost model changes.", "",
-             "These are the cost model's projections (`scratchkit/projection/costmodel.py`, hardware profiles in",
+             f"Written by `{figures['command']}`, which also writes `docs/gpu-expected.json` (with the",
+             "commit, date and machine that wrote both). Regenerate them with the same command when the",
+             "cost model changes.", "",
+             "These are the cost model's projections (`scratchkit/projection/costmodel.py`, machines in",
              "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
              "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",
-             f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` profile.",
+             f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` server.",
              "An H200 has the H100's architecture (sm_90) and PCIe 5 host link, with faster HBM (4.8",
              "against 2.0 TB/s), which the model's embedding verdicts barely depend on: they are set",
              "by host memory, PCIe and per-op latency. Expect the device-bound figures (gpu-only's",
@@ -97,19 +98,19 @@ def markdown(figures: dict, hardware: str) -> str:
         lines += [f"## {prof['profile']}: {prof['tables']} tables, batch {prof['batch_size']}, "
                   f"pooling {prof['pooling']}, dim {prof['dim']}", "",
                   "| trainer | hit rate | rows fetched/step | " + " | ".join(
-                      f"{hw} samples/s (ratio, bound by)" for hw in GPU_PROFILES) + " |",
-                  "|---|---|---|" + "---|" * len(GPU_PROFILES)]
+                      f"{hw} samples/s (ratio, bound by)" for hw in GPU_SERVERS) + " |",
+                  "|---|---|---|" + "---|" * len(GPU_SERVERS)]
         for row in prof["trainers"]:
             work = row["work_per_step"]
             hit = "-" if work["hit_rate"] is None else f"{work['hit_rate']:.3f}"
             cells = [f"{p['samples_per_s']:,.0f} ({p['ratio']:.2f}, {p['bound_stage']})"
-                     for p in (row["projected"][hw] for hw in GPU_PROFILES)]
+                     for p in (row["projected"][hw] for hw in GPU_SERVERS)]
             lines.append(f"| {row['trainer']} | {hit} | {work['fetched_rows']:,.0f} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["## Kernels (benchmarks/bench_kernels.py)", "",
               "The profiles' device memory figures, which the gather benchmark's GB/s and the copy",
               "bandwidth measured in the same run should approach (gather GB/s / copy GB/s about "
-              "the profile's gather/stream ratio):", "",
+              "the server's gather/stream ratio):", "",
               "| hardware | device copy GB/s | random-row gather GB/s | PCIe GB/s |", "|---|---|---|---|"]
     for hw, k in figures["kernels"].items():
         lines.append(f"| {hw} | {k['device_stream_gb_per_s']:,.0f} | {k['device_gather_gb_per_s']:,.0f} | "
@@ -120,7 +121,7 @@ def markdown(figures: dict, hardware: str) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=50, help="timed steps per trainer (default 50)")
-    parser.add_argument("--hardware", default="h100-pcie5", help="the profile the GPU check targets")
+    parser.add_argument("--hardware", default="h100-pcie5", help="the GPU server the check targets")
     parser.add_argument("--out", default=str(REPO / "docs"), help="folder for gpu-expected.{md,json}")
     args = parser.parse_args(argv)
     profiles = ["small", "criteo-like"] + ([EMBEDDING_BOUND] if EMBEDDING_BOUND in PROFILES else [])

@@ -1,6 +1,6 @@
 """Fit a Zipf exponent to each of Criteo Kaggle's 26 categorical features, from real rows.
 
-    .venv/bin/python scripts/fit_criteo_locality.py [../shared/data/criteo-kaggle-sample/train.tsv]
+    .venv/bin/python scripts/fit_criteo_locality.py [PATH]   # default: datasets/real/criteo-kaggle-sample/train.tsv
 
 Prints the 26 exponents that the `criteo-skew` profile (scratchkit/profiles.py) uses, so its
 synthetic ids are as skewed, feature by feature, as the real log's. Only these 26 numbers go into
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from scratchkit.data.criteo import load_criteo
+from scratchkit.data.samples import KAGGLE_SAMPLE as DEFAULT
 from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "criteo-kaggle-sample" / "train.tsv"
 
 
 def log_partition(num_ranks: int, s: float, chunk: int = 1 << 22) -> float:

@@ -18,7 +18,7 @@
 #   report.md        the text summary: each section's status, time and key lines, the figures
 #                    beside the cost model's projections (docs/gpu-expected.json)
 #   gpu_check.json   the same as one JSON (scripts/gpu_check_summary.py)
-#   calibrate.json   this machine's hardware profile; validate.json the cost model's validation
+#   calibrate.json   this machine's hardware; validate.json the cost model's validation
 #   <section>.log    full output of each section; <section>.json its figures
 # Knobs (environment): GPU_CHECK_BENCH_ARGS (bench_kernels.py's sizes, default --quick),
 # GPU_CHECK_CALIBRATE_ARGS (calibrate's, default none; --quick in a rehearsal),
@@ -230,7 +230,7 @@ section_bench_embedding() {
 
 section_calibrate() {
     # this machine's constants, the GPU's and the link's included; saved where this-cpu finds it
-    # ($SCRATCHKIT_CACHE_DIR/hardware_profile.json), so the validate section uses them
+    # ($SCRATCHKIT_CACHE_DIR/hardware.json), so the validate section uses them
     has_command calibrate || { not_available "scratchkit calibrate"; return; }
     # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
     "$PY" -m scratchkit.commands.cli calibrate --json $CALIBRATE_ARGS >"$OUT/calibrate.json" && cat "$OUT/calibrate.json"

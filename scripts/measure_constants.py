@@ -13,7 +13,7 @@ figures it was chosen from:
                             the sharded cost model moves when no run measured one
                             (distributed/sharded_cost.py). Data, not speed: the same on any machine.
     criteo_kaggle_exponents the Zipf exponent of each of Criteo Kaggle's 26 categorical features,
-                            fitted to the sample in ../shared/data (scripts/fit_criteo_locality.py;
+                            fitted to the Kaggle sample (datasets/real/, scripts/fit_criteo_locality.py;
                             about 2 minutes): the `criteo-skew` profile's locality (profiles.py).
     bitmap_rows_per_lookup  up to how many table rows per lookup a batch's working set is made
                             with a bitmap rather than np.unique (embedding/working_sets.py): the
@@ -45,6 +45,7 @@ from scratchkit.profiles import get_profile  # noqa: E402
 
 sys.path.insert(0, str(REPO / "scripts"))
 from fit_criteo_locality import DEFAULT as CRITEO_SAMPLE, fit_exponents  # noqa: E402
+from scratchkit.data.samples import PLACE_IT  # noqa: E402
 
 WARMUP, STEPS = 5, 60
 LOOKUPS = 2048                               # small's lookups a table a batch (256 x pooling 8)
@@ -105,10 +106,10 @@ def crossover_of(ratio: dict[int, float]) -> float:
 
 def criteo_kaggle_exponents() -> tuple[list[float], dict]:
     if not CRITEO_SAMPLE.exists():
-        raise SystemExit(f"criteo_kaggle_exponents: no Criteo Kaggle sample at {CRITEO_SAMPLE}")
+        raise SystemExit(f"criteo_kaggle_exponents: {PLACE_IT}")
     exponents, rows = fit_exponents(CRITEO_SAMPLE)
     md5 = hashlib.md5(CRITEO_SAMPLE.read_bytes()).hexdigest()
-    return list(exponents), {"data": f"../{CRITEO_SAMPLE.relative_to(REPO.parent)} (not part of the kit)",
+    return list(exponents), {"data": "the Criteo Kaggle sample (datasets/real/, not part of the kit)",
                              "md5": md5, "rows": rows, "fit": "scripts/fit_criteo_locality.py: maximum likelihood, s in [0, 3]"}
 
 

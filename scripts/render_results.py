@@ -28,7 +28,7 @@ LONGEST_LIST = 12    # a list longer than this is left in the record: the page s
 def cell(value) -> str:
     """One figure as text: floats to 3 significant digits (whole numbers from 100 up), thousands
     separated from 10,000 up, lists short; a projection (a dict with samples/s) as its speed, its
-    speed over the peers and what bounds it."""
+    speed over each peer (its `x_<peer>` figures) and what bounds it."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
@@ -40,9 +40,8 @@ def cell(value) -> str:
             return f"({len(value)} values: see the record)"
         return ", ".join(cell(v) for v in value)
     if isinstance(value, dict) and "samples_per_s" in value:
-        peers = "".join(f", {value[k]:.2f}x {peer}" for k, peer in (("x_hybrid", "hybrid"),
-                                                                    ("x_prefetch_lru", "prefetch-lru"))
-                        if k in value)
+        peers = "".join(f", {v:.2f}x {k[2:].replace('_', '-')}" for k, v in value.items()
+                        if k.startswith("x_"))     # x_hybrid: over hybrid's (bench_projections)
         return f"{value['samples_per_s']:,.0f}/s{peers}; {value.get('bound_stage', '')}"
     if isinstance(value, dict):
         return ", ".join(f"{k} {cell(v)}" for k, v in value.items())

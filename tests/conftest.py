@@ -1,4 +1,4 @@
-"""Shared test fixtures: small configs and the path to ../shared/data (skipped when absent)."""
+"""Shared test fixtures: small configs and the Criteo Kaggle sample (skipped where it was not placed)."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture
@@ -19,10 +18,11 @@ def tiny_config():
 
 @pytest.fixture
 def criteo_sample() -> Path:
-    path = SHARED_DATA / "criteo-kaggle-sample" / "train.tsv"
-    if not path.exists():
-        pytest.skip(f"the Criteo sample is not at {path} (it lives in ../shared beside the project)")
-    return path
+    from scratchkit.data.samples import KAGGLE_SAMPLE, PLACE_IT
+
+    if not KAGGLE_SAMPLE.exists():
+        pytest.skip(f"no Criteo Kaggle sample: {PLACE_IT}")
+    return KAGGLE_SAMPLE
 
 
 def require_nvrtc():

@@ -125,15 +125,13 @@ def shutdown_kernels(base: str, token: str) -> None:
 
 def course_copy(home: Path) -> Path:
     """The notebooks, their .py sources and jupytext.toml (which pairs them) copied under `home`, so
-    the browser never saves into the repository; the shared data beside the project stays at the
-    same relative path (../../shared)."""
+    the browser never saves into the repository (the Criteo sample, where placed, is read from the
+    repository's datasets/real/ by its absolute path: scratchkit/data/samples.py)."""
     notebooks = home / "course" / "notebooks"
     notebooks.mkdir(parents=True)
     for path in (REPO / "notebooks").iterdir():
         if path.suffix in (".ipynb", ".py", ".toml"):
             shutil.copy2(path, notebooks / path.name)
-    if (REPO.parent / "shared").exists():
-        (home / "shared").symlink_to(REPO.parent / "shared")
     # no autosave, no news prompt
     settings = home / "lab-settings" / "@jupyterlab"
     (settings / "docmanager-extension").mkdir(parents=True)

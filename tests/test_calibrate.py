@@ -12,19 +12,19 @@ from scratchkit.device import Device
 from scratchkit.calibration import co_run
 from scratchkit.projection import hardware
 from scratchkit.calibration.calibrate import calibrate
-from scratchkit.costmodel.hw_profile import HardwareProfile, load_profile, save_profile
+from scratchkit.costmodel.hardware import Hardware, load_hardware, save_hardware
 from scratchkit.calibration.plan_timings import MAP_SLOTS
 from stand_ins import StandInCuda
 
 
 @pytest.fixture(scope="module")
-def quick_profile() -> HardwareProfile:
+def quick_profile() -> Hardware:
     return calibrate(quick=True)
 
 
 @pytest.fixture
 def saved_at(tmp_path, monkeypatch):
-    """$SCRATCHKIT_HARDWARE_PROFILE pointed at a file in tmp_path, and this-cpu forgotten."""
+    """$SCRATCHKIT_HARDWARE pointed at a file in tmp_path, and this-cpu forgotten."""
     path = tmp_path / "profile.json"
     monkeypatch.setenv(hardware.ENV_PATH, str(path))
     hardware.forget_this_cpu()
@@ -64,14 +64,14 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
 
 
 def test_the_json_round_trips(quick_profile, tmp_path):
-    path = save_profile(quick_profile, tmp_path / "p.json")
-    assert load_profile(path) == quick_profile
+    path = save_hardware(quick_profile, tmp_path / "p.json")
+    assert load_hardware(path) == quick_profile
     data = json.loads(path.read_text())
     assert data["pcie_bw"] == "inf" and isinstance(data["host_gather"], list)
 
 
 def test_this_cpu_uses_the_saved_profile_and_says_so(quick_profile, saved_at):
-    marked = HardwareProfile.from_json(quick_profile.to_json() | {"host_stream_bw": 1.25e9})
+    marked = Hardware.from_json(quick_profile.to_json() | {"host_stream_bw": 1.25e9})
     hardware.save_calibration(marked)
     assert saved_at.exists()
     hw = hardware.get_hardware("this-cpu")
@@ -114,8 +114,8 @@ def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(qu
 
 
 def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afresh(quick_profile, saved_at):
-    """Without the figure a saved profile would price ScratchPipe's two sides as if each had a
-    core, and one with the earlier slowdown factors prices them by those: `this-cpu` measures
+    """Without the figure saved hardware would price ScratchPipe's two sides as if each had a
+    core, and hardware with the earlier slowdown factors prices them by those: `this-cpu` measures
     afresh, and the quick calibration measures the cores (1 to the machine's, sourced)."""
     assert 1 <= quick_profile.co_run_cores <= quick_profile.host_cores
     assert "alone against" in quick_profile.sources["co_run_cores"]
@@ -163,7 +163,7 @@ def test_the_cli_names_a_corrupt_file_and_exits_2(saved_at, capsys):
     saved_at.write_text("{")
     code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only", "--quick", "--project", "this-cpu"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("scratchkit bench: error: hardware profile") and str(saved_at) in err
+    assert code == 2 and err.startswith("scratchkit bench: error: hardware") and str(saved_at) in err
 
 
 def test_calibrate_command_saves_and_prints_json(quick_profile, tmp_path, capsys, monkeypatch):
@@ -171,12 +171,12 @@ def test_calibrate_command_saves_and_prints_json(quick_profile, tmp_path, capsys
 
     def measured(quick, progress, device):      # the command's own work, not the measuring again
         progress("a step")
-        return HardwareProfile.from_json(quick_profile.to_json() | {"host_stream_bw": 2e9})
+        return Hardware.from_json(quick_profile.to_json() | {"host_stream_bw": 2e9})
     monkeypatch.setattr("scratchkit.calibration.calibrate.calibrate", measured)
     code = main(["calibrate", "--quick", "--json", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0 and json.loads(captured.out)["name"] == "this-cpu"
-    assert load_profile(out).host_stream_bw == 2e9
+    assert load_hardware(out).host_stream_bw == 2e9
     assert "calibrate [" in captured.err and f"saved {out}" in captured.err      # progress on stderr
     code = main(["calibrate", "--out", str(tmp_path)])
     assert code == 2 and "is a folder" in capsys.readouterr().err
@@ -207,7 +207,7 @@ def test_the_summary_names_every_constant_of_every_profile(quick_profile, profil
     hw = quick_profile if profile == "this-cpu" else hardware.get_hardware(profile)
     text = describe_hardware(hw)
     named = {line.split()[0] for line in text.splitlines()[1:]}
-    constants = {f for f in HardwareProfile.__dataclass_fields__
+    constants = {f for f in Hardware.__dataclass_fields__
                  if f not in ("name", "description", "origin", "sources", "device_is_host")}
     assert constants <= named, sorted(constants - named)
 
@@ -236,19 +236,19 @@ def test_the_dense_step_is_calibrated_at_every_profiles_shape():
 
 
 def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
-    """hw_profile.median_profile: validation prices a profile by the median of the calibrations
+    """hardware.median_hardware: validation prices a profile by the median of the calibrations
     taken between its trainers' turns."""
     from dataclasses import replace
 
-    from scratchkit.costmodel.hw_profile import RateCurve, median_profile
+    from scratchkit.costmodel.hardware import RateCurve, median_hardware
 
     base = hardware.get_hardware("h100-pcie5")
     made = [replace(base, host_stream_bw=bw, host_numpy_sort=RateCurve(((512, r), (2048, 2 * r))),
                     host_calls=base.host_calls | {"op": op})
             for bw, r, op in ((1e9, 3e8, 5e-6), (3e9, 1e8, 1e-6), (2e9, 2e8, 9e-6))]
-    median = median_profile(made)
+    median = median_hardware(made)
     assert median.host_stream_bw == 2e9 and median.host_calls["op"] == 5e-6
     assert median.host_numpy_sort.points == ((512, 2e8), (2048, 4e8))
     assert median.host_gather == base.host_gather and median.name == base.name
     with pytest.raises(ValueError, match="not measured at the same points"):
-        median_profile([made[0], replace(base, host_numpy_sort=RateCurve(((1024, 1e8),)))])
+        median_hardware([made[0], replace(base, host_numpy_sort=RateCurve(((1024, 1e8),)))])

@@ -1,6 +1,6 @@
 """The cost model's arithmetic against hand-worked cases, on a toy profile whose every price is a
 round number; the work counted for each trainer's stages; pipelines bound by their slowest
-resource; the GPU profiles' sources. No timing asserts (bounds belong to benchmarks/bench_validate.py)."""
+resource; the GPU server' sources. No timing asserts (bounds belong to benchmarks/bench_validate.py)."""
 import json
 import math
 from dataclasses import fields, replace
@@ -15,18 +15,18 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.costmodel import kit
 from scratchkit.projection.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
                                           project_all, stage_work, validate)
-from scratchkit.costmodel.gpu_profiles import SERVERS
+from scratchkit.costmodel.servers import SERVERS
 from scratchkit.costmodel.stages import plan_handoff
-from scratchkit.projection.hardware import get_hardware, parse_profiles, profile_names
-from scratchkit.costmodel.hw_profile import CALL_OPS, HardwareProfile, RateCurve, RowCurve, sort_units
-from scratchkit.costmodel.work import TableWork
+from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
+from scratchkit.costmodel.hardware import CALL_OPS, Hardware, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.step import TableWork
 from scratchkit.trainers import TRAINERS as REGISTERED, priced_as
 
 TRAINERS = list(REGISTERED)
 US = 1e-6
 
 
-def toy(**changes) -> HardwareProfile:
+def toy(**changes) -> Hardware:
     """Round prices: 1 GB/s streams, 1 ns per row anywhere, 1 us per call, sorts of 1e9 key*log2
     per second, 1 TFLOP/s, a planner of 1e8 lookups, 1e7 ids and 1e6 misses per second."""
     flat = RowCurve(((64, 1e6, 1, 1e-9),))
@@ -40,7 +40,7 @@ def toy(**changes) -> HardwareProfile:
         device_lookup=flat, device_update=flat, device_op_latency=US, device_calls={c: US for c in CALL_OPS},
         device_sort=RateCurve.constant(1e9), device_sort_value_rate=1e9, device_flops=RateCurve.constant(1e12),
         device_bmm_flops=RateCurve.constant(1e12), device_activation_rate=RateCurve.constant(1e9))
-    return HardwareProfile(**(fields_ | changes))
+    return Hardware(**(fields_ | changes))
 
 
 def one_table(lookups=1000.0, unique=500.0, rows=10_000, capacity=2_000, **changes) -> StepWork:
@@ -350,7 +350,7 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
     results = json.loads(capsys.readouterr().out)
     assert code == 0
     for r in results:
-        assert set(r["projected"]) == set(profile_names())
+        assert set(r["projected"]) == set(hardware_names())
         for p in r["projected"].values():
             assert p["samples_per_s"] > 0 and p["bound_stage"] in p["stage_seconds"]
     assert results[0]["projected"]["v100-pcie3"]["ratio"] == 1.0
@@ -431,7 +431,7 @@ def test_validate_compares_stage_by_stage_and_takes_unmodelled_stages_out_of_the
 @pytest.mark.parametrize("name", list(SERVERS))
 def test_every_gpu_profile_constant_has_a_source(name):
     hw = get_hardware(name)
-    for f in fields(HardwareProfile):
+    for f in fields(Hardware):
         # a None is no constant: the table-batched host rates, which only `calibrate` measures
         # (native_builds is no constant either: which C++ loops a calibration measured)
         if f.name not in ("name", "description", "sources", "origin", "device_is_host", "native_builds") \
@@ -459,14 +459,14 @@ def test_bad_profiles_and_names_are_refused():
         replace(toy(), host_calls={"lookup": US})
     with pytest.raises(ValueError, match="a row curve needs points"):
         RowCurve(((64, 1e6, 1e-9),))
-    with pytest.raises(ValueError, match="unknown hardware profile 'tpu'"):
+    with pytest.raises(ValueError, match="unknown machine 'tpu'"):
         get_hardware("tpu")
-    with pytest.raises(ValueError, match="unknown hardware profile 'x'"):
-        parse_profiles("v100-pcie3,x")
-    assert parse_profiles("all") == list(profile_names())
+    with pytest.raises(ValueError, match="unknown machine 'x'"):
+        parse_hardware("v100-pcie3,x")
+    assert parse_hardware("all") == list(hardware_names())
 
 
-def batched(**changes) -> HardwareProfile:
+def batched(**changes) -> Hardware:
     """toy() with the table-batched C++ calls measured: 1 ns per lookup, 2 ns per lookup's
     backward, 3 ns per row updated, 10 us per call and 1 us per table of it; the device is the host's CPU."""
     curve = lambda s: RowCurve(((64, 1e6, 1, s),))
@@ -572,7 +572,7 @@ def test_plan_stripes_are_planners_the_model_spreads_plan_over():
 def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
     """reuse_bins: rows 1 2 1 3 2 1. The second 1 comes 1 distinct row after the first (bin 2:
     distances 1); the second 2 and the third 1 come 2 after theirs (bin 4: distances 2-3)."""
-    from scratchkit.costmodel.work import reuse_bins
+    from scratchkit.costmodel.step import reuse_bins
 
     assert reuse_bins(np.array([1, 2, 1, 3, 2, 1])) == {2: 1.0, 4: 2.0}
     assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}

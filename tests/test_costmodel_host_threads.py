@@ -5,9 +5,9 @@ from dataclasses import replace
 import pytest
 
 from scratchkit.config import OptimizerKind
-from scratchkit.costmodel.gpu_profiles import SERVERS, memory_line_rate
+from scratchkit.costmodel.servers import SERVERS, memory_line_rate
 from scratchkit.costmodel.host_threads import HOST_MEMORY, memory_lines, pieces
-from scratchkit.costmodel.work import StepWork, TableWork
+from scratchkit.costmodel.step import StepWork, TableWork
 from scratchkit.projection.costmodel import project, stage_work
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.profiles import get_profile

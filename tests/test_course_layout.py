@@ -61,13 +61,13 @@ def test_the_bench_table_has_a_column_per_trainer_and_fits_a_notebook():
     assert "max-width:1000px" in html and "white-space:nowrap" in html
 
 
-def test_the_bench_tables_projections_give_each_trainer_over_hybrid_and_prefetch_lru():
+def test_the_bench_tables_projections_give_each_trainer_over_hybrid_and_the_production_peer():
     from scratchkit.projection.costmodel import Projection
 
-    named = [BenchResult(t, 30, 1000.0, 1.0, {}, None) for t in ("gpu-only", "hybrid", "prefetch-lru")]
-    speeds = {"gpu-only": 800.0, "hybrid": 200.0, "prefetch-lru": 400.0}
+    named = [BenchResult(t, 30, 1000.0, 1.0, {}, None) for t in ("gpu-only", "hybrid", "prefetch-lru-device")]
+    speeds = {"gpu-only": 800.0, "hybrid": 200.0, "prefetch-lru-device": 400.0}
     projections = [{"h100-pcie5": Projection(t, "h100-pcie5", {}, 1.0, s, "mlp", False)} for t, s in speeds.items()]
     html = bench_table(named, projections)._repr_html_()
     cells = lambda label: re.findall(r"<td[^>]*>([^<]*)</td>", html.split(label, 1)[1].split("</tr>", 1)[0])
     assert cells("h100-pcie5 x hybrid") == ["4.00", "1.00", "2.00"]
-    assert cells("h100-pcie5 x prefetch-lru") == ["2.00", "0.50", "1.00"]
+    assert cells("h100-pcie5 x prefetch-lru-device") == ["2.00", "0.50", "1.00"]

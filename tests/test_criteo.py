@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from scratchkit.data.criteo import load_criteo
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "criteo-kaggle-sample" / "train.tsv"
+from scratchkit.data.samples import KAGGLE_SAMPLE as SAMPLE, PLACE_IT
+
 SIZES = [7, 11, 13, 1000, 2, 3, 5, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83,
          89, 1 << 20]  # 26 different sizes, so a mix-up of tables shows
 
@@ -231,7 +232,7 @@ def test_any_well_formed_rows_load_as_the_reference_reads_them(tmp_path_factory,
     np.testing.assert_array_equal(data.ids, ids.T)
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason=f"real Criteo sample not present at {SAMPLE}")
+@pytest.mark.skipif(not SAMPLE.exists(), reason=f"no Criteo Kaggle sample: {PLACE_IT}")
 def test_real_kaggle_sample():
     lines = SAMPLE.read_text().splitlines()
     data = load_criteo(SAMPLE, 100_000, batch_size=128)

@@ -1,4 +1,4 @@
-"""The fused backward + SGD update (table_batched.sort_lookups + fused_sgd_update, gpu-only's path
+"""The fused backward + SGD update (fused_sgd.sort_lookups + fused_sgd_update, gpu-only's path
 with SGD on the CPU) against the unfused C++ backward then update, and against plain PyTorch
 (nn.EmbeddingBag(sparse=True), its gradient coalesced, + torch.optim.SGD): bit for bit, over random tables, bags,
 duplicates and widths (the AVX2 build's and the generic loop's), on one thread and two, with
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from torch import nn
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
-from scratchkit.embedding import table_batched as tb
+from scratchkit.embedding import fused_sgd, table_batched as tb, tbe_native
 
 from test_table_batched import make_tables, threads  # noqa: F401 (a fixture)
 
@@ -26,8 +26,8 @@ def unfused(weights, ids, offsets, grad, rows, order):
 
 def fused(weights, ids, offsets, grad, rows, order, workspace=None):
     out = [w.clone() for w in weights]
-    assert tb.fused_sgd_fits(out, OptimizerConfig(OptimizerKind.SGD, lr=LR))
-    tb.fused_sgd_update(out, tb.sort_lookups(ids, offsets, rows, workspace, order), grad, LR)
+    assert fused_sgd.fused_sgd_fits(out, OptimizerConfig(OptimizerKind.SGD, lr=LR))
+    fused_sgd.fused_sgd_update(out, fused_sgd.sort_lookups(ids, offsets, rows, workspace, order), grad, LR)
     return out
 
 
@@ -70,7 +70,7 @@ def test_long_tables_sort_in_the_loop_as_torch_does(threads, order):
     and a grad that is a strided view of a larger tensor is read in place."""
     g = torch.Generator().manual_seed(4)
     rows, batch, dim = [300, 70_000, 9], 1024, 64
-    lengths = [tb.RADIX_MIN + 17, 3 * tb.RADIX_MIN, 100]
+    lengths = [tbe_native.RADIX_MIN + 17, 3 * tbe_native.RADIX_MIN, 100]
     ids = [torch.randint(0, r, (n,), generator=g) for r, n in zip(rows, lengths)]
     offsets = [torch.sort(torch.randint(0, n + 1, (batch,), generator=g)).values for n in lengths]
     for o in offsets:
@@ -90,8 +90,8 @@ def test_a_torch_sort_of_another_order_is_taken_as_is(monkeypatch):
     rows, weights, ids, offsets = make_tables(8, 3, 40, 16, 6, 30)
     grad = torch.randn(30, 3, 16)
     expected = unfused(weights, ids, offsets, grad, rows, SummationOrder.TORCH)
-    monkeypatch.setattr(tb, "sorts_like_torch", lambda: False)
-    monkeypatch.setattr(tb, "sorts_stably_like_torch", lambda: False)
+    monkeypatch.setattr(fused_sgd, "sorts_like_torch", lambda: False)
+    monkeypatch.setattr(fused_sgd, "sorts_stably_like_torch", lambda: False)
     assert_equal(fused(weights, ids, offsets, grad, rows, SummationOrder.TORCH), expected)
 
 
@@ -100,21 +100,21 @@ def test_bad_input_is_refused_before_any_row_changes():
     bad = [ids[0], ids[1].clone()]
     bad[1][0] = rows[1]                                               # one past the last row
     with pytest.raises(ValueError, match=r"ids\[1\] holds an id outside its table"):
-        tb.sort_lookups(bad, offsets, rows)
+        fused_sgd.sort_lookups(bad, offsets, rows)
     with pytest.raises(ValueError, match=r"offsets\[1\] is not a list of bag starts"):
-        tb.sort_lookups(ids, [offsets[0], offsets[1] + 1], rows)
-    lookups = tb.sort_lookups(ids, offsets, rows)
+        fused_sgd.sort_lookups(ids, [offsets[0], offsets[1] + 1], rows)
+    lookups = fused_sgd.sort_lookups(ids, offsets, rows)
     before = [w.clone() for w in weights]
     with pytest.raises(ValueError, match=r"weights of \[\d+, 1\] rows, sorted for tables of"):
-        tb.fused_sgd_update([weights[0], weights[1][:1]], lookups, torch.randn(6, 2, 4), LR)
+        fused_sgd.fused_sgd_update([weights[0], weights[1][:1]], lookups, torch.randn(6, 2, 4), LR)
     with pytest.raises(ValueError, match=r"grad has shape \(6, 3, 4\)"):
-        tb.fused_sgd_update(weights, lookups, torch.randn(6, 3, 4), LR)
+        fused_sgd.fused_sgd_update(weights, lookups, torch.randn(6, 3, 4), LR)
     assert_equal(weights, before)
 
 
 def test_fused_fits_sgd_on_cpu_tables_only():
     rows, weights, ids, offsets = make_tables(1, 2, 20, 4, 3, 6)
-    assert tb.fused_sgd_fits(weights, OptimizerConfig(OptimizerKind.SGD))
-    assert not tb.fused_sgd_fits(weights, OptimizerConfig(OptimizerKind.ADAGRAD))
-    assert not tb.fused_sgd_fits([w.double() for w in weights], OptimizerConfig(OptimizerKind.SGD))
-    assert not tb.fused_sgd_fits([w.t() for w in weights], OptimizerConfig(OptimizerKind.SGD))
+    assert fused_sgd.fused_sgd_fits(weights, OptimizerConfig(OptimizerKind.SGD))
+    assert not fused_sgd.fused_sgd_fits(weights, OptimizerConfig(OptimizerKind.ADAGRAD))
+    assert not fused_sgd.fused_sgd_fits([w.double() for w in weights], OptimizerConfig(OptimizerKind.SGD))
+    assert not fused_sgd.fused_sgd_fits([w.t() for w in weights], OptimizerConfig(OptimizerKind.SGD))

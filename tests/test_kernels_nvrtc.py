@@ -11,7 +11,7 @@ from functools import cache
 import pytest
 
 from conftest import require_nvrtc
-from scratchkit.projection.hardware import get_hardware, profile_names
+from scratchkit.projection.hardware import get_hardware, hardware_names
 from scratchkit.kernels.compiled import (KernelSignatureError, check_compiled, cubin_functions,
                                          expected_params, float_instructions, ptx_entries)
 from scratchkit.kernels.cupy_loader import (CI_TARGETS, GPU_ARCHITECTURES, KernelCompileError,
@@ -47,7 +47,7 @@ def compiled(source: str, target: str):
 
 def test_ci_targets_cover_the_gpu_profiles():
     assert {"sm_80", "sm_90"} <= set(CI_TARGETS)
-    for name in profile_names():
+    for name in hardware_names():
         hw = get_hardware(name)
         if hw.device_is_host:
             continue

@@ -28,6 +28,21 @@ def test_every_measured_constant_says_where_it_came_from():
         assert set(provenance(name)) == set(entry) - {"value"}
 
 
+def test_the_servers_host_core_is_read_from_its_data_file_with_its_provenance():
+    """One host core's speeds (the GPU servers' host side) come from costmodel/host_core.json, which
+    says what, how, when and on which machine; every server carries them and cites the file."""
+    from scratchkit.costmodel.servers import HOST_CORE_FILE, SERVERS, server
+
+    data = json.loads(HOST_CORE_FILE.read_text())
+    for key in PROVENANCE:
+        assert data.get(key), f"{HOST_CORE_FILE}: no {key!r}"
+    h100 = server("h100-pcie5").to_json()
+    for name, value in data["fields"].items():
+        assert all(server(s).to_json()[name] == value for s in SERVERS), name   # JSON form: the file's
+        assert HOST_CORE_FILE.name in server("h100-pcie5").sources[name], name
+    assert h100["host_op_latency"] == data["fields"]["host_op_latency"] > 0
+
+
 def test_the_code_uses_the_measured_values():
     assert sharded_cost.MISS_SHARE == measured("miss_share")
     assert WorkingSets.BITMAP_ROWS_PER_LOOKUP == measured("bitmap_rows_per_lookup")

@@ -52,12 +52,13 @@ def test_the_speedup_grid_and_its_figure():
     grid = speedup_grid(scales=(0.01,), zipfs=(0.8, 1.2), batches=4, trainers=("scratchpipe", "gpu-only"))
     assert grid.table_rows == (10_000,) and grid.speedup["scratchpipe"].shape == (1, 2)
     assert np.all(grid.speedup["gpu-only"] > 1)           # an embedding-bound model on a GPU beats hybrid
-    assert grid.over_prefetch["scratchpipe"].shape == (1, 2) and np.all(grid.over_prefetch["gpu-only"] > 0)
+    assert grid.over_peer["scratchpipe"].shape == (1, 2) and np.all(grid.over_peer["gpu-only"] > 0)
     # the ratio of the two peers' speeds is the same whichever trainer gives it
-    assert np.allclose(grid.speedup["scratchpipe"] / grid.over_prefetch["scratchpipe"],
-                       grid.speedup["gpu-only"] / grid.over_prefetch["gpu-only"])
+    assert np.allclose(grid.speedup["scratchpipe"] / grid.over_peer["scratchpipe"],
+                       grid.speedup["gpu-only"] / grid.over_peer["gpu-only"])
     assert all(b for row in grid.bound["scratchpipe"] for b in row)
     fig = speedup_figure(grid)
     assert len(fig.data) == 2 and "h100-pcie5" in fig.layout.title.text
+    assert grid.peer == "prefetch-lru-device" and "x prefetch-lru-device" in fig.data[0].hovertemplate
     with pytest.raises(ValueError, match="no trainer"):
         speedup_figure(type(grid)("h100-pcie5", "embedding-bound", (0.8,), (10,), 1))

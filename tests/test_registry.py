@@ -8,10 +8,10 @@ import pytest
 from scratchkit.choices import Registry, UnknownName
 from scratchkit.commands.cli import main, parse
 from scratchkit.commands.common import parse_trainer_list
-from scratchkit.costmodel.gpu_profiles import SERVERS
+from scratchkit.costmodel.servers import SERVERS
 from scratchkit.measure.bench import run_bench
 from scratchkit.projection.costmodel import StepWork, project, project_all, stage_work
-from scratchkit.projection.hardware import get_hardware, parse_profiles, profile_names
+from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
 from scratchkit.trainers import TRAINERS, TrainerKind, TrainerSpec, make_trainer
 from scratchkit.trainers.device_only import DeviceOnlyTrainer
 
@@ -44,7 +44,7 @@ def own():
 
 def test_the_command_line_offers_them(own):
     assert parse_trainer_list(f"gpu-only,{OWN_TRAINER}") == ["gpu-only", OWN_TRAINER]
-    assert parse_profiles(OWN_SERVER) == [OWN_SERVER] and OWN_SERVER in parse_profiles("all")
+    assert parse_hardware(OWN_SERVER) == [OWN_SERVER] and OWN_SERVER in parse_hardware("all")
     args = parse(["bench", "--trainers", OWN_TRAINER, "--project", OWN_SERVER])
     assert (args.trainers, args.project) == (OWN_TRAINER, OWN_SERVER)
     with pytest.raises(ValueError, match=f"choose from .*{OWN_TRAINER}"):
@@ -77,7 +77,7 @@ def test_the_projection_prices_it_as_its_entry_says(own, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
     rows = project_all(["gpu-only", OWN_TRAINER], [work, work], ["h100-pcie5", OWN_SERVER])
     for p in ("h100-pcie5", OWN_SERVER):
-        assert rows[1][p].trainer == OWN_TRAINER and rows[1][p].profile == p
+        assert rows[1][p].trainer == OWN_TRAINER and rows[1][p].hardware == p
         assert rows[1][p].stage_seconds == rows[0][p].stage_seconds and rows[1][p].ratio == 1.0
     assert stage_work(OWN_TRAINER, work) == stage_work("gpu-only", work)
     # the faster link: only the copies are quicker
@@ -100,10 +100,10 @@ def test_unregistered_they_are_gone():
     with TRAINERS.registered(OWN_TRAINER, TrainerSpec(AgainTrainer, TrainerKind.GPU_ONLY, "x")):
         assert OWN_TRAINER in parse_trainer_list(OWN_TRAINER)
     assert OWN_TRAINER not in TRAINERS and OWN_SERVER not in SERVERS
-    assert OWN_SERVER not in profile_names()
+    assert OWN_SERVER not in hardware_names()
     with pytest.raises(ValueError, match=f"unknown trainer '{OWN_TRAINER}'"):
         parse_trainer_list(OWN_TRAINER)
-    with pytest.raises(ValueError, match=f"unknown hardware profile '{OWN_SERVER}'"):
+    with pytest.raises(ValueError, match=f"unknown machine '{OWN_SERVER}'"):
         get_hardware(OWN_SERVER)
     with pytest.raises(ValueError, match=f"unknown trainer '{OWN_TRAINER}'"):
         project(OWN_TRAINER, StepWork.from_config(get_profile_tiny()), get_hardware("h200"))

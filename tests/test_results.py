@@ -107,21 +107,34 @@ def test_records_of_any_shape_render(tmp_path):
         assert line in page, line
 
 
+def guides() -> dict[str, str]:
+    """The README and every page in docs/ but the rendered results.md: name -> text."""
+    pages = {"README.md": (REPO / "README.md").read_text()}
+    pages |= {f"docs/{p.name}": p.read_text() for p in sorted((REPO / "docs").glob("*.md")) if p.name != "results.md"}
+    return pages
+
+
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d UTC\b|\brun [a-p]\b")
+
+
+def dated_lines(pages: dict[str, str]) -> list[str]:
+    return [f"{name}, line {number}: {line.strip()!r}" for name, text in pages.items()
+            for number, line in enumerate(text.splitlines(), 1) if DATED.search(line)]
+
+
 def test_the_guides_hold_no_run_diary():
-    """Dated runs live in results/ as records; the README and the cost model's page describe and
-    quote them, and never date them (the rendered docs/results.md does)."""
-    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d UTC\b|\brun [a-p]\b")
-    pages = {"README.md": (REPO / "README.md").read_text(),
-             "docs/costmodel.md": (REPO / "docs" / "costmodel.md").read_text(),
-             "docs/distributed.md, Scale on this machine": (REPO / "docs" / "distributed.md").read_text()
-             .split("## Scale on this machine", 1)[1].split("\n## ", 1)[0]}
-    for name, text in pages.items():
-        for number, line in enumerate(text.splitlines(), 1):
-            assert not dated.search(line), f"{name}, line {number}: a dated run ({line.strip()!r}): keep it in results/"
+    """Dated runs live in results/ as records; the README and the docs describe what is measured,
+    how to measure it again, and quote the records, never dating a run (the rendered
+    docs/results.md does)."""
+    pages = guides()
+    assert {"README.md", "docs/benchmarks.md", "docs/course.md", "docs/gpu-expected.md"} <= set(pages)
+    assert dated_lines(pages) == [], "a dated run in the guides: keep it in results/"
+    assert dated_lines({"diary": "The same command again at 11:07 UTC read 0.95 (run p)."}) == [
+        "diary, line 1: 'The same command again at 11:07 UTC read 0.95 (run p).'"]
 
 
 def test_records_the_docs_quote_are_there():
-    text = "".join((REPO / "docs" / name).read_text() for name in ("costmodel.md", "distributed.md", "design.md"))
+    text = "".join(guides().values())
     for name in set(re.findall(r"results/([\w-]+\.json)", text)):
         if name in {"validate.json", "peers.json", "projections.json"}:   # their benchmarks' owners record them
             continue

@@ -27,7 +27,7 @@ def np_(pad, a):
 
 def snapshot(pad):
     """Everything an operation could change, as host copies."""
-    return (np_(pad, pad._keys).copy(), np_(pad, pad._values).copy(), pad.rows.cpu().clone(),
+    return (np_(pad, pad.map.keys).copy(), np_(pad, pad.map.values).copy(), pad.rows.cpu().clone(),
             pad.slot_ids.copy(), pad.hold_counts.copy(), pad.dirty_mask(), len(pad))
 
 

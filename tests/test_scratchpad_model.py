@@ -83,8 +83,8 @@ def check(pads, model):
         assert len(pad) == len(model.slot_of)
         np.testing.assert_array_equal(pad.hold_counts, [model.holds.get(s, 0) for s in range(CAPACITY)])
     twin_pad, host_pad = pads
-    np.testing.assert_array_equal(twin_pad._keys, host_pad._keys)       # same buckets
-    np.testing.assert_array_equal(twin_pad._values, host_pad._values)
+    np.testing.assert_array_equal(twin_pad.map.keys, host_pad.map.keys)       # same buckets
+    np.testing.assert_array_equal(twin_pad.map.values, host_pad.map.values)
     np.testing.assert_array_equal(twin_pad.rows.numpy(), host_pad.rows.numpy())  # same bits
     np.testing.assert_array_equal(twin_pad.state.numpy(), host_pad.state.numpy())
     np.testing.assert_array_equal(twin_pad.dirty_mask(), host_pad.dirty_mask())

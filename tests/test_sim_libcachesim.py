@@ -6,7 +6,6 @@ compute here with a plain dict scan, not with scratchkit's `next_use`.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,14 +121,13 @@ def test_lookahead_with_one_lookup_per_batch_is_belady_or_lru(zipf, capacity):
     assert far.fetched_rows == len(trace) - far.extra["reused_rows"]
 
 
-CRITEO = Path(__file__).resolve().parents[2] / "shared" / "data" / "criteo-kaggle-sample" / "train.tsv"
-
-
 @pytest.fixture(scope="module")
 def criteo():
-    if not CRITEO.exists():
-        pytest.skip(f"the Criteo sample is not at {CRITEO} (it lives in ../shared beside the project)")
-    return criteo_trace(CRITEO)
+    from scratchkit.data.samples import KAGGLE_SAMPLE, PLACE_IT
+
+    if not KAGGLE_SAMPLE.exists():
+        pytest.skip(f"no Criteo Kaggle sample: {PLACE_IT}")
+    return criteo_trace(KAGGLE_SAMPLE)
 
 
 CRITEO_CAPACITIES = [64, 4_096, 20_000]   # the sample has 31,614 distinct ids

@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
-from scratchkit.embedding import table_batched as tb
+from scratchkit.embedding import table_batched as tb, tbe_native
 from scratchkit.native import CLibrary
 
 pytestmark = pytest.mark.skipif(not tb.native_available(), reason="no C++ compiler here")
@@ -76,7 +76,7 @@ def test_forward_backward_and_sgd_equal_the_torch_ops(threads, seed, num_tables,
 @pytest.fixture(params=[4, 8], ids=["4-float-vectors", "8-float-vectors"])
 def vector_floats(request):
     """The forward's vector width (8: AVX2's, on an x86-64 CPU that has it), set for the test."""
-    set_width = tb.LOOPS.library.sk_tbe_vector_floats
+    set_width = tbe_native.LOOPS.library.sk_tbe_vector_floats
     if set_width(request.param) != request.param:
         set_width(0)
         pytest.skip(f"this CPU has no {request.param}-float vectors")
@@ -119,7 +119,7 @@ def adversarial_ids():
     lengths either side of its thresholds, and McIlroy's "killer adversary" input, which drives
     libstdc++'s std::sort to its depth limit and so into its heapsort fallback."""
     g = torch.Generator().manual_seed(7)
-    for n in (0, 1, 2, 3, 16, 17, 18, 33, 64, 65, 100, 1000, 2048, tb.RADIX_MIN - 1):
+    for n in (0, 1, 2, 3, 16, 17, 18, 33, 64, 65, 100, 1000, 2048, tbe_native.RADIX_MIN - 1):
         for rows in (1, 2, 50, 100_000, 2**32 - 1):
             ids = torch.randint(0, rows, (n,), generator=g)
             yield ids
@@ -172,16 +172,16 @@ def test_the_loop_sorts_in_torchs_order(tmp_path, monkeypatch):
         killer = killer_ids(tmp_path, n)
         arrays += [killer, killer // 3, killer % 17]
     for ids in arrays:
-        assert torch.equal(tb.torch_sort_order(ids), torch.sort(ids).indices), (len(ids), ids[:20])
-    assert tb.sorts_like_torch()
+        assert torch.equal(tbe_native.torch_sort_order(ids), torch.sort(ids).indices), (len(ids), ids[:20])
+    assert tbe_native.sorts_like_torch()
 
 
 def test_long_tables_and_a_failed_sort_check_take_torchs_permutation(monkeypatch):
     """Past RADIX_MIN lookups torch sorts by a stable radix sort: the backward takes torch.sort's
     permutation, and so does every table where the first-use check found another order."""
     rows, weights, ids, offsets = make_tables(3, 2, 50, 4, 3, 30)
-    ids[0] = torch.randint(0, 40, (tb.RADIX_MIN + 5,), generator=torch.Generator().manual_seed(0))
-    offsets[0] = torch.arange(0, tb.RADIX_MIN + 5, (tb.RADIX_MIN + 5) // 30 + 1)[:30]
+    ids[0] = torch.randint(0, 40, (tbe_native.RADIX_MIN + 5,), generator=torch.Generator().manual_seed(0))
+    offsets[0] = torch.arange(0, tbe_native.RADIX_MIN + 5, (tbe_native.RADIX_MIN + 5) // 30 + 1)[:30]
     rows[0] = 40
     grad = torch.randn(30, 2, 4)
     for check in (True, False):
@@ -304,7 +304,7 @@ def test_by_id_order_sums_each_ids_gradients_in_lookup_order(threads, seed, num_
 
 def test_by_id_order_sorts_long_tables_and_large_ids_itself():
     """Past RADIX_MIN lookups and with ids needing three radix passes, still lookup order."""
-    g, bags = torch.Generator().manual_seed(5), tb.RADIX_MIN + 10            # one lookup a bag
+    g, bags = torch.Generator().manual_seed(5), tbe_native.RADIX_MIN + 10            # one lookup a bag
     ids = [torch.randint(0, 3, (bags,), generator=g) * 2**30 // 3,            # 3 passes of 11 bits
            torch.randint(0, 50, (200,), generator=g)]
     offsets = [torch.arange(bags), torch.arange(bags).clamp(max=200)]         # then empty bags
@@ -321,9 +321,9 @@ def test_more_threads_than_tables_cut_the_bags_and_change_no_bit(threads, num_ta
     run (host_threads: set_host_threads, as a trainer sets TrainConfig.threads); every bag is
     still one thread's sum in lookup order, so the pooled rows equal torch's at every count."""
     rows, weights, ids, offsets = make_tables(threads * 10 + num_tables, num_tables, 500, 16, 9, 1000)
-    tb.set_host_threads(threads)
+    tbe_native.set_host_threads(threads)
     try:
-        assert tb.host_threads() == threads
+        assert tbe_native.host_threads() == threads
         pooled = tb.pooled_lookup_tables(weights, ids, offsets)
         bad = [i.clone() for i in ids]
         bad[-1][-1] = rows[-1]                  # the last bag's last lookup: in the last run
@@ -334,16 +334,16 @@ def test_more_threads_than_tables_cut_the_bags_and_change_no_bit(threads, num_ta
         with pytest.raises(ValueError, match=r"offsets\[0\] is not a list of bag starts"):
             tb.pooled_lookup_tables(weights, ids, disordered)
     finally:
-        tb.set_host_threads(None)
+        tbe_native.set_host_threads(None)
     twin = tb.pooled_lookup_tables_twin(weights, ids, offsets)
     assert torch.equal(pooled.view(torch.int32), twin.view(torch.int32))
 
 
 def test_host_threads_are_a_positive_count():
     with pytest.raises(ValueError, match="host threads must be an integer >= 1"):
-        tb.set_host_threads(0)
+        tbe_native.set_host_threads(0)
     with pytest.raises(ValueError, match="host threads must be an integer >= 1"):
-        tb.set_host_threads(True)
+        tbe_native.set_host_threads(True)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4, 7])
@@ -356,11 +356,11 @@ def test_more_threads_than_tables_cut_the_updated_rows_and_change_no_bit(threads
     assert min(coalesced.flat.counts) >= 2 * 256          # enough rows that the runs are cut
     sgd = OptimizerConfig(OptimizerKind.SGD, lr=0.37)
     fast, slow = [w.clone() for w in weights], [w.clone() for w in weights]
-    tb.set_host_threads(threads)
+    tbe_native.set_host_threads(threads)
     try:
         tb.apply_updates(fast, [None] * 2, coalesced, sgd)
     finally:
-        tb.set_host_threads(None)
+        tbe_native.set_host_threads(None)
     tb.apply_updates_twin(slow, [None] * 2, tb.embedding_backward_tables_twin(ids, offsets, grad, rows), sgd)
     for a, b in zip(fast, slow):
         assert torch.equal(a.view(torch.int32), b.view(torch.int32))

@@ -3,7 +3,7 @@ of the same row size and table, so a sparse point timed as nothing (a small diff
 call's fixed cost, lost in noise) is raised to its denser neighbour's, and a small table's sparse
 update is not priced as free."""
 from scratchkit.calibration.tbe_timings import sparse_no_cheaper
-from scratchkit.costmodel.hw_profile import RowCurve
+from scratchkit.costmodel.hardware import RowCurve
 
 
 def test_a_sparse_point_timed_as_nothing_takes_its_denser_neighbours_price():

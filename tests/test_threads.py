@@ -3,7 +3,7 @@ still bit for bit plain PyTorch (nn.EmbeddingBag + torch.optim, measure/referenc
 import pytest
 
 from scratchkit.config import CacheParams, DataConfig, TrainConfig, default_threads
-from scratchkit.embedding import table_batched as tb
+from scratchkit.embedding import table_batched as tb, tbe_native
 from scratchkit.measure.verify import verify
 from scratchkit.trainers import TrainerKind, make_trainer
 
@@ -13,7 +13,7 @@ EVERY_TRAINER = [kind.value for kind in TrainerKind]
 @pytest.fixture(autouse=True)
 def restore_host_threads():
     yield
-    tb.set_host_threads(None)
+    tbe_native.set_host_threads(None)
 
 
 def few_tables_many_bags(threads: int | None) -> TrainConfig:
@@ -50,7 +50,7 @@ def test_the_default_is_every_core_less_scratchpipes_host_stages():
     config = few_tables_many_bags(None)
     with make_trainer("hybrid", config) as hybrid:
         assert hybrid.host_threads == default_threads()
-        assert tb.host_threads() == default_threads()
+        assert tbe_native.host_threads() == default_threads()
     with make_trainer("scratchpipe", config) as scratchpipe:
         assert scratchpipe.host_threads == max(1, default_threads() - 1)
     with make_trainer("hybrid", config.replace(threads=3)) as three:
@@ -65,7 +65,7 @@ def test_each_step_runs_on_its_own_trainers_threads():
         seen = []
         real = tb.pooled_lookup_tables
         hybrid_module = __import__("scratchkit.trainers.hybrid", fromlist=["x"])
-        hybrid_module.pooled_lookup_tables = lambda *a: (seen.append(tb.host_threads()), real(*a))[1]
+        hybrid_module.pooled_lookup_tables = lambda *a: (seen.append(tbe_native.host_threads()), real(*a))[1]
         try:
             list(hybrid.train(1))
         finally:

@@ -11,8 +11,10 @@ from scratchkit.config import DataConfig
 from scratchkit.course.hazard_lab import HazardLab
 from scratchkit.course.hit_curves import HitCurves
 from scratchkit.sim import simulate
-import scratchkit.course.widgets as widgets_module
-from scratchkit.course.widgets import CacheExplorer, PipelineVisualizer, TrainingDashboard, visualizer_config
+import scratchkit.course.pipeline_visualizer as visualizer_module
+from scratchkit.course.cache_explorer import CacheExplorer
+from scratchkit.course.dashboard import TrainingDashboard
+from scratchkit.course.pipeline_visualizer import PipelineVisualizer, visualizer_config
 from scratchkit.trainers.scratchpipe import Hazards
 
 
@@ -292,8 +294,8 @@ def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monke
     run = visualizer.lab.run                # that handles the clicks
     here = lambda done, a: done.append(a) if threading.current_thread() is threading.main_thread() else None
     monkeypatch.setattr(visualizer.lab, "run", lambda *a, **k: (here(trained_here, a), run(*a, **k))[1])
-    replay = widgets_module.replay
-    monkeypatch.setattr(widgets_module, "replay", lambda *a, **k: (here(replayed_here, a), replay(*a, **k))[1])
+    replay = visualizer_module.replay
+    monkeypatch.setattr(visualizer_module, "replay", lambda *a, **k: (here(replayed_here, a), replay(*a, **k))[1])
     for click, next_holds in ((lambda: setattr(visualizer.holds, "value", False), False),
                               (visualizer.rerun.click, False),
                               (lambda: setattr(visualizer.holds, "value", True), True)):

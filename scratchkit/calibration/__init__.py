@@ -1,1 +1,1 @@
-"""Calibrating this machine: its hardware profile's speeds, measured with the kit's own calls."""
+"""Calibrating this machine: its hardware's speeds, measured with the kit's own calls."""

@@ -1,6 +1,6 @@
 """`scratchkit calibrate`: measure this machine's constants with the kit's own operations.
 
-Each constant of a `HardwareProfile` is measured by running what the trainers run, at the sizes
+Each constant of a `Hardware` is measured by running what the trainers run, at the sizes
 they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
 
     host_stream_bw          np.copyto of 64 MiB (read + write bytes)
@@ -41,31 +41,31 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable
 
-import numpy as np
 import torch
 
 from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
-from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.calibration.co_run import co_run_cores
-from scratchkit.costmodel.hw_profile import MB, HardwareProfile, RateCurve, RowCurve, sort_units
-from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, TABLES, Bench,
+from scratchkit.costmodel.hardware import MB, Hardware, RowCurve
+from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
-                                            row_curves, row_points, stream_bandwidth)
+                                            row_curves, stream_bandwidth)
 from scratchkit.calibration.plan_timings import (device_plan_table_seconds, handoff_call_seconds, map_probe_rate, plan_call_seconds, plan_rates,
                                              plan_slot_rate)
 from scratchkit.calibration.tbe_timings import TBE_LOOKUPS, tbe_curves
+from scratchkit.calibration.numpy_timings import (numpy_call_latencies, numpy_row_points, numpy_select_rate,
+                                               numpy_sort_rate, numpy_stream_bandwidth)
 
 Progress = Callable[[str], None]
 
 
 def calibrate(quick: bool = False, progress: Progress | None = None, device=None,
-              repeats: int | None = None) -> HardwareProfile:
+              repeats: int | None = None) -> Hardware:
     """Measure this machine (tens of seconds; `quick`: fewer sizes and repeats, a few seconds).
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
     it, else the CPU is the device). `progress(text)` hears each step as it starts. `repeats`:
     timed runs per figure on the host (default 7, quick 3; validation takes several calibrations
-    of 3 on either side of a profile's trainers and their median: hw_profile.median_profile)."""
+    of 3 on either side of a workload's trainers and their median: hardware.median_hardware)."""
     say = progress or (lambda _: None)
     keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()
@@ -78,22 +78,22 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
         if device is None:
             say("the scratchpad's hash map, as scratchpipe-device probes it on this CPU")
             probes, probe_source = map_probe_rate(quick)
-            profile = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
-            profile.sources["device_map_probe_rate"] = probe_source
+            hw = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
+            hw.sources["device_map_probe_rate"] = probe_source
         else:
-            profile = measure_device(device, host, sources, quick, say)
+            hw = measure_device(device, host, sources, quick, say)
         say("scratchpipe-device's Plan per table, beyond what the rest prices")
-        table = {"device_plan_table": device_plan_table_seconds(profile)}
-        profile = replace(profile, host_calls=profile.host_calls | table, device_calls=profile.device_calls | table)
+        table = {"device_plan_table": device_plan_table_seconds(hw)}
+        hw = replace(hw, host_calls=hw.host_calls | table, device_calls=hw.device_calls | table)
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return replace(profile, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
+    return replace(hw, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
                    native_builds=loop_builds())
 
 
 def loop_builds() -> dict[str, str]:
-    """The builds of the C++ loops whose speed the profile holds (the table-batched calls and
+    """The builds of the C++ loops whose speed the hardware holds (the table-batched calls and
     ScratchPipe's planner), by library: where one has changed since, `this-cpu` measures afresh."""
     from scratchkit.embedding.table_batched import LOOPS
     from scratchkit.scratchpipe.plan_native import LOOP
@@ -113,7 +113,7 @@ def machine_name() -> str:
 
 # ------------------------------------------------------------------------------------------ host
 def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tuple[dict, dict[str, str]]:
-    """Every host constant: (HardwareProfile fields and the CPU's mm/bmm curves, their sources)."""
+    """Every host constant: (Hardware fields and the CPU's mm/bmm curves, their sources)."""
     bench = Bench(repeats=repeats or (3 if quick else 7))
     how = f"CPU time, median of {bench.repeats} runs, each after a 4 MiB flush"
     say("host memory: streaming copy of 64 MiB")
@@ -177,70 +177,11 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     return host, sources
 
 
-def numpy_stream_bandwidth(bench: Bench) -> float:
-    src = np.ones(8 * MB)                       # 64 MiB of float64: beyond any last-level cache
-    dst = np.empty_like(src)
-    return 2 * src.nbytes / bench.median(lambda _: np.copyto(dst, src))
-
-
-def numpy_row_points(bench: Bench, quick: bool) -> tuple[list, list]:
-    """8-byte ids gathered (np.take) and scattered (fancy assignment): the caches' and the
-    scratchpad's maps, by the bytes of the map and the ids of the call."""
-    footprints = FOOTPRINTS[not quick]
-    ids = np.ones(footprints[-1] // 8, dtype=np.int64)
-    gathers, scatters = [], []
-    out = lambda n: np.empty(n, dtype=np.int64)
-    for footprint in footprints:
-        maps = [ids[r * footprint // 8: (r + 1) * footprint // 8] for r in range(ids.nbytes // footprint)]
-        fresh = lambda n: bench.rng.integers(0, len(maps[0]), n)
-        gathers += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
-                              lambda r, i, o: np.take(maps[r], i, out=o))
-        scatters += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
-                               lambda r, i, o: maps[r].__setitem__(i, o))
-    return gathers, scatters
-
-
-def numpy_call_latencies(bench: Bench) -> dict[str, float]:
-    small, pick = [np.arange(16) + t for t in range(TABLES)], np.array([1, 2])
-    kinds = (lambda t: small[t][pick], lambda t: small[t].__setitem__(pick, 3),
-             lambda t: np.flatnonzero(small[t] > 3), lambda t: np.zeros(16, dtype=bool))
-    # a kernel of the .cu files as this CPU runs it (the host build, else the NumPy twin): to_local
-    engine = make_engine(resolve(EngineKind.AUTO, "cpu"))
-    starts, of_slot = np.array([0, 8, 16]), np.repeat(np.arange(2), 8)
-    return {"numpy": float(np.mean([bench.per_call(f) for f in kinds])),
-            "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
-            "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
-            "device_plan_table": 0.0}   # measured last, beyond what the finished profile prices
-
-
-def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
-    points = []
-    for n in SORT_SIZES[not quick]:
-        tables = max(1, min(TABLES, 2**16 // n))
-        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]    # a table's ids each
-        t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
-        points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
-    return RateCurve(tuple(points))
-
-
-def numpy_select_rate(bench: Bench, quick: bool) -> RateCurve:
-    """Keys/s of np.partition at the k-th of n int64 keys (k = n/4, about a victim choice's share)."""
-    small = [np.arange(16) * (t + 1) for t in range(TABLES)]
-    fixed = bench.per_call(lambda t: np.partition(small[t], 4))
-    points = []
-    for n in SORT_SIZES[not quick]:
-        tables = max(1, min(TABLES, 2**16 // n))
-        keys = [bench.rng.integers(0, 2**40, n) for _ in range(tables)]
-        t = bench.per_call(lambda k: np.partition(keys[k], n // 4), tables)
-        points.append((n, n / max(t - fixed, 0.1 * t)))
-    return RateCurve(tuple(points))
-
-
-def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
+def cpu_as_device(host: dict, sources: dict[str, str]) -> Hardware:
     """No GPU: the device is the host's CPU, and nothing crosses a link."""
     same = "the CPU is the device (no GPU here)"
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
-    return HardwareProfile(
+    return Hardware(
         name="this-cpu", description=f"this machine: {machine_name()}, no GPU (device = CPU)",
         device_activation_rate=host["activations"],
         **own, pcie_bw=float("inf"), pcie_latency=0.0,
@@ -264,7 +205,7 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> HardwareProfile:
 
 
 # ------------------------------------------------------------------------------------------ device
-def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: Progress) -> HardwareProfile:
+def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: Progress) -> Hardware:
     """The device and the link of `dev` (a scratchkit.device.Device: a GPU, or a stand-in in the
     tests), with the same torch measurements the CPU had, timed by the wall clock between two
     synchronisations of the device."""
@@ -290,7 +231,7 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     up, down, copy_latency = link_rates(bench, dev, quick)
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
     name = device_name(dev)
-    return HardwareProfile(
+    return Hardware(
         name="this-cpu", description=f"this machine: {machine_name()} + {name}",
         **own, pcie_bw=min(up, down), pcie_latency=copy_latency,
         device_stream_bw=stream, device_gather=RowCurve(tuple(gathers)), device_scatter=RowCurve(tuple(scatters)),

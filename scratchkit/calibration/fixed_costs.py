@@ -71,7 +71,7 @@ def stage_times(config: TrainConfig, steps: int, statistic, device=None, warmup:
 
 
 def step_fixed_costs(steps: int = 15, statistic=np.median, device=None, clock=time.perf_counter) -> dict[str, float]:
-    """The fixed costs (hw_profile.CALL_OPS names) of the torch calls the trainers make per table
+    """The fixed costs (hardware.CALL_OPS names) of the torch calls the trainers make per table
     and per step, from tiny training runs (the module note), timed by `clock`."""
     run = lambda tables, depth=SHALLOW, opt=OptimizerKind.SGD: stage_times(
         tiny_config(tables, depth, opt), steps, statistic, device, clock=clock)

@@ -4,7 +4,7 @@ GPU through `scratchkit.device.Device` (tests run the GPU lines through a stand-
 A `Bench` says how to put a tensor where it is measured and how to wait for it; on a CPU the
 clock is the thread's CPU time (what this machine can do, not what its neighbours leave of it), on
 a GPU the wall clock between two synchronisations. Every function times the kit's own calls at the
-sizes the trainers run them and returns what `HardwareProfile` stores.
+sizes the trainers run them and returns what `Hardware` stores.
 
 A call timed a hundred times in a row runs from warm caches, with the same rows each time; inside
 a training step it does not: the batch is new, and the stages before it (making the batch, the
@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from scratchkit.costmodel.hw_profile import MB, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.hardware import MB, RateCurve, RowCurve, sort_units
 
 # sizes measured: (quick, full)
 ROW_BYTES = ((64, 256), (64, 256, 512))
@@ -142,7 +142,7 @@ def row_points(bench: Bench, quick: bool, row: int, footprint: int, regions: int
 
 
 def call_latencies(bench: Bench, device=None, steps: int = 15) -> dict[str, float]:
-    """The fixed cost of each torch call of the kit (hw_profile.CALL_OPS): those a trainer makes
+    """The fixed cost of each torch call of the kit (hardware.CALL_OPS): those a trainer makes
     per table and per step from tiny training runs (fixed_costs.py); a generic op and
     slots_of_unique on tiny inputs, over 8 tables' inputs in turn after a flush."""
     from scratchkit.embedding.optim import slots_of_unique
@@ -231,7 +231,7 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
     from scratchkit.costmodel import kit
     from scratchkit.calibration.fixed_costs import stage_times
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.costmodel.step import StepWork
 
     points = []
     for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from scratchkit.config import TrainConfig
-from scratchkit.costmodel.hw_profile import RateCurve
+from scratchkit.costmodel.hardware import RateCurve
 from scratchkit.costmodel.kit import PLAN_LOOKUPS
 from scratchkit.calibration.kit_timings import Bench
 
@@ -230,17 +230,17 @@ def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
                                       f"64-id query's time, median of {repeats}, CPU time")
 
 
-def device_plan_table_seconds(profile) -> float:
-    """What scratchpipe-device's Plan costs per table beyond what `profile` prices (its loop
+def device_plan_table_seconds(hw) -> float:
+    """What scratchpipe-device's Plan costs per table beyond what `hw` prices (its loop
     cutting each table's plan out of the joined arrays, host Python): Plan on this CPU at 2 and
     26 tables of 256 rows, 8 lookups a table and batch (so the per-id work is a few percent),
-    each less its priced work (device_stages.plan_work on `profile`), the difference per table.
+    each less its priced work (device_stages.plan_work on `hw`), the difference per table.
     Wall time less the batches' reading, median, past the filling."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
     from scratchkit.costmodel.device_stages import plan_work
     from scratchkit.costmodel.planning import fresh_planner
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.costmodel.step import StepWork
 
     def unpriced(tables: int) -> float:
         config = TrainConfig(data=DataConfig(table_sizes=(256,) * tables, pooling=1, batch_size=8, num_dense=1,
@@ -256,7 +256,7 @@ def device_plan_table_seconds(profile) -> float:
         fetched, written, evicting = np.mean(moved[16:], axis=0)
         work = StepWork.from_config(config, source, batches=8, start=16).with_counters(fetched, written, evicting)
         priced = plan_work(work, work.share(work.fetched_rows), work.share(work.written_back_rows, evicting_only=True), cpu=True)
-        return float(np.median(taken[16:])) - priced.seconds(profile)
+        return float(np.median(taken[16:])) - priced.seconds(hw)
     return max((unpriced(26) - unpriced(2)) / 24, 0.0)
 
 

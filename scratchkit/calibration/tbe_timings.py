@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scratchkit.costmodel.hw_profile import RowCurve
+from scratchkit.costmodel.hardware import RowCurve
 from scratchkit.calibration.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
 from scratchkit.costmodel.work import TBE_BAG
 

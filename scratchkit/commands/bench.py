@@ -6,7 +6,7 @@ import json
 from scratchkit.commands.common import (BENCH_STEPS, BENCH_WARMUP, QUICK, add_config_args,
                                         fitted_run, progress, run_length)
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
-from scratchkit.projection.hardware import profile_names
+from scratchkit.projection.hardware import hardware_names
 
 DEFAULT_TRAINERS = "gpu-only,hybrid"   # --validate's default is every trainer
 
@@ -23,9 +23,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help=f"{QUICK[0]} timed steps, {QUICK[1]} warm-up: a smoke run (not with --steps or --warmup)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    p.add_argument("--project", default=None, metavar="PROFILE",
-                   help=f"add the cost model's projection for a hardware profile: "
-                        f"{', '.join(profile_names())}, a comma-separated list, or all")
+    p.add_argument("--project", default=None, metavar="MACHINE",
+                   help=f"add the cost model's projection for a machine: "
+                        f"{', '.join(hardware_names())}, a comma-separated list, or all")
     p.add_argument("--validate", action="store_true",
                    help="compare the this-cpu cost model with this run, stage by stage, and say PASS or "
                         "FAIL against the bounds (25%% per stage over 10%% of the step, 15%% on the "
@@ -58,17 +58,17 @@ def run(args) -> int:
     if args.world_size is not None:
         return run_sharded("bench", args)
     trainers = parse_trainer_list(args.trainers or DEFAULT_TRAINERS)
-    profiles = None
+    machines = None
     if args.project is not None:
-        from scratchkit.projection.hardware import parse_profiles
-        profiles = parse_profiles(args.project)      # bad names fail before anything trains
+        from scratchkit.projection.hardware import parse_hardware
+        machines = parse_hardware(args.project)      # bad names fail before anything trains
     source, config, name, steps, warmup = fitted_run(args, trainers, *run_length(args))
     results = run_bench(config, trainers, steps, warmup=warmup, source=source, device=args.device,
                         wrap=progress)
     projections = None
-    if profiles:
+    if machines:
         from scratchkit.projection.costmodel import project_bench
-        projections = project_bench(config, results, profiles)
+        projections = project_bench(config, results, machines)
     if args.json:
         rows = [r.to_dict() for r in results]
         for row, projected in zip(rows, projections or []):
@@ -83,5 +83,5 @@ def run(args) -> int:
         if projections:
             print("Projected: the cost model (scratchkit.projection.costmodel) applied to this run's work\n"
                   "per step (working sets, rows fetched and written back); ratio = samples/s relative\n"
-                  "to the first trainer on the same profile; the data stage is not modelled.")
+                  "to the first trainer on the same machine; the data stage is not modelled.")
     return 0

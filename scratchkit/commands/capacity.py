@@ -9,22 +9,23 @@ counted over the whole run at once, from the windows each cache must hold
     lru, lfu       one batch's working set (a window of depth 0)
     prefetch-lru   two consecutive batches' (depth 1: it fetches b+1 while b holds its rows)
     scratchpipe    the D+1 batches in flight (--depth D, per plan stripe)
+    prefetch-lru-device   two (ScratchPipe on the device at the depth 1 its entry fixes)
 
 `--capacity min` (ScratchPipe's minimum at --depth >= 1) is never below any of them.
 """
 from __future__ import annotations
 
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.trainers import TrainerKind, pipelined, priced_as
+from scratchkit.trainers import TrainerKind, pipelined, priced_as, trainer_config
 
 # Look-ahead depth of the window each demand-filled cache must hold (ScratchPipe's is --depth).
 DEMAND_FILLED_DEPTH = {TrainerKind.LRU: 0, TrainerKind.LFU: 0, TrainerKind.PREFETCH_LRU: 1}
 
 
-def window_depth(trainer: str, args) -> int | None:
+def window_depth(trainer: str, config) -> int | None:
     """The depth of the window `trainer`'s cache must hold; None: no cache to fill."""
     if pipelined(trainer):
-        return args.depth
+        return trainer_config(trainer, config).cache.depth   # --depth, or the one its entry fixes
     return DEMAND_FILLED_DEPTH.get(priced_as(trainer))
 
 
@@ -35,7 +36,7 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
         return            # the minimum itself, or the data's or profile's own cache size
     needs, depths = {}, {}      # trainer -> rows per table it needs, the depth of its window
     for name in trainers:
-        depths[name] = depth = window_depth(name, args)
+        depths[name] = depth = window_depth(name, config)
         if depth is not None:
             stripes = args.plan_stripes if pipelined(name) else 1
             needs[name] = minimum_capacities(source, depth, 0, batches, stripes)

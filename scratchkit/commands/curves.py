@@ -16,6 +16,9 @@ import math
 
 import numpy as np
 
+# The two POLICIES entries whose whole curves --mrc draws (sim.lru_mrc, sim.opt_mrc)
+LRU, OPT = "lru", "opt"
+
 
 def add_arguments(p) -> None:
     p.add_argument("--capacities", help="--mrc: comma-separated capacities for OPT "
@@ -31,24 +34,24 @@ def add_arguments(p) -> None:
 
 
 def run_curves(args) -> int:
-    from scratchkit.sim import Policy
+    from scratchkit.sim import policy_name
 
     _refuse_stray(args)
     sampled = args.sample is not None or args.sample_size is not None
     if args.policy is None:
-        wanted = {Policy.LRU} if sampled else {Policy.LRU, Policy.OPT}
+        wanted = {LRU} if sampled else {LRU, OPT}
     else:
-        wanted = {Policy.parse(args.policy)}
-    if not wanted <= {Policy.LRU, Policy.OPT}:
-        raise ValueError(f"--mrc draws lru and opt curves, not {args.policy}")
-    if sampled and Policy.OPT in wanted:
+        wanted = {policy_name(args.policy)}
+    if not wanted <= {LRU, OPT}:
+        raise ValueError(f"--mrc draws {LRU} and {OPT} curves, not {args.policy}")
+    if sampled and OPT in wanted:
         raise ValueError("--sample and --sample-size sample the LRU curve; OPT needs the whole "
                          "trace (drop --sample, or use --policy lru)")
     if args.points < 1:
         raise ValueError(f"--points must be >= 1, got {args.points}")
-    lru, exact, error = _lru_curves(args) if Policy.LRU in wanted else (None, None, None)
+    lru, exact, error = _lru_curves(args) if LRU in wanted else (None, None, None)
     unique = (exact or lru).unique_ids if lru is not None else None
-    opt = _opt_curve(args, unique) if Policy.OPT in wanted else None
+    opt = _opt_curve(args, unique) if OPT in wanted else None
     unique = opt.unique_ids if unique is None else unique
     lookups = (lru or opt).lookups
     if args.json:

@@ -1,4 +1,4 @@
-"""The command line's text tables: one row per trainer, profile or stage, columns lined up.
+"""The command line's text tables: one row per trainer, machine, workload or stage, columns lined up.
 
 Formatting lives here, with the commands that print it; the measurements (scratchkit/measure)
 return data. The notebooks show the same data as HTML (scratchkit/course).
@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scratchkit.projection.hardware import GB, US, HardwareProfile
+from scratchkit.projection.hardware import GB, US, Hardware
 from scratchkit.measure.round_checks import RoundCheck
 from scratchkit.measure.validate import Validation
+from scratchkit.trainers.registry import PEERS
 
 if TYPE_CHECKING:
     from scratchkit.measure.bench import BenchResult
@@ -34,21 +35,22 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     any projections), then ms per step in each stage, one row per stage and a column per trainer
     ("-": the trainer has no such stage). `hit rate` is "-" for a trainer with no device cache.
 
-    `projections` (from `scratchkit.projection.costmodel.project_bench`), one {profile: Projection} per
-    result, add a column per profile, projected samples/s (ratio), and a line per profile
-    naming the stage that bounds each trainer. Where hybrid or prefetch-lru ran, a line (measured,
-    and per profile) gives every other trainer's speed over theirs (`versus_peers`).
+    `projections` (from `scratchkit.projection.costmodel.project_bench`), one {machine: Projection} per
+    result, add a column per machine, projected samples/s (ratio), and a line per machine
+    naming the stage that bounds each trainer. Where a peer ran (hybrid, prefetch-lru-device:
+    trainers/registry.py PEERS), a line (measured, and per machine) gives every other trainer's
+    speed over its (`versus_peers`).
     """
-    profiles = list(projections[0]) if projections else []
-    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in profiles]
+    machines = list(projections[0]) if projections else []
+    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in machines]
     rows = [[r.trainer, f"{r.samples_per_s:,.0f}", f"{r.ratio:.2f}",
              "-" if r.hit_rate is None else f"{r.hit_rate:.3f}",
              f"{1000 * r.seconds / max(r.steps, 1):.2f}"]
             + [f"{projections[i][p].samples_per_s:,.0f} ({projections[i][p].ratio:.2f})"
-               for p in profiles] for i, r in enumerate(results)]
+               for p in machines] for i, r in enumerate(results)]
     bounds = [f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}"
-                                            for i, r in enumerate(results)) for p in profiles]
-    bounds += [line for p in profiles for line in versus_peers(
+                                            for i, r in enumerate(results)) for p in machines]
+    bounds += [line for p in machines for line in versus_peers(
         p, [r.trainer for r in results], [projections[i][p].samples_per_s for i in range(len(results))])]
     seen = {k for r in results for k, v in r.stage_seconds.items() if v > 0}
     stages = [s for s in STAGE_ORDER if s in seen] + sorted(seen - set(STAGE_ORDER))
@@ -59,12 +61,9 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     return "\n".join(_lay_out(head, rows) + measured + bounds + [""] + stage_table)
 
 
-PEERS = ("hybrid", "prefetch-lru")   # the baseline, at its best on every core, and the production peer
-
-
 def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:
-    """A line per peer in the run ("x hybrid", "x prefetch-lru"): every other trainer's samples/s
-    over that peer's. Hybrid is at its best: its host work on every core it is given."""
+    """A line per peer in the run ("x hybrid", "x prefetch-lru-device"): every other trainer's
+    samples/s over that peer's. Hybrid is at its best: its host work on every core it is given."""
     lines = []
     for peer in PEERS:
         if peer in trainers:
@@ -117,8 +116,8 @@ def format_round_check(check: RoundCheck) -> str:
                      + (["stages outside their bound:"] + outside if outside else []) + [check.verdict()])
 
 
-def describe_hardware(hw: HardwareProfile) -> str:
-    """Several lines: every constant of a hardware profile (curves at a few sizes) and its source."""
+def describe_hardware(hw: Hardware) -> str:
+    """Several lines: every constant of a machine (curves at a few sizes) and its source."""
     src = lambda name: hw.sources.get(name, "")
     bw = lambda value: "no copy" if value == float("inf") else f"{value / GB:,.1f} GB/s"
     lines = [f"{hw.name}: {hw.description}", f"  origin: {hw.origin}" if hw.origin else ""]
@@ -173,6 +172,6 @@ def describe_hardware(hw: HardwareProfile) -> str:
     cores = hw.co_run_cores
     at = "not measured: each side priced alone" if cores is None else f"{cores:.2f} cores at once"
     lines.append(f"  {'co_run_cores':22s} {at:>14s}  {src('co_run_cores')}")
-    builds = ", ".join(hw.native_builds.values()) or "none recorded (a GPU profile, or no compiler)"
+    builds = ", ".join(hw.native_builds.values()) or "none recorded (a GPU server, or no compiler)"
     lines.append(f"  {'native_builds':22s} {builds}  (the C++ loops the curves were measured with)")
     return "\n".join(line for line in lines if line)

@@ -26,7 +26,8 @@ check runs on the row stores' host books there, as scratchpipe's does.
 from __future__ import annotations
 
 from scratchkit.costmodel import kit
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, Work
+from scratchkit.costmodel.step import StepWork
 from scratchkit.embedding.working_sets import WorkingSets
 
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's

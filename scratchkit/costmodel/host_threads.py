@@ -15,8 +15,8 @@ core (`Work.host_seconds`) takes, on `threads` threads,
 `threads`: on a GPU server, its `host_cores` (one GPU's share of the server's cores, as production
 hybrids use them); on this CPU (`device_is_host`), the run's threads (`StepWork.host_threads`),
 at most the cores the run gets at once (`co_run_cores`, calibration/co_run.py; else its cores). The second term is the cap: however many cores, the host's memory system serves
-only so many random 64 B lines a second (`HardwareProfile.host_memory_line_rate`: a server's
-figure is its channels per GPU x a channel's random-line rate, gpu_profiles.py; None where not
+only so many random 64 B lines a second (`Hardware.host_memory_line_rate`: a server's
+figure is its channels per GPU x a channel's random-line rate, servers.py; None where not
 known, as for a calibrated CPU: no cap). A step's DRAM lines, per table (`memory_lines`):
 
     embedding_forward    each distinct row read once (a repeat within the batch is in a cache)
@@ -30,8 +30,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scratchkit.costmodel.hw_profile import HardwareProfile
-from scratchkit.costmodel.work import FLOAT_BYTES, StepWork, Work
+from scratchkit.costmodel.hardware import Hardware
+from scratchkit.costmodel.work import FLOAT_BYTES, Work
+from scratchkit.costmodel.step import StepWork
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
 LINE_BYTES = 64     # a cache line: what DRAM serves per random access
@@ -40,7 +41,7 @@ MIN_ROWS = 256      # fewest rows a thread's run of the SGD update takes (table_
 HOST_MEMORY = "host memory"   # the name of the cap when it binds
 
 
-def host_threads(w: StepWork, hw: HardwareProfile) -> float:
+def host_threads(w: StepWork, hw: Hardware) -> float:
     """The threads the host's embedding work is priced on (see the module note): on this CPU as
     many as run at once, where the machine's neighbours leave fewer cores than it has."""
     if hw.device_is_host:
@@ -88,13 +89,13 @@ class HostSpread:
         return self.memory_seconds > self.cores_seconds
 
 
-def calls_seconds(part: Work, hw: HardwareProfile) -> float:
+def calls_seconds(part: Work, hw: Hardware) -> float:
     """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
     threads (the dispatch, the arguments' checks, waking the pool)."""
     return sum(count * hw.call(False, name) for name, count in part.host_calls)
 
 
-def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpread:
+def spread(stage: str, part: Work, w: StepWork, hw: Hardware) -> HostSpread:
     """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
     calls' fixed costs stay the caller's, the rest spreads."""
     threads = min(host_threads(w, hw), pieces(stage, w))
@@ -104,7 +105,7 @@ def spread(stage: str, part: Work, w: StepWork, hw: HardwareProfile) -> HostSpre
     return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
 
 
-def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: HardwareProfile
+def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: Hardware
                          ) -> tuple[dict[str, float], dict[str, HostSpread]]:
     """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
     stages' HostSpread (which limit binds it)."""

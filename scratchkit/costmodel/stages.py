@@ -28,7 +28,8 @@ from __future__ import annotations
 from scratchkit.config import OptimizerKind
 from scratchkit.costmodel import kit
 from scratchkit.costmodel.device_stages import device_scratchpipe_stages
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork, Work
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, Work
+from scratchkit.costmodel.step import StepWork
 from scratchkit.trainers import TrainerKind, priced_as
 
 def _total(parts) -> Work:
@@ -178,7 +179,7 @@ def plan_handoff(w: StepWork) -> tuple[Work, Work]:
 def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     """The work of each stage of `trainer` in one step (stage names as its StepRecords use),
     its rows priced as in a step that touches the working set (`Work.in_step`). `hw`: the
-    HardwareProfile it will be priced on; where its host has the table-batched C++ loops
+    Hardware it will be priced on; where its host has the table-batched C++ loops
     (`batched_host`), the embedding stages that run on that CPU are counted as they run there:
     hybrid's always, the others' where the device is the host (None: per-table torch ops)."""
     host = hw is not None and hw.batched_host

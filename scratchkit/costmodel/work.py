@@ -1,19 +1,18 @@
 """What one training step does, counted: the cost model's first half (the second divides by a
-`HardwareProfile`: scratchkit/projection/costmodel.py).
+`Hardware`: scratchkit/projection/costmodel.py).
 
-`StepWork` says what a step touches, per table (lookups, distinct ids, table and cache sizes) and
-for the whole model (batch, dim, the MLPs' widths, rows fetched and written back). `Work` is the
-work of one stage in the units the profiles price:
+`StepWork` (costmodel/step.py) says what a step touches; `Work` is the work of one stage in the
+units the hardware prices:
 
     stream          bytes read or written in order (copies, elementwise ops, outputs)
     rows            random rows gathered or scattered: (rows, row bytes, bytes of the table they
-                    are in), priced by the profile's RowCurve at that table size
+                    are in), priced by the hardware's RowCurve at that table size
     sorts           keys sorted by the kit's coalesce (torch) or by NumPy (unique, argsort), per
                     sort: (n keys, how many sorts[, depth]), priced in n x depth (log2 n unless
                     given: a search of n keys in u sorted ones goes log2 u deep) at that n's rate;
                     ("select", n, count): np.partition's n keys, at the select rate
     sort_values     floats the coalesce moves and sums beside its keys
-    calls           the kit's calls, each with its fixed cost (hw_profile.CALL_OPS)
+    calls           the kit's calls, each with its fixed cost (hardware.CALL_OPS)
     mm, bmm         matmuls: (FLOPs per call, calls), and the interaction's batched small ones
     activations     floats the dense step's elementwise ops move
     plan            ScratchPipe's planner: per table, its rows, the lookups seen, the distinct ids
@@ -22,7 +21,7 @@ work of one stage in the units the profiles price:
                     row bytes, table bytes, lookups of the call, repeats by distance, bags),
                     ("backward", n, u, row bytes, bags, gradient bytes,
                     lookups of the call), ("sgd", u, row bytes,
-                    table bytes, rows of the call), priced by the profile's host_tbe_* curves
+                    table bytes, rows of the call), priced by the hardware's host_tbe_* curves
                     (measured on the host: a device that is the host, in bags of TBE_BAG)
     pcie            bytes and copies between host and device
 
@@ -34,11 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
-import numpy as np
 
-from scratchkit.config import OptimizerKind, TrainConfig
 from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
-from scratchkit.costmodel.hw_profile import HardwareProfile, sort_units
+from scratchkit.costmodel.hardware import Hardware, sort_units
 
 FLOAT_BYTES = 4
 ID_BYTES = 8              # int64 ids, offsets and slots
@@ -99,11 +96,11 @@ class Work:
         rows = sum(r[1] * r[2] for r in self.host_rows + self.device_rows)
         return self.host_stream + self.device_stream + self.pcie + rows
 
-    def seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+    def seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         """Time on `hw`, nothing overlapped; the planner's work spread over `planners` cores."""
         return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
 
-    def host_seconds(self, hw: HardwareProfile, planners: float = 1.0) -> float:
+    def host_seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         scan = hw.host_plan_slot_rate
         plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
                    + m / hw.host_plan_miss_rate.at(rows) + (passes * slots / scan.at(slots) if scan and passes else 0.0)
@@ -121,10 +118,10 @@ class Work:
         return sum(curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
                    for kind, n, row_bytes, footprint in rows)
 
-    def _tbe(self, entries: tuple, hw: HardwareProfile) -> float:
+    def _tbe(self, entries: tuple, hw: Hardware) -> float:
         """The table-batched calls' per-lookup and per-row work (their fixed costs are calls)."""
         if entries and not hw.batched_host:
-            raise ValueError(f"profile {hw.name!r} has no table-batched rates (host_tbe_*): run "
+            raise ValueError(f"hardware {hw.name!r} has no table-batched rates (host_tbe_*): run "
                              "`scratchkit calibrate` on a machine with a C++ compiler")
         if not entries:
             return 0.0
@@ -164,15 +161,15 @@ class Work:
                 total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
         return total
 
-    def pcie_seconds(self, hw: HardwareProfile) -> float:
+    def pcie_seconds(self, hw: Hardware) -> float:
         return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
 
-    def launch_seconds(self, hw: HardwareProfile) -> float:
+    def launch_seconds(self, hw: Hardware) -> float:
         """Of `device_seconds`, the calls' fixed costs: on a GPU the launches, which the host
         thread that issues them spends (the kernels run on the device meanwhile)."""
         return sum(count * hw.call(True, name) for name, count in self.device_calls)
 
-    def device_seconds(self, hw: HardwareProfile) -> float:
+    def device_seconds(self, hw: Hardware) -> float:
         return (self.device_stream / hw.device_stream_bw
                 + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
                                                 "lookup": hw.device_lookup, "update": hw.device_update})
@@ -184,7 +181,7 @@ class Work:
                 + self.device_activations / hw.device_activation_rate.at(self.device_activations)
                 + self._probes(hw))
 
-    def _probes(self, hw: HardwareProfile) -> float:
+    def _probes(self, hw: Hardware) -> float:
         """The hash map's probes: at the measured rate by the map's slots where there is one,
         else as random reads of one bucket each from the map's buckets."""
         rate = hw.device_map_probe_rate
@@ -202,7 +199,7 @@ def _bags_beyond_the_curves(lookups: float, bags: float) -> float:
 
 def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
     """Sorts in key x log2 n (or x depth) at their kind's rate; selections in keys at theirs (a
-    profile without a select rate prices one as NumPy's sort of the same keys)."""
+    hardware without a select rate prices one as NumPy's sort of the same keys)."""
     total = 0.0
     for kind, n, count, *depth in sorts:
         if n <= 1:
@@ -213,167 +210,6 @@ def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
         units = n * depth[0] if depth else sort_units(n)
         total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
     return total
-
-
-# ---------------------------------------------------------------------------------- a step's work
-@dataclass(frozen=True)
-class TableWork:
-    """One table in one step: its size, its lookups and distinct ids, its cache or scratchpad."""
-
-    rows: int
-    lookups: float
-    unique: float
-    capacity: int        # slots of a cache or scratchpad (capped at the table)
-    # its repeats by LRU stack distance within the batch (`reuse_bins`): ((distance in rows, repeats
-    # per step), ...) by powers of two, each bin at its upper edge; () not known
-    reuse: tuple = ()
-
-
-def reuse_bins(ids: np.ndarray) -> dict[int, float]:
-    """A batch's lookups of one table by how far back their row was last looked up: {d: repeats
-    whose LRU stack distance (distinct other rows in between) is below d and at least d/2}, d a
-    power of two (the kit's own miss-ratio curve, scratchkit/sim)."""
-    from scratchkit.sim.mrc import lru_mrc
-
-    if len(ids) == 0:
-        return {}
-    curve = lru_mrc(ids)
-    edges = 2 ** np.arange(0, int(np.ceil(np.log2(max(curve.unique_ids, 2)))) + 1)
-    hits = curve.hits_over(edges)                      # repeats at distance below each edge
-    counts = np.diff(np.concatenate([[0], hits]))
-    return {int(d): float(c) for d, c in zip(edges, counts) if c}
-
-
-@dataclass(frozen=True)
-class StepWork:
-    """What one step touches. Build with `from_config`, then set the rows moved (`with_counters`)."""
-
-    batch_size: int
-    dim: int
-    state_width: int         # optimizer floats per row
-    optimizer: OptimizerKind
-    num_dense: int
-    tables: tuple[TableWork, ...]
-    bottom: tuple[int, ...]  # the bottom MLP's widths, its input first
-    top: tuple[int, ...]     # the top MLP's widths, its input (dim + pairs) first
-    fetched_rows: float = 0.0        # rows host -> device per step (caches, scratchpipe)
-    written_back_rows: float = 0.0   # rows device -> host per step
-    evicting_tables: float | None = None   # tables whose victim choice runs, per step (None: every
-                                     # table whose cache is smaller than it, every step)
-    plan_horizon: int = 0            # batches ScratchPipe's Plan looks ahead for victims' next use
-    planners: int | None = None      # tables (or stripes) ScratchPipe plans at once; None: one per table
-    host_threads: int | None = None  # the run's threads for the host's embedding loops (TrainConfig.threads)
-
-    # ---- totals over the tables
-    @property
-    def num_tables(self) -> int:
-        return len(self.tables)
-
-    @property
-    def lookups(self) -> float:
-        return float(sum(t.lookups for t in self.tables))
-
-    @property
-    def unique_rows(self) -> float:
-        return float(sum(t.unique for t in self.tables))
-
-    @property
-    def table_rows(self) -> int:
-        return int(sum(t.rows for t in self.tables))
-
-    @property
-    def row_bytes(self) -> int:
-        return self.dim * FLOAT_BYTES
-
-    @property
-    def moved_row_bytes(self) -> int:
-        """A row travels with its optimizer state."""
-        return (self.dim + self.state_width) * FLOAT_BYTES
-
-    @property
-    def plan_parallelism(self) -> int:
-        return self.planners if self.planners is not None else self.num_tables
-
-    def share(self, total: float, evicting_only: bool = False) -> list[float]:
-        """`total` rows of the step split over the tables by their distinct ids (the measured
-        counters are totals); `evicting_only`: only tables whose cache is smaller than the table."""
-        weights = [t.unique if (t.capacity < t.rows or not evicting_only) else 0.0 for t in self.tables]
-        whole = sum(weights)
-        return [total * w / whole if whole else 0.0 for w in weights]
-
-    @classmethod
-    def from_config(cls, config: TrainConfig, source=None, batches: int = 4, start: int = 0) -> "StepWork":
-        """Lookups and working sets averaged over batches start .. start+batches-1."""
-        if source is None:
-            from scratchkit.data.synthetic import SyntheticSource
-            source = SyntheticSource(config.data)
-        if batches <= 0:
-            raise ValueError(f"batches must be positive, got {batches}")
-        taken = [source.batch(b) for b in range(start, min(start + batches, len(source)))]
-        if not taken:
-            raise ValueError(f"the source has {len(source)} batches; none from batch {start}")
-        sizes = config.data.table_sizes
-
-        def reuse(t: int) -> tuple:      # the batches' repeats by distance, averaged
-            total: dict[int, float] = {}
-            for b in taken:
-                for d, c in reuse_bins(np.asarray(b.ids[t])).items():
-                    total[d] = total.get(d, 0.0) + c / len(taken)
-            return tuple(sorted(total.items()))
-        tables = tuple(TableWork(rows=n, lookups=float(np.mean([len(b.ids[t]) for b in taken])),
-                                 unique=float(np.mean([len(np.unique(b.ids[t])) for b in taken])),
-                                 capacity=config.cache.capacity_for(n), reuse=reuse(t)) for t, n in enumerate(sizes))
-        m, num_dense, T = config.model, source.num_dense, len(sizes)
-        horizon = 4 * (config.cache.depth + 1) if config.cache.victim_policy == "furthest" else 0
-        return cls(batch_size=config.data.batch_size, dim=m.dim,
-                   state_width=config.optimizer.state_width(m.dim), optimizer=config.optimizer.kind,
-                   num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
-                   top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon,
-                   planners=T * config.cache.plan_stripes,    # each table's stripes plan at once
-                   host_threads=config.host_threads())
-
-    def with_counters(self, fetched_rows: float, written_back_rows: float,
-                      evicting_tables: float | None = None) -> "StepWork":
-        """The measured rows moved per step (a bench run's StepRecord counters), and the tables
-        that chose victims (a cache still filling chooses none)."""
-        return replace(self, fetched_rows=float(fetched_rows), written_back_rows=float(written_back_rows),
-                       evicting_tables=None if evicting_tables is None else float(evicting_tables))
-
-    @property
-    def victim_share(self) -> float:
-        """The share of the step's evicting tables (cache smaller than table) whose victim choice
-        runs: the measured count over them, or 1."""
-        able = sum(t.capacity < t.rows for t in self.tables)
-        if self.evicting_tables is None or not able:
-            return 1.0
-        return min(1.0, self.evicting_tables / able)
-
-    def with_hit_rate(self, hit_rate: float) -> "StepWork":
-        """Rows moved per step for a demand cache with this per-lookup hit rate, when no counters
-        were measured: each missed lookup of a cold row is roughly one missed distinct row, so
-        fetched = min(working set, missed lookups); in steady state every fetch evicts a victim."""
-        if not 0.0 <= hit_rate <= 1.0:
-            raise ValueError(f"hit_rate must be in [0, 1], got {hit_rate}")
-        rows = min(self.unique_rows, (1.0 - hit_rate) * self.lookups)
-        return self.with_counters(rows, rows)
-
-
-def mlp_flops(config: TrainConfig, num_dense: int, num_tables: int) -> tuple[float, int]:
-    """(forward + backward FLOPs per step, number of Linear layers) of the dense model.
-
-    A Linear of `i -> o` on B samples costs 2*B*i*o FLOPs forward and twice that backward (input
-    and weight gradients), except the first layer, whose input (the dense features) needs no
-    gradient; the interaction's batched dot products cost 2*B*(T+1)^2*dim, and twice that backward.
-    """
-    m, B = config.model, config.data.batch_size
-    vectors = num_tables + 1
-    top_in = m.dim + vectors * (vectors - 1) // 2
-    widths = [(max(num_dense, 1), *m.bottom_mlp), (top_in, *m.top_mlp)]
-    forward = sum(2 * B * i * o for w in widths for i, o in zip(w[:-1], w[1:]))
-    forward += 2 * B * vectors * vectors * m.dim
-    layers = sum(len(w) - 1 for w in widths)
-    first = widths[0]
-    return 3.0 * forward - 2 * B * first[0] * first[1], layers
 
 
 def log2(x: float) -> float:

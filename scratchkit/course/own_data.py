@@ -1,8 +1,9 @@
 """Notebook 06's helpers: which Criteo file to read, its miss-ratio curves, its minimum scratchpad.
 
 The kit ships a tiny synthetic Criteo file (`datasets/samples/criteo-synthetic.tsv`, 48 made-up
-rows). The real 7,200-row Criteo Kaggle sample lives outside the repository, in
-`shared/data/criteo-kaggle-sample/train.tsv` beside the project, when it is there; a user's own file wins over both.
+rows). The real 7,200-row Criteo Kaggle sample is read where you place it
+(`datasets/real/criteo-kaggle-sample/train.tsv`, scratchkit/data/samples.py) when it is there; a user's
+own file wins over both.
 """
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-COMMITTED_SAMPLE = REPO / "datasets" / "samples" / "criteo-synthetic.tsv"
-KAGGLE_SAMPLE = REPO.parent / "shared" / "data" / "criteo-kaggle-sample" / "train.tsv"
+from scratchkit.data.samples import COMMITTED_SAMPLE, KAGGLE_SAMPLE
 
 
 def criteo_file(yours: str | Path | None = None) -> tuple[Path, int]:

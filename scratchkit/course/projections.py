@@ -1,7 +1,8 @@
 """Where ScratchPipe wins, where a cache suffices: projected speed-ups over `hybrid` on a GPU
 server (hybrid at its best: its host work on every core the server gives a GPU, capped by the
-host's memory; costmodel/host_threads.py), and over `prefetch-lru`, the production peer, across
-locality (the Zipf exponent) and table size.
+host's memory; costmodel/host_threads.py), and over `prefetch-lru-device`, the production peer
+(an LRU cache filled one batch ahead, bookkept on the device), across locality (the Zipf
+exponent) and table size.
 
 Each point is a model the cost model projects without training it (scratchkit/projection/counters.py:
 the working sets of its batches, and the rows the kit's own planner and a batch-granular LRU would
@@ -16,8 +17,10 @@ import numpy as np
 
 from scratchkit.projection.counters import project_config
 from scratchkit.profiles import get_profile
+from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER
 
-COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", "gpu-only")
+# ScratchPipe both ways, the production peer and its host-bookkept twin, and the upper bound
+COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", PRODUCTION_PEER, "gpu-only")
 
 
 @dataclass
@@ -29,8 +32,9 @@ class SpeedupGrid:
     zipfs: tuple[float, ...]
     table_rows: tuple[int, ...]
     capacity: int                                   # cache and scratchpad rows per table
+    peer: str = PRODUCTION_PEER                     # whose speed `over_peer` divides by
     speedup: dict[str, np.ndarray] = field(default_factory=dict)
-    over_prefetch: dict[str, np.ndarray] = field(default_factory=dict)   # samples/s over prefetch-lru's
+    over_peer: dict[str, np.ndarray] = field(default_factory=dict)   # samples/s over the production peer's
     bound: dict[str, list[list[str]]] = field(default_factory=dict)   # the stage that bounds each point
 
 
@@ -39,16 +43,16 @@ def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
                  batches: int = 8) -> SpeedupGrid:
     """The profile at each `scale` (its tables' rows; the cache keeps its rows per table) and each
     Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's (`speedup`) and
-    over prefetch-lru's (`over_prefetch`). The tables of
-    the embedding-bound profiles are alike, so one table's rows moved stand for all of them."""
+    over the production peer's (`over_peer`). The tables of the embedding-bound profiles are
+    alike, so one table's rows moved stand for all of them."""
     configs = {s: get_profile(profile, scale=s) for s in scales}
     rows = tuple(int(c.data.table_sizes[0]) for c in configs.values())
     grid = SpeedupGrid(hardware, profile, tuple(zipfs), rows, configs[scales[0]].cache.capacity or 0)
     for name in trainers:
         grid.speedup[name] = np.zeros((len(scales), len(zipfs)))
-        grid.over_prefetch[name] = np.zeros((len(scales), len(zipfs)))
+        grid.over_peer[name] = np.zeros((len(scales), len(zipfs)))
         grid.bound[name] = [[""] * len(zipfs) for _ in scales]
-    peers = ["hybrid", *(["prefetch-lru"] if "prefetch-lru" not in trainers else [])]
+    peers = [p for p in PEERS if p not in trainers]
     for i, scale in enumerate(scales):
         for j, zipf in enumerate(zipfs):
             config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))
@@ -56,7 +60,7 @@ def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
             speed = {row[hardware].trainer: row[hardware].samples_per_s for row in projected}
             for row in projected[len(peers):]:
                 name = row[hardware].trainer
-                grid.speedup[name][i, j] = speed[name] / speed["hybrid"]
-                grid.over_prefetch[name][i, j] = speed[name] / speed["prefetch-lru"]
+                grid.speedup[name][i, j] = speed[name] / speed[BASELINE]
+                grid.over_peer[name][i, j] = speed[name] / speed[PRODUCTION_PEER]
                 grid.bound[name][i][j] = row[hardware].bound_stage
     return grid

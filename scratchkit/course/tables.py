@@ -3,13 +3,15 @@ no text wrapping a row onto two lines. (The command line prints the same data as
 scratchkit/commands/tables.py.)
 
     bench_table(results, projections)   a column per trainer: samples/s, ratio, hit rate, ms per stage
-    bound_table(projections)            which stage bounds each trainer on each hardware profile
+    bound_table(projections)            which stage bounds each trainer on each hardware
     validation_table(validation)        the cost model beside the measurement, per trainer and stage
     sampling_table(samples)             exact vs SHARDS-sampled LRU curves: error and time
 """
 from __future__ import annotations
 
 import html
+
+from scratchkit.trainers.registry import PEERS
 
 STYLE = ("border-collapse:collapse;font-size:12px;max-width:1000px;"
          "font-variant-numeric:tabular-nums")
@@ -34,19 +36,19 @@ class Table:
 def bench_table(results, projections: list[dict] | None = None) -> Table:
     """`run_bench`'s results (and `project_bench`'s projections) as one table: a column per trainer,
     a row per figure and per stage (ms per step), so six trainers and a dozen stages fit 1,000 px.
-    Each profile's projections also give every trainer's speed over hybrid's and prefetch-lru's,
-    where those ran."""
+    Each machine's projections also give every trainer's speed over each peer's (hybrid's and
+    prefetch-lru-device's: trainers/registry.py PEERS), where those ran."""
     stages = list(dict.fromkeys(k for r in results for k in r.stage_seconds))
-    profiles = list(projections[0]) if projections else []
+    machines = list(projections[0]) if projections else []
     rows = [["samples/s"] + [f"{r.samples_per_s:,.0f}" for r in results],
             ["ratio"] + [f"{r.ratio:.2f}" for r in results],
             ["hit rate"] + ["-" if r.hit_rate is None else f"{r.hit_rate:.3f}" for r in results]]
     names = [r.trainer for r in results]
-    for p in profiles:
+    for p in machines:
         rows += [[f"{p} samples/s"] + [f"{row[p].samples_per_s:,.0f}" for row in projections],
                  [f"{p} ratio"] + [f"{row[p].ratio:.2f}" for row in projections],
                  [f"{p} bound by"] + [row[p].bound_stage for row in projections]]
-        for peer in ("hybrid", "prefetch-lru"):    # the baseline on every core, the production cache
+        for peer in PEERS:    # the baseline on every core, the production cache
             if peer in names:
                 base = projections[names.index(peer)][p].samples_per_s
                 rows.append([f"{p} x {peer}"] + [f"{row[p].samples_per_s / base:.2f}" for row in projections])
@@ -56,9 +58,9 @@ def bench_table(results, projections: list[dict] | None = None) -> Table:
 
 
 def bound_table(projections: list[dict]) -> Table:
-    """Which stage bounds each trainer's step on each hardware profile (`project_bench`)."""
-    profiles = list(projections[0]) if projections else []
-    return Table(["trainer"] + profiles, [[next(iter(row.values())).trainer] + [row[p].bound_stage for p in profiles]
+    """Which stage bounds each trainer's step on each hardware (`project_bench`)."""
+    machines = list(projections[0]) if projections else []
+    return Table(["trainer"] + machines, [[next(iter(row.values())).trainer] + [row[p].bound_stage for p in machines]
                                           for row in projections], caption="bound by: the stage that sets the step time")
 
 

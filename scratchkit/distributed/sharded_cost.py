@@ -45,7 +45,8 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import GB, US, get_hardware
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, StepWork
+from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES
+from scratchkit.costmodel.step import StepWork
 from scratchkit.measured import measured
 from scratchkit.model import init_dense_model
 from scratchkit.trainers import priced_as

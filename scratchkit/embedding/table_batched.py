@@ -7,7 +7,7 @@ own dispatch, allocation and copy: `embedding_bag`, then `diff`, `repeat_interle
 row per lookup), a sparse tensor, `coalesce` (a sort, then one BLAS call per lookup to add
 duplicates), then `index_select`, `add_`, `index_copy_`. On a CPU the fast path does the same
 float operations in three C++ loops over all tables (`table_batched.cpp`, built with g++ on first
-use through scratchkit/native.py), on `host_threads()` threads (a trainer sets them from
+use: tbe_native.py), on `host_threads()` threads (a trainer sets them from
 `TrainConfig.threads`; else as many as torch uses): threads take whole tables, and where there are
 more threads than tables the forward cuts a table's bags among them, and the update its rows. Each bag's sum and each row's
 coalesced gradient is still one thread's, in the order below, so the result is the same bit for bit
@@ -19,17 +19,14 @@ at every thread count:
                                 optim.py), then one walk down them adds each id's gradients
     apply_updates               SGD: row = fma(-lr, g, row), torch's add_(alpha=-lr)
 
-With SGD the last two can be one pass, as FBGEMM's CPU TBE does them: `sort_lookups` sorts and
-checks every table's lookups (everything that can fail, before anything changes), then
-`fused_sgd_update` sums each distinct id's gradient in registers and applies it to its row at once,
-the same float operations in the same order, without writing the summed gradients to memory and
-reading them back (`gpu-only` trains this way on a CPU).
+With SGD the last two can be one pass, as FBGEMM's CPU TBE does them (fused_sgd.py: `gpu-only`
+trains this way on a CPU), the same float operations in the same order.
 
 Which order duplicates add in is the whole question of exactness, and torch.sort decides it. Under
 RADIX_MIN lookups torch sorts with libstdc++'s introsort, which the C++ loop repeats step by step
-(twice as fast, as its partitions do without branches); `sorts_like_torch` checks on first use
-that the orders agree here, and the tests hold the loop against torch.sort on thousands of arrays,
-adversarial ones included. Longer tables, and any machine where the check fails, take torch.sort's
+(twice as fast, as its partitions do without branches); `sorts_like_torch` (tbe_native.py) checks
+on first use that the orders agree here, and the tests hold the loop against torch.sort on
+thousands of arrays, adversarial ones included. Longer tables, and any machine where the check fails, take torch.sort's
 own permutation.
 
 `SummationOrder.BY_ID` (an option, `TrainConfig.summation_order`) gives up that exactness for speed,
@@ -42,45 +39,14 @@ stays torch's, after the batched backward), no compiler, or `SCRATCHKIT_NATIVE=0
 from __future__ import annotations
 
 import ctypes
-import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
-from scratchkit.native import CLibrary, address_array
-
-_P, _I64, _F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-_SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an address
-    "sk_tbe_forward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64]),
-    "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64, _I64]),
-    "sk_tbe_sort": (_I64, [_P, _I64, _P]),
-    "sk_tbe_vector_floats": (_I64, [_I64]),
-    "sk_tbe_sgd": (_I64, [_I64, _I64] + [_P] * 6 + [_F32, _I64]),
-    "sk_tbe_sort_tables": (_I64, [_I64, _I64] + [_P] * 7 + [_I64, _P]),
-    "sk_tbe_fused_sgd": (_I64, [_I64, _I64, _I64] + [_P] * 5 + [_I64, _I64, _P, _P, _F32, _I64]),
-}
-LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES)
-# torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
-# the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
-RADIX_MIN = 32768
-_threads: int | None = None   # set_host_threads's count; None: torch's
-
-
-def set_host_threads(threads: int | None) -> None:
-    """The threads the C++ loops use from now on, process-wide (as torch.set_num_threads is);
-    None: as many as torch uses."""
-    global _threads
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"host threads must be an integer >= 1 (or None), got {threads!r}")
-    _threads = threads
-
-
-def host_threads() -> int:
-    """The threads the C++ loops run on."""
-    return _threads if _threads is not None else torch.get_num_threads()
+from scratchkit.embedding.tbe_native import (LOOPS, RADIX_MIN, check_same_shapes, check_status, data_addresses,
+                                             host_threads, int64s, loops_take, sorts_like_torch)
 
 
 @dataclass(frozen=True)
@@ -154,35 +120,6 @@ def native_available() -> bool:
     return LOOPS.available()
 
 
-def _fast(tensors, dtype: torch.dtype) -> bool:
-    """Whether the C++ loops can take these tensors: all on the CPU, all of `dtype`."""
-    return all(t.is_cpu and t.dtype is dtype for t in tensors) and LOOPS.available()
-
-
-def _addresses(tensors) -> ctypes.Array:
-    """A C array of the tensors' data addresses (None -> a null pointer)."""
-    return address_array(None if t is None else t.data_ptr() for t in tensors)
-
-
-def _int64s(values) -> ctypes.Array:
-    """A C array of int64 (ctypes passes it by address and keeps it alive through the call)."""
-    values = list(values)
-    return (_I64 * len(values))(*values)
-
-
-def _check(status: int, message: str) -> None:
-    """Raise the C++ loop's complaint: `message` with {t}, the first table whose input was bad."""
-    if status >= 0:
-        raise ValueError(message.format(t=status))
-
-
-def _same_shapes(what: str, tensors, dim: int, size: int, where: str) -> None:
-    for t, tensor in enumerate(tensors):
-        if tensor.dim() <= dim or tensor.shape[dim] != size:
-            raise ValueError(f"{what}[{t}] has shape {tuple(tensor.shape)}; every {what} needs {size} "
-                             f"{where}")
-
-
 # --- forward -------------------------------------------------------------------------------------
 def pooled_lookup_tables_twin(weights, indices, offsets) -> torch.Tensor:
     """The specification: `pooled_lookup` per table, stacked. -> [B, T, dim]"""
@@ -193,21 +130,21 @@ def pooled_lookup_tables(weights: list[torch.Tensor], indices: list[torch.Tensor
                          offsets: list[torch.Tensor]) -> torch.Tensor:
     """Sum-pooled bags of every table: `weights[t]` [rows_t, dim] looked up at `indices[t]` [n_t]
     (ids or slots) in bags starting at `offsets[t]` [B]. -> pooled [B, T, dim]"""
-    if (not _fast(weights, torch.float32) or not _fast([*indices, *offsets], torch.int64)
+    if (not loops_take(weights, torch.float32) or not loops_take([*indices, *offsets], torch.int64)
             or not all(w.is_contiguous() for w in weights)):
         return pooled_lookup_tables_twin(weights, indices, offsets)
     indices = [i.contiguous() for i in indices]
     offsets = [o.contiguous() for o in offsets]
     num_bags, dim = offsets[0].shape[0], weights[0].shape[1]
-    _same_shapes("offsets", offsets, 0, num_bags, "bags, as offsets[0]")
-    _same_shapes("weights", weights, 1, dim, "columns, as weights[0]")
+    check_same_shapes("offsets", offsets, 0, num_bags, "bags, as offsets[0]")
+    check_same_shapes("weights", weights, 1, dim, "columns, as weights[0]")
     pooled = torch.empty(num_bags, len(weights), dim)
-    rows, lengths = _int64s(w.shape[0] for w in weights), _int64s(i.shape[0] for i in indices)
+    rows, lengths = int64s(w.shape[0] for w in weights), int64s(i.shape[0] for i in indices)
     status = LOOPS.library.sk_tbe_forward(
-        len(weights), num_bags, dim, _addresses(weights), rows, _addresses(indices), lengths,
-        _addresses(offsets), pooled.data_ptr(), host_threads())
-    _check(status, "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
-                   "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]")
+        len(weights), num_bags, dim, data_addresses(weights), rows, data_addresses(indices), lengths,
+        data_addresses(offsets), pooled.data_ptr(), host_threads())
+    check_status(status, "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
+                         "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]")
     return pooled
 
 
@@ -220,29 +157,6 @@ def embedding_backward_tables_twin(ids, offsets, grad, num_rows, addresses=None)
         out.append((unique if addresses is None else slots_of_unique(unique, ids[t], addresses[t]),
                     grad_sum))
     return Coalesced(out)
-
-
-def torch_sort_order(ids: torch.Tensor) -> torch.Tensor:
-    """The permutation [n] that `torch.sort(ids)` gives int64 ids [n] (n < RADIX_MIN, each id below
-    2^32), computed by the C++ loop (table_batched.cpp: `sort_like_torch`)."""
-    ids = ids.contiguous()
-    perm = torch.empty_like(ids)
-    if ids.shape[0] >= RADIX_MIN or LOOPS.library.sk_tbe_sort(ids.data_ptr(), ids.shape[0], perm.data_ptr()) >= 0:
-        raise ValueError(f"torch_sort_order: ids must number fewer than {RADIX_MIN} and lie in [0, 2^32)")
-    return perm
-
-
-@functools.cache
-def sorts_like_torch() -> bool:
-    """Whether the C++ loop orders equal ids as this torch's sort does: checked once per process on
-    arrays of repeating ids up to RADIX_MIN - 1 (a few ms), so another torch or C++ library costs
-    speed, never exactness (the backward then takes torch's own permutation)."""
-    generator = torch.Generator().manual_seed(12)
-    for n, rows in ((100, 7), (2048, 300), (RADIX_MIN - 1, 1000)):
-        ids = torch.randint(0, rows, (n,), generator=generator)
-        if not torch.equal(torch_sort_order(ids), torch.sort(ids).indices):
-            return False
-    return True
 
 
 def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tensor], grad: torch.Tensor,
@@ -258,7 +172,7 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
     then valid until the next call with it). `order`: BY_ID sums each id's gradients in lookup
     order (a stable radix sort in the C++ loop) instead of torch's; where the twin runs, torch's.
     """
-    if not _fast([grad], torch.float32) or not _fast([*ids, *offsets, *(addresses or [])], torch.int64):
+    if not loops_take([grad], torch.float32) or not loops_take([*ids, *offsets, *(addresses or [])], torch.int64):
         return embedding_backward_tables_twin(ids, offsets, grad, num_rows, addresses)
     ids = [i.contiguous() for i in ids]
     offsets = [o.contiguous() for o in offsets]
@@ -266,7 +180,7 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
     lengths = [i.shape[0] for i in ids]
     if grad.dim() != 3 or grad.shape[1] != len(ids):
         raise ValueError(f"grad has shape {tuple(grad.shape)}; expected [B, {len(ids)}, dim]")
-    _same_shapes("offsets", offsets, 0, grad.shape[0], "bags, as grad")
+    check_same_shapes("offsets", offsets, 0, grad.shape[0], "bags, as grad")
     for t, (a, n) in enumerate(zip(addresses, lengths)):
         if a is not None and a.shape != (n,):
             raise ValueError(f"addresses[{t}] has shape {tuple(a.shape)}; expected one per lookup, ({n},)")
@@ -279,16 +193,16 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
         starts.append(starts[-1] + n)
     dim = grad.shape[2]
     index, grad_sum = (workspace or BackwardWorkspace()).take(sum(lengths), dim)
-    counts = _int64s([0] * len(ids))
+    counts = int64s([0] * len(ids))
     if grad.stride(2) != 1:
         grad = grad.contiguous()
     status = LOOPS.library.sk_tbe_backward(
-        len(ids), grad.shape[0], dim, _addresses(ids), _addresses(perms), _int64s(lengths),
-        _addresses(offsets), _addresses(addresses), grad.data_ptr(), grad.stride(0), grad.stride(1),
-        _int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, host_threads(), int(by_id))
-    _check(status, "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or offsets[{t}] "
-                   "is not a list of bag starts from 0 within ids[{t}]")
-    return Coalesced(flat=FlatBuffers(index, grad_sum, _int64s(starts), counts))
+        len(ids), grad.shape[0], dim, data_addresses(ids), data_addresses(perms), int64s(lengths),
+        data_addresses(offsets), data_addresses(addresses), grad.data_ptr(), grad.stride(0), grad.stride(1),
+        int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, host_threads(), int(by_id))
+    check_status(status, "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or "
+                         "offsets[{t}] is not a list of bag starts from 0 within ids[{t}]")
+    return Coalesced(flat=FlatBuffers(index, grad_sum, int64s(starts), counts))
 
 
 # --- update --------------------------------------------------------------------------------------
@@ -302,99 +216,12 @@ def apply_updates(weights: list[torch.Tensor], states: list[torch.Tensor | None]
                   config: OptimizerConfig) -> None:
     """Update every table's rows `coalesced[t].index` in place with their summed gradients."""
     flat = coalesced.flat
-    if (config.kind is not OptimizerKind.SGD or flat is None or not _fast(weights, torch.float32)
+    if (config.kind is not OptimizerKind.SGD or flat is None or not loops_take(weights, torch.float32)
             or not all(w.is_contiguous() for w in weights)):
         apply_updates_twin(weights, states, coalesced, config)
         return
     status = LOOPS.library.sk_tbe_sgd(
-        len(weights), flat.grad_sum.shape[1], _addresses(weights), _int64s(w.shape[0] for w in weights),
+        len(weights), flat.grad_sum.shape[1], data_addresses(weights), int64s(w.shape[0] for w in weights),
         flat.index.data_ptr(), flat.grad_sum.data_ptr(), flat.starts, flat.counts, -config.lr,
         host_threads())
-    _check(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")
-
-
-# --- fused backward + SGD update -------------------------------------------------------------------
-@functools.cache
-def sorts_stably_like_torch() -> bool:
-    """Whether this torch sorts RADIX_MIN and more int64 ids stably (equal ids in lookup order), so
-    that the C++ loop's stable sort by id gives torch.sort's own permutation: checked once per
-    process on arrays of repeating ids (else the fused update takes torch's permutation)."""
-    generator = torch.Generator().manual_seed(13)
-    for n, rows in ((RADIX_MIN, 1000), (3 * RADIX_MIN + 5, 50_000)):
-        ids = torch.randint(0, rows, (n,), generator=generator)
-        if not torch.equal(torch.sort(ids).indices, torch.sort(ids, stable=True).indices):
-            return False
-    return True
-
-
-@dataclass(frozen=True)
-class SortedLookups:
-    """Every table's lookups in summation order (`sort_lookups`), for `fused_sgd_update`: table t's
-    are packed[starts[t] : starts[t] + lengths[t]], each id << 32 | its lookup's position."""
-
-    packed: torch.Tensor             # [sum n_t] int64
-    starts: ctypes.Array             # [T] int64
-    lengths: ctypes.Array            # [T] int64
-    offsets: list[torch.Tensor]      # [T] of [B]: each table's bag starts
-    rows: ctypes.Array               # [T] int64: each table's rows
-
-
-def fused_sgd_fits(weights: list[torch.Tensor], config: OptimizerConfig) -> bool:
-    """Whether `sort_lookups` + `fused_sgd_update` can train these tables: SGD, contiguous float32
-    tables of at most 2^32 rows on the CPU, and the C++ loops built."""
-    return (config.kind is OptimizerKind.SGD and _fast(weights, torch.float32)
-            and all(w.is_contiguous() and w.shape[0] <= 2**32 for w in weights))
-
-
-def sort_lookups(ids: list[torch.Tensor], offsets: list[torch.Tensor], num_rows: list[int],
-                 workspace: BackwardWorkspace | None = None,
-                 order: SummationOrder = SummationOrder.TORCH) -> SortedLookups:
-    """Table t's ids [n_t] (rows of a table of num_rows[t]) in bags starting at offsets[t] [B],
-    sorted in the order `embedding_backward_tables` sums them, and checked: an id out of range or
-    bad offsets raise here, before anything changes. `workspace`: its buffer holds the result
-    (valid until its next use)."""
-    if not _fast([*ids, *offsets], torch.int64):
-        raise ValueError("sort_lookups: ids and offsets must be int64 tensors on the CPU (and the C++ "
-                         "loops built: fused_sgd_fits)")
-    ids = [i.contiguous() for i in ids]
-    offsets = [o.contiguous() for o in offsets]
-    _same_shapes("offsets", offsets, 0, offsets[0].shape[0], "bags, as offsets[0]")
-    lengths = [i.shape[0] for i in ids]
-    by_id = order is SummationOrder.BY_ID
-    native = [by_id or (n < RADIX_MIN and sorts_like_torch()) or (n >= RADIX_MIN and sorts_stably_like_torch())
-              for n in lengths]
-    perms = [None if mine else torch.sort(i).indices for i, mine in zip(ids, native)]   # None: sorted in C++
-    starts = [0]
-    for n in lengths[:-1]:
-        starts.append(starts[-1] + n)
-    packed = (workspace or BackwardWorkspace()).take_packed(sum(lengths))
-    result = SortedLookups(packed, _int64s(starts), _int64s(lengths), offsets, _int64s(num_rows))
-    status = LOOPS.library.sk_tbe_sort_tables(
-        len(ids), offsets[0].shape[0], _addresses(ids), _addresses(perms), result.lengths, _addresses(offsets),
-        result.rows, result.starts, packed.data_ptr(), torch.get_num_threads(),
-        _int64s(int(by_id or n >= RADIX_MIN) for n in lengths))
-    _check(status, "sort_lookups: ids[{t}] holds an id outside its table, or offsets[{t}] is not a list "
-                   "of bag starts from 0 within ids[{t}]")
-    return result
-
-
-def fused_sgd_update(weights: list[torch.Tensor], lookups: SortedLookups, grad: torch.Tensor, lr: float) -> None:
-    """SGD on every table straight from the pooled grads `grad` [B, T, dim]: each distinct id's
-    gradient summed as `embedding_backward_tables` sums it, then its row updated as `apply_updates`
-    does (bit for bit the two of them, without their buffers; `fused_sgd_fits` says where it runs)."""
-    if grad.dim() != 3 or grad.shape[1] != len(weights) or grad.shape[0] != lookups.offsets[0].shape[0]:
-        raise ValueError(f"grad has shape {tuple(grad.shape)}; expected [{lookups.offsets[0].shape[0]}, "
-                         f"{len(weights)}, dim]")
-    if not _fast([grad], torch.float32):
-        raise ValueError("fused_sgd_update: grad must be a float32 tensor on the CPU")
-    _same_shapes("weights", weights, 1, grad.shape[2], "columns, as grad")
-    if [w.shape[0] for w in weights] != list(lookups.rows):
-        raise ValueError(f"fused_sgd_update: weights of {[w.shape[0] for w in weights]} rows, sorted for "
-                         f"tables of {list(lookups.rows)}")
-    if grad.stride(2) != 1:
-        grad = grad.contiguous()
-    status = LOOPS.library.sk_tbe_fused_sgd(
-        len(weights), grad.shape[0], grad.shape[2], lookups.packed.data_ptr(), lookups.starts, lookups.lengths,
-        _addresses(lookups.offsets), grad.data_ptr(), grad.stride(0), grad.stride(1), _addresses(weights),
-        lookups.rows, -lr, torch.get_num_threads())
-    _check(status, "fused_sgd_update: the sorted lookups of table {t} do not fit its weights or offsets")
+    check_status(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")

@@ -5,19 +5,22 @@ and its backward fused with the optimizer's update. This class is what the kerne
 benchmarks drive; `scratchpipe-device`'s planner uses the map and row kernels through the same
 engines (scratchpipe/device_plan.py), the host planner a host array (docs/design.md).
 
-    device (engine arrays)                     host (NumPy bookkeeping)
-    rows   [capacity, dim] float32             slot_ids   [capacity] id in each slot, -1 = free
-    state  [capacity, state_width] float32     hold_counts[capacity] batches in flight using it
-    keys, values [table_size] the hash map     dirty      [capacity] changed since filled
+    device (engine arrays)                        host (NumPy bookkeeping)
+    slot_rows.rows   [capacity, dim] float32      slot_ids   [capacity] id in each slot, -1 = free
+    slot_rows.state  [capacity, state_width]      hold_counts[capacity] batches in flight using it
+    map.keys, .values [table_size] the hash map   dirty      [capacity] changed since filled
+
+The device half is two classes with their kernels: the rows by slot (slot_rows.py) and the map
+(hash_map.py); this one checks every argument and keeps the books.
 
 The engines (twin, HOST: the `.cu` built with g++, CUPY: on a GPU) give identical results. `rows`
 and `state` are also torch tensors sharing the engine arrays' memory (DLPack on a GPU). Every
 method checks its input before any kernel runs (scratchkit/kernels/arguments.py). Results live
-where the input came from: host input gives NumPy results, device input CuPy results.
+where the input came from: host input gives NumPy results, device input CuPy results
+(scratchkit/kernels/engine_arrays.py moves them).
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +30,9 @@ from scratchkit.backend import detect
 from scratchkit.config import OptimizerKind
 from scratchkit.kernels.arguments import check_offsets, check_range, check_unique
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
+from scratchkit.kernels.engine_arrays import EngineArrays
+from scratchkit.kernels.hash_map import SlotHashMap
+from scratchkit.kernels.slot_rows import SlotRows
 
 # Linear probing's expected probes per miss are about (1 + 1/(1-a)^2) / 2 at load a: 2.5 at
 # a = 0.5, 8.5 at 0.75, 50 at 0.9. A table of at least 2 * capacity buckets keeps a <= 0.5 even
@@ -78,29 +84,20 @@ class Scratchpad:
         self.engine_kind = resolve(engine, str(self.device))
         self.engine = make_engine(self.engine_kind, int(threads_per_block))
         xp = self.xp = self.engine.xp
+        self.arrays = EngineArrays(xp, self.device)
         if self.engine_kind is EngineKind.CUPY and self.device.index not in (None, xp.cuda.Device().id):
             raise ValueError(f"device {device!r} is not CuPy's current device "
                              f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()")
 
-        self.table_size = map_buckets(self.capacity)
-        self._keys = xp.full(self.table_size, -1, dtype=xp.int64)
-        self._values = xp.full(self.table_size, -1, dtype=xp.int64)
-        self._rows = xp.zeros((self.capacity, self.dim), dtype=xp.float32)
-        self._state = xp.zeros((self.capacity, self.state_width), dtype=xp.float32) if self.state_width else None
-        self.rows = self._as_torch(self._rows)                                # [capacity, dim]
-        self.state = self._as_torch(self._state) if self._state is not None else None
+        self.map = SlotHashMap(self.engine, map_buckets(self.capacity))
+        self.table_size = self.map.table_size
+        self.slot_rows = SlotRows(self.engine, self.arrays, self.capacity, self.dim, self.state_width)
+        self.rows = self.arrays.as_torch(self.slot_rows.rows)                 # [capacity, dim]
+        self.state = None if self.slot_rows.state is None else self.arrays.as_torch(self.slot_rows.state)
 
         self._slot_ids = np.full(self.capacity, -1, dtype=np.int64)
         self._holds = np.zeros(self.capacity, dtype=np.int32)
         self._dirty = np.zeros(self.capacity, dtype=bool)
-        self._live = 0
-        self._tombstones = 0
-        self.rebuilds = 0
-
-    def _as_torch(self, array) -> torch.Tensor:
-        if self.xp is np:
-            return torch.from_numpy(array)
-        return torch.from_dlpack(array)
 
     def __repr__(self) -> str:
         return (f"Scratchpad(num_rows={self.num_rows}, capacity={self.capacity}, dim={self.dim}, "
@@ -108,44 +105,6 @@ class Scratchpad:
                 f"device={str(self.device)!r}, used={len(self)})")
 
     # ------------------------------------------------------------------ input checking helpers
-    def _on_device(self, x) -> bool:
-        """Whether x lives on the GPU (a CuPy array or a CUDA tensor): results then stay there."""
-        if isinstance(x, torch.Tensor):
-            return x.device.type == "cuda"
-        return self.xp is not np and isinstance(x, self.xp.ndarray)
-
-    def _result(self, array, on_device: bool):
-        """An engine array handed back where the input came from (see the module docstring)."""
-        return array if self.xp is np or on_device else self.xp.asnumpy(array)
-
-    def _host(self, x, name: str, dtype=np.int64) -> np.ndarray:
-        """x (list, NumPy, CuPy or torch) as a 1-D C-contiguous host array of `dtype`."""
-        if isinstance(x, torch.Tensor):
-            x = x.detach().cpu().numpy()
-        elif self.xp is not np and isinstance(x, self.xp.ndarray):
-            x = self.xp.asnumpy(x)
-        x = np.asarray(x)
-        if x.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
-        if x.size and not (np.issubdtype(x.dtype, np.integer) and x.dtype != np.bool_):
-            raise ValueError(f"{name} must hold integers, got dtype {x.dtype}")
-        return np.ascontiguousarray(x, dtype=dtype)
-
-    def _device(self, host_array: np.ndarray):
-        return host_array if self.xp is np else self.xp.asarray(host_array)
-
-    def _floats(self, x, name: str, shape: tuple[int, ...]):
-        """x as a C-contiguous float32 engine array of exactly `shape`."""
-        if isinstance(x, torch.Tensor):
-            x = x.detach()
-            x = x.cpu().numpy() if self.xp is np else self.xp.from_dlpack(x.to(self.device))
-        array = self.xp.asarray(x)
-        if tuple(array.shape) != shape:
-            raise ValueError(f"{name} must have shape {shape}, got {tuple(array.shape)}")
-        if not np.issubdtype(array.dtype, np.floating):
-            raise ValueError(f"{name} must hold floats, got dtype {array.dtype}")
-        return self.xp.ascontiguousarray(array, dtype=self.xp.float32)
-
     def _check_slots(self, name: str, slots: np.ndarray) -> None:
         check_range(name, slots, 0, self.capacity)
 
@@ -157,30 +116,27 @@ class Scratchpad:
     # ----------------------------------------------------------------------------- the map
     def query(self, ids, *, must_hit: bool = False):
         """Slot of each id (int64), -1 for a miss; with must_hit, a miss raises."""
-        on_device = self._on_device(ids)
-        ids = self._host(ids, "ids")
+        on_device = self.arrays.on_device(ids)
+        ids = self.arrays.host(ids, "ids")
         check_range("ids", ids, 0, self.num_rows)
-        slots = self.engine.hashmap_query(self._keys, self._values, self._device(ids))
+        slots = self.map.query(self.arrays.to_engine(ids))
         if must_hit and ids.size:
-            misses = np.flatnonzero(self._to_host(slots) < 0)
+            misses = np.flatnonzero(self.arrays.to_host(slots) < 0)
             if misses.size:
                 pos = int(misses[0])
                 raise ValueError(f"ids[{pos}] = {ids[pos]} is not in the scratchpad "
                                  f"({misses.size} of {ids.size} ids miss)")
-        return self._result(slots, on_device)
-
-    def _to_host(self, array) -> np.ndarray:
-        return array if self.xp is np else self.xp.asnumpy(array)
+        return self.arrays.result(slots, on_device)
 
     def insert(self, ids, slots, *, assume_unique: bool = False) -> None:
         """Map each ids[i] to the free slot slots[i]. Ids must be new and unique, slots free and unique."""
-        ids, slots = self._host(ids, "ids"), self._host(slots, "slots")
+        ids, slots = self.arrays.host(ids, "ids"), self.arrays.host(slots, "slots")
         if ids.size != slots.size:
             raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
         check_range("ids", ids, 0, self.num_rows)
         if not assume_unique:   # the caller's promise saves two sorts per call (the planner's case)
             check_unique("ids", ids)
-        free = self.capacity - self._live
+        free = self.capacity - self.map.live
         if ids.size > free:
             raise ValueError(f"cannot insert {ids.size} ids: only {free} of {self.capacity} slots are "
                              "free (erase some first)")
@@ -192,19 +148,13 @@ class Scratchpad:
             pos = int(used[0])
             raise ValueError(f"slots[{pos}] = {slots[pos]} is already used by id "
                              f"{self._slot_ids[slots[pos]]}")
-        device_ids = self._device(ids)
-        present = np.flatnonzero(self._to_host(
-            self.engine.hashmap_query(self._keys, self._values, device_ids)) >= 0)
+        device_ids = self.arrays.to_engine(ids)
+        present = np.flatnonzero(self.arrays.to_host(self.map.query(device_ids)) >= 0)
         if present.size:
             pos = int(present[0])
             raise ValueError(f"ids[{pos}] = {ids[pos]} is already in the scratchpad")
-        reused, failed = self.engine.hashmap_insert(self._keys, self._values, device_ids,
-                                                    self._device(slots))
-        if failed:   # cannot happen while live ids fill at most half the table
-            raise RuntimeError(f"hash map insert found no bucket for {failed} ids (internal error)")
+        self.map.insert(device_ids, self.arrays.to_engine(slots))
         self._slot_ids[slots] = ids
-        self._live += ids.size
-        self._tombstones -= reused
 
     def erase(self, ids, *, assume_unique: bool = False) -> Erased:
         """Remove ids from the map and free their slots (which must not be held).
@@ -212,12 +162,12 @@ class Scratchpad:
         Returns the freed slots and whether each was dirty: write those rows back first (gather)
         if the host table needs them; erase clears the dirty bits.
         """
-        ids = self._host(ids, "ids")
+        ids = self.arrays.host(ids, "ids")
         check_range("ids", ids, 0, self.num_rows)
         if not assume_unique:
             check_unique("ids", ids)
-        device_ids = self._device(ids)
-        slots = self._to_host(self.engine.hashmap_query(self._keys, self._values, device_ids))
+        device_ids = self.arrays.to_engine(ids)
+        slots = self.arrays.to_host(self.map.query(device_ids))
         absent = np.flatnonzero(slots < 0)
         if absent.size:
             pos = int(absent[0])
@@ -227,37 +177,33 @@ class Scratchpad:
             pos = int(held[0])
             raise ValueError(f"ids[{pos}] = {ids[pos]} lives in slot {slots[pos]}, which is held by "
                              f"{self._holds[slots[pos]]} batch(es) in flight: release it first")
-        self.engine.hashmap_erase(self._keys, self._values, device_ids)
+        self.map.erase(device_ids)
         was_dirty = self._dirty[slots].copy()
         self._dirty[slots] = False
         self._slot_ids[slots] = -1
-        self._live -= ids.size
-        self._tombstones += ids.size
-        if self._live + self._tombstones > MAX_USED_FRACTION * self.table_size:
+        if self.map.used() > MAX_USED_FRACTION * self.table_size:
             self.rebuild()
         return Erased(slots, was_dirty)
 
     def rebuild(self) -> None:
         """Clear the hash map and re-insert every live id (in slot order): drops all tombstones."""
-        self._keys.fill(-1)
-        self._values.fill(-1)
         slots = np.flatnonzero(self._slot_ids >= 0).astype(np.int64)
-        self.engine.hashmap_insert(self._keys, self._values, self._device(self._slot_ids[slots]),
-                                   self._device(slots))
-        self._tombstones = 0
-        self.rebuilds += 1
+        self.map.rebuild(self.arrays.to_engine(self._slot_ids[slots]), self.arrays.to_engine(slots))
+
+    @property
+    def rebuilds(self) -> int:
+        """How many times the hash map was rebuilt."""
+        return self.map.rebuilds
 
     # ----------------------------------------------------------------------------- rows
     def gather(self, slots) -> tuple:
         """(rows [n, dim], state [n, state_width] or None) of the given slots (copies)."""
-        on_device = self._on_device(slots)
-        slots = self._host(slots, "slots")
+        on_device = self.arrays.on_device(slots)
+        slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
-        device_slots = self._device(slots)
-        rows = self.engine.gather_rows(self._rows, device_slots)
-        state = self.engine.gather_rows(self._state, device_slots) if self._state is not None else None
-        return (self._result(rows, on_device),
-                None if state is None else self._result(state, on_device))
+        rows, state = self.slot_rows.gather(self.arrays.to_engine(slots))
+        return (self.arrays.result(rows, on_device),
+                None if state is None else self.arrays.result(state, on_device))
 
     def scatter(self, slots, rows, state=None, *, dirty: bool = False, assume_unique: bool = False) -> None:
         """Write rows (and state, required when state_width > 0) into distinct slots.
@@ -266,33 +212,22 @@ class Scratchpad:
         table, as in ScratchPipe's Insert stage. dirty=True marks them changed.
         assume_unique=True: the caller promises distinct slots, saving a sort.
 """
-        slots = self._host(slots, "slots")
+        slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
         if not assume_unique:
             check_unique("slots", slots)
-        rows = self._floats(rows, "rows", (slots.size, self.dim))
-        if self._state is not None:
-            if state is None:
-                raise ValueError(f"state is required: this scratchpad keeps {self.state_width} "
-                                 "optimizer floats per slot, and a row without its state is stale")
-            state = self._floats(state, "state", (slots.size, self.state_width))
-        elif state is not None:
-            raise ValueError("state given, but this scratchpad has state_width 0")
-        device_slots = self._device(slots)
-        self.engine.scatter_rows(self._rows, device_slots, rows)
-        if state is not None:
-            self.engine.scatter_rows(self._state, device_slots, state)
+        self.slot_rows.scatter(self.arrays.to_engine(slots), rows, state)
         self._dirty[slots] = dirty
 
     # ----------------------------------------------------------------------------- embedding bag
     def embedding_bag_forward(self, slots, offsets):
         """Pooled sums [num_bags, dim]: bag b sums rows[slots[offsets[b]:offsets[b+1]]]."""
-        on_device = self._on_device(slots)
-        slots, offsets = self._host(slots, "slots"), self._host(offsets, "offsets")
+        on_device = self.arrays.on_device(slots)
+        slots, offsets = self.arrays.host(slots, "slots"), self.arrays.host(offsets, "offsets")
         self._check_slots("slots", slots)
         self._check_offsets(offsets, slots.size)
-        pooled = self.engine.embedding_bag_forward(self._rows, self._device(slots), self._device(offsets))
-        return self._result(pooled, on_device)
+        pooled = self.slot_rows.bag_forward(self.arrays.to_engine(slots), self.arrays.to_engine(offsets))
+        return self.arrays.result(pooled, on_device)
 
     def backward_update(self, slots, offsets, grad_pooled, optimizer: OptimizerKind | str,
                         lr: float, eps: float = 1e-8) -> None:
@@ -303,25 +238,11 @@ class Scratchpad:
         eps=1e-8 is FBGEMM's default for row-wise Adagrad (torch.optim.Adagrad uses 1e-10).
         """
         optimizer = OptimizerKind.parse(optimizer)
-        slots, offsets = self._host(slots, "slots"), self._host(offsets, "offsets")
+        slots, offsets = self.arrays.host(slots, "slots"), self.arrays.host(offsets, "offsets")
         self._check_slots("slots", slots)
         self._check_offsets(offsets, slots.size)
-        grad_pooled = self._floats(grad_pooled, "grad_pooled", (offsets.size, self.dim))
-        for name, value in (("lr", lr), ("eps", eps)):
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        needed = {OptimizerKind.SGD: None, OptimizerKind.ROWWISE_ADAGRAD: 1,
-                  OptimizerKind.ADAGRAD: self.dim}[optimizer]
-        if needed is not None and self.state_width != needed:
-            raise ValueError(f"{optimizer.value} needs state_width {needed}, "
-                             f"but this scratchpad has state_width {self.state_width}")
-        args = (self._device(slots), self._device(offsets), grad_pooled)
-        if optimizer is OptimizerKind.SGD:
-            self.engine.embedding_bag_backward_sgd(self._rows, *args, lr)
-        elif optimizer is OptimizerKind.ROWWISE_ADAGRAD:
-            self.engine.embedding_bag_backward_rowwise_adagrad(self._rows, self._state, *args, lr, eps)
-        else:
-            self.engine.embedding_bag_backward_adagrad(self._rows, self._state, *args, lr, eps)
+        device_slots, device_offsets = self.arrays.to_engine(slots), self.arrays.to_engine(offsets)
+        self.slot_rows.backward_update(device_slots, device_offsets, grad_pooled, optimizer, lr, eps)
         self._dirty[slots] = True
 
     # ----------------------------------------------------------------------------- bookkeeping
@@ -341,12 +262,12 @@ class Scratchpad:
 
     def __len__(self) -> int:
         """Number of used slots (ids in the map)."""
-        return self._live
+        return self.map.live
 
     @property
     def tombstones(self) -> int:
         """Erased buckets not yet reused or rebuilt away."""
-        return self._tombstones
+        return self.map.tombstones
 
     def free_slots(self) -> np.ndarray:
         """Slots holding no id, ascending."""
@@ -357,7 +278,7 @@ class Scratchpad:
 
         assume_unique=True: the caller promises distinct slots, saving a sort.
         """
-        slots = self._host(slots, "slots")
+        slots = self.arrays.host(slots, "slots")
         slots = slots if assume_unique else np.unique(slots)
         self._check_slots("slots", slots)
         free = np.flatnonzero(self._slot_ids[slots] < 0)
@@ -367,7 +288,7 @@ class Scratchpad:
 
     def release(self, slots, *, assume_unique: bool = False) -> None:
         """Undo one `hold` of each distinct slot given (assume_unique as in `hold`)."""
-        slots = self._host(slots, "slots")
+        slots = self.arrays.host(slots, "slots")
         slots = slots if assume_unique else np.unique(slots)
         self._check_slots("slots", slots)
         unheld = np.flatnonzero(self._holds[slots] <= 0)
@@ -381,13 +302,13 @@ class Scratchpad:
 
     def mark_dirty(self, slots) -> None:
         """Record that these slots' rows changed (e.g. updated in place with torch ops)."""
-        slots = self._host(slots, "slots")
+        slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
         self._dirty[slots] = True
 
     def clear_dirty(self, slots) -> None:
         """Record that these slots' rows were written back to the host table."""
-        slots = self._host(slots, "slots")
+        slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
         self._dirty[slots] = False
 

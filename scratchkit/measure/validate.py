@@ -20,8 +20,8 @@ import numpy as np
 from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, StageTimes, check
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import get_hardware
-from scratchkit.costmodel.hw_profile import median_profile
-from scratchkit.costmodel.work import StepWork
+from scratchkit.costmodel.hardware import median_hardware
+from scratchkit.costmodel.step import StepWork
 from scratchkit.trainers import TrainerKind, priced_as
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
@@ -45,7 +45,7 @@ class Validation:
     """Rows of one or more validation runs, and the verdict against the bounds."""
 
     rows: list[ValidationRow] = field(default_factory=list)
-    hardware: str = ""            # where this-cpu came from (`HardwareProfile.origin`)
+    hardware: str = ""            # where this-cpu came from (`Hardware.origin`)
     # the first trainer of each profile run a second time beside the others (`again=True`): the
     # same code on the same batches in the same minutes, so how far its stages differ from the
     # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
@@ -232,7 +232,7 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     profile to predict with (None: this-cpu). `calibrate()`, a function that calibrates this
     machine, runs just before the trainers (unless `before`, a calibration just made, stands
     for it) and just after them instead: the rows are priced by the median of the two
-    (hw_profile.median_profile), measured on either side of the steps' minutes (not between the
+    (hardware.median_hardware), measured on either side of the steps' minutes (not between the
     trainers' turns: a turn after a calibration starts on caches the calibration swept, and ran
     up to 3x slow on criteo-skew), and `Validation.calibration_spread` says how far each
     predicted each row from that median."""
@@ -249,7 +249,7 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=collect, rounds=rounds)
     if calibrate is not None:
         passes.append(calibrate())
-    hw = median_profile(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
+    hw = median_hardware(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
     validation = Validation(hardware=hw.origin + (f" (median of {len(passes)}: before and after)" if passes else ""),
                             calibrations=passes)
     for i, result in enumerate(results):

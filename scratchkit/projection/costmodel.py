@@ -4,9 +4,9 @@ The kit runs on a laptop CPU, where "device" is the CPU too. To say what the sam
 a GPU server, `costmodel/work.py`, `kit.py` and `stages.py` count what each stage of each trainer *does*
 (random rows gathered and scattered from tables of a given size, bytes streamed, keys sorted,
 matmul FLOPs at their shapes, the kit's calls and their fixed costs, the planner's lookups and
-ids, bytes and copies over PCIe), and a `HardwareProfile` (hardware.py) prices each unit:
+ids, bytes and copies over PCIe), and a `Hardware` (hardware.py) prices each unit:
 
-    seconds(stage) = sum over its units of amount x the profile's price of that unit
+    seconds(stage) = sum over its units of amount x the hardware's price of that unit
 
 No overlap is assumed inside a stage. Across stages (`project`):
 
@@ -53,11 +53,12 @@ from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
 from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
-from scratchkit.projection.hardware import HardwareProfile, get_hardware
+from scratchkit.projection.hardware import Hardware, get_hardware
 from scratchkit.costmodel.host_threads import HOST_MEMORY, hybrid_stage_seconds
 from scratchkit.costmodel.stages import plan_handoff, stage_work
-from scratchkit.costmodel.work import StepWork, Work, mlp_flops
-from scratchkit.trainers import TRAINERS, TrainerKind, priced_as
+from scratchkit.costmodel.work import Work
+from scratchkit.costmodel.step import StepWork, mlp_flops
+from scratchkit.trainers import TRAINERS, TrainerKind, priced_as, trainer_config
 
 __all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
            "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",
@@ -68,10 +69,10 @@ PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 @dataclass
 class Projection:
-    """Predicted time of one step of one trainer on one hardware profile."""
+    """Predicted time of one step of one trainer on one hardware."""
 
     trainer: str
-    profile: str
+    hardware: str                    # the machine's name (projection/hardware.py)
     stage_seconds: dict[str, float]
     step_seconds: float
     samples_per_s: float
@@ -84,21 +85,21 @@ class Projection:
         return asdict(self)
 
 
-def plan_cores(work: StepWork, hw: HardwareProfile) -> int:
+def plan_cores(work: StepWork, hw: Hardware) -> int:
     """Cores ScratchPipe's planners run on at once: as many as there are planners, up to the
     cores left by the other host threads (Train's; on a GPU also Collect's and the write-back's)."""
     others = 1 if hw.device_is_host else 3
     return max(1, min(work.plan_parallelism, hw.host_cores - others))
 
 
-def _stage_seconds(trainer: str, work: StepWork, hw: HardwareProfile) -> dict[str, float]:
+def _stage_seconds(trainer: str, work: StepWork, hw: Hardware) -> dict[str, float]:
     if priced_as(trainer) is TrainerKind.HYBRID:
         return hybrid_stage_seconds(stage_work(trainer, work, hw), work, hw)[0]
     planners = plan_cores(work, hw) if priced_as(trainer) is TrainerKind.SCRATCHPIPE else 1
     return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
 
 
-def _hybrid(work: StepWork, hw: HardwareProfile, stages: dict[str, float], extra_s: float
+def _hybrid(work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: float
             ) -> tuple[float, str, dict[str, float]]:
     """Hybrid's step, what bounds it and its resources: its stages one after another, the host
     embedding stages spread over the host's threads and capped by its memory (host_threads.py).
@@ -113,7 +114,7 @@ def _hybrid(work: StepWork, hw: HardwareProfile, stages: dict[str, float], extra
     return step, bound, resources
 
 
-def co_run(stages: dict[str, float], work: StepWork, hw: HardwareProfile, extra_s: float = 0.0
+def co_run(stages: dict[str, float], work: StepWork, hw: Hardware, extra_s: float = 0.0
            ) -> tuple[float, float]:
     """ScratchPipe on a CPU run with two cores or more: the factors by which (its host process's,
     Train's) priced seconds a step grow beside each other, where the run gets P = hw.co_run_cores
@@ -138,7 +139,7 @@ def co_run(stages: dict[str, float], work: StepWork, hw: HardwareProfile, extra_
     return (beside(host + extra_s) - extra_s) / host, beside(train) / train
 
 
-def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, float] | None = None) -> Projection:
+def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] | None = None) -> Projection:
     """One step of `trainer` on `hw`. `extra`: measured seconds of stages the model does not
     price (a validation run's `data`), added to the step where the trainer spends them."""
     stages = _stage_seconds(trainer, work, hw)
@@ -169,7 +170,7 @@ def project(trainer: str, work: StepWork, hw: HardwareProfile, extra: dict[str, 
     return made(resources[bound], max(groups[bound], key=stages.get), True, resources)
 
 
-def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stages: dict[str, float],
+def _pipeline_resources(trainer: str, work: StepWork, hw: Hardware, stages: dict[str, float],
                         extra_s: float, beside: tuple[float, float] = (1.0, 1.0)
                         ) -> tuple[dict[str, list[str]], dict[str, float]]:
     """ScratchPipe's resources and their busy time per step (the module note); `beside`: each
@@ -208,18 +209,29 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: HardwareProfile, stage
     return groups, resources
 
 
-def project_all(trainers: list[str], works: list[StepWork], profiles: list[str]) -> list[dict[str, Projection]]:
-    """Per trainer, {profile: Projection}; each profile's ratios relative to the first trainer."""
-    out = [{p: project(t, w, get_hardware(p)) for p in profiles} for t, w in zip(trainers, works)]
-    for p in profiles:
+def project_all(trainers: list[str], works: list[StepWork], machines: list[str]) -> list[dict[str, Projection]]:
+    """Per trainer, {machine: Projection}; each machine's ratios relative to the first trainer."""
+    out = [{p: project(t, w, get_hardware(p)) for p in machines} for t, w in zip(trainers, works)]
+    for p in machines:
         for row in out:
             row[p].ratio = row[p].samples_per_s / out[0][p].samples_per_s
     return out
 
 
+def works_of(config: TrainConfig, trainers: list[str], source=None, batches: int = 4) -> list[StepWork]:
+    """Per trainer, the StepWork of `config` as that trainer runs it (`trainer_config`: a trainer
+    that fixes its depth or victim policy plans with those), made once per distinct cache."""
+    made: dict = {}
+    for t in trainers:
+        own = trainer_config(t, config)
+        if own.cache not in made:
+            made[own.cache] = StepWork.from_config(own, source, batches=batches)
+    return [made[trainer_config(t, config).cache] for t in trainers]
+
+
 def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) -> StepWork:
     """The StepWork of one measured BenchResult: the data's working sets plus its row counters."""
-    base = base if base is not None else StepWork.from_config(config)
+    base = base if base is not None else works_of(config, [result.trainer])[0]
     fetched = getattr(result, "fetched_rows_per_step", None)
     if fetched is not None:
         return base.with_counters(fetched, result.written_back_rows_per_step,
@@ -229,11 +241,11 @@ def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) ->
     return base
 
 
-def project_bench(config: TrainConfig, results: list, profiles: list[str], source=None) -> list[dict[str, Projection]]:
+def project_bench(config: TrainConfig, results: list, machines: list[str], source=None) -> list[dict[str, Projection]]:
     """Projections for the trainers of a `run_bench` result, with their measured counters."""
-    base = StepWork.from_config(config, source)
-    works = [work_for_bench(config, r, base) for r in results]
-    return project_all([r.trainer for r in results], works, profiles)
+    bases = works_of(config, [r.trainer for r in results], source)
+    works = [work_for_bench(config, r, base) for r, base in zip(results, bases)]
+    return project_all([r.trainer for r in results], works, machines)
 
 
 # ---------------------------------------------------------------------------------- comparison

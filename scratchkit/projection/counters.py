@@ -5,9 +5,9 @@ model needs when a laptop cannot run it.
 of millions of rows, a cache of a quarter of each) gets its counters from the kit's own
 decisions on its batches instead:
 
-    scratchpipe         ScratchPipe's planner itself (`PlanAhead`, the C++ loop where it
-                        builds) plans the batches: its misses are the rows fetched, its dirty
-                        victims the rows written back
+    scratchpipe(-device), ScratchPipe's planner itself (`PlanAhead`, the C++ loop where it
+    prefetch-lru-device builds) plans the batches at the trainer's depth and victim policy:
+                        its misses are the rows fetched, its dirty victims the rows written back
     lru, prefetch-lru,  a demand cache per table at batch granularity, as trainers/cached.py
     lfu                 serves it: a batch's distinct ids not resident are fetched; past the
                         capacity the least recently used rows the batch does not use are evicted
@@ -23,12 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from scratchkit.config import TrainConfig
-from scratchkit.trainers import TrainerKind, pipelined, priced_as
+from scratchkit.trainers import TrainerKind, pipelined, priced_as, trainer_config
 
 
 def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, source=None,
                        sample_tables: int | None = None) -> tuple[float, float]:
-    """(rows fetched, rows written back) per step of `trainer` on `config`'s batches.
+    """(rows fetched, rows written back) per step of `trainer` on `config`'s batches, with the
+    cache the trainer runs (`trainer_config`: prefetch-lru-device plans at depth 1, LRU victims).
     `sample_tables`: count only the first k tables and scale up by tables / k (for models whose
     tables are alike, as the embedding-bound profiles' are: faster)."""
     from dataclasses import replace
@@ -37,6 +38,7 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
 
     if not priced_as(trainer).caches:
         return 0.0, 0.0
+    config = trainer_config(trainer, config)
     if batches < 2:
         raise ValueError(f"batches must be at least 2, got {batches}")
     tables = len(config.data.table_sizes)
@@ -104,16 +106,15 @@ def _planned(config: TrainConfig, source, batches: int) -> tuple[float, float]:
     return float(fetched), float(written)
 
 
-def project_config(config: TrainConfig, trainers: list[str], profiles: list[str], batches: int = 16,
+def project_config(config: TrainConfig, trainers: list[str], machines: list[str], batches: int = 16,
                    source=None, sample_tables: int | None = None) -> list[dict]:
     """Projections of `trainers` on `config` without training it: the working sets of its first
-    batches and the counters above. Per trainer, {profile: costmodel.Projection}."""
+    batches and the counters above. Per trainer, {machine: costmodel.Projection}."""
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.projection.costmodel import project_all
-    from scratchkit.costmodel.work import StepWork
+    from scratchkit.projection.costmodel import project_all, works_of
 
     source = source if source is not None else SyntheticSource(config.data)
-    base = StepWork.from_config(config, source, batches=min(batches, 2))
+    bases = works_of(config, trainers, source, batches=min(batches, 2))
     works = [base.with_counters(*simulated_counters(config, t, batches, None if sample_tables else source,
-                                                    sample_tables)) for t in trainers]
-    return project_all(trainers, works, profiles)
+                                                    sample_tables)) for t, base in zip(trainers, bases)]
+    return project_all(trainers, works, machines)

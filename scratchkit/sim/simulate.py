@@ -8,7 +8,7 @@ from scratchkit.sim.record import SimResult
 
 def simulate(trace, policy, capacity, *, batch_size=None, depth=None, horizon=None, ways=None,
              prefix_share=None) -> SimResult:
-    """Simulate `policy` (a Policy or a registered name: policies.POLICIES) with `capacity` rows
+    """Simulate `policy` (a name registered in policies.POLICIES, in any case) with `capacity` rows
     on `trace` (1-D int64 ids).
 
     lookahead needs `batch_size` and `depth` (`horizon` optional); setassoc takes `ways`

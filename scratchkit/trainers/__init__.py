@@ -3,7 +3,8 @@ trainers/registry.py)."""
 from __future__ import annotations
 
 from scratchkit.trainers.base import StepRecord, Trainer
-from scratchkit.trainers.registry import TRAINERS, TrainerKind, TrainerSpec, pipelined, priced_as, trainer_names
+from scratchkit.trainers.registry import (BASELINE, PEERS, PRODUCTION_PEER, TRAINERS, TrainerKind, TrainerSpec,
+                                         pipelined, priced_as, trainer_config, trainer_names)
 
 
 def available_trainers() -> list[str]:
@@ -26,5 +27,5 @@ def make_trainer(name: str, config, source=None, device=None, **options) -> Trai
     return trainer_class(name)(config, source=source, device=device, **options)
 
 
-__all__ = ["TRAINERS", "StepRecord", "Trainer", "TrainerKind", "TrainerSpec", "available_trainers",
-           "make_trainer", "pipelined", "priced_as", "trainer_class", "trainer_names"]
+__all__ = ["BASELINE", "PEERS", "PRODUCTION_PEER", "TRAINERS", "StepRecord", "Trainer", "TrainerKind", "TrainerSpec",
+           "available_trainers", "make_trainer", "pipelined", "priced_as", "trainer_class", "trainer_config", "trainer_names"]

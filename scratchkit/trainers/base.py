@@ -22,8 +22,8 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
-from scratchkit.embedding.table_batched import (BackwardWorkspace, Coalesced, embedding_backward_tables,
-                                               set_host_threads)
+from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, embedding_backward_tables
+from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.embedding.tables import HostTables
 from scratchkit.trainers.timing import StageTimer
 from scratchkit.trainers.interrupt import InterruptFlag

@@ -49,6 +49,7 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.device_moves import host_view
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
+from scratchkit.trainers.registry import TrainerKind
 from scratchkit.trainers.timing import StageTimer
 
 
@@ -231,12 +232,12 @@ class DemandFilledTrainer(CachedTrainer):
 class LRUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least recently used row."""
 
-    name = "lru"
+    name = TrainerKind.LRU.value
     policy = VictimPolicy.LRU
 
 
 class LFUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least frequently used row (ties: least recent)."""
 
-    name = "lfu"
+    name = TrainerKind.LFU.value
     policy = VictimPolicy.LFU

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import time
 
-from scratchkit.embedding.table_batched import (SortedLookups, apply_updates, fused_sgd_fits, fused_sgd_update,
-                                                pooled_lookup_tables, sort_lookups)
+from scratchkit.embedding.fused_sgd import SortedLookups, fused_sgd_fits, fused_sgd_update, sort_lookups
+from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
+from scratchkit.trainers.registry import TrainerKind
 
 
 class DeviceOnlyTrainer(Trainer):
     """Tables, lookups and sparse updates all on the device (on a CPU-only machine: the CPU)."""
 
-    name = "gpu-only"
+    name = TrainerKind.GPU_ONLY.value
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)

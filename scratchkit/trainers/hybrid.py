@@ -16,10 +16,11 @@ import time
 
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
+from scratchkit.trainers.registry import TrainerKind
 
 
 class HybridTrainer(HostTablesTrainer):
-    name = "hybrid"
+    name = TrainerKind.HYBRID.value
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()

@@ -51,19 +51,22 @@ from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import BadBatchError, check_batch
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.capacity import minimum_capacities
+from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.cached import DemandFilledTrainer, Served, ServeStages
+from scratchkit.trainers.registry import TrainerKind
 from scratchkit.trainers.timing import StageTimer
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 
 class PrefetchIn(str, Enum):
-    """Where the prefetch of batch b+1 runs while batch b trains."""
+    """Where the prefetch of batch b+1 runs while batch b trains: three of the places ScratchPipe's
+    Plan may run (`PlanIn`), named as there, since they mean the same."""
 
-    AUTO = "auto"        # THREAD where the device is a GPU (its kernels on a stream), else INLINE
-    THREAD = "thread"    # a thread of its own beside Train, joined before the update
-    INLINE = "inline"    # in the trainer's thread, before Train: the same steps, nothing overlaps
+    AUTO = PlanIn.AUTO.value      # THREAD where the device is a GPU (its kernels on a stream), else INLINE
+    THREAD = PlanIn.THREAD.value  # a thread of its own beside Train, joined before the update
+    INLINE = PlanIn.INLINE.value  # in the trainer's thread, before Train: the same steps, nothing overlaps
 
     def resolve(self, on_gpu: bool) -> "PrefetchIn":
         if self is PrefetchIn.AUTO:
@@ -92,7 +95,7 @@ class Ahead:
 class PrefetchLRUTrainer(DemandFilledTrainer):
     """LRU cache filled one batch ahead; the batch in flight's rows are locked."""
 
-    name = "prefetch-lru"
+    name = TrainerKind.PREFETCH_LRU.value
     policy = VictimPolicy.LRU
 
     def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):

@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 
 from scratchkit.data.checks import BadBatchError
-from scratchkit.embedding.table_batched import set_host_threads
+from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
 from scratchkit.scratchpipe.device_moves import DeviceStages
@@ -43,12 +43,14 @@ from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
 from scratchkit.scratchpipe.train import count_hits, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
+from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
 
-__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "ScratchPipeTrainer"]
+__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "PrefetchLRUDeviceTrainer",
+           "ScratchPipeTrainer"]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
-    name = "scratchpipe"
+    name = TrainerKind.SCRATCHPIPE.value
 
     def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
                  horizon: int | None = None, engine: str = "auto", record_events: bool = True,
@@ -264,7 +266,20 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
     schedule: the host keeps only the order of the batches. Its plans are the host planner's,
     array for array; what changes is where they are made and where rows move."""
 
-    name = "scratchpipe-device"
+    name = TrainerKind.SCRATCHPIPE_DEVICE.value
 
     def __init__(self, config, source=None, device=None, **options):
         super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
+
+
+class PrefetchLRUDeviceTrainer(DeviceScratchPipeTrainer):
+    """`prefetch-lru-device`, the production peer: an LRU cache filled one batch ahead whose
+    lookup, victim choice and fill are device kernels, as FBGEMM's TBE cache runs under TorchRec's
+    prefetch pipeline. It is scratchpipe-device at look-ahead depth 1 with LRU victims (the batch
+    in flight's rows held), whatever the config's depth and victim policy: its registry entry
+    fixes those two (`TrainerSpec.fixed_cache`), which the projection's counters read too."""
+
+    name = PRODUCTION_PEER
+
+    def __init__(self, config, source=None, device=None, **options):
+        super().__init__(trainer_config(self.name, config), source, device, **options)

@@ -16,12 +16,13 @@ import numpy as np
 
 from scratchkit.embedding.victims import profile_hot_ids
 from scratchkit.trainers.cached import CachedTrainer
+from scratchkit.trainers.registry import TrainerKind
 
 
 class StaticCacheTrainer(CachedTrainer):
     """The hottest rows of a profiled prefix, pinned; other rows trained hybrid-style (see above)."""
 
-    name = "static"
+    name = TrainerKind.STATIC.value
     # 100 batches of `small` are ~200k lookups per table (~10 per row), enough to rank the hot head
     # of a Zipf law, and take ~0.1 s to generate. A longer prefix ranks the tail better but costs
     # start-up time; a shorter one pins noise.

@@ -27,13 +27,13 @@ def speedup_figure(grid, title: str | None = None) -> go.Figure:
         values = grid.speedup[name]
         text = [[f"{values[i, j]:.1f}x<br>{_stage(grid.bound[name][i][j])}" for j in range(len(x))]
                 for i in range(len(y))]
-        over = grid.over_prefetch.get(name)
+        over = grid.over_peer.get(name)
         peer = (np.zeros_like(values) if over is None else over).tolist()
         fig.add_trace(go.Heatmap(z=np.log10(np.maximum(values, 1e-3)), x=x, y=y, text=text, customdata=peer,
                                  texttemplate="%{text}", textfont_size=11, zmin=0.0, zmax=max(np.log10(top), 0.5),
                                  colorscale="Viridis", showscale=False,    # each cell says its value
                                  hovertemplate=f"{name}: %{{text}} x hybrid, %{{customdata:.2f}}x "
-                                               f"prefetch-lru<extra>%{{y}}, %{{x}}</extra>"),
+                                               f"{grid.peer}<extra>%{{y}}, %{{x}}</extra>"),
                       row=k // cols + 1, col=k % cols + 1)
     fig.update_layout(title=title or (f"Projected speed-up over hybrid on {grid.hardware}<br>({grid.profile}, "
                                       f"cache and scratchpad {grid.capacity:,} rows per table)"),

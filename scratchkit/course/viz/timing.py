@@ -106,7 +106,7 @@ def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Ma
                        step_errors: Mapping[str, float] | None = None) -> go.Figure:
     """Grouped bars per trainer: the measured samples/s beside the cost model's projections.
 
-    `projected` maps a hardware profile's name to {trainer: samples/s}. With `relative_to` a
+    `projected` maps a machine's name to {trainer: samples/s}. With `relative_to` a
     trainer's name, every series is divided by that trainer's value in the same series (speed-up).
     `step_errors` {trainer: predicted / measured - 1 of the step on this machine} is written under
     the bars: how far the projections can be trusted. Value labels stand upright above their bars,

@@ -1,18 +1,12 @@
-"""The course's interactive widgets; with dashboard.py, the only modules of the kit that import ipywidgets.
+"""The pipeline visualizer: step event by event through a small ScratchPipe run (which batch is in
+which stage, the scratchpad's slots, the step in words), and rerun it with the hazard lab's
+switches: a rule switched off, its hazard seen.
 
-    CacheExplorer        sliders for cache size, locality and look-ahead depth, a policy picker:
-                         hit rate vs cache size, redrawn in a fraction of a second
-    PipelineVisualizer   step through a small ScratchPipe run event by event: which batch is in
-                         which stage, the scratchpad's slots, the step in words; hazard-lab switches
-    TrainingDashboard    start/stop training in a background thread; one live figure of samples/s,
-                         loss and hit rate per trainer (scratchkit/course/dashboard.py)
-
-Each is an `ipywidgets.VBox`: display it by leaving it last in a cell. Everything can be driven
-from Python too (set a slider's `.value`, call a button's `.click()`), which is how the tests
-drive them. The logic lives in the package (hit_curves, pipeline_replay, hazard_lab, live); these
-classes only wire controls to figures. Every control changes the drawn figure; an action slower
-than about half a second (a new locality's curves, a rerun of the visualizer's run, a trainer's
-start) disables its control and says it is working, and draws what it has as it goes.
+An `ipywidgets.VBox`: display it by leaving it last in a cell, or drive it from Python (press a
+button's `.click()`, set a switch's `.value`), as the tests do. The run is hazard_lab.py's, its
+moments pipeline_replay.py's, its figure viz/pipeline.py's; this class only wires the controls to
+the figure. A rerun slower than about half a second disables its controls, says it is working,
+and draws what it has as it goes.
 """
 from __future__ import annotations
 
@@ -24,27 +18,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
-from scratchkit.course.dashboard import LABEL, WIDE, TrainingDashboard
 from scratchkit.course.hazard_lab import HazardLab, LabResult, RunsAhead
-from scratchkit.course.hit_curves import POLICIES, HitCurves
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState, replay
-from scratchkit.profiles import get_profile
-from scratchkit.trainers.scratchpipe import Hazards
-from scratchkit.course.viz import hit_rate_curves, pipeline_view
+from scratchkit.course.viz import pipeline_view, trace_named
 from scratchkit.course.viz.palette import CONFLICT, FREE, INSERTED, RESIDENT, VICTIM, batch_colour
 from scratchkit.course.viz.pipeline import gap_axis, map_grid
-
-__all__ = ["CacheExplorer", "PipelineVisualizer", "TrainingDashboard", "visualizer_config"]
-# cheapest first, so a new locality shows its fast curves at once (opt ~15 ms, lfu ~0.5 s on small)
-DRAW_ORDER = ("lookahead", "lru", "static", "opt", "lfu")
-
-
-def _trace(fig: go.FigureWidget, name: str):
-    """The figure's one trace called `name`."""
-    found = [t for t in fig.data if t.name == name]
-    if len(found) != 1:
-        raise KeyError(f"the figure has {len(found)} traces named {name!r}")
-    return found[0]
+from scratchkit.profiles import get_profile
+from scratchkit.trainers.scratchpipe import Hazards
 
 
 def _swatch(colour: str, text: str) -> str:
@@ -52,96 +32,6 @@ def _swatch(colour: str, text: str) -> str:
             f'border:1px solid #888;vertical-align:middle;margin-right:3px"></span>{html.escape(text)}')
 
 
-# --- cache explorer ------------------------------------------------------------------------------
-class CacheExplorer(widgets.VBox):
-    """Hit rate vs cache size for several policies; sliders for load factor, Zipf exponent, depth."""
-
-    def __init__(self, curves: HitCurves | None = None, policies=("static", "lru", "lfu", "lookahead"),
-                 load_factor: float = 0.05, zipf: float = 1.05, depth: int = 2):
-        self.curves = curves or HitCurves(get_profile("small").data)
-        unknown = [p for p in policies if p not in POLICIES]
-        if unknown:
-            raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
-        self.load_factor = widgets.FloatSlider(value=load_factor, min=0.005, max=0.5, step=0.005,
-                                               readout_format=".3f", description="load factor",
-                                               style=LABEL, layout=WIDE)
-        self.zipf = widgets.FloatSlider(value=zipf, min=0.0, max=1.4, step=0.05, description="locality (zipf)",
-                                        continuous_update=False, style=LABEL, layout=WIDE)
-        self.depth = widgets.IntSlider(value=depth, min=1, max=8, description="look-ahead depth",
-                                       style=LABEL, layout=WIDE)
-        self.policies = widgets.SelectMultiple(options=POLICIES, value=tuple(policies), rows=len(POLICIES),
-                                               description="policies", style=LABEL)
-        self.readout = widgets.HTML()
-        x = 100 * self.curves.load_factors
-        empty = {p: np.full(x.shape, np.nan) for p in POLICIES}
-        # the two vertical lines get their y (0 to 1) now: a line with x values only is never drawn
-        self.figure = go.FigureWidget(hit_rate_curves(x, empty, marker=0.0, needed=0.0,
-                                                      x_title="load factor (% of the table's rows)",
-                                                      title="Hit rate vs cache size"))
-        for name, slot in ((self.load_factor, self._on_size), (self.depth, self._on_size),
-                           (self.zipf, self._on_curves), (self.policies, self._on_curves)):
-            name.observe(slot, names="value")
-        super().__init__([widgets.HBox([widgets.VBox([self.load_factor, self.zipf, self.depth]), self.policies]),
-                          self.readout, self.figure])
-        self._on_curves()
-
-    @property
-    def capacity(self) -> int:
-        return max(1, min(self.curves.num_rows, int(round(self.load_factor.value * self.curves.num_rows))))
-
-    def _on_curves(self, change=None) -> None:
-        """A new locality or policy choice: each curve drawn as soon as it is computed, cheapest
-        first, with the controls that would start another computation disabled meanwhile."""
-        zipf, depth = self.zipf.value, self.depth.value
-        slow = not self.curves.has_trace(zipf) or any(
-            (round(zipf, 6), p) not in self.curves.computed() for p in self.policies.value if p in ("lfu", "opt"))
-        if slow:
-            self.zipf.disabled = self.policies.disabled = True
-            self.readout.value = f"<i>computing the curves for locality {zipf:.2f} (about a second the first time) ...</i>"
-        try:
-            for policy in POLICIES:
-                if policy not in self.policies.value:
-                    _trace(self.figure, policy).visible = False
-            for policy in (p for p in DRAW_ORDER if p in self.policies.value):
-                with self.figure.batch_update():
-                    _trace(self.figure, policy).visible = True
-                    self._draw_curve(policy, zipf, depth)
-            for d in range(self.depth.min, self.depth.max + 1):
-                self.curves.needed(zipf, d)        # the depth slider then only reads a number
-        finally:
-            self.zipf.disabled = self.policies.disabled = False
-        self._on_size()
-
-    def _draw_curve(self, policy: str, zipf: float, depth: int) -> None:
-        rates = self.curves.curve(zipf, policy, depth)
-        runs = ~np.isnan(rates)            # NaN: cannot run at that size; leave the point out
-        trace = _trace(self.figure, policy)
-        trace.x, trace.y = 100 * self.curves.load_factors[runs], rates[runs]
-
-    def _on_size(self, change=None) -> None:
-        zipf, depth, capacity = self.zipf.value, self.depth.value, self.capacity
-        needed = self.curves.needed(zipf, depth)
-        x_needed = 100 * needed / self.curves.num_rows
-        with self.figure.batch_update():
-            chosen = _trace(self.figure, "chosen size")
-            chosen.x, chosen.y = [100 * capacity / self.curves.num_rows] * 2, [0, 1]
-            window = _trace(self.figure, "look-ahead window fits")
-            window.x, window.y = [x_needed] * 2, [0, 1]
-            if "lookahead" in self.policies.value:
-                self._draw_curve("lookahead", zipf, depth)
-        rates = []
-        for policy in self.policies.value:
-            rate = self.curves.hit_rate(zipf, policy, capacity, depth)
-            rates.append(f"{policy} {'cannot run' if np.isnan(rate) else f'{100 * rate:.1f}%'}")
-        fits = ("it fits: every lookup hits" if capacity >= needed
-                else "too small for look-forward caching at this depth")
-        self.readout.value = (f"<b>{capacity:,} rows</b> of {self.curves.num_rows:,} "
-                              f"(load factor {self.load_factor.value:.3f}). Hit rates: {', '.join(rates) or '-'}.<br>"
-                              f"The {depth + 1} batches in flight at depth {depth} touch up to "
-                              f"<b>{needed:,}</b> distinct rows: {fits}.")
-
-
-# --- pipeline visualizer -------------------------------------------------------------------------
 def visualizer_config() -> TrainConfig:
     """A run small enough to read slot by slot: 2 tables, 8 samples of 2 ids, depth 2."""
     config = get_profile("tiny")
@@ -284,9 +174,9 @@ class PipelineVisualizer(widgets.VBox):
         losses = self.lab.baseline()[0][:len(records)]
         steps = [r.step for r in records]
         with self.figure.batch_update():
-            hit = _trace(self.figure, "Train hit rate")
+            hit = trace_named(self.figure, "Train hit rate")
             hit.x, hit.y = steps, [r.hits / r.lookups if r.lookups else 1.0 for r in records]
-            gap = _trace(self.figure, "|loss - baseline loss|")
+            gap = trace_named(self.figure, "|loss - baseline loss|")
             gap.x, gap.y = steps, np.abs(np.array([r.loss for r in records]) - losses)
             self._gap_axis(gap.y)
 
@@ -300,12 +190,12 @@ class PipelineVisualizer(widgets.VBox):
         ms = lambda t: 1000.0 * (t - min(e.start for e in self.result.events.stages))
         label = m.event.stage.value.replace("_", "-")
         with self.figure.batch_update():
-            now = _trace(self.figure, "this moment")
+            now = trace_named(self.figure, "this moment")
             now.x, now.y = [(ms(m.event.start) + ms(m.event.end)) / 2], [label]
-            _trace(self.figure, "now").x = [ms(m.time)] * 2
-            slots = _trace(self.figure, "slots")
+            trace_named(self.figure, "now").x = [ms(m.time)] * 2
+            slots = trace_named(self.figure, "slots")
             slots.z, slots.customdata = codes, text
-            _trace(self.figure, "batch now").x = [m.event.batch] * 2
+            trace_named(self.figure, "batch now").x = [m.event.batch] * 2
             self.figure.layout.title.text = f"moment {m.index}: {label}({m.event.batch}), table {self.table}"
         chips = []
         for stage in STAGE_ORDER:

@@ -1,125 +1,29 @@
-"""A hardware profile: the handful of speeds the cost model divides work by, each with its source.
+"""Hardware: the handful of speeds the cost model divides work by, each with its source.
 
 Most speeds are one number (a bandwidth, a latency). Three depend on the size of what is done, so
-they are small curves measured (or derived from a datasheet) at a few sizes and interpolated:
-
-    RowCurve    seconds per row of a random-row gather or scatter, by the row's bytes and the
-                footprint (bytes of the table the rows come from): a table inside the last-level
-                cache gathers several times faster than one beyond it
-    RateCurve   a rate by the size of one call: the kit's sorts (keys x log2 keys per second at n
-                keys: the n log n shape, and what is left of it measured at each n) and matrix
-                multiplications (FLOP/s by FLOPs per call: small matmuls run far below peak)
-
-Both interpolate log-linearly between their points and hold the end values beyond them: no
-extrapolation past what was measured. A profile round-trips through JSON (`to_json`,
-`from_json`); `load_profile` reads a saved one and names the file in any error.
+they are small curves (costmodel/curves.py: `RowCurve` by row and table bytes, `RateCurve` by the
+size of a call). Hardware round-trips through JSON (`to_json`, `from_json`); `load_hardware` reads
+a saved one and names the file in any error.
 """
 from __future__ import annotations
 
 import json
 import math
-from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
+
+from scratchkit.costmodel.curves import RateCurve, RowCurve
 
 GB = 1e9
 US = 1e-6
 MB = 2**20
 
 
-def _interp_log(xs: list[float], ys: list[float], x: float) -> float:
-    """y at x, interpolated linearly in (log x, log y) between sorted points; the ends held."""
-    if x <= xs[0]:
-        return ys[0]
-    if x >= xs[-1]:
-        return ys[-1]
-    i = bisect_left(xs, x)
-    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
-    w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
-    return math.exp(math.log(y0) + w * (math.log(y1) - math.log(y0)))
-
-
-@dataclass(frozen=True)
-class RowCurve:
-    """Seconds per row of a random-row gather (or scatter) call, by the row's bytes, the bytes of
-    the table, and the rows the call moves: points (row_bytes, footprint, rows, seconds per row).
-
-    The rows of one call matter: a call that moves a table's worth of rows pulls the table into
-    the core's caches as it goes, one that moves a few hundred pays a miss for each, and a call's
-    own fixed cost (counted apart, as a kit call's) is not in these figures."""
-
-    points: tuple[tuple[float, float, float, float], ...]
-
-    def __post_init__(self):
-        if not self.points or any(len(p) != 4 or not all(x > 0 for x in p) for p in self.points):
-            raise ValueError(f"a row curve needs points of four positive numbers (row_bytes, "
-                             f"footprint, rows, seconds), got {self.points!r}")
-
-    def seconds_per_row(self, row_bytes: float, footprint: float, rows: float = 1.0) -> float:
-        """Interpolated in the call's rows and the footprint at each measured row size, then in
-        the row size. Rows narrower than the narrowest measured cost what it costs (one cache
-        line either way); wider ones cost in proportion to their bytes."""
-        sizes = sorted({p[0] for p in self.points})
-        at = {r: self._at_row_size(r, footprint, rows) for r in sizes}
-        if row_bytes > sizes[-1]:
-            return at[sizes[-1]] * row_bytes / sizes[-1]
-        return _interp_log(sizes, [at[r] for r in sizes], max(row_bytes, 1.0))
-
-    def _at_row_size(self, row: float, footprint: float, rows: float) -> float:
-        grid: dict[float, list[tuple[float, float]]] = {}
-        for r, f, n, sec in self.points:
-            if r == row:
-                grid.setdefault(f, []).append((n, sec))
-        feet = sorted(grid)
-        per_foot = [_interp_log([n for n, _ in sorted(grid[f])], [sec for _, sec in sorted(grid[f])],
-                                max(rows, 1e-9)) for f in feet]   # rows, or the update's density
-        return _interp_log(feet, per_foot, max(footprint, 1.0))
-
-    def seconds(self, rows: float, row_bytes: float, footprint: float) -> float:
-        """One call moving `rows` rows."""
-        return rows * self.seconds_per_row(row_bytes, footprint, rows) if rows else 0.0
-
-    def bandwidth(self, row_bytes: float, footprint: float, rows: float = 2**14) -> float:
-        """Row bytes per second (what a datasheet-style figure would say)."""
-        return row_bytes / self.seconds_per_row(row_bytes, footprint, rows)
-
-    @classmethod
-    def from_bandwidths(cls, in_cache_bw: float, beyond_bw: float, cache_bytes: float,
-                        line_bytes: int) -> "RowCurve":
-        """A curve from three figures: rows inside a cache of `cache_bytes` move at `in_cache_bw`,
-        rows of a table 8x larger at `beyond_bw` (log-interpolated between), whatever the rows of
-        the call; a row costs at least one `line_bytes` access (a cache line, a GPU sector)."""
-        points = []
-        for row in (line_bytes, 256, 512):
-            moved = max(row, line_bytes)
-            points += [(row, cache_bytes, 1, moved / in_cache_bw), (row, 8 * cache_bytes, 1, moved / beyond_bw)]
-        return cls(tuple(points))
-
-
-@dataclass(frozen=True)
-class RateCurve:
-    """A rate by the size of one call: points (size, rate), log-log interpolated, ends held."""
-
-    points: tuple[tuple[float, float], ...]
-
-    def __post_init__(self):
-        if not self.points or any(not (n > 0 and r > 0) for n, r in self.points):
-            raise ValueError(f"a rate curve needs points of positive (size, rate), got {self.points!r}")
-
-    def at(self, size: float) -> float:
-        pts = sorted(self.points)
-        return _interp_log([n for n, _ in pts], [r for _, r in pts], max(size, 1.0))
-
-    @classmethod
-    def constant(cls, rate: float) -> "RateCurve":
-        return cls(((1.0, rate),))
-
-
-# The kit's calls whose fixed cost a profile states, and how many ops (host torch ops, or device
+# The kit's calls whose fixed cost hardware states, and how many ops (host torch ops, or device
 # kernels) each launches, counted in scratchkit/embedding/optim.py and scratchkit/model.py: a
-# datasheet profile prices a call as ops x its launch cost; `calibrate` times each call where it
+# datasheet's hardware prices a call as ops x its launch cost; `calibrate` times each call where it
 # occurs (scratchkit/calibration/fixed_costs.py) or on tiny inputs (calibration/kit_timings.py).
 CALL_OPS = {
     "forward_stage": 1,       # once per stage of lookups: the stack of the pooled vectors (and, timed
@@ -151,20 +55,20 @@ CALL_OPS = {
 }
 
 
-# calls a profile saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
+# calls hardware saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
 LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "plan_victims_few", "kernel", "device_plan_table",
                          "send_batch", "send_table", "receive_batch", "receive_table"})
 
 
-class OutdatedProfileError(ValueError):
-    """A saved profile from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
+class OutdatedHardwareError(ValueError):
+    """Saved hardware from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
 
 
 TBE_CALLS = ("forward", "backward", "sgd")   # the table-batched calls: one each per step, all tables
 
 
 def calls_from_ops(op_latency: float) -> dict[str, float]:
-    """Each call's fixed cost as its op count times one op latency (datasheet profiles)."""
+    """Each call's fixed cost as its op count times one op latency (datasheet machines)."""
     return {name: ops * op_latency for name, ops in CALL_OPS.items()}
 
 
@@ -174,7 +78,7 @@ def sort_units(n: float) -> float:
 
 
 @dataclass(frozen=True)
-class HardwareProfile:
+class Hardware:
     """Bandwidths in bytes/s, latencies in seconds, rates per second. The host runs the kit's
     Python, NumPy and host torch ops; the device runs the trainers' device-side torch ops (on a
     machine without a GPU it is the same CPU: `device_is_host`)."""
@@ -217,59 +121,59 @@ class HardwareProfile:
     # footprint's place, and a table's lookups) and per distinct row updated by SGD (by row bytes,
     # table bytes and the share of the table's rows updated, in the rows' place); their fixed costs are
     # host_calls' "tbe_forward", "tbe_backward", "tbe_sgd" (+ "tbe_*_table" per table). None: not measured (datasheet
-    # profiles, no compiler): the per-table pricing
+    # machines, no compiler): the per-table pricing
     host_tbe_lookup: RowCurve | None = None
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
     # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
     # slot's urgency counted, plan_loop.cpp's choose_victims), by the scratchpad's slots, once per
-    # table and batch with a victim. None (a profile saved before it was measured): not priced
+    # table and batch with a victim. None (hardware saved before it was measured): not priced
     host_plan_slot_rate: RateCurve | None = None
     # np.partition (a demand cache's victim choice, embedding/victims.py's first_k): int64 keys/s
-    # by the keys of a call. None (a profile saved before it was measured): priced as a NumPy sort
+    # by the keys of a call. None (hardware saved before it was measured): priced as a NumPy sort
     host_numpy_select: RateCurve | None = None
     # the scratchpad's hash map (kernels/hashmap.cu), as scratchpipe-device probes it: probes/s
-    # by the map's slots, in calls of 16k ids. None (a GPU profile; a profile saved before it was
+    # by the map's slots, in calls of 16k ids. None (a GPU server; hardware saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
     # ScratchPipe on a CPU: the cores two busy processes get at once (calibration/co_run.py), 1 to
     # host_cores: where under 2, its host process and Train take turns (costmodel.co_run). None: not
-    # measured (a GPU profile: its host threads are priced alone; a profile saved before it was)
+    # measured (a GPU server: its host threads are priced alone; hardware saved before it was)
     co_run_cores: float | None = None
     # random 64 B lines a second the host's memory system serves one GPU's share of the cores, all
     # of them at once: the cap on host embedding work spread over the cores (costmodel/host_threads.py).
     # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
     host_memory_line_rate: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
-    # library -> its build name): a profile of other builds prices loops this kit no longer runs
+    # library -> its build name): hardware of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
     sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
-    origin: str = field(default="", compare=False)   # where the profile came from (file, date, machine)
+    origin: str = field(default="", compare=False)   # where the hardware came from (file, date, machine)
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "float" and f.name.endswith(("_bw", "_rate")) and not value > 0:
-                raise ValueError(f"profile {self.name!r}: {f.name} must be > 0, got {value}")
+                raise ValueError(f"hardware {self.name!r}: {f.name} must be > 0, got {value}")
             if f.type == "float" and f.name.endswith("_latency") and not value >= 0:
-                raise ValueError(f"profile {self.name!r}: {f.name} must be >= 0, got {value}")
+                raise ValueError(f"hardware {self.name!r}: {f.name} must be >= 0, got {value}")
         if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
-            raise OutdatedProfileError(f"profile {self.name!r}: host_tbe_update is by rows of the call; "
+            raise OutdatedHardwareError(f"hardware {self.name!r}: host_tbe_update is by rows of the call; "
                                        "this kit prices an update by the share of the table it updates")
         if self.co_run_cores is not None and not 1 <= self.co_run_cores <= self.host_cores:
-            raise ValueError(f"profile {self.name!r}: co_run_cores must be 1 to host_cores "
+            raise ValueError(f"hardware {self.name!r}: co_run_cores must be 1 to host_cores "
                              f"({self.host_cores}) or None, got {self.co_run_cores}")
         if self.host_memory_line_rate is not None and not self.host_memory_line_rate > 0:
-            raise ValueError(f"profile {self.name!r}: host_memory_line_rate must be > 0 or None, "
+            raise ValueError(f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, "
                              f"got {self.host_memory_line_rate}")
         if self.host_cores < 1:
-            raise ValueError(f"profile {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
+            raise ValueError(f"hardware {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):
             calls = getattr(self, side)
             missing = [c for c in CALL_OPS if c not in calls]
             if missing or any(not v >= 0 for v in calls.values()):
-                error = OutdatedProfileError if missing and set(missing) <= LATER_CALLS else ValueError
-                raise error(f"profile {self.name!r}: {side} needs a fixed cost >= 0 for each of "
+                error = OutdatedHardwareError if missing and set(missing) <= LATER_CALLS else ValueError
+                raise error(f"hardware {self.name!r}: {side} needs a fixed cost >= 0 for each of "
                                  f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
 
     @property
@@ -295,55 +199,56 @@ class HardwareProfile:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> "HardwareProfile":
+    def from_json(cls, data: dict) -> "Hardware":
         """The inverse of `to_json`. A missing or extra field, or a bad value, raises ValueError."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         if "host_co_run" in data:     # the two sides' slowdown factors, before the cores they get
-            raise OutdatedProfileError("it prices ScratchPipe's two sides by slowdown factors, not by "
+            raise OutdatedHardwareError("it prices ScratchPipe's two sides by slowdown factors, not by "
                                        "the cores they get at once")
         names = {f.name: f for f in fields(cls)}
         missing = [n for n, f in names.items() if n not in data and f.default is f.default_factory is _MISSING]
         unknown = sorted(set(data) - set(names))
         if missing or unknown:
             raise ValueError(f"fields missing: {missing or 'none'}; unknown fields: {unknown or 'none'}")
-        kwargs = {}
-        for name, value in data.items():
-            kind = names[name].type
-            try:
-                if value is None and kind.endswith("| None"):
-                    kwargs[name] = None
-                elif kind.startswith("RowCurve"):
-                    kwargs[name] = RowCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind.startswith("RateCurve"):
-                    kwargs[name] = RateCurve(tuple(tuple(float(x) for x in p) for p in value))
-                elif kind in ("float", "float | None"):
-                    kwargs[name] = float(value)
-                elif kind == "int":
-                    kwargs[name] = int(value)
-                elif kind == "bool":
-                    kwargs[name] = bool(value)
-                elif kind == "dict[str, float]":
-                    kwargs[name] = {str(k): float(v) for k, v in value.items()}
-                elif kind == "dict[str, str]":
-                    kwargs[name] = {str(k): str(v) for k, v in value.items()}
-                else:
-                    kwargs[name] = value
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"field {name!r}: {err}") from None
-        return cls(**kwargs)
+        return cls(**{name: field_from_json(name, value) for name, value in data.items()})
 
 
-_MISSING = fields(HardwareProfile)[0].default   # dataclasses.MISSING, without importing a private name
+def field_from_json(name: str, value):
+    """One field of `Hardware` from its JSON form (`to_json`'s): curves from lists of points,
+    numbers by the field's type. A bad value raises ValueError naming the field."""
+    kind = {f.name: f.type for f in fields(Hardware)}[name]
+    try:
+        if value is None and kind.endswith("| None"):
+            return None
+        if kind.startswith(("RowCurve", "RateCurve")):
+            curve = RowCurve if kind.startswith("RowCurve") else RateCurve
+            return curve(tuple(tuple(float(x) for x in p) for p in value))
+        if kind in ("float", "float | None"):
+            return float(value)
+        if kind == "int":
+            return int(value)
+        if kind == "bool":
+            return bool(value)
+        if kind == "dict[str, float]":
+            return {str(k): float(v) for k, v in value.items()}
+        if kind == "dict[str, str]":
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"field {name!r}: {err}") from None
 
 
-def median_profile(profiles: list[HardwareProfile]) -> HardwareProfile:
+_MISSING = fields(Hardware)[0].default   # dataclasses.MISSING, without importing a private name
+
+
+def median_hardware(machines: list[Hardware]) -> Hardware:
     """Calibrations of the same machine as one: every figure, every curve's every point and every
-    call's cost the median over `profiles` (which must have been measured alike: the same fields,
+    call's cost the median over `machines` (which must have been measured alike: the same fields,
     curves at the same points). The first one's name, sources and origin."""
-    if not profiles:
-        raise ValueError("no profiles to take the median of")
-    forms = [p.to_json() for p in profiles]
+    if not machines:
+        raise ValueError("no machines to take the median of")
+    forms = [p.to_json() for p in machines]
     median = lambda xs: float(np.median(xs))
     out = dict(forms[0])
     for name, value in forms[0].items():
@@ -354,29 +259,29 @@ def median_profile(profiles: list[HardwareProfile]) -> HardwareProfile:
             out[name] = {k: median([v[k] for v in values]) for k in value}
         elif isinstance(value, list) and value and isinstance(value[0], list):
             if any(len(v) != len(value) or [p[:-1] for p in v] != [p[:-1] for p in value] for v in values):
-                raise ValueError(f"{name}: the profiles' curves are not measured at the same points")
+                raise ValueError(f"{name}: the machines' curves are not measured at the same points")
             out[name] = [point[:-1] + [median([v[i][-1] for v in values])] for i, point in enumerate(value)]
-    return HardwareProfile.from_json(out)
+    return Hardware.from_json(out)
 
 
-def save_profile(profile: HardwareProfile, path: Path) -> Path:
-    """Write `profile` as JSON to `path` (folders made), whole or not at all."""
+def save_hardware(hw: Hardware, path: Path) -> Path:
+    """Write `hw` as JSON to `path` (folders made), whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    partial.write_text(json.dumps(hw.to_json(), indent=2) + "\n")
     partial.replace(path)
     return path
 
 
-def load_profile(path: Path) -> HardwareProfile:
-    """A saved profile. Anything wrong with the file is one ValueError line that names it."""
+def load_hardware(path: Path) -> Hardware:
+    """Saved hardware. Anything wrong with the file is one ValueError line that names it."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
-        return HardwareProfile.from_json(data)
-    except OutdatedProfileError as err:
-        raise OutdatedProfileError(f"hardware profile {path} was saved by an earlier scratchkit ({err})") from None
+        return Hardware.from_json(data)
+    except OutdatedHardwareError as err:
+        raise OutdatedHardwareError(f"hardware {path} was saved by an earlier scratchkit ({err})") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
-        raise ValueError(f"hardware profile {path}: cannot be read ({err}); run `scratchkit "
+        raise ValueError(f"hardware {path}: cannot be read ({err}); run `scratchkit "
                          "calibrate` to write it again, or delete it") from None

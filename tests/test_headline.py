@@ -1,0 +1,38 @@
+"""The course's headline (scratchkit/course/headline.py): the projection record as the README's
+and notebook 05's table, each design's samples/s and bound, ScratchPipe's speed over its peers."""
+import json
+from pathlib import Path
+
+from scratchkit.course.headline import DESIGNS, PEERS, PIPELINE, SERVER, headline_markdown, headline_rows
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def made_up_record() -> dict:
+    at = lambda speed, bound, **ratios: {SERVER: {"samples_per_s": speed, "bound_stage": bound, **ratios},
+                                         "v100-pcie3": {"samples_per_s": 1.0, "bound_stage": "elsewhere"}}
+    trainers = {d: at(1000.0 * (i + 1), f"stage{i}") for i, d in enumerate(DESIGNS)}
+    trainers[PIPELINE] = at(123_456.0, "train", **{key: 4.0 + i for i, (_, key) in enumerate(PEERS)})
+    return {"command": "made up", "commit": "abc1234", "date": "today", "machine": "none",
+            "figures": {"wide": trainers}}
+
+
+def test_a_row_per_workload_with_each_design_on_the_server_and_the_pipelines_ratios():
+    head, rows = headline_rows(made_up_record())
+    assert head[0] == "workload" and head[1:1 + len(DESIGNS)] == list(DESIGNS)
+    (row,) = rows
+    assert row[0] == "wide"
+    assert row[1 + DESIGNS.index(PIPELINE)] == "123k, train"           # thousands, the bound named
+    assert row[1] == "1k, stage0"                                       # the first design, not the V100's
+    assert row[1 + len(DESIGNS):] == [f"{4.0 + i:.2f}" for i in range(len(PEERS))]
+
+
+def test_the_markdown_says_where_its_figures_come_from():
+    text = headline_markdown(made_up_record())
+    assert text.count("\n| wide |") == 1 and "`made up`, commit abc1234, today" in text
+
+
+def test_the_readme_shows_the_recorded_headline():
+    record = json.loads((REPO / "results" / "projections.json").read_text())
+    readme = (REPO / "README.md").read_text()
+    assert headline_markdown(record) in readme

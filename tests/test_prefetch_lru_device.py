@@ -1,0 +1,74 @@
+"""`prefetch-lru-device`, the production peer: an LRU cache filled one batch ahead whose lookup,
+victim choice and fill run on the device (as FBGEMM's TBE cache under TorchRec's prefetch
+pipeline). It is scratchpipe-device with look-ahead depth 1 and LRU victims, whatever depth and
+victim policy the config gives: the trainer and the projection's counters both plan with those."""
+from dataclasses import replace
+
+import pytest
+
+from scratchkit.config import CacheParams, VictimPolicy
+from scratchkit.measure.verify import verify
+from scratchkit.projection.costmodel import works_of
+from scratchkit.projection.counters import simulated_counters
+from scratchkit.trainers import PEERS, TRAINERS, TrainerKind, make_trainer, trainer_config
+
+PEER = "prefetch-lru-device"
+
+
+@pytest.fixture
+def config(tiny_config):
+    """The tiny profile with ScratchPipe's own cache (depth 2, furthest next use): a cache small
+    enough to evict, so that the depth and the victim choice change the rows moved."""
+    return tiny_config.replace(cache=CacheParams(load_factor=0.5, depth=2, victim_policy="furthest"))
+
+
+def moved(name, config, steps=12):
+    with make_trainer(name, config, device="cpu") as trainer:
+        return [(r.fetched_rows, r.written_back_rows) for r in trainer.train(steps)]
+
+
+def test_it_is_registered_priced_as_scratchpipe_device_and_is_the_production_peer():
+    spec = TRAINERS[PEER]
+    assert spec.priced_as is TrainerKind.SCRATCHPIPE_DEVICE and spec.load().name == PEER and spec.help
+    assert PEERS == ("hybrid", PEER) and all(peer in TRAINERS for peer in PEERS)   # what "x peer" divides by
+
+
+def test_it_trains_bit_exactly_as_plain_pytorch(config):
+    (result,) = verify(config, [PEER], steps=8, device="cpu", tolerance=0.0)
+    assert result.max_abs_diff == 0.0
+
+
+def test_it_plans_one_batch_ahead_with_lru_victims(config):
+    fixed = config.replace(cache=replace(config.cache, depth=1, victim_policy=VictimPolicy.LRU))
+    assert trainer_config(PEER, config) == fixed and trainer_config("scratchpipe-device", config) == config
+    with make_trainer(PEER, config, device="cpu") as trainer:
+        assert (trainer.depth, trainer.policy) == (1, VictimPolicy.LRU)
+    peer = moved(PEER, config)
+    assert peer == moved("scratchpipe-device", fixed)
+    assert peer != moved("scratchpipe-device", config)     # the depth and the policy matter here
+
+
+def test_the_projection_counts_the_plans_it_makes(config):
+    fixed = config.replace(cache=replace(config.cache, depth=1, victim_policy="lru"))
+    peer = simulated_counters(config, PEER, batches=12)
+    assert peer == simulated_counters(fixed, "scratchpipe-device", batches=12)
+    assert peer != simulated_counters(config, "scratchpipe-device", batches=12)
+    # its Plan looks for no next use (LRU), scratchpipe-device's 4 x (depth + 1) batches ahead
+    mine, pipe = works_of(config, [PEER, "scratchpipe-device"], batches=2)
+    assert (mine.plan_horizon, pipe.plan_horizon) == (0, 12)
+
+
+def test_the_command_line_checks_its_capacity_at_depth_1(capsys):
+    from scratchkit.commands.cli import main
+    from scratchkit.data.synthetic import SyntheticSource
+    from scratchkit.profiles import get_profile
+    from scratchkit.scratchpipe.capacity import minimum_capacities
+
+    source = SyntheticSource(get_profile("tiny").data)
+    two, four = (max(minimum_capacities(source, depth, 0, 8)) for depth in (1, 3))
+    assert two < four             # a capacity between them fits depth 1, not --depth 3
+    args = ["verify", "--profile", "tiny", "--trainers", PEER, "--depth", "3", "--steps", "8"]
+    assert main(args + ["--capacity", str(two), "--json"]) == 0
+    capsys.readouterr()
+    assert main(args + ["--capacity", str(two - 1)]) == 2
+    assert "2 batches in flight (look-ahead depth 1)" in capsys.readouterr().err
