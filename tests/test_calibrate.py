@@ -113,34 +113,40 @@ def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(qu
     assert "measured now" in hw.origin and hw.native_builds == quick_profile.native_builds
 
 
-def test_a_profile_saved_before_the_co_run_slowdown_was_measured_is_measured_afresh(quick_profile, saved_at):
-    """Without the factors a saved profile would price ScratchPipe's two sides as if each ran
-    alone: `this-cpu` measures afresh, and the quick calibration measures them (>= 1, sourced)."""
-    assert quick_profile.host_co_run >= 1 and quick_profile.train_co_run >= 1
-    assert "forked" in quick_profile.sources["host_co_run"]
+def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afresh(quick_profile, saved_at):
+    """Without the figure saved hardware would price ScratchPipe's two sides as if each had a
+    core, and hardware with the earlier slowdown factors prices them by those: `this-cpu` measures
+    afresh, and the quick calibration measures the cores (1 to the machine's, sourced)."""
+    assert 1 <= quick_profile.co_run_cores <= quick_profile.host_cores
+    assert "alone against" in quick_profile.sources["co_run_cores"]
     old = quick_profile.to_json()
-    del old["host_co_run"], old["train_co_run"]
+    del old["co_run_cores"]
     saved_at.write_text(json.dumps(old))
-    with pytest.warns(UserWarning, match="before the kit measured ScratchPipe's co-run slowdown"):
+    with pytest.warns(UserWarning, match="before the kit measured the cores ScratchPipe's two sides get"):
         hw = hardware.get_hardware("this-cpu")
-    assert "measured now" in hw.origin and hw.host_co_run >= 1
+    assert "measured now" in hw.origin and hw.co_run_cores >= 1
+    saved_at.write_text(json.dumps(old | {"host_co_run": 1.5, "train_co_run": 1.2}))
+    with pytest.warns(UserWarning, match="slowdown factors"):
+        hw = hardware.get_hardware("this-cpu")
+    assert "measured now" in hw.origin
 
 
-def test_the_co_run_factors_are_medians_of_forked_over_inline_rounds():
-    """co_run.slowdowns against a run whose figures are known: each round runs inline first,
-    the factors are the medians of the rounds' ratios, and noise below 1 is taken as 1."""
-    figures = iter([(1.0, 2.0), (3.0, 2.0),      # round 1: host 3x, train 1x
-                    (1.0, 2.0), (1.5, 1.0),      # round 2: host 1.5x, train 0.5x (noise)
-                    (2.0, 1.0), (4.0, 1.5)])     # round 3: host 2x, train 1.5x
+def test_the_co_run_cores_are_the_median_of_alone_over_two_at_once():
+    """co_run.cores_at_once against runs whose seconds are known: each round runs one alone first,
+    the figure is the median of the rounds' 2 x alone / at once, and noise beyond 1..cores is cut."""
+    seconds = iter([1.0, 1.0,       # round 1: a core each, 2
+                    1.0, 2.0,       # round 2: turns, 1
+                    1.0, 1.25])     # round 3: 1.6
     calls = []
 
-    def run(forked):
-        calls.append(forked)
-        return next(figures)
-    assert co_run.slowdowns(run, 3) == (2.0, 1.0)
-    assert calls == [False, True] * 3
-    lower = iter([(1.0, 1.0), (0.5, 0.5)])
-    assert co_run.slowdowns(lambda forked: next(lower), 1) == (1.0, 1.0)
+    def run(processes):
+        calls.append(processes)
+        return next(seconds)
+    assert co_run.cores_at_once(run, 3, cores=2) == pytest.approx(1.6)
+    assert calls == [1, 2] * 3
+    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 4.0}[n], 1, cores=2) == 1.0      # under 1: noise
+    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 0.5}[n], 1, cores=2) == 2.0      # over the cores
+    assert co_run.busy(1000) > 0
 
 
 @pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),

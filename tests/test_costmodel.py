@@ -282,26 +282,43 @@ def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     assert p.step_seconds == pytest.approx(max(host, train, (host + train) / 2))
 
 
-def test_on_a_cpu_each_side_of_scratchpipe_is_priced_slower_by_its_co_run_factor():
-    """Validation run n (2026-12-02): ScratchPipe's Plan inside the trainer took 1.5-2x what the
-    calibration, timing it alone, priced. Beside Train each side is priced slower by the factor
-    measured with the two running at once; alone (one core, a GPU server) as it was."""
+def test_on_a_cpu_where_the_two_sides_take_turns_scratchpipe_is_no_faster_than_their_work_added():
+    """The validation on this 2-core VM (results/validate.json, before): ScratchPipe predicted 1.16x
+    and 1.2x gpu-only on criteo-like and embedding-bound, measured 0.71x and 0.84x; its Train took
+    1.5-1.8x the same Train inline, at the same CPU time: the two processes had taken turns on the
+    cores, not slowed each other. Where the run gets P cores at once (co_run_cores), both sides
+    progress at P/2 while both have work: the busier side's step is b + a x (2/P - 1), the other's
+    a x 2/P; at P = 1 the two added up, and no faster than gpu-only, whose step is the same work
+    less the host stages."""
     w = one_table().with_counters(100, 50)
-    cpu = dict(device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
-    alone = project("scratchpipe", w, toy(host_cores=2, **cpu)).stage_seconds
-    beside = project("scratchpipe", w, toy(host_cores=2, host_co_run=2.0, train_co_run=1.25, **cpu)).stage_seconds
-    host = ("plan", "collect", "write_back", "transfer", "insert")
-    assert {s: beside[s] for s in host} == pytest.approx({s: 2.0 * alone[s] for s in host})
-    assert beside["train"] == pytest.approx(1.25 * alone["train"]) and alone["plan"] > 0
-    one_core = toy(host_cores=1, host_co_run=2.0, train_co_run=1.25, **cpu)
-    assert project("scratchpipe", w, one_core).stage_seconds == project("scratchpipe", w, toy(host_cores=1, **cpu)).stage_seconds
-    for name in ("gpu-only", "lru", "scratchpipe-device"):         # no process beside their Train
-        assert project(name, w, toy(host_cores=2, host_co_run=2.0, train_co_run=1.25, **cpu)).stage_seconds == \
-            project(name, w, toy(host_cores=2, **cpu)).stage_seconds
-    gpu = toy(host_cores=16, host_co_run=2.0, train_co_run=1.25)
+    cpu = dict(device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0, host_cores=2)
+    at = lambda cores, trainer="scratchpipe": project(trainer, w, toy(co_run_cores=cores, **cpu), extra={"data": 5e-5})
+    send, receive = (part.seconds(toy(**cpu)) for part in plan_handoff(w))
+    host_stages = ("plan", "collect", "write_back", "transfer", "insert")
+    alone = at(2.0).stage_seconds
+    host = sum(alone[s] for s in host_stages) + 5e-5 + send
+    train = alone["train"] + receive
+    a, b = sorted((host, train))
+    assert at(2.0).step_seconds == pytest.approx(b)                     # a core each
+    assert at(1.0).step_seconds == pytest.approx(a + b)                 # turns: the two added up
+    assert at(1.5).step_seconds == pytest.approx(b + a / 3)             # 2/P - 1 = 1/3
+    assert at(1.0).samples_per_s < at(1.0, "gpu-only").samples_per_s
+    busier, other = ("host process", "train") if host > train else ("train", "host process")
+    assert at(1.0).resource_seconds[busier] == pytest.approx(a + b)
+    assert at(1.0).resource_seconds[other] == pytest.approx(2 * a)    # a x 2/P
+    turns = at(1.0).stage_seconds                                       # each side's stages stretched alike
+    factor = turns["plan"] / alone["plan"]
+    assert factor > 1 and turns["train"] > alone["train"]
+    assert {s: turns[s] for s in host_stages} == pytest.approx({s: factor * alone[s] for s in host_stages})
+    for name in ("gpu-only", "lru", "scratchpipe-device"):              # no process beside their Train
+        assert at(1.0, name).stage_seconds == at(2.0, name).stage_seconds
+    one_core = dict(cpu, host_cores=1)                                   # turns: the shared cores' sum
+    assert project("scratchpipe", w, toy(co_run_cores=1.0, **one_core)).stage_seconds == \
+        project("scratchpipe", w, toy(**one_core)).stage_seconds
+    gpu = toy(host_cores=16, co_run_cores=1.0)                            # a GPU server's threads: alone
     assert project("scratchpipe", w, gpu).stage_seconds == project("scratchpipe", w, toy(host_cores=16)).stage_seconds
-    with pytest.raises(ValueError, match="host_co_run is a slowdown"):
-        toy(host_co_run=0.5)
+    with pytest.raises(ValueError, match="co_run_cores must be 1 to host_cores"):
+        toy(host_cores=2, co_run_cores=3.0)
 
 
 def test_the_plan_handoff_counts_the_bytes_the_ring_carries():

@@ -107,6 +107,19 @@ def test_on_this_cpu_hybrid_is_priced_at_the_runs_threads():
     assert at(16).samples_per_s == pytest.approx(at(4).samples_per_s)       # no more than its cores
 
 
+def test_on_this_cpu_hybrid_gets_no_more_threads_than_the_cores_the_run_gets_at_once():
+    """On a shared 2-core VM two processes got about one core at once (co_run_cores), and
+    hybrid's loops on 2 threads ran no faster than gpu-only's on 1 (the validation, embedding-bound):
+    its threads are priced no further than that figure."""
+    from tests.test_costmodel import toy
+
+    work = replace(wide(tables=2), host_threads=4)
+    at = lambda cores: project("hybrid", work, toy(device_is_host=True, host_cores=4, co_run_cores=cores))
+    assert at(1.0).step_seconds == pytest.approx(project("hybrid", replace(work, host_threads=1),
+                                                         toy(device_is_host=True, host_cores=4)).step_seconds)
+    assert at(1.0).step_seconds > at(2.0).step_seconds > at(4.0).step_seconds
+
+
 def test_hybrid_now_differs_between_the_servers_and_says_what_bounds_it():
     work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
     projected = {name: project("hybrid", work, get_hardware(name)) for name in SERVERS}

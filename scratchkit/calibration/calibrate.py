@@ -23,8 +23,8 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
     host_tbe_*              the table-batched C++ lookup, backward and SGD (tbe_timings.py)
     device_map_probe_rate   (no GPU) the kernels' hash map probed as scratchpipe-device's Plan
                             does, by the map's slots (plan_timings.py)
-    host_co_run/train_co_run  ScratchPipe's host stages and Train beside each other: the same run
-                            forked against inline (co_run.py)
+    co_run_cores            the cores two busy processes get at once (ScratchPipe's host process
+                            and Train on a CPU run): one alone against two at once (co_run.py)
 
 Times on the CPU are the calling thread's CPU time, the median of several runs, each after a
 flush and on fresh inputs (kit_timings.py says why).
@@ -45,7 +45,7 @@ import torch
 
 from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
-from scratchkit.calibration.co_run import co_run_slowdowns
+from scratchkit.calibration.co_run import co_run_cores
 from scratchkit.costmodel.hardware import MB, Hardware, RowCurve
 from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, Bench,
                                             activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
@@ -143,8 +143,8 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     (calls["plan_table"], calls["plan_batch"], calls["plan_victims"], calls["plan_table_few"],
      calls["plan_victims_few"]) = plan_call_seconds(bench, host)
     calls |= handoff_call_seconds(bench, host["host_stream_bw"])
-    say("ScratchPipe's two sides beside each other: its host stages forked against inline")
-    host["host_co_run"], host["train_co_run"], co_run_source = co_run_slowdowns(quick)
+    say("the cores two processes get at once (ScratchPipe's two sides on a CPU run)")
+    host["co_run_cores"], co_run_source = co_run_cores(quick)
     host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
              "host_cores": os.cpu_count() or 1}
     rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
@@ -166,7 +166,7 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
         "host_plan_lookup_rate": plan_source, "host_plan_id_rate": plan_source,
         "host_plan_miss_rate": plan_source, "host_plan_slot_rate": slot_source,
         "host_cores": "os.cpu_count()",
-        "host_co_run": co_run_source, "train_co_run": co_run_source,
+        "co_run_cores": co_run_source,
     }
     if "host_tbe_lookup" in host:
         tbe = f"over 8 tables at {TBE_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"

@@ -169,10 +169,9 @@ def describe_hardware(hw: Hardware) -> str:
     lines_per_s = hw.host_memory_line_rate
     at = "not stated: priced on cores" if lines_per_s is None else f"M lines/s: {lines_per_s / 1e6:,.0f}"
     lines.append(f"  {'host_memory_line_rate':22s} {at}  {src('host_memory_line_rate')}")
-    for name in ("host_co_run", "train_co_run"):
-        value = getattr(hw, name)
-        at = "not measured: priced alone" if value is None else f"x{value:.2f} beside the other side"
-        lines.append(f"  {name:22s} {at:>14s}  {src(name)}")
+    cores = hw.co_run_cores
+    at = "not measured: each side priced alone" if cores is None else f"{cores:.2f} cores at once"
+    lines.append(f"  {'co_run_cores':22s} {at:>14s}  {src('co_run_cores')}")
     builds = ", ".join(hw.native_builds.values()) or "none recorded (a GPU server, or no compiler)"
     lines.append(f"  {'native_builds':22s} {builds}  (the C++ loops the curves were measured with)")
     return "\n".join(line for line in lines if line)

@@ -136,11 +136,10 @@ class Hardware:
     # by the map's slots, in calls of 16k ids. None (a GPU server; hardware saved before it was
     # measured): priced as a random read of one bucket per probe (device_gather)
     device_map_probe_rate: RateCurve | None = None
-    # ScratchPipe on a CPU: how much slower its host stages (forked) and its Train run beside each
-    # other than each alone (calibration/co_run.py), factors >= 1 on every stage of the side. None: not
+    # ScratchPipe on a CPU: the cores two busy processes get at once (calibration/co_run.py), 1 to
+    # host_cores: where under 2, its host process and Train take turns (costmodel.co_run). None: not
     # measured (a GPU server: its host threads are priced alone; hardware saved before it was)
-    host_co_run: float | None = None
-    train_co_run: float | None = None
+    co_run_cores: float | None = None
     # random 64 B lines a second the host's memory system serves one GPU's share of the cores, all
     # of them at once: the cap on host embedding work spread over the cores (costmodel/host_threads.py).
     # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
@@ -161,10 +160,9 @@ class Hardware:
         if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
             raise OutdatedHardwareError(f"hardware {self.name!r}: host_tbe_update is by rows of the call; "
                                        "this kit prices an update by the share of the table it updates")
-        for name in ("host_co_run", "train_co_run"):
-            value = getattr(self, name)
-            if value is not None and not value >= 1:
-                raise ValueError(f"hardware {self.name!r}: {name} is a slowdown, >= 1 or None, got {value}")
+        if self.co_run_cores is not None and not 1 <= self.co_run_cores <= self.host_cores:
+            raise ValueError(f"hardware {self.name!r}: co_run_cores must be 1 to host_cores "
+                             f"({self.host_cores}) or None, got {self.co_run_cores}")
         if self.host_memory_line_rate is not None and not self.host_memory_line_rate > 0:
             raise ValueError(f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, "
                              f"got {self.host_memory_line_rate}")
@@ -205,6 +203,9 @@ class Hardware:
         """The inverse of `to_json`. A missing or extra field, or a bad value, raises ValueError."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if "host_co_run" in data:     # the two sides' slowdown factors, before the cores they get
+            raise OutdatedHardwareError("it prices ScratchPipe's two sides by slowdown factors, not by "
+                                       "the cores they get at once")
         names = {f.name: f for f in fields(cls)}
         missing = [n for n, f in names.items() if n not in data and f.default is f.default_factory is _MISSING]
         unknown = sorted(set(data) - set(names))

@@ -14,7 +14,7 @@ core (`Work.host_seconds`) takes, on `threads` threads,
 
 `threads`: on a GPU server, its `host_cores` (one GPU's share of the server's cores, as production
 hybrids use them); on this CPU (`device_is_host`), the run's threads (`StepWork.host_threads`),
-at most its cores. The second term is the cap: however many cores, the host's memory system serves
+at most the cores the run gets at once (`co_run_cores`, calibration/co_run.py; else its cores). The second term is the cap: however many cores, the host's memory system serves
 only so many random 64 B lines a second (`Hardware.host_memory_line_rate`: a server's
 figure is its channels per GPU x a channel's random-line rate, servers.py; None where not
 known, as for a calibrated CPU: no cap). A step's DRAM lines, per table (`memory_lines`):
@@ -41,10 +41,11 @@ MIN_ROWS = 256      # fewest rows a thread's run of the SGD update takes (table_
 HOST_MEMORY = "host memory"   # the name of the cap when it binds
 
 
-def host_threads(w: StepWork, hw: Hardware) -> int:
-    """The threads the host's embedding work is priced on (see the module note)."""
+def host_threads(w: StepWork, hw: Hardware) -> float:
+    """The threads the host's embedding work is priced on (see the module note): on this CPU as
+    many as run at once, where the machine's neighbours leave fewer cores than it has."""
     if hw.device_is_host:
-        return max(1, min(w.host_threads or 1, hw.host_cores))
+        return max(1.0, min(w.host_threads or 1, hw.host_cores, hw.co_run_cores or hw.host_cores))
     return hw.host_cores
 
 

@@ -109,8 +109,9 @@ class BoundRow:
 
 
 @dataclass(frozen=True)
-class StageRow:
-    """One stage of one trainer: medians over the rounds, measured and predicted, and its spread."""
+class StageTimes:
+    """One stage (or `step`) of one trainer on one profile: measured and predicted seconds per
+    step. What a validation's rows share (validate.ValidationRow, StageRow)."""
 
     profile: str
     trainer: str
@@ -119,6 +120,12 @@ class StageRow:
     predicted_s: float | None    # None: not modelled (data)
     share: float                 # of the measured step
     error: float | None          # predicted / measured - 1
+
+
+@dataclass(frozen=True)
+class StageRow(StageTimes):
+    """One stage of one trainer: medians over the rounds, measured and predicted, and its spread."""
+
     spread: float                # of the stage's per-round measured seconds
     bound: float | None          # None: no bound applies (under 10% of the step, or not modelled)
     bound_from: BoundFrom | None

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, check
+from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, StageTimes, check
 from scratchkit.projection.costmodel import project
 from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hardware import median_hardware
@@ -30,16 +30,9 @@ AGAIN = " (again)"        # the label of a trainer's second run beside the other
 
 
 @dataclass(frozen=True)
-class ValidationRow:
-    """One trainer's stage (or `step`) on one profile: measured and predicted seconds per step."""
+class ValidationRow(StageTimes):
+    """One trainer's stage (or `step`) on one profile, against the absolute bounds."""
 
-    profile: str
-    trainer: str
-    stage: str
-    measured_s: float
-    predicted_s: float | None     # None: not modelled (data)
-    share: float                  # of the measured step
-    error: float | None           # predicted / measured - 1
     bounded: bool                 # whether a bound applies: the step, or a stage over 10% of it
     within: bool | None           # inside its bound (None where none applies)
 

@@ -28,8 +28,10 @@ No overlap is assumed inside a stage. Across stages (`project`):
   larger of the two, or their sum over the cores when there are fewer cores than the two; each
   side also spends the hand-off of every plan (`stages.plan_handoff`: pickled into a ring of
   shared memory, its skeleton down a pipe), which no stage's clock counts.
-  On a CPU run with two cores or more, each side's stages are priced slower by the factor the
-  calibration measured with the two beside each other (`co_run`, calibration/co_run.py).
+  On a CPU run with two cores or more, the two sides get the cores the calibration measured two
+  processes getting at once (`co_run_cores`, calibration/co_run.py: 2 where each has one, 1 where
+  they take turns); where that is under two, they take turns for part of the step, and `co_run`
+  stretches each side's stages by the turns the other side's work takes from it.
   `bound_stage` names the largest stage within the busiest resource.
 - `scratchpipe-device` (Plan and the row moves on the device, costmodel/device_stages.py) is a pipeline of
   threads too, but its stages are the device's kernels, each thread's on a stream of its own. On
@@ -93,10 +95,8 @@ def plan_cores(work: StepWork, hw: Hardware) -> int:
 def _stage_seconds(trainer: str, work: StepWork, hw: Hardware) -> dict[str, float]:
     if priced_as(trainer) is TrainerKind.HYBRID:
         return hybrid_stage_seconds(stage_work(trainer, work, hw), work, hw)[0]
-    host_planned = priced_as(trainer) is TrainerKind.SCRATCHPIPE
-    planners = plan_cores(work, hw) if host_planned else 1
-    stages = {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
-    return co_run(stages, hw) if host_planned else stages
+    planners = plan_cores(work, hw) if priced_as(trainer) is TrainerKind.SCRATCHPIPE else 1
+    return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
 
 
 def _hybrid(work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: float
@@ -114,15 +114,29 @@ def _hybrid(work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: flo
     return step, bound, resources
 
 
-def co_run(stages: dict[str, float], hw: Hardware) -> dict[str, float]:
-    """ScratchPipe's stages on a CPU run, where its host process and Train run at once on cores
-    of their own: each side slower by the factor its calibration measured beside the other
-    (calibration/co_run.py). With one core they take turns (the "shared cores" resource), and on a GPU
-    server the host's threads are priced alone: the stages as they are."""
+def co_run(stages: dict[str, float], work: StepWork, hw: Hardware, extra_s: float = 0.0
+           ) -> tuple[float, float]:
+    """ScratchPipe on a CPU run with two cores or more: the factors by which (its host process's,
+    Train's) priced seconds a step grow beside each other, where the run gets P = hw.co_run_cores
+    cores at once (calibration/co_run.py). While both sides have work each runs at P/2 of a core:
+    with `a` the less busy side's seconds a step alone and `b` the busier's, the first takes
+    a x 2/P and the second b + a x (2/P - 1), its own work and the turns it gave the other's.
+    P >= 2: each has a core (1, 1); P = 1: they take turns, the busier side's step is a + b.
+    `extra_s`, the host process's measured seconds (the batch's reading), is work of its side but
+    stays as measured: the side's turns land on its priced stages. With one core, or on a GPU
+    server (the host's threads priced alone, the device's kernels Train's), (1, 1): the "shared
+    cores" resource adds the one core's turns up (`project`)."""
     if not hw.device_is_host or hw.host_cores < 2:
-        return stages
-    slower = {s: hw.host_co_run or 1.0 for s in HOST_PROCESS_STAGES} | {"train": hw.train_co_run or 1.0}
-    return {s: seconds * slower.get(s, 1.0) for s, seconds in stages.items()}
+        return 1.0, 1.0
+    turns = 2.0 / min(max(hw.co_run_cores or hw.host_cores, 1.0), 2.0) - 1.0   # 0 .. 1
+    send, receive = (part.seconds(hw) for part in plan_handoff(work))
+    host = sum(stages[s] for s in HOST_PROCESS_STAGES) + send
+    train = stages["train"] + receive
+    if min(host, train) <= 0:
+        return 1.0, 1.0
+    a, b = sorted((host + extra_s, train))
+    beside = lambda side: b + a * turns if side == b else a * (1.0 + turns)
+    return (beside(host + extra_s) - extra_s) / host, beside(train) / train
 
 
 def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] | None = None) -> Projection:
@@ -131,6 +145,9 @@ def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] 
     stages = _stage_seconds(trainer, work, hw)
     kind = priced_as(trainer)            # how its registry entry says it is priced
     extra_s = sum((extra or {}).values())
+    beside = co_run(stages, work, hw, extra_s) if kind is TrainerKind.SCRATCHPIPE else (1.0, 1.0)
+    stages = {s: v * (beside[1] if s == "train" else beside[0] if s in HOST_PROCESS_STAGES else 1.0)
+              for s, v in stages.items()}
     made = lambda step, bound, pipelined, resources: Projection(
         trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined, resources)
     if kind is TrainerKind.PREFETCH_LRU and not hw.device_is_host:
@@ -148,19 +165,22 @@ def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] 
     if not kind.pipelined or (kind is TrainerKind.SCRATCHPIPE_DEVICE and hw.device_is_host):
         step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})
-    groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s)
+    groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s, beside)
     bound = max(resources, key=resources.get)
     return made(resources[bound], max(groups[bound], key=stages.get), True, resources)
 
 
 def _pipeline_resources(trainer: str, work: StepWork, hw: Hardware, stages: dict[str, float],
-                        extra_s: float) -> tuple[dict[str, list[str]], dict[str, float]]:
-    """ScratchPipe's resources and their busy time per step (the module note)."""
+                        extra_s: float, beside: tuple[float, float] = (1.0, 1.0)
+                        ) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """ScratchPipe's resources and their busy time per step (the module note); `beside`: each
+    side's stretch beside the other (`co_run`), already in `stages`, applied to the hand-off."""
     if hw.device_is_host:
         host = list(HOST_PROCESS_STAGES)
         send, receive = (part.seconds(hw) for part in plan_handoff(work))   # on no stage's clock
-        busy = sum(stages[s] for s in host) + extra_s + send   # the host process reads the batches too
-        train = stages["train"] + receive
+        # the host process reads the batches too (`extra_s`: measured there, beside Train already)
+        busy = sum(stages[s] for s in host) + extra_s + send * beside[0]
+        train = stages["train"] + receive * beside[1]
         groups = {"host process": host, "train": ["train"], "shared cores": list(stages)}
         return groups, {"host process": busy, "train": train, "shared cores": (busy + train) / hw.host_cores}
     parts = stage_work(trainer, work, hw)

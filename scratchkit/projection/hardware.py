@@ -84,9 +84,9 @@ def _saved(path: Path, mtime_ns: int) -> Hardware:
 
     hw = load_hardware(path)
     changed = changed_loops(hw)      # checked once per file, here: the sources hash on each check
-    if hw.host_co_run is None:
-        raise OutdatedHardwareError(f"hardware {path} was saved before the kit measured ScratchPipe's "
-                                   "co-run slowdown")
+    if hw.co_run_cores is None:
+        raise OutdatedHardwareError(f"hardware {path} was saved before the kit measured the cores "
+                                    "ScratchPipe's two sides get at once")
     if changed:
         raise OutdatedHardwareError(f"hardware {path} was measured with other builds of the kit's "
                                    f"C++ loops ({', '.join(changed)})")
