@@ -36,6 +36,7 @@ lab: install
 
 test: install
 	$(VENV)/bin/ruff check .   # lint: errors and likely bugs ([tool.ruff.lint] in pyproject.toml)
+	$(VENV)/bin/ruff format --check .   # the code's layout: `ruff format .` writes it
 	$(VENV)/bin/python -m pytest -q -rs   # -rs: every skip and why (no GPU, no chromium) in the summary
 
 bench: install

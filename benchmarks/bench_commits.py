@@ -10,6 +10,7 @@ each revision, in alternating order, in a fresh process. Per trainer it reports 
 the median of the rounds' ratios and their spread (max / min of the ratios, less 1): a ratio
 within its spread is no change this machine can resolve. Run it on a quiet machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,19 @@ def checkout(rev: str, into: Path) -> Path:
 
 def bench(tree: Path, args) -> dict[str, float]:
     """samples/s of each trainer: `scratchkit bench --json` run from `tree`, in a fresh process."""
-    command = [sys.executable, "-m", "scratchkit.commands.cli", "bench", "--profile", args.profile,
-               "--trainers", args.trainers, "--steps", str(args.steps), "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "scratchkit.commands.cli",
+        "bench",
+        "--profile",
+        args.profile,
+        "--trainers",
+        args.trainers,
+        "--steps",
+        str(args.steps),
+        "--json",
+    ]
     env = os.environ | {"PYTHONPATH": str(tree)}
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -49,10 +61,13 @@ def compare(before: list[dict], after: list[dict]) -> dict[str, dict]:
     out = {}
     for trainer in before[0]:
         ratios = [a[trainer] / b[trainer] for b, a in zip(before, after)]
-        out[trainer] = {"before": statistics.median(b[trainer] for b in before),
-                        "after": statistics.median(a[trainer] for a in after),
-                        "ratio": statistics.median(ratios), "spread": max(ratios) / min(ratios) - 1,
-                        "rounds": " ".join(f"{r:.3f}" for r in ratios)}
+        out[trainer] = {
+            "before": statistics.median(b[trainer] for b in before),
+            "after": statistics.median(a[trainer] for a in after),
+            "ratio": statistics.median(ratios),
+            "spread": max(ratios) / min(ratios) - 1,
+            "rounds": " ".join(f"{r:.3f}" for r in ratios),
+        }
         out[trainer]["within"] = abs(out[trainer]["ratio"] - 1) <= out[trainer]["spread"]
     return out
 
@@ -73,7 +88,7 @@ def main(argv=None) -> None:
         try:
             for side, rev in (("before", args.before), ("after", args.after)):
                 trees[side] = checkout(rev, Path(tmp) / side)
-            for tree in trees.values():          # warm-up: builds the loops, fills the caches
+            for tree in trees.values():  # warm-up: builds the loops, fills the caches
                 bench(tree, args)
             runs = {"before": [], "after": []}
             for k in range(args.rounds):
@@ -87,10 +102,12 @@ def main(argv=None) -> None:
     rows = compare(runs["before"], runs["after"])
     print(f"{'trainer':20s} {'before':>10s} {'after':>10s} {'after/before':>12s} {'spread':>7s}  rounds")
     for trainer, r in rows.items():
-        print(f"{trainer:20s} {r['before']:10,.0f} {r['after']:10,.0f} {r['ratio']:12.3f} "
-              f"{100 * r['spread']:6.1f}%  {r['rounds']}{'' if r['within'] else '  (beyond its spread)'}")
-    record.keep(args.record, {"before": args.before, "after": args.after, "profile": args.profile,
-                              "steps": args.steps, "rounds": args.rounds, "trainers": rows})
+        print(
+            f"{trainer:20s} {r['before']:10,.0f} {r['after']:10,.0f} {r['ratio']:12.3f} "
+            f"{100 * r['spread']:6.1f}%  {r['rounds']}{'' if r['within'] else '  (beyond its spread)'}"
+        )
+    figures = {"before": args.before, "after": args.after, "profile": args.profile, "steps": args.steps}
+    record.keep(args.record, figures | {"rounds": args.rounds, "trainers": rows})
 
 
 if __name__ == "__main__":

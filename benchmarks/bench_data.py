@@ -6,6 +6,7 @@ For each profile: batches/s of `SyntheticSource.batch(i)` alone, and steps/s of 
 trainer (which makes its batches inside its step), measured side by side in one run. The ratio
 generator/trainer says how many times faster than training the data comes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ def batches_per_second(source, count: int) -> float:
 
 def steps_per_second(config, count: int) -> float:
     with make_trainer("gpu-only", config) as trainer:
-        list(trainer.train(3))                    # warm-up
+        list(trainer.train(3))  # warm-up
         start = time.perf_counter()
         list(trainer.train(count))
         return count / (time.perf_counter() - start)
@@ -45,8 +46,7 @@ def main(argv=None) -> None:
         generator = batches_per_second(SyntheticSource(config.data), count)
         trainer = steps_per_second(config, count)
         print(f"{name:12s} {generator:20,.0f} {trainer:17,.0f} {generator / trainer:6.1f}")
-        figures[name] = {"generator batches/s": generator, "gpu-only steps/s": trainer,
-                         "ratio": generator / trainer}
+        figures[name] = {"generator batches/s": generator, "gpu-only steps/s": trainer, "ratio": generator / trainer}
     record.keep(args.record, {"batches": count, "profiles": figures})
 
 

@@ -19,6 +19,7 @@ all-gather, processes taking turns), not what N machines would do. The cost mode
     python benchmarks/bench_distributed.py --rounds 3 --steps 40    # the figures in docs/distributed.md
     python benchmarks/bench_distributed.py --projection             # the cost model's, 1 to 128 GPUs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,17 +36,50 @@ from scratchkit.profiles import get_profile
 
 
 def one_process(args, trainers: str) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-m", "scratchkit.commands.cli", "bench", "--profile", args.profile,
-                           "--trainers", trainers, "--steps", str(args.steps), "--warmup", str(args.warmup),
-                           "--json"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scratchkit.commands.cli",
+            "bench",
+            "--profile",
+            args.profile,
+            "--trainers",
+            trainers,
+            "--steps",
+            str(args.steps),
+            "--warmup",
+            str(args.warmup),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {r["trainer"]: r["samples_per_s"] for r in json.loads(done.stdout)}
 
 
 def sharded(args, trainers: str, ranks: int) -> dict[str, float]:
     batch = get_profile(args.profile).data.batch_size * (1 if args.strong else ranks)
-    result = launch(["bench", "--profile", args.profile, "--trainers", trainers, "--steps", str(args.steps),
-                     "--warmup", str(args.warmup), "--batch-size", str(batch), "--sharding", args.sharding,
-                     "--json"], ranks)
+    result = launch(
+        [
+            "bench",
+            "--profile",
+            args.profile,
+            "--trainers",
+            trainers,
+            "--steps",
+            str(args.steps),
+            "--warmup",
+            str(args.warmup),
+            "--batch-size",
+            str(batch),
+            "--sharding",
+            args.sharding,
+            "--json",
+        ],
+        ranks,
+    )
     if result.returncode:
         raise SystemExit(f"{ranks} ranks failed: {result.failure}")
     return {r["trainer"]: r["samples_per_s"] for r in json.loads(result.output)}
@@ -56,17 +90,23 @@ def projection(args) -> None:
     and TorchRec's traffic, 1 to 128 GPUs (8 per server)."""
     config = get_profile(args.profile)
     links = Links()
-    print(f"profile {args.profile}, batch {config.data.batch_size} per GPU; {links.gpus_per_server} GPUs a "
-          f"server, NVLink {links.nvlink_bw / 1e9:.0f} GB/s, NIC {links.nic_bw / 1e9:.0f} GB/s per GPU")
-    print(f"{'trainer':12s} {'sharding':8s} {'GPUs':>5s} {'servers':>7s} {'compute ms':>10s} {'kit ms':>8s} "
-          f"{'kit samples/s':>14s} {'KiB sent':>9s} {'TorchRec ms':>11s} {'TorchRec KiB':>12s}")
+    print(
+        f"profile {args.profile}, batch {config.data.batch_size} per GPU; {links.gpus_per_server} GPUs a "
+        f"server, NVLink {links.nvlink_bw / 1e9:.0f} GB/s, NIC {links.nic_bw / 1e9:.0f} GB/s per GPU"
+    )
+    print(
+        f"{'trainer':12s} {'sharding':8s} {'GPUs':>5s} {'servers':>7s} {'compute ms':>10s} {'kit ms':>8s} "
+        f"{'kit samples/s':>14s} {'KiB sent':>9s} {'TorchRec ms':>11s} {'TorchRec KiB':>12s}"
+    )
     for trainer in args.trainers.split(","):
         kit = scaling(config, trainer, links=links)
         torchrec = scaling(config, trainer, links=links, torchrec=True)
         for k, t in zip(kit, torchrec):
-            print(f"{trainer:12s} {k.sharding:8s} {k.gpus:5d} {k.servers:7d} {1e3 * k.compute_seconds:10.3f} "
-                  f"{1e3 * k.step_seconds:8.3f} {k.samples_per_s:14,.0f} {sum(k.sent_bytes.values()) / 1024:9,.0f} "
-                  f"{1e3 * t.step_seconds:11.3f} {sum(t.sent_bytes.values()) / 1024:12,.0f}")
+            print(
+                f"{trainer:12s} {k.sharding:8s} {k.gpus:5d} {k.servers:7d} {1e3 * k.compute_seconds:10.3f} "
+                f"{1e3 * k.step_seconds:8.3f} {k.samples_per_s:14,.0f} {sum(k.sent_bytes.values()) / 1024:9,.0f} "
+                f"{1e3 * t.step_seconds:11.3f} {sum(t.sent_bytes.values()) / 1024:12,.0f}"
+            )
 
 
 def main(argv=None) -> int:
@@ -98,14 +138,19 @@ def main(argv=None) -> int:
     figures = {c: {t: [] for t in trainers} for c in cases}
     for _ in range(args.rounds):
         for case in cases:
-            got = (one_process(args, args.trainers) if case == "1 process"
-                   else sharded(args, args.trainers, int(case.split()[0])))
+            got = (
+                one_process(args, args.trainers)
+                if case == "1 process"
+                else sharded(args, args.trainers, int(case.split()[0]))
+            )
             for t in trainers:
                 figures[case][t].append(got[t])
     base = f"{worlds[0]} ranks"
     scaling = "strong: global batch B" if args.strong else "weak: B per rank, N*B global"
-    print(f"profile {args.profile}, {args.sharding}-wise, {scaling}; {args.steps} timed steps x "
-          f"{args.rounds} round(s); this machine: {os.cpu_count()} cores (shared)")
+    print(
+        f"profile {args.profile}, {args.sharding}-wise, {scaling}; {args.steps} timed steps x "
+        f"{args.rounds} round(s); this machine: {os.cpu_count()} cores (shared)"
+    )
     print("case         " + "".join(f"{t + ' samples/s':>24s}{'/' + base:>10s}" for t in trainers))
     table = {}
     for case in cases:
@@ -118,12 +163,32 @@ def main(argv=None) -> int:
         print(f"{case:12s} {cells}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"profile": args.profile, "sharding": args.sharding, "strong": args.strong,
-                       "steps": args.steps, "rounds": args.rounds, "cores": os.cpu_count(),
-                       "figures": table, "raw": figures}, out, indent=1)
-    record.keep(args.record, {"profile": args.profile, "sharding": args.sharding, "scaling": scaling,
-                              "steps": args.steps, "rounds": args.rounds, "cores": os.cpu_count(),
-                              "samples/s (median) and ratio to " + base: table})
+            json.dump(
+                {
+                    "profile": args.profile,
+                    "sharding": args.sharding,
+                    "strong": args.strong,
+                    "steps": args.steps,
+                    "rounds": args.rounds,
+                    "cores": os.cpu_count(),
+                    "figures": table,
+                    "raw": figures,
+                },
+                out,
+                indent=1,
+            )
+    record.keep(
+        args.record,
+        {
+            "profile": args.profile,
+            "sharding": args.sharding,
+            "scaling": scaling,
+            "steps": args.steps,
+            "rounds": args.rounds,
+            "cores": os.cpu_count(),
+            "samples/s (median) and ratio to " + base: table,
+        },
+    )
     return 0
 
 

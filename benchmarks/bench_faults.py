@@ -19,6 +19,7 @@
 
 It prints a table per part and exits 1 if any case was not exact (or, for saves, left anything).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,15 @@ from scratchkit.config import OptimizerKind
 from scratchkit.measure.faults import Campaign, FaultKind, Snapshots, default_cases
 from scratchkit.measure.killed_saves import kill_saves
 from scratchkit.measure.record import RunRecord, add_record_option
-from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, all_cases, case_config,
-                                            prefetch_capacity_case, run_case)
+from scratchkit.measure.step_faults import (
+    INSIDE_UPDATE,
+    SPOILERS,
+    STEPS,
+    all_cases,
+    case_config,
+    prefetch_capacity_case,
+    run_case,
+)
 
 
 def progress(n: int, total: int) -> None:
@@ -61,16 +69,22 @@ def scratchpipe_part(args) -> tuple[dict, bool]:
         elif not result.exact:
             print(f"NOT EXACT: {result}", flush=True)
         progress(n, len(cases))
-    print(f"scratchpipe: profile {args.profile}, {args.steps} batches a case, capacity "
-          f"{campaign.base.cache.capacity} (the smallest for depth {campaign.base.cache.depth})")
-    print(f"{'fault':<14}{'cases':>7}{'exact':>7}{'lost rows':>11}{'stopped early':>15}"
-          f"{'finished batches (min-median-max)':>36}{'checkpoints':>13}")
+    print(
+        f"scratchpipe: profile {args.profile}, {args.steps} batches a case, capacity "
+        f"{campaign.base.cache.capacity} (the smallest for depth {campaign.base.cache.depth})"
+    )
+    print(
+        f"{'fault':<14}{'cases':>7}{'exact':>7}{'lost rows':>11}{'stopped early':>15}"
+        f"{'finished batches (min-median-max)':>36}{'checkpoints':>13}"
+    )
     figures = {}
     for kind, t in tally.items():
         done = sorted(landed[kind])
         spread = f"{done[0]}-{done[len(done) // 2]}-{done[-1]}"
-        print(f"{kind.value:<14}{t['run']:>7}{t['exact']:>7}{t['lost rows']:>11}"
-              f"{t['stopped early']:>15}{spread:>36}{t['checkpoints']:>13}")
+        print(
+            f"{kind.value:<14}{t['run']:>7}{t['exact']:>7}{t['lost rows']:>11}"
+            f"{t['stopped early']:>15}{spread:>36}{t['checkpoints']:>13}"
+        )
         figures[kind.value] = dict(t) | {"finished_batches_min_median_max": spread}
     return figures, all(t["exact"] == t["run"] for t in tally.values())
 
@@ -81,14 +95,23 @@ def steps_part(args) -> tuple[dict, bool]:
     tally: dict[str, Counter] = defaultdict(Counter)
     for n, case in enumerate(cases, 1):
         result = run_case(case, snapshots[case.optimizer])
-        kind = ("spoiled batch" if case.fault in SPOILERS
-                else "torn update" if case.fault in INSIDE_UPDATE else "planted failure")
+        kind = (
+            "spoiled batch"
+            if case.fault in SPOILERS
+            else "torn update"
+            if case.fault in INSIDE_UPDATE
+            else "planted failure"
+        )
         torn = kind == "torn update"
-        right = (result.error == SPOILERS[case.fault][1] if case.fault in SPOILERS
-                 else result.error != "" and result.one_line)
+        right = (
+            result.error == SPOILERS[case.fault][1]
+            if case.fault in SPOILERS
+            else result.error != "" and result.one_line
+        )
         # a torn update must stop the trainer with the tables intact; the others must go on exactly
-        ok = right and (bool(result.refused_after) and result.lost_rows == 0 if torn
-                        else not result.refused_after and result.exact)
+        ok = right and (
+            bool(result.refused_after) and result.lost_rows == 0 if torn else not result.refused_after and result.exact
+        )
         t = tally[case.trainer]
         t["cases"] += 1
         t["ok"] += ok
@@ -96,12 +119,13 @@ def steps_part(args) -> tuple[dict, bool]:
         if not ok:
             print(f"NOT OK: {result}", flush=True)
         progress(n, len(cases))
-    print(f"steps: profile tiny, {STEPS} batches a case, the fault at batch 3, "
-          f"{len(OptimizerKind)} optimizers")
+    print(f"steps: profile tiny, {STEPS} batches a case, the fault at batch 3, {len(OptimizerKind)} optimizers")
     print(f"{'trainer':<20}{'cases':>7}{'ok':>6}{'spoiled batch':>15}{'planted failure':>17}{'torn update':>13}")
     for trainer, t in tally.items():
-        print(f"{trainer:<20}{t['cases']:>7}{t['ok']:>6}{t['spoiled batch']:>15}"
-              f"{t['planted failure']:>17}{t['torn update']:>13}")
+        print(
+            f"{trainer:<20}{t['cases']:>7}{t['ok']:>6}{t['spoiled batch']:>15}"
+            f"{t['planted failure']:>17}{t['torn update']:>13}"
+        )
     return {k: dict(t) for k, t in tally.items()}, all(t["ok"] == t["cases"] for t in tally.values())
 
 
@@ -114,17 +138,21 @@ def capacity_part(args) -> tuple[dict, bool]:
         progress(n, args.configs)
     refused = sum(bool(r.error) for r in results)
     exact = sum(r.exact for r in results)
-    print(f"capacity: prefetch-lru on {len(results)} random configurations at the capacity it "
-          f"names: {refused} calls refused, {exact} exact")
+    print(
+        f"capacity: prefetch-lru on {len(results)} random configurations at the capacity it "
+        f"names: {refused} calls refused, {exact} exact"
+    )
     return {"configurations": len(results), "refused": refused, "exact": exact}, refused == 0 and exact == len(results)
 
 
 def saves_part(args) -> tuple[dict, bool]:
     with tempfile.TemporaryDirectory() as folder:
         tally = kill_saves(folder, args.kills, seed=args.seed)
-    print(f"saves: {tally.kills} SIGKILLs of a process saving an 8 MB checkpoint, "
-          f"{tally.inside_a_save} inside a save: {tally.torn_files} torn files, "
-          f"{tally.left_after_next_save} temporary files left after the next save")
+    print(
+        f"saves: {tally.kills} SIGKILLs of a process saving an 8 MB checkpoint, "
+        f"{tally.inside_a_save} inside a save: {tally.torn_files} torn files, "
+        f"{tally.left_after_next_save} temporary files left after the next save"
+    )
     return asdict(tally), tally.torn_files == 0 and tally.left_after_next_save == 0
 
 
@@ -133,10 +161,15 @@ PARTS = {"scratchpipe": scratchpipe_part, "steps": steps_part, "capacity": capac
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)"
+    )
     parser.add_argument("--cases", type=int, default=50, help="scratchpipe: cases of each kind (default 50)")
-    parser.add_argument("--kinds", default=",".join(k.value for k in FaultKind),
-                        help="scratchpipe: comma-separated fault kinds (default: all)")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(k.value for k in FaultKind),
+        help="scratchpipe: comma-separated fault kinds (default: all)",
+    )
     parser.add_argument("--profile", default="tiny", help="scratchpipe: the profile trained (default tiny)")
     parser.add_argument("--steps", type=int, default=40, help="scratchpipe: batches per case (default 40)")
     parser.add_argument("--configs", type=int, default=200, help="capacity: random configurations (default 200)")

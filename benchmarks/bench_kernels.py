@@ -11,6 +11,7 @@ For each engine it measures
 Engines are measured in interleaved rounds and the best round is kept, so a noisy neighbour hurts
 every engine alike. Ratios, not absolute numbers, are the result: machines here are noisy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,7 @@ class Bench:
         self.query_ids_host = rng.permutation(np.concatenate([hits, misses]))
         self.query_ids = self.xp.asarray(self.query_ids_host)
         self.slots = self.xp.asarray(rng.integers(0, capacity, batch))
-        self.big = self.xp.ones(max(capacity * dim, 1 << 24), dtype=self.xp.float32)   # >= 64 MB
+        self.big = self.xp.ones(max(capacity * dim, 1 << 24), dtype=self.xp.float32)  # >= 64 MB
         self.big_out = self.xp.empty_like(self.big)
         self.batch, self.dim = batch, dim
         self.result = Result(kind)
@@ -74,16 +75,25 @@ class Bench:
 
     def round(self, min_seconds: float):
         e, p, r = self.engine, self.pad, self.result
-        r.query_lookups_per_s = max(r.query_lookups_per_s, best_rate(
-            lambda: e.hashmap_query(p.map.keys, p.map.values, self.query_ids), self.batch, self.sync, min_seconds))
-        r.pad_query_lookups_per_s = max(r.pad_query_lookups_per_s, best_rate(
-            lambda: p.query(self.query_ids_host), self.batch, self.sync, min_seconds))
-        moved = 2 * self.batch * self.dim * 4 / 1e9                 # GB read + written
-        r.gather_gb_per_s = max(r.gather_gb_per_s, best_rate(
-            lambda: e.gather_rows(p.slot_rows.rows, self.slots), moved, self.sync, min_seconds))
+        r.query_lookups_per_s = max(
+            r.query_lookups_per_s,
+            best_rate(
+                lambda: e.hashmap_query(p.map.keys, p.map.values, self.query_ids), self.batch, self.sync, min_seconds
+            ),
+        )
+        r.pad_query_lookups_per_s = max(
+            r.pad_query_lookups_per_s,
+            best_rate(lambda: p.query(self.query_ids_host), self.batch, self.sync, min_seconds),
+        )
+        moved = 2 * self.batch * self.dim * 4 / 1e9  # GB read + written
+        r.gather_gb_per_s = max(
+            r.gather_gb_per_s,
+            best_rate(lambda: e.gather_rows(p.slot_rows.rows, self.slots), moved, self.sync, min_seconds),
+        )
         copied = 2 * self.big.nbytes / 1e9
-        r.copy_gb_per_s = max(r.copy_gb_per_s, best_rate(
-            lambda: self.xp.copyto(self.big_out, self.big), copied, self.sync, min_seconds))
+        r.copy_gb_per_s = max(
+            r.copy_gb_per_s, best_rate(lambda: self.xp.copyto(self.big_out, self.big), copied, self.sync, min_seconds)
+        )
 
 
 def main(argv=None) -> int:
@@ -110,21 +120,38 @@ def main(argv=None) -> int:
 
     results = [b.result for b in benches]
     twin = results[0]
-    print(f"capacity {capacity}, dim {args.dim}, batch {args.batch} ids (half hits), "
-          f"best of {rounds} interleaved rounds; {detect().describe()}")
-    print(f"{'engine':8} {'query Mlookups/s':>17} {'x twin':>8} {'Scratchpad.query':>17} "
-          f"{'gather GB/s':>12} {'copy GB/s':>10} {'gather/copy':>12}")
+    print(
+        f"capacity {capacity}, dim {args.dim}, batch {args.batch} ids (half hits), "
+        f"best of {rounds} interleaved rounds; {detect().describe()}"
+    )
+    print(
+        f"{'engine':8} {'query Mlookups/s':>17} {'x twin':>8} {'Scratchpad.query':>17} "
+        f"{'gather GB/s':>12} {'copy GB/s':>10} {'gather/copy':>12}"
+    )
     for r in results:
-        print(f"{r.engine:8} {r.query_lookups_per_s / 1e6:17.2f} "
-              f"{r.query_lookups_per_s / twin.query_lookups_per_s:8.1f} "
-              f"{r.pad_query_lookups_per_s / 1e6:17.2f} {r.gather_gb_per_s:12.2f} "
-              f"{r.copy_gb_per_s:10.2f} {r.gather_gb_per_s / r.copy_gb_per_s:12.2f}")
+        print(
+            f"{r.engine:8} {r.query_lookups_per_s / 1e6:17.2f} "
+            f"{r.query_lookups_per_s / twin.query_lookups_per_s:8.1f} "
+            f"{r.pad_query_lookups_per_s / 1e6:17.2f} {r.gather_gb_per_s:12.2f} "
+            f"{r.copy_gb_per_s:10.2f} {r.gather_gb_per_s / r.copy_gb_per_s:12.2f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"capacity": capacity, "dim": args.dim, "batch": args.batch,
-                       "results": [asdict(r) for r in results]}, f, indent=2)
-    record.keep(args.record, {"capacity": capacity, "dim": args.dim, "batch": args.batch, "rounds": rounds,
-                              "engines": {r.engine: asdict(r) for r in results}})
+            json.dump(
+                {"capacity": capacity, "dim": args.dim, "batch": args.batch, "results": [asdict(r) for r in results]},
+                f,
+                indent=2,
+            )
+    record.keep(
+        args.record,
+        {
+            "capacity": capacity,
+            "dim": args.dim,
+            "batch": args.batch,
+            "rounds": rounds,
+            "engines": {r.engine: asdict(r) for r in results},
+        },
+    )
     return 0
 
 

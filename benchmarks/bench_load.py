@@ -34,6 +34,7 @@ per line x its lines; memory = the capped run's peak (it does not grow with the 
 derived sizes that peak plus 16 bytes (a value and its merge copy) per distinct value beyond this
 file's, up to Kaggle's 33.8M.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,10 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
-KAGGLE_BYTES = 11_147_184_845     # train.txt of the Display Advertising Challenge
+KAGGLE_BYTES = 11_147_184_845  # train.txt of the Display Advertising Challenge
 KAGGLE_LINES = 45_840_617
-KAGGLE_DISTINCT = 33_762_577      # sum of profiles.CRITEO_KAGGLE_CARDINALITIES
-FILL = 0xFF                       # a byte no line holds: removed after the lines are laid out
+KAGGLE_DISTINCT = 33_762_577  # sum of profiles.CRITEO_KAGGLE_CARDINALITIES
+FILL = 0xFF  # a byte no line holds: removed after the lines are laid out
 
 
 def write_criteo_tsv(path: str, target_bytes: int, seed: int = 0, chunk: int = 1 << 18) -> int:
@@ -66,11 +67,11 @@ def write_criteo_tsv(path: str, target_bytes: int, seed: int = 0, chunk: int = 1
     with open(path, "wb") as out:
         while written < target_bytes:
             n = chunk
-            cols = [(rng.random(n) < 0.25).astype(np.uint8)[:, None] + ord("0")]   # label
+            cols = [(rng.random(n) < 0.25).astype(np.uint8)[:, None] + ord("0")]  # label
             for j in range(13):
                 value = np.minimum(rng.zipf(1.3, n) - 1, 10**9)
                 if j == 1:
-                    value = value - (rng.random(n) < 0.1) * 3                      # I2 goes negative
+                    value = value - (rng.random(n) < 0.1) * 3  # I2 goes negative
                 cols += [np.full((n, 1), ord("\t"), np.uint8), _decimal(value, rng.random(n) < 0.2)]
             for size in sizes:
                 h = (rng.zipf(1.1, n) % size * 2654435761 % (1 << 32)).astype(np.uint64)
@@ -108,12 +109,12 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
 
     from scratchkit.data.criteo_native import native_loader_available
 
-    native = native_loader_available()          # built (first run) or loaded before the clock
+    native = native_loader_available()  # built (first run) or loaded before the clock
     started, cpu_started = time.perf_counter(), time.process_time()
-    extra, cpu = {}, None                                    # cpu: set where more follows the load
+    extra, cpu = {}, None  # cpu: set where more follows the load
     if mode in ("parse", "arrow"):
         from scratchkit.data.blocks import read_blocks
-        from scratchkit.data.convert import _split_ahead                           # noqa: PLC2701
+        from scratchkit.data.convert import _split_ahead  # noqa: PLC2701
         from scratchkit.data.criteo import CriteoFormat
 
         fmt, rows = CriteoFormat(path, native=mode == "parse"), 0
@@ -129,7 +130,7 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
         source = load_criteo(path, max_rows=100_000 if mode == "kit-cap" else None, progress=False)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         rows = source.num_rows
-        folder = Path(source._labels.path).parent                                   # noqa: SLF001
+        folder = Path(source._labels.path).parent  # noqa: SLF001
         extra["converted_bytes"] = sum(f.stat().st_size for f in folder.iterdir())
         extra["distinct"] = int(sum(source.table_sizes))
         extra.update(batch_reads(source))
@@ -142,22 +143,29 @@ def child(mode: str, path: str, twin_bytes: int) -> dict:
         for frame in pd.read_csv(path, sep="\t", header=None, chunksize=1 << 18):
             rows += len(frame)
         seconds, size = time.perf_counter() - started, os.path.getsize(path)
-    else:                                                                            # twin
+    else:  # twin
         from scratchkit.data.blocks import read_blocks
         from scratchkit.data.criteo import CriteoFormat
         from scratchkit.data.lines import parse_lines
         from scratchkit.data.report import LoadReport
 
         fmt, report, rows, size = CriteoFormat(path), LoadReport(source=path), 0, 0
-        for block in read_blocks(path, 1 << 20):                  # 1 MB: stops near twin_bytes
+        for block in read_blocks(path, 1 << 20):  # 1 MB: stops near twin_bytes
             rows += len(fmt.rows_to_chunk(parse_lines(block.text_lines(), fmt.parse_line, report)))
             size += len(block.data)
             if size >= twin_bytes:
                 break
         seconds = time.perf_counter() - started
     cpu = time.process_time() - cpu_started if cpu is None else cpu
-    return {"mode": mode, "seconds": seconds, "rows": rows, "bytes": size, "cpu_seconds": cpu,
-            "peak_mb": peak_rss_mb(), **extra}
+    return {
+        "mode": mode,
+        "seconds": seconds,
+        "rows": rows,
+        "bytes": size,
+        "cpu_seconds": cpu,
+        "peak_mb": peak_rss_mb(),
+        **extra,
+    }
 
 
 def batch_reads(source, picks: int = 1000, rounds: int = 3) -> dict:
@@ -166,12 +174,14 @@ def batch_reads(source, picks: int = 1000, rounds: int = 3) -> dict:
     from scratchkit.data.row_maps import RowMapper
 
     indices = np.random.default_rng(0).integers(0, len(source), picks).tolist()
-    mappers = {"batches_per_s": RowMapper(source.row_maps),
-               "batches_per_s_numpy": RowMapper(source.row_maps, native=False)}
+    mappers = {
+        "batches_per_s": RowMapper(source.row_maps),
+        "batches_per_s_numpy": RowMapper(source.row_maps, native=False),
+    }
     speeds: dict[str, list[float]] = {key: [] for key in mappers}
     for _ in range(rounds):
         for key, mapper in mappers.items():
-            source._rows_of = mapper                                                 # noqa: SLF001
+            source._rows_of = mapper  # noqa: SLF001
             t = time.perf_counter()
             for i in indices:
                 source.batch(i)
@@ -189,13 +199,18 @@ def peak_rss_mb() -> float:
 
 
 def run_child(mode: str, path: str, twin_bytes: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", mode, "--path", path,
-                          "--twin-bytes", str(twin_bytes)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--path", path, "--twin-bytes", str(twin_bytes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> None:
-    from scratchkit.measure.record import add_record_option   # light: no torch for the children
+    from scratchkit.measure.record import add_record_option  # light: no torch for the children
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gigabytes", type=float, default=1.0, help="size of the generated file")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (default 2)")
@@ -210,6 +225,7 @@ def main(argv=None) -> None:
         print(json.dumps(child(args.child, args.path, args.twin_bytes)))
         return
     from scratchkit.measure.record import RunRecord
+
     record = RunRecord.of_run(__file__, argv)
     try:
         import pandas  # noqa: F401
@@ -219,63 +235,84 @@ def main(argv=None) -> None:
     if not os.path.exists(path) or os.path.getsize(path) < args.gigabytes * 1e9:
         t = time.perf_counter()
         lines = write_criteo_tsv(path, int(args.gigabytes * 1e9))
-        print(f"generated {path}: {os.path.getsize(path) / 1e9:.2f} GB, {lines:,} lines "
-              f"({time.perf_counter() - t:.0f} s, not timed)")
+        print(
+            f"generated {path}: {os.path.getsize(path) / 1e9:.2f} GB, {lines:,} lines "
+            f"({time.perf_counter() - t:.0f} s, not timed)"
+        )
     twin_bytes = int(args.twin_mb * 1e6)
     runs: dict[str, list[dict]] = {}
     for r in range(args.rounds):
         for mode in ("parse", "pandas", "kit", "kit-cap"):
             result = run_child(mode, path, twin_bytes)
             runs.setdefault(mode, []).append(result)
-            print(f"round {r + 1} {mode:8s} {result['seconds']:7.1f} s  CPU {result['cpu_seconds']:6.1f} s"
-                  f"  peak {result['peak_mb']:7.0f} MB", flush=True)
+            print(
+                f"round {r + 1} {mode:8s} {result['seconds']:7.1f} s  CPU {result['cpu_seconds']:6.1f} s"
+                f"  peak {result['peak_mb']:7.0f} MB",
+                flush=True,
+            )
     runs["arrow"] = [run_child("arrow", path, twin_bytes)]
     runs["twin"] = [run_child("twin", path, twin_bytes)]
-    record.keep(args.record, {"gigabytes": args.gigabytes, "rounds": args.rounds,
-                              "medians": report(runs, path)})
+    record.keep(args.record, {"gigabytes": args.gigabytes, "rounds": args.rounds, "medians": report(runs, path)})
     if not args.keep:
         os.remove(path)
 
 
 def report(runs: dict[str, list[dict]], path: str) -> dict:
     """Print the comparison. -> per mode: rows/s, MB/s, peak MB, seconds, CPU seconds (medians)."""
+
     def median(mode, key):
         return statistics.median(r[key] for r in runs[mode])
 
-    print(f"\nfile {path}: {runs['kit'][0]['bytes'] / 1e9:.2f} GB, {runs['kit'][0]['rows']:,} lines; "
-          f"medians of {len(runs['kit'])} rounds; the kit's blocks read by "
-          f"{'the C++ loop' if runs['kit'][0]['native'] else 'pyarrow (no C++ compiler found)'}")
+    print(
+        f"\nfile {path}: {runs['kit'][0]['bytes'] / 1e9:.2f} GB, {runs['kit'][0]['rows']:,} lines; "
+        f"medians of {len(runs['kit'])} rounds; the kit's blocks read by "
+        f"{'the C++ loop' if runs['kit'][0]['native'] else 'pyarrow (no C++ compiler found)'}"
+    )
     speed, figures = {}, {}
     for mode in ("parse", "pandas", "kit", "kit-cap", "arrow", "twin"):
         seconds = median(mode, "seconds")
         rows, size = runs[mode][0]["rows"], runs[mode][0]["bytes"]
         speed[mode] = size / seconds
-        figures[mode] = {"rows/s": rows / seconds, "MB/s": size / seconds / 1e6,
-                         "peak MB": median(mode, "peak_mb"), "seconds": seconds,
-                         "CPU seconds": median(mode, "cpu_seconds")}
-        print(f"  {mode:8s} {rows / seconds:12,.0f} rows/s {size / seconds / 1e6:7.1f} MB/s  "
-              f"peak {median(mode, 'peak_mb'):6.0f} MB  ({seconds:.1f} s, CPU "
-              f"{median(mode, 'cpu_seconds'):.1f} s in all threads)")
+        figures[mode] = {
+            "rows/s": rows / seconds,
+            "MB/s": size / seconds / 1e6,
+            "peak MB": median(mode, "peak_mb"),
+            "seconds": seconds,
+            "CPU seconds": median(mode, "cpu_seconds"),
+        }
+        print(
+            f"  {mode:8s} {rows / seconds:12,.0f} rows/s {size / seconds / 1e6:7.1f} MB/s  "
+            f"peak {median(mode, 'peak_mb'):6.0f} MB  ({seconds:.1f} s, CPU "
+            f"{median(mode, 'cpu_seconds'):.1f} s in all threads)"
+        )
     for mode in ("parse", "kit"):
         ratios = [p["seconds"] / k["seconds"] for k, p in zip(runs[mode], runs["pandas"])]
         cpu = [p["cpu_seconds"] / k["cpu_seconds"] for k, p in zip(runs[mode], runs["pandas"])]
-        print(f"  {mode} / pandas speed: {statistics.median(ratios):.2f}x wall (rounds: "
-              f"{', '.join(f'{x:.2f}' for x in ratios)}), {statistics.median(cpu):.2f}x CPU time")
-    print(f"  parse / the pyarrow path: {speed['parse'] / speed['arrow']:.1f}x; "
-          f"/ the line parser alone: {speed['parse'] / speed['twin']:.1f}x")
+        print(
+            f"  {mode} / pandas speed: {statistics.median(ratios):.2f}x wall (rounds: "
+            f"{', '.join(f'{x:.2f}' for x in ratios)}), {statistics.median(cpu):.2f}x CPU time"
+        )
+    print(
+        f"  parse / the pyarrow path: {speed['parse'] / speed['arrow']:.1f}x; "
+        f"/ the line parser alone: {speed['parse'] / speed['twin']:.1f}x"
+    )
     kit = runs["kit"][0]
     per_line = kit["converted_bytes"] / kit["rows"]
-    print(f"  converted columns: {kit['converted_bytes'] / 1e9:.2f} GB ({per_line:.0f} bytes a line); "
-          f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128 "
-          f"({median('kit', 'batches_per_s_numpy'):,.0f} with NumPy's searchsorted)")
+    print(
+        f"  converted columns: {kit['converted_bytes'] / 1e9:.2f} GB ({per_line:.0f} bytes a line); "
+        f"random batch reads: {median('kit', 'batches_per_s'):,.0f} batches/s of 128 "
+        f"({median('kit', 'batches_per_s_numpy'):,.0f} with NumPy's searchsorted)"
+    )
     hours = KAGGLE_BYTES / speed["kit"] / 60
     derived = median("kit", "peak_mb") + 16 * max(0, KAGGLE_DISTINCT - kit["distinct"]) / 2**20
-    print(f"full Criteo Kaggle ({KAGGLE_BYTES / 1e9:.1f} GB, {KAGGLE_LINES:,} lines): about "
-          f"{hours:.0f} min to convert at {speed['kit'] / 1e6:.0f} MB/s (pandas: "
-          f"{KAGGLE_BYTES / speed['pandas'] / 60:.0f} min just to parse), "
-          f"{per_line * KAGGLE_LINES / 1e9:.1f} GB of columns on disk, peak memory "
-          f"{median('kit-cap', 'peak_mb'):.0f} MB with max_rows=100000 (flat in N) and about "
-          f"{derived:,.0f} MB with every distinct value ({KAGGLE_DISTINCT:,}) in a dictionary")
+    print(
+        f"full Criteo Kaggle ({KAGGLE_BYTES / 1e9:.1f} GB, {KAGGLE_LINES:,} lines): about "
+        f"{hours:.0f} min to convert at {speed['kit'] / 1e6:.0f} MB/s (pandas: "
+        f"{KAGGLE_BYTES / speed['pandas'] / 60:.0f} min just to parse), "
+        f"{per_line * KAGGLE_LINES / 1e9:.1f} GB of columns on disk, peak memory "
+        f"{median('kit-cap', 'peak_mb'):.0f} MB with max_rows=100000 (flat in N) and about "
+        f"{derived:,.0f} MB with every distinct value ({KAGGLE_DISTINCT:,}) in a dictionary"
+    )
     return figures
 
 

@@ -18,6 +18,7 @@ machine whose windows of its length spread further than that.
     python benchmarks/bench_machine.py                 # 60 s
     python benchmarks/bench_machine.py --seconds 20 --json machine.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,11 @@ def probes() -> dict:
     from scratchkit.embedding.table_batched import pooled_lookup_tables
 
     rng = np.random.default_rng(0)
-    array, picks, out = rng.random(2**24, dtype=np.float32), rng.integers(0, 2**24, 50_000), np.empty(50_000, np.float32)
+    array, picks, out = (
+        rng.random(2**24, dtype=np.float32),
+        rng.integers(0, 2**24, 50_000),
+        np.empty(50_000, np.float32),
+    )
     a, w = torch.randn(256, 64), torch.randn(64, 64)
     tables = [torch.randn(2**14, 64) for _ in range(8)]
     ids = [torch.from_numpy(rng.integers(0, 2**14, 4096)) for _ in tables]
@@ -46,8 +51,12 @@ def probes() -> dict:
     def compute():
         for _ in range(200):
             torch.mm(a, w)
-    return {"memory": lambda: np.take(array, picks, out=out), "compute": compute,
-            "lookup": lambda: pooled_lookup_tables(tables, ids, offsets)}
+
+    return {
+        "memory": lambda: np.take(array, picks, out=out),
+        "compute": compute,
+        "lookup": lambda: pooled_lookup_tables(tables, ids, offsets),
+    }
 
 
 def spread(times: np.ndarray, stamps: np.ndarray, window: float) -> float | None:
@@ -62,7 +71,7 @@ def spread(times: np.ndarray, stamps: np.ndarray, window: float) -> float | None
 def measure(seconds: float, every: float) -> dict:
     torch.set_num_threads(1)
     runs = probes()
-    for run in runs.values():           # first runs: code and pages
+    for run in runs.values():  # first runs: code and pages
         run()
     samples = {name: ([], []) for name in runs}
     end = time.perf_counter() + seconds
@@ -76,8 +85,11 @@ def measure(seconds: float, every: float) -> dict:
     report = {}
     for name, (times, stamps) in samples.items():
         times, stamps = np.array(times), np.array(stamps)
-        report[name] = {"median_s": float(np.median(times)), "samples": len(times),
-                        "spread": {f"{w:g} s": spread(times, stamps, w) for w in WINDOWS}}
+        report[name] = {
+            "median_s": float(np.median(times)),
+            "samples": len(times),
+            "spread": {f"{w:g} s": spread(times, stamps, w) for w in WINDOWS},
+        }
     return report
 
 
@@ -96,8 +108,10 @@ def main(argv=None) -> int:
     for name, r in report.items():
         cells = ["-" if v is None else f"{v:.2f}x" for v in r["spread"].values()]
         print(f"{name:8s} {1e6 * r['median_s']:8.1f} us  " + "  ".join(f"{c:>22s}" for c in cells))
-    print(f"{args.seconds:g} s, {report['memory']['samples']} samples a probe; spread: the 90th over the 10th "
-          "percentile of the windows' medians (a quiet machine: near 1.00x)")
+    print(
+        f"{args.seconds:g} s, {report['memory']['samples']} samples a probe; spread: the 90th over the 10th "
+        "percentile of the windows' medians (a quiet machine: near 1.00x)"
+    )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)

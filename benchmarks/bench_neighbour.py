@@ -14,6 +14,7 @@ Rounds alternate quiet and busy (and the trainers within each), the median round
 The neighbour is a plain Python loop in a child process (`--busy N`: N of them). Run it on an
 otherwise quiet machine: other load makes the "quiet" rows busy too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,27 +62,43 @@ def main(argv=None) -> None:
     config = get_profile(args.profile, scale=args.scale)
     runs: dict[str, list[dict[str, float]]] = {"quiet": [], "busy": []}
     for r in range(args.rounds):
-        for mode in (("quiet", "busy") if r % 2 == 0 else ("busy", "quiet")):
+        for mode in ("quiet", "busy") if r % 2 == 0 else ("busy", "quiet"):
             print(f"round {r + 1}/{args.rounds}: {mode}", file=sys.stderr)
             runs[mode].append(measure(config, trainers, args.steps, args.busy if mode == "busy" else 0))
     rows = []
     for mode, rounds in runs.items():
         for t in trainers:
-            rows.append({"mode": mode, "trainer": t,
-                         "samples_per_s": statistics.median(x[t] for x in rounds),
-                         "ratio_to_first": statistics.median(x[t] / x[trainers[0]] for x in rounds)})
-    print(f"{args.profile}: {args.steps} steps x {args.rounds} rounds, busy = {args.busy} spinning "
-          f"process(es); medians")
+            rows.append(
+                {
+                    "mode": mode,
+                    "trainer": t,
+                    "samples_per_s": statistics.median(x[t] for x in rounds),
+                    "ratio_to_first": statistics.median(x[t] / x[trainers[0]] for x in rounds),
+                }
+            )
+    print(
+        f"{args.profile}: {args.steps} steps x {args.rounds} rounds, busy = {args.busy} spinning process(es); medians"
+    )
     print(f"{'mode':6s} {'trainer':12s} {'samples/s':>10s} {'/' + trainers[0]:>10s}")
     for row in rows:
         print(f"{row['mode']:6s} {row['trainer']:12s} {row['samples_per_s']:10.0f} {row['ratio_to_first']:10.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"profile": args.profile, "steps": args.steps, "rounds": args.rounds,
-                       "busy": args.busy, "rows": rows}, f, indent=1)
-    record.keep(args.record, {"profile": args.profile, "steps": args.steps, "rounds": args.rounds,
-                              "busy": args.busy,
-                              "medians": {f"{r['mode']} {r['trainer']}": r for r in rows}})
+            json.dump(
+                {"profile": args.profile, "steps": args.steps, "rounds": args.rounds, "busy": args.busy, "rows": rows},
+                f,
+                indent=1,
+            )
+    record.keep(
+        args.record,
+        {
+            "profile": args.profile,
+            "steps": args.steps,
+            "rounds": args.rounds,
+            "busy": args.busy,
+            "medians": {f"{r['mode']} {r['trainer']}": r for r in rows},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ As shipped, the exercise cells stop with NotImplementedError and the run goes on
 raises-exception); `--solutions` fills them in first (tests/course_solutions.py), as a learner who
 has done them all would run it (notebook 08 then builds its four kernels with g++).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,13 @@ from scratchkit.measure.record import RunRecord, add_record_option  # noqa: E402
 def run_once(path: Path, solutions: bool) -> float:
     nb = notebook_with_solutions(path)[0] if solutions else nbformat.read(path, as_version=4)
     started = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                   store_widget_state=False).execute()
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=False,
+    ).execute()
     return time.perf_counter() - started
 
 
@@ -50,13 +56,22 @@ def main(argv=None) -> None:
     for _ in range(args.rounds):
         for path in paths:
             seconds[path.stem].append(run_once(path, args.solutions))
-    print(f"{'notebook':28}{'median s':>10}{'max s':>8}   ({args.rounds} rounds, "
-          f"{'with solutions' if args.solutions else 'as shipped'})")
+    print(
+        f"{'notebook':28}{'median s':>10}{'max s':>8}   ({args.rounds} rounds, "
+        f"{'with solutions' if args.solutions else 'as shipped'})"
+    )
     for name, values in seconds.items():
         print(f"{name:28}{statistics.median(values):>10.1f}{max(values):>8.1f}")
-    record.keep(args.record, {"rounds": args.rounds, "solutions": args.solutions,
-                              "seconds": {name: {"median": statistics.median(values), "max": max(values)}
-                                          for name, values in seconds.items()}})
+    record.keep(
+        args.record,
+        {
+            "rounds": args.rounds,
+            "solutions": args.solutions,
+            "seconds": {
+                name: {"median": statistics.median(values), "max": max(values)} for name, values in seconds.items()
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

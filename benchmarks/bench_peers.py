@@ -32,6 +32,7 @@ PyTorch is the median of its rounds' ratios (a round's peers ran back to back, u
 the lowest and highest round ratio to FBGEMM (the spread). `--record PATH` keeps the run as JSON
 (scratchkit/measure/record.py: command, commit, date, machine, the rows).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,7 @@ from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
 from scratchkit.trainers import make_trainer
 
-WARMUP = 3   # steps each peer trains before its clock starts
+WARMUP = 3  # steps each peer trains before its clock starts
 
 
 class ReadAhead:
@@ -84,7 +85,7 @@ def fbgemm_missing() -> str | None:
     """None where FBGEMM's CPU package imports, else why not (one line)."""
     try:
         import fbgemm_gpu.split_table_batched_embeddings_ops_training  # noqa: F401
-    except Exception as e:   # ImportError, or an ABI mismatch with this torch (OSError, RuntimeError)
+    except Exception as e:  # ImportError, or an ABI mismatch with this torch (OSError, RuntimeError)
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return None
 
@@ -97,23 +98,31 @@ class FbgemmRun:
         """Every table of `config` in one TBE in host memory, computed on the CPU, with exact SGD."""
         from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation, PoolingMode
         from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
-            ComputeDevice, OptimType, SparseType, SplitTableBatchedEmbeddingBagsCodegen)
+            ComputeDevice,
+            OptimType,
+            SparseType,
+            SplitTableBatchedEmbeddingBagsCodegen,
+        )
 
         return SplitTableBatchedEmbeddingBagsCodegen(
             [(n, config.model.dim, EmbeddingLocation.HOST, ComputeDevice.CPU) for n in config.data.table_sizes],
-            optimizer=OptimType.EXACT_SGD, learning_rate=config.optimizer.lr,
-            pooling_mode=PoolingMode.SUM, weights_precision=SparseType.FP32, device=torch.device("cpu"))
+            optimizer=OptimType.EXACT_SGD,
+            learning_rate=config.optimizer.lr,
+            pooling_mode=PoolingMode.SUM,
+            weights_precision=SparseType.FP32,
+            device=torch.device("cpu"),
+        )
 
     def __init__(self, config, source):
         if config.optimizer.kind is not OptimizerKind.SGD:
             raise ValueError(f"FbgemmRun: optimizer {config.optimizer.kind.value}: only sgd is compared")
-        reference = ReferenceRun(config, source)   # the dense model, initial weights, cpu_threads
+        reference = ReferenceRun(config, source)  # the dense model, initial weights, cpu_threads
         self.config, self.source, self.model = config, source, reference.model
         self.tbe = self.make_tbe(config)
         with torch.no_grad():
             for mine, table in zip(self.tbe.split_embedding_weights(), self.model.tables):
                 mine.copy_(table.weight)
-        self.model.tables = None   # the EmbeddingBags are not used
+        self.model.tables = None  # the EmbeddingBags are not used
         dense = [*self.model.bottom.parameters(), *self.model.top.parameters()]
         self.dense_opt = torch.optim.SGD(dense, lr=config.optimizer.lr)
         self.steps_done = 0
@@ -129,7 +138,7 @@ class FbgemmRun:
             logits = self.model.interact(x, pooled.unbind(1))
             loss = F.binary_cross_entropy_with_logits(logits, torch.from_numpy(batch.labels))
             self.dense_opt.zero_grad(set_to_none=True)
-            loss.backward()          # the tables' SGD runs inside the TBE's backward
+            loss.backward()  # the tables' SGD runs inside the TBE's backward
             self.dense_opt.step()
             losses.append(float(loss.detach()))
             self.steps_done += 1
@@ -185,16 +194,20 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
             for ids, offsets in inputs:
                 lookup(weights, ids, offsets)
                 update(weights, states, backward(ids, offsets, grad, sizes), sgd)
+
         return run
-    workspace = tb.BackwardWorkspace()     # as the trainers keep one: a fresh 100 MB buffer a step faults in
-    backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(ids, offsets, grad, sizes,
-                                                                              workspace=workspace)
+
+    workspace = tb.BackwardWorkspace()  # as the trainers keep one: a fresh 100 MB buffer a step faults in
+    backward = lambda ids, offsets, grad, sizes: tb.embedding_backward_tables(
+        ids, offsets, grad, sizes, workspace=workspace
+    )
     sort = lambda ids, offsets, grad, sizes: (fused_sgd.sort_lookups(ids, offsets, sizes, workspace), grad)
     fused = lambda weights, states, sorted_grad, sgd: fused_sgd.fused_sgd_update(weights, *sorted_grad, sgd.lr)
-    thunks = {"gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
-              "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
-              "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin,
-                               tb.apply_updates_twin)}
+    thunks = {
+        "gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
+        "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
+        "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin, tb.apply_updates_twin),
+    }
     if fbgemm_missing() is None:
         tbe = FbgemmRun.make_tbe(config)
         flat = [table_batched_inputs(b.ids, b.offsets) for b in batches]
@@ -212,22 +225,36 @@ def measure_embeddings(profiles, threads, steps_each: list[int], rounds: int) ->
         for n in threads:
             thunks = embedding_steps(profile, n, steps)
             times = {peer: [] for peer in thunks}
-            for run in thunks.values():   # warm-up: the loops' first use builds and checks them
+            for run in thunks.values():  # warm-up: the loops' first use builds and checks them
                 run()
             for _ in range(rounds):
                 for peer, run in thunks.items():
                     start = time.perf_counter()
                     run()
                     times[peer].append((time.perf_counter() - start) / steps)
-            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds,
-                          ms_per_step=1e3 * statistics.median(times[peer]),
-                          speedup_over_per_table=statistics.median(
-                              p / t for p, t in zip(times["per-table"], times[peer]))) for peer in thunks]
+            rows += [
+                dict(
+                    profile=profile,
+                    threads=n,
+                    peer=peer,
+                    steps=steps,
+                    rounds=rounds,
+                    ms_per_step=1e3 * statistics.median(times[peer]),
+                    speedup_over_per_table=statistics.median(p / t for p, t in zip(times["per-table"], times[peer])),
+                )
+                for peer in thunks
+            ]
     return rows
 
 
-def measure(profiles: list[str], threads: list[int], steps_each: list[int], rounds: int, peers: list[str],
-            generated: bool = False) -> list[dict]:
+def measure(
+    profiles: list[str],
+    threads: list[int],
+    steps_each: list[int],
+    rounds: int,
+    peers: list[str],
+    generated: bool = False,
+) -> list[dict]:
     """One row per profile, thread count and peer: median samples/s, and the median over rounds of
     the ratio to plain PyTorch and to FBGEMM (None where FBGEMM was not run). `steps_each[p]`: the
     steps each peer's round of profile p times. `generated`: each peer makes its batches in its
@@ -242,16 +269,26 @@ def measure(profiles: list[str], threads: list[int], steps_each: list[int], roun
             config = replace(base, cpu_threads=n)
             runs = {peer: [] for peer in peers}
             for r in range(rounds):
-                for peer in peers[r % len(peers):] + peers[:r % len(peers)]:   # who goes first rotates
+                for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:  # who goes first rotates
                     runs[peer].append(time_run(peer, config, source, steps))
             ratios = lambda peer, to: [a / p for a, p in zip(runs[peer], runs[to])]
             fbgemm = (lambda peer: ratios(peer, "fbgemm")) if "fbgemm" in runs else (lambda peer: None)
-            rows += [dict(profile=profile, threads=n, peer=peer, steps=steps, rounds=rounds, generated=generated,
-                          samples_per_s=statistics.median(runs[peer]), rounds_samples_per_s=runs[peer],
-                          ratio_to_pytorch=statistics.median(ratios(peer, "pytorch")),
-                          ratio_to_fbgemm=None if fbgemm(peer) is None else statistics.median(fbgemm(peer)),
-                          rounds_ratio_to_fbgemm=fbgemm(peer))
-                     for peer in peers]
+            rows += [
+                dict(
+                    profile=profile,
+                    threads=n,
+                    peer=peer,
+                    steps=steps,
+                    rounds=rounds,
+                    generated=generated,
+                    samples_per_s=statistics.median(runs[peer]),
+                    rounds_samples_per_s=runs[peer],
+                    ratio_to_pytorch=statistics.median(ratios(peer, "pytorch")),
+                    ratio_to_fbgemm=None if fbgemm(peer) is None else statistics.median(fbgemm(peer)),
+                    rounds_ratio_to_fbgemm=fbgemm(peer),
+                )
+                for peer in peers
+            ]
     return rows
 
 
@@ -262,42 +299,58 @@ def recorded(rows: list[dict]) -> dict:
     for r in rows:
         name = f"{r['profile']}, {r['threads']} thread{'s' if r['threads'] > 1 else ''}, {r['peer']}"
         if "ms_per_step" in r:
-            peers[name] = dict(ms_per_step=round(r["ms_per_step"], 3),
-                               x_per_table=round(r["speedup_over_per_table"], 2))
+            peers[name] = dict(
+                ms_per_step=round(r["ms_per_step"], 3), x_per_table=round(r["speedup_over_per_table"], 2)
+            )
             continue
         rounds = r["rounds_ratio_to_fbgemm"]
-        peers[name] = dict(samples_per_s=round(r["samples_per_s"]), x_pytorch=round(r["ratio_to_pytorch"], 2),
-                           x_fbgemm=None if rounds is None else round(r["ratio_to_fbgemm"], 2),
-                           x_fbgemm_rounds=None if rounds is None else " ".join(f"{x:.2f}" for x in rounds))
+        peers[name] = dict(
+            samples_per_s=round(r["samples_per_s"]),
+            x_pytorch=round(r["ratio_to_pytorch"], 2),
+            x_fbgemm=None if rounds is None else round(r["ratio_to_fbgemm"], 2),
+            x_fbgemm_rounds=None if rounds is None else " ".join(f"{x:.2f}" for x in rounds),
+        )
     steps = {r["profile"]: r["steps"] for r in rows}
     return {"peers": peers, "steps": steps, "rounds": rows[0]["rounds"]}
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'profile':20s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}"
-          f" {'(rounds: low-high)':>18s}")
+    print(
+        f"{'profile':20s} {'threads':>7s} {'peer':14s} {'samples/s':>11s} {'x pytorch':>9s} {'x fbgemm':>8s}"
+        f" {'(rounds: low-high)':>18s}"
+    )
     for row in rows:
         fbgemm, spread = "-", ""
         if row["ratio_to_fbgemm"] is not None:
             fbgemm = f"{row['ratio_to_fbgemm']:.2f}"
             spread = f"{min(row['rounds_ratio_to_fbgemm']):.2f}-{max(row['rounds_ratio_to_fbgemm']):.2f}"
-        print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
-              f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s} {spread:>18s}")
+        print(
+            f"{row['profile']:20s} {row['threads']:7d} {row['peer']:14s} {row['samples_per_s']:11,.0f} "
+            f"{row['ratio_to_pytorch']:9.2f} {fbgemm:>8s} {spread:>18s}"
+        )
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profiles", default="small,criteo-like",
-                        help="comma-separated profiles, each `name` or `name@scale` (embedding-bound@0.25)")
+    parser.add_argument(
+        "--profiles",
+        default="small,criteo-like",
+        help="comma-separated profiles, each `name` or `name@scale` (embedding-bound@0.25)",
+    )
     parser.add_argument("--threads", default="1,2", help="comma-separated torch thread counts")
-    parser.add_argument("--steps", default="100",
-                        help="timed steps per round: one count, or one per profile (100,100,10)")
+    parser.add_argument(
+        "--steps", default="100", help="timed steps per round: one count, or one per profile (100,100,10)"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is shown)")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
-    parser.add_argument("--embeddings", action="store_true",
-                        help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops")
-    parser.add_argument("--generated", action="store_true",
-                        help="each peer generates its synthetic batches inside its timed steps")
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="time the embedding work alone (lookup, backward, SGD), beside the per-table torch ops",
+    )
+    parser.add_argument(
+        "--generated", action="store_true", help="each peer generates its synthetic batches inside its timed steps"
+    )
     parser.add_argument("--record", metavar="PATH", help="also keep the run as JSON at PATH (e.g. results/peers.json)")
     args = parser.parse_args(argv)
     record = RunRecord("benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv))
@@ -331,16 +384,20 @@ def main(argv=None) -> None:
         print(f"embedding work alone, {args.steps} steps x {args.rounds} alternating rounds (medians)")
         print(f"{'profile':20s} {'threads':>7s} {'peer':10s} {'ms/step':>8s} {'x per-table':>11s}")
         for row in rows:
-            print(f"{row['profile']:20s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
-                  f"{row['speedup_over_per_table']:11.2f}")
+            print(
+                f"{row['profile']:20s} {row['threads']:7d} {row['peer']:10s} {row['ms_per_step']:8.3f} "
+                f"{row['speedup_over_per_table']:11.2f}"
+            )
         return
     peers = ["gpu-only", "gpu-only-by-id", "pytorch"]
     why = fbgemm_missing()
     if why is None:
         peers.append("fbgemm")
     else:
-        print(f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); "
-              f"`make peers` installs it", file=sys.stderr)
+        print(
+            f"bench_peers: FBGEMM skipped: fbgemm_gpu does not import here ({why}); `make peers` installs it",
+            file=sys.stderr,
+        )
     rows = measure(profiles, threads, steps, args.rounds, peers, args.generated)
     if args.record:
         record.write(args.record, recorded(rows))
@@ -348,8 +405,10 @@ def main(argv=None) -> None:
         print(json.dumps(rows, indent=1))
         return
     made = "generated in each peer's steps" if args.generated else "read once beforehand, the same for every peer"
-    print(f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios "
-          f"(batches {made})")
+    print(
+        f"{args.steps} steps x {args.rounds} alternating rounds: median samples/s, median of round ratios "
+        f"(batches {made})"
+    )
     print_table(rows)
 
 

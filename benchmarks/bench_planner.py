@@ -16,6 +16,7 @@ others' (ABAB...), and the median round is reported. Per setup:
 On a 2-core machine T = 2 takes the core Train would use: this measures Plan alone. Take the
 figures on a quiet machine (a busy neighbour halves a core).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,14 +59,27 @@ def parse_setup(text: str) -> tuple[str, int, int]:
     return "native", int(stripes), int(threads)
 
 
-def plan_all(source, config, capacity: int, engine: str, stripes: int, threads: int,
-             skip: int, horizon: int) -> tuple[float, float, int]:
+def plan_all(
+    source, config, capacity: int, engine: str, stripes: int, threads: int, skip: int, horizon: int
+) -> tuple[float, float, int]:
     """Plan every batch; -> (wall s, cpu s, lookups) over the batches after the first `skip`."""
     sizes, depth = config.data.table_sizes, config.cache.depth
     caps = [min(capacity, n) for n in sizes]
-    setup = PlanSetup(tuple(sizes), tuple(caps), depth, VictimPolicy.FURTHEST, True, horizon, False,
-                      tuple(np.full(c, -1, np.int64) for c in caps), tuple(np.zeros(c, bool) for c in caps),
-                      tuple(np.full(c, -1, np.int64) for c in caps), threads, engine == "native", stripes)
+    setup = PlanSetup(
+        tuple(sizes),
+        tuple(caps),
+        depth,
+        VictimPolicy.FURTHEST,
+        True,
+        horizon,
+        False,
+        tuple(np.full(c, -1, np.int64) for c in caps),
+        tuple(np.zeros(c, bool) for c in caps),
+        tuple(np.full(c, -1, np.int64) for c in caps),
+        threads,
+        engine == "native",
+        stripes,
+    )
     planner = PlanAhead(setup, source)
     wall = cpu = 0.0
     lookups = 0
@@ -99,8 +113,10 @@ def main(argv=None) -> None:
     most_stripes = max(s for _, s, _ in setups)
     need = max(minimum_capacities(source, config.cache.depth, 0, len(source), most_stripes))
     if capacity < need:
-        raise SystemExit(f"the profile's capacity {capacity} is below the minimum {need} at "
-                         f"{most_stripes} stripes: lower --scale or the stripes")
+        raise SystemExit(
+            f"the profile's capacity {capacity} is below the minimum {need} at "
+            f"{most_stripes} stripes: lower --scale or the stripes"
+        )
     skip = config.cache.depth + 4
     rounds: dict[str, list[tuple[float, float, int]]] = {}
     for r in range(args.rounds):
@@ -109,28 +125,48 @@ def main(argv=None) -> None:
             name = "twin" if engine == "twin" else f"{stripes}x{threads}"
             print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr)
             rounds.setdefault(name, []).append(
-                plan_all(source, config, capacity, engine, stripes, threads, skip, horizon))
+                plan_all(source, config, capacity, engine, stripes, threads, skip, horizon)
+            )
     planned = len(source) - skip
     rows = []
     for name, runs in rounds.items():
         wall = statistics.median(w for w, _, _ in runs)
         cpu = statistics.median(c for _, c, _ in runs)
         lookups = runs[0][2]
-        rows.append({"setup": name, "ms_per_batch": 1e3 * wall / planned, "cpu_ms_per_batch": 1e3 * cpu / planned,
-                     "lookups_per_batch": lookups / planned, "ids_per_s_per_core": lookups / cpu})
+        rows.append(
+            {
+                "setup": name,
+                "ms_per_batch": 1e3 * wall / planned,
+                "cpu_ms_per_batch": 1e3 * cpu / planned,
+                "lookups_per_batch": lookups / planned,
+                "ids_per_s_per_core": lookups / cpu,
+            }
+        )
     base = next((r for r in rows if r["setup"] == "twin"), rows[0])
-    print(f"{args.profile} (scale {args.scale or 'default'}), capacity {capacity}, depth "
-          f"{config.cache.depth}, horizon {horizon}; {planned} batches of "
-          f"{rows[0]['lookups_per_batch']:,.0f} lookups; medians of {args.rounds} rounds")
+    print(
+        f"{args.profile} (scale {args.scale or 'default'}), capacity {capacity}, depth "
+        f"{config.cache.depth}, horizon {horizon}; {planned} batches of "
+        f"{rows[0]['lookups_per_batch']:,.0f} lookups; medians of {args.rounds} rounds"
+    )
     print(f"{'setup':>6} {'ms/batch':>9} {'cpu ms/batch':>13} {'ids/s/core':>12} {'speed-up':>9}")
     for row in rows:
-        print(f"{row['setup']:>6} {row['ms_per_batch']:9.1f} {row['cpu_ms_per_batch']:13.1f} "
-              f"{row['ids_per_s_per_core'] / 1e6:10.2f} M {base['ms_per_batch'] / row['ms_per_batch']:8.1f}x")
+        print(
+            f"{row['setup']:>6} {row['ms_per_batch']:9.1f} {row['cpu_ms_per_batch']:13.1f} "
+            f"{row['ids_per_s_per_core'] / 1e6:10.2f} M {base['ms_per_batch'] / row['ms_per_batch']:8.1f}x"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"profile": args.profile, "scale": args.scale, "rows": rows}, f, indent=1)
-    record.keep(args.record, {"profile": args.profile, "scale": args.scale, "capacity": capacity,
-                              "rounds": args.rounds, "setups": {r["setup"]: r for r in rows}})
+    record.keep(
+        args.record,
+        {
+            "profile": args.profile,
+            "scale": args.scale,
+            "capacity": capacity,
+            "rounds": args.rounds,
+            "setups": {r["setup"]: r for r in rows},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ gpu-only, on this machine (docs/trainers.md, "The caches").
     python benchmarks/bench_prefetch.py                        # small, 300 steps, ~2 min on 2 cores
     python benchmarks/bench_prefetch.py --record results/prefetch.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def thread_against_inline(config, steps: int, warmup: int) -> dict:
     runs = {way: trainers[way].train(warmup + steps) for way in WAYS}
     seconds = {way: [] for way in WAYS}
     for step in range(warmup + steps):
-        for way in (WAYS if step % 2 else WAYS[::-1]):
+        for way in WAYS if step % 2 else WAYS[::-1]:
             record = next(runs[way])
             if step >= warmup:
                 seconds[way].append(record.seconds)
@@ -48,19 +49,22 @@ def thread_against_inline(config, steps: int, warmup: int) -> dict:
     for trainer in trainers.values():
         trainer.close()
     ratio = [t / i for t, i in zip(seconds["thread"], seconds["inline"])]
-    return {"step_ms_thread": round(1e3 * statistics.median(seconds["thread"]), 2),
-            "step_ms_inline": round(1e3 * statistics.median(seconds["inline"]), 2),
-            "thread_over_inline_median": round(statistics.median(ratio), 3),
-            "thread_over_inline_p25": round(float(np.percentile(ratio, 25)), 3),
-            "thread_over_inline_p75": round(float(np.percentile(ratio, 75)), 3),
-            "steps": steps, "exact": exact}
+    return {
+        "step_ms_thread": round(1e3 * statistics.median(seconds["thread"]), 2),
+        "step_ms_inline": round(1e3 * statistics.median(seconds["inline"]), 2),
+        "thread_over_inline_median": round(statistics.median(ratio), 3),
+        "thread_over_inline_p25": round(float(np.percentile(ratio, 25)), 3),
+        "thread_over_inline_p75": round(float(np.percentile(ratio, 75)), 3),
+        "steps": steps,
+        "exact": exact,
+    }
 
 
 def against_gpu_only(config, steps: int, warmup: int, rounds: int) -> dict:
-    results = run_bench(config, ["gpu-only", "lru", "prefetch-lru"], steps, warmup=warmup, device="cpu",
-                        rounds=rounds)
-    return {r.trainer: {"samples_per_s": round(r.samples_per_s), "ratio_to_gpu_only": round(r.ratio, 3)}
-            for r in results}
+    results = run_bench(config, ["gpu-only", "lru", "prefetch-lru"], steps, warmup=warmup, device="cpu", rounds=rounds)
+    return {
+        r.trainer: {"samples_per_s": round(r.samples_per_s), "ratio_to_gpu_only": round(r.ratio, 3)} for r in results
+    }
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ bound_stage ("host memory" where the memory cap bounds hybrid), stages, resource
 each peer's (`x_hybrid`, `x_prefetch_lru_device`: `versus`), and hybrid's host_threads and host_memory_line_rate; `--record PATH` the same
 inside a run record (scratchkit/measure/record.py: command, commit, date, machine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,14 +55,24 @@ def main(argv=None) -> int:
     parser.add_argument("--scale", type=float, default=None, help="the profiles' scale (default: full size)")
     parser.add_argument("--batches", type=int, default=12, help="batches the counters run over (default 12)")
     parser.add_argument("--json", default=None, metavar="PATH", help="the projections as JSON")
-    parser.add_argument("--record", default=None, metavar="PATH",
-                        help="the projections in a run record (command, commit, date, machine)")
-    parser.add_argument("--sensitivity", action="store_true",
-                        help="scratchpipe-device on the H100 profile with one assumption changed at a time")
+    parser.add_argument(
+        "--record",
+        default=None,
+        metavar="PATH",
+        help="the projections in a run record (command, commit, date, machine)",
+    )
+    parser.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="scratchpipe-device on the H100 profile with one assumption changed at a time",
+    )
     args = parser.parse_args(argv)
     if args.sensitivity:
-        return sensitivity([p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
-                           args.batches, args.scale)
+        return sensitivity(
+            [p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
+            args.batches,
+            args.scale,
+        )
     record = RunRecord("python benchmarks/bench_projections.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     hardware = list(SERVERS)
     report = {}
@@ -72,21 +83,36 @@ def main(argv=None) -> int:
         sample = 1 if name.startswith("embedding-bound") else None
         rows = project_config(config, list(TRAINERS), hardware, args.batches, sample_tables=sample)
         d = config.data
-        print(f"\n{name}: {len(d.table_sizes)} tables of up to {max(d.table_sizes):,} rows, batch {d.batch_size}, "
-              f"pooling {d.pooling}, dim {config.model.dim}, cache/scratchpad {config.cache.capacity:,} rows a "
-              f"table ({time.perf_counter() - started:.0f} s)")
-        report[name] = {row[hardware[0]].trainer: {h: projection_figures(row[h], rows, h) for h in hardware}
-                        for row in rows}
+        print(
+            f"\n{name}: {len(d.table_sizes)} tables of up to {max(d.table_sizes):,} rows, batch {d.batch_size}, "
+            f"pooling {d.pooling}, dim {config.model.dim}, cache/scratchpad {config.cache.capacity:,} rows a "
+            f"table ({time.perf_counter() - started:.0f} s)"
+        )
+        report[name] = {
+            row[hardware[0]].trainer: {h: projection_figures(row[h], rows, h) for h in hardware} for row in rows
+        }
         head = "".join(f"  x {peer}" for peer in PEERS)
-        print(f"  {'trainer':20s}" + "".join(f"{h + ': samples/s' + head + '  bound by':>{37 + len(head)}s}"
-                                             for h in hardware))
+        print(
+            f"  {'trainer':20s}"
+            + "".join(f"{h + ': samples/s' + head + '  bound by':>{37 + len(head)}s}" for h in hardware)
+        )
         for trainer, by_server in report[name].items():
-            print(f"  {trainer:20s}" + "".join(
-                f"{x['samples_per_s']:>23,.0f}" + "".join(f"{x[versus(peer)]:{len(peer) + 4}.2f}" for peer in PEERS)
-                + f" {x['bound_stage']:>13s}" for x in by_server.values()))
-        print("  hybrid's host work: " + "; ".join(
-            f"{h} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
-            for h, x in report[name][BASELINE].items()))
+            print(
+                f"  {trainer:20s}"
+                + "".join(
+                    f"{x['samples_per_s']:>23,.0f}"
+                    + "".join(f"{x[versus(peer)]:{len(peer) + 4}.2f}" for peer in PEERS)
+                    + f" {x['bound_stage']:>13s}"
+                    for x in by_server.values()
+                )
+            )
+        print(
+            "  hybrid's host work: "
+            + "; ".join(
+                f"{h} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
+                for h, x in report[name][BASELINE].items()
+            )
+        )
     profile, hw = TARGET
     if profile in report:
         p = {t: report[profile][t][hw] for t in TRAINERS}
@@ -95,12 +121,15 @@ def main(argv=None) -> int:
             sp, bound = p[name]["samples_per_s"], p[name]["bound_stage"]
             resources = p[name]["resource_seconds"]
             busiest = max(resources, key=resources.get)
-            print(f"  {name}: {sp:,.0f} samples/s = "
-                  + "".join(f"{p[name][versus(peer)]:.2f}x {peer}, " for peer in PEERS)
-                  + f"{sp / p['gpu-only']['samples_per_s']:.2f}x "
-                  f"gpu-only; bound by {bound} ({busiest}{', not Plan' if bound != 'plan' else ''}); stages (ms): "
-                  + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p[name]["stage_seconds"].items())
-                  + "; resources (ms): " + ", ".join(f"{k} {1000 * v:.2f}" for k, v in resources.items()))
+            print(
+                f"  {name}: {sp:,.0f} samples/s = "
+                + "".join(f"{p[name][versus(peer)]:.2f}x {peer}, " for peer in PEERS)
+                + f"{sp / p['gpu-only']['samples_per_s']:.2f}x "
+                f"gpu-only; bound by {bound} ({busiest}{', not Plan' if bound != 'plan' else ''}); stages (ms): "
+                + ", ".join(f"{k} {1000 * v:.2f}" for k, v in p[name]["stage_seconds"].items())
+                + "; resources (ms): "
+                + ", ".join(f"{k} {1000 * v:.2f}" for k, v in resources.items())
+            )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)
@@ -128,9 +157,12 @@ def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
     """scratchpipe-device / gpu-only on h100-pcie5 as profiled, with the link at half its rate
     (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages."""
     hw = get_hardware(TARGET[1])
-    cases = {"as profiled": hw, "link at half rate": replace(hw, pcie_bw=hw.pcie_bw / 2),
-             "8 us a launch": replace(hw, device_calls=calls_from_ops(8e-6)),
-             "both": replace(hw, pcie_bw=hw.pcie_bw / 2, device_calls=calls_from_ops(8e-6))}
+    cases = {
+        "as profiled": hw,
+        "link at half rate": replace(hw, pcie_bw=hw.pcie_bw / 2),
+        "8 us a launch": replace(hw, device_calls=calls_from_ops(8e-6)),
+        "both": replace(hw, pcie_bw=hw.pcie_bw / 2, device_calls=calls_from_ops(8e-6)),
+    }
     print(f"scratchpipe-device / gpu-only on {hw.name}, one assumption changed at a time")
     for name in profiles:
         config = get_profile(name, scale=scale)

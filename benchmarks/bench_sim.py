@@ -15,6 +15,7 @@ reports medians: the exact LRU curve (C loop), libCacheSim's LRU at one capacity
 0.1 and at a fixed size of a tenth of the ids, with the sampled curves' mean hit-rate error
 against the exact one at capacities >= 1/R. Hit counts must be equal wherever both are exact.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,21 +27,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scratchkit.sim import (curve_error, lru_mrc, min_capacity, native, next_use, opt_mrc,
-                            profile_lru, simulate)
+from scratchkit.sim import curve_error, lru_mrc, min_capacity, native, next_use, opt_mrc, profile_lru, simulate
 from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.sim.sampling import smallest_trusted_capacity
 
 
 @dataclass
 class BenchConfig:
-    accesses: int = 10_000_000   # the size the design's "a second for 10M accesses" target names
-    rows: int = 1_000_000        # distinct ids to draw from: a 1M-row table
-    zipf: float = 1.05           # skew of a typical recommendation id stream (the issue's trace)
-    capacity: int = 10_000       # 1% of the rows: a small cache, many evictions
-    batch_size: int = 4_096      # lookahead: lookups per batch
-    depth: int = 2               # lookahead: batches planned ahead
-    ways: int = 32               # setassoc: FBGEMM's associativity
+    accesses: int = 10_000_000  # the size the design's "a second for 10M accesses" target names
+    rows: int = 1_000_000  # distinct ids to draw from: a 1M-row table
+    zipf: float = 1.05  # skew of a typical recommendation id stream (the issue's trace)
+    capacity: int = 10_000  # 1% of the rows: a small cache, many evictions
+    batch_size: int = 4_096  # lookahead: lookups per batch
+    depth: int = 2  # lookahead: batches planned ahead
+    ways: int = 32  # setassoc: FBGEMM's associativity
     seed: int = 0
 
 
@@ -115,22 +115,30 @@ def curves_side_by_side(trace: np.ndarray, capacity: int, rounds: int, rate: flo
             for name, run in contenders.items():
                 curves[name], seconds = timed(run)
                 times.setdefault(name, []).append(seconds)
-                if name == "exact" and size is None:          # a tenth of the distinct ids
+                if name == "exact" and size is None:  # a tenth of the distinct ids
                     size = max(curves["exact"].unique_ids // 10, 1)
             if peer:
                 lib_hits, seconds = libcachesim_on_file(path, trace.size, capacity, "lru")
                 times.setdefault("libcachesim_lru_one_capacity", []).append(seconds)
     median = {name: float(np.median(values)) for name, values in times.items()}
     exact = curves["exact"]
-    out = {"rounds": rounds, "median_seconds": median, "seconds": times,
-           "engine": "C loop (g++)" if native.available() else "NumPy twin",
-           "sample_rate": rate, "sample_size": size, "fixed_size_final_rate": curves["fixed_size"].rate,
-           "fixed_rate_over_exact": median["fixed_rate"] / median["exact"],
-           "fixed_size_over_exact": median["fixed_size"] / median["exact"],
-           "fixed_rate_error": curve_error(curves["fixed_rate"], exact, smallest_trusted_capacity(rate)),
-           "fixed_size_error": curve_error(curves["fixed_size"], exact,
-                                           smallest_trusted_capacity(curves["fixed_size"].rate)),
-           "capacity": capacity, "exact_hits_at_capacity": exact.hits_at(capacity)}
+    out = {
+        "rounds": rounds,
+        "median_seconds": median,
+        "seconds": times,
+        "engine": "C loop (g++)" if native.available() else "NumPy twin",
+        "sample_rate": rate,
+        "sample_size": size,
+        "fixed_size_final_rate": curves["fixed_size"].rate,
+        "fixed_rate_over_exact": median["fixed_rate"] / median["exact"],
+        "fixed_size_over_exact": median["fixed_size"] / median["exact"],
+        "fixed_rate_error": curve_error(curves["fixed_rate"], exact, smallest_trusted_capacity(rate)),
+        "fixed_size_error": curve_error(
+            curves["fixed_size"], exact, smallest_trusted_capacity(curves["fixed_size"].rate)
+        ),
+        "capacity": capacity,
+        "exact_hits_at_capacity": exact.hits_at(capacity),
+    }
     if peer:
         out["libcachesim_hits_at_capacity"] = lib_hits
         out["exact_over_libcachesim_one_capacity"] = median["exact"] / median["libcachesim_lru_one_capacity"]
@@ -162,7 +170,7 @@ def policies_at_one_capacity(trace: np.ndarray, config: BenchConfig) -> dict:
     need = min_capacity(trace, config.batch_size, config.depth)
     ahead = max(config.capacity, need)
     ways_capacity = max(config.capacity // config.ways, 1) * config.ways
-    runs = []                                   # (what, capacity, seconds, hits)
+    runs = []  # (what, capacity, seconds, hits)
 
     def record(what, capacity, fn):
         hits, seconds = timed(fn)
@@ -172,24 +180,29 @@ def policies_at_one_capacity(trace: np.ndarray, config: BenchConfig) -> dict:
     record("lru", config.capacity, lambda: simulate(trace, "lru", config.capacity).hits)
     record("lfu", config.capacity, lambda: simulate(trace, "lfu", config.capacity).hits)
     record("opt", config.capacity, lambda: simulate(trace, "opt", config.capacity).hits)
-    record("setassoc", ways_capacity,
-           lambda: simulate(trace, "setassoc", ways_capacity, ways=config.ways).hits)
-    record("lookahead", ahead, lambda: simulate(trace, "lookahead", ahead, batch_size=config.batch_size,
-                                                depth=config.depth).hits)
+    record("setassoc", ways_capacity, lambda: simulate(trace, "setassoc", ways_capacity, ways=config.ways).hits)
+    record(
+        "lookahead",
+        ahead,
+        lambda: simulate(trace, "lookahead", ahead, batch_size=config.batch_size, depth=config.depth).hits,
+    )
     record("lru_mrc (every capacity)", config.capacity, lambda: lru_mrc(trace).hits_at(config.capacity))
-    record("opt_mrc (one capacity)", config.capacity,
-           lambda: opt_mrc(trace, [config.capacity]).hits[0])
+    record("opt_mrc (one capacity)", config.capacity, lambda: opt_mrc(trace, [config.capacity]).hits[0])
     ours = {what: hits for what, _, _, hits in runs}
-    out = {"lookahead_min_capacity": need,
-           "runs": [{"what": w, "capacity": c, "seconds": s, "accesses_per_s": n / s, "hits": h}
-                    for w, c, s, h in runs]}
+    out = {
+        "lookahead_min_capacity": need,
+        "runs": [{"what": w, "capacity": c, "seconds": s, "accesses_per_s": n / s, "hits": h} for w, c, s, h in runs],
+    }
     if have_libcachesim():
         lib_lru, lib_lru_s = libcachesim_run(trace, config.capacity, "lru")
         lib_opt, lib_opt_s = libcachesim_run(trace, config.capacity, "belady")
-        out["runs"] += [{"what": what, "capacity": config.capacity, "seconds": s,
-                         "accesses_per_s": n / s, "hits": h}
-                        for what, h, s in (("libCacheSim LRU (one capacity)", lib_lru, lib_lru_s),
-                                           ("libCacheSim Belady (one capacity)", lib_opt, lib_opt_s))]
+        out["runs"] += [
+            {"what": what, "capacity": config.capacity, "seconds": s, "accesses_per_s": n / s, "hits": h}
+            for what, h, s in (
+                ("libCacheSim LRU (one capacity)", lib_lru, lib_lru_s),
+                ("libCacheSim Belady (one capacity)", lib_opt, lib_opt_s),
+            )
+        ]
         out["lru_hits_agree"] = ours["lru"] == ours["lru_mrc (every capacity)"] == lib_lru
         out["opt_hits_agree"] = ours["opt"] == ours["opt_mrc (one capacity)"] == lib_opt
     else:
@@ -202,23 +215,29 @@ def print_curves(c: dict) -> None:
     m = c["median_seconds"]
     print(f"\ncurves side by side ({c['engine']}), medians of {c['rounds']} alternating rounds:")
     print(f"{'contender':<44}{'median s':>10}{'rounds (s)':>30}")
-    names = {"exact": "LRU curve, exact, every capacity",
-             "libcachesim_lru_one_capacity": f"libCacheSim LRU, one capacity ({c['capacity']:,})",
-             "fixed_rate": f"LRU curve, SHARDS rate {c['sample_rate']}",
-             "fixed_size": f"LRU curve, SHARDS size {c['sample_size']:,}"}
+    names = {
+        "exact": "LRU curve, exact, every capacity",
+        "libcachesim_lru_one_capacity": f"libCacheSim LRU, one capacity ({c['capacity']:,})",
+        "fixed_rate": f"LRU curve, SHARDS rate {c['sample_rate']}",
+        "fixed_size": f"LRU curve, SHARDS size {c['sample_size']:,}",
+    }
     for key, label in names.items():
         if key in m:
             rounds = " ".join(f"{s:.2f}" for s in c["seconds"][key])
             print(f"{label:<44}{m[key]:>10.3f}{rounds:>30}")
     if "exact_over_libcachesim_one_capacity" in c:
-        print(f"exact curve / libCacheSim one capacity: {c['exact_over_libcachesim_one_capacity']:.2f}"
-              f"  (hits at {c['capacity']:,}: ours {c['exact_hits_at_capacity']:,}, libCacheSim "
-              f"{c['libcachesim_hits_at_capacity']:,}, equal: {c['hits_agree']})")
+        print(
+            f"exact curve / libCacheSim one capacity: {c['exact_over_libcachesim_one_capacity']:.2f}"
+            f"  (hits at {c['capacity']:,}: ours {c['exact_hits_at_capacity']:,}, libCacheSim "
+            f"{c['libcachesim_hits_at_capacity']:,}, equal: {c['hits_agree']})"
+        )
     for key in ("fixed_rate", "fixed_size"):
         e = c[f"{key}_error"]
-        print(f"{names[key]} / exact: {c[f'{key}_over_exact']:.3f}; hit-rate error at "
-              f"{e['from_capacity']:,}..{e['to_capacity']:,} rows: mean {e['mae']:.5f}, "
-              f"max {e['max']:.5f}")
+        print(
+            f"{names[key]} / exact: {c[f'{key}_over_exact']:.3f}; hit-rate error at "
+            f"{e['from_capacity']:,}..{e['to_capacity']:,} rows: mean {e['mae']:.5f}, "
+            f"max {e['max']:.5f}"
+        )
 
 
 def main(argv=None) -> int:
@@ -237,8 +256,7 @@ def main(argv=None) -> int:
     record = RunRecord.of_run(__file__, argv)
     accesses = 200_000 if args.quick else args.accesses
     rows = args.rows or (20_000 if args.quick else max(accesses // 10, 1))
-    config = BenchConfig(accesses=accesses, rows=rows, zipf=args.zipf,
-                         capacity=args.capacity or max(rows // 100, 1))
+    config = BenchConfig(accesses=accesses, rows=rows, zipf=args.zipf, capacity=args.capacity or max(rows // 100, 1))
     trace = zipf_trace(config)
     n = trace.size
     summary = {"accesses": n, "rows": config.rows, "zipf": config.zipf, "capacity": config.capacity}
@@ -248,26 +266,30 @@ def main(argv=None) -> int:
     if args.opt_grid:
         summary["opt_grid"] = opt_grid_error(trace)
     c = summary["curves"]
-    ok = c.get("hits_agree", True) and summary.get("lru_hits_agree", True) and \
-        summary.get("opt_hits_agree", True)
+    ok = c.get("hits_agree", True) and summary.get("lru_hits_agree", True) and summary.get("opt_hits_agree", True)
     record.keep(args.record, summary)
     if args.json:
         print(json.dumps(summary))
         return 0 if ok else 1
-    print(f"trace: {n:,} accesses, Zipf {config.zipf} over {config.rows:,} rows, capacity "
-          f"{config.capacity:,} rows")
+    print(f"trace: {n:,} accesses, Zipf {config.zipf} over {config.rows:,} rows, capacity {config.capacity:,} rows")
     if "runs" in summary:
         print(f"{'simulator':<36}{'capacity':>10}{'seconds':>10}{'accesses/s':>14}{'hits':>12}{'hit rate':>10}")
         for r in summary["runs"]:
-            print(f"{r['what']:<36}{r['capacity']:>10,}{r['seconds']:>10.2f}{r['accesses_per_s']:>14,.0f}"
-                  f"{r['hits']:>12,}{r['hits'] / n:>10.4f}")
-        print(f"hits agree (ours and libCacheSim where installed): LRU {summary['lru_hits_agree']}, "
-              f"OPT {summary['opt_hits_agree']}")
+            print(
+                f"{r['what']:<36}{r['capacity']:>10,}{r['seconds']:>10.2f}{r['accesses_per_s']:>14,.0f}"
+                f"{r['hits']:>12,}{r['hits'] / n:>10.4f}"
+            )
+        print(
+            f"hits agree (ours and libCacheSim where installed): LRU {summary['lru_hits_agree']}, "
+            f"OPT {summary['opt_hits_agree']}"
+        )
     print_curves(c)
     if "opt_grid" in summary:
         g = summary["opt_grid"]
-        print(f"\nOPT at {g['dense_capacities']} log-spaced capacities ({g['seconds']:.1f} s); a line "
-              f"in log capacity through a coarser grid misses it by:")
+        print(
+            f"\nOPT at {g['dense_capacities']} log-spaced capacities ({g['seconds']:.1f} s); a line "
+            f"in log capacity through a coarser grid misses it by:"
+        )
         for points, e in g["grids"].items():
             print(f"  {points:>3} points: max {e['max_error']:.4f}, mean {e['mean_error']:.4f} hit rate")
         print(f"  (OPT - LRU at most {g['opt_minus_lru_max']:.4f} hit rate on this trace)")

@@ -21,6 +21,7 @@ Machines here are noisy: compare ratios within one run, never absolute numbers a
     python benchmarks/bench_trainers.py                  # 3 rounds of 50 steps, ~30 s
     python benchmarks/bench_trainers.py --steps 150 --rounds 5   # the README's figures
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,31 +52,48 @@ def case_config(profile: str, zipf: float, args):
 
 def run_case(profile: str, zipf: float, trainers: list[str], args) -> dict:
     config = case_config(profile, zipf, args)
-    rounds = [run_bench(config, trainers, args.steps, warmup=args.warmup, device=args.device)
-              for _ in range(args.rounds)]
+    rounds = [
+        run_bench(config, trainers, args.steps, warmup=args.warmup, device=args.device) for _ in range(args.rounds)
+    ]
     # the median round of each trainer: robust to one noisy round
     middle = len(rounds) // 2
-    results = [sorted((rnd[i] for rnd in rounds), key=lambda r: r.samples_per_s)[middle]
-               for i in range(len(trainers))]
+    results = [sorted((rnd[i] for rnd in rounds), key=lambda r: r.samples_per_s)[middle] for i in range(len(trainers))]
     # ratios: the median over rounds of each round's ratio, so that each ratio compares trainers
     # measured seconds apart (this machine's speed drifts by 10% over minutes)
-    ratios = [sorted(rnd[i].samples_per_s / rnd[0].samples_per_s for rnd in rounds)[middle]
-              for i in range(len(trainers))]
+    ratios = [
+        sorted(rnd[i].samples_per_s / rnd[0].samples_per_s for rnd in rounds)[middle] for i in range(len(trainers))
+    ]
     projections = project_bench(config, results, ["this-cpu", *GPU_SERVERS])
     rows = []
     for r, ratio, projected in zip(results, ratios, projections):
-        rows.append({"trainer": r.trainer, "samples_per_s": r.samples_per_s,
-                     "ratio_to_gpu_only": ratio,
-                     "hit_rate": r.hit_rate,
-                     "projected": {p: {"samples_per_s": x.samples_per_s, "ratio_to_gpu_only": x.ratio,
-                                       "bound_stage": x.bound_stage} for p, x in projected.items()}})
-    return {"profile": profile, "zipf": zipf, "capacity": config.cache.capacity,
-            "depth": config.cache.depth, "steps": args.steps, "rounds": args.rounds, "trainers": rows}
+        rows.append(
+            {
+                "trainer": r.trainer,
+                "samples_per_s": r.samples_per_s,
+                "ratio_to_gpu_only": ratio,
+                "hit_rate": r.hit_rate,
+                "projected": {
+                    p: {"samples_per_s": x.samples_per_s, "ratio_to_gpu_only": x.ratio, "bound_stage": x.bound_stage}
+                    for p, x in projected.items()
+                },
+            }
+        )
+    return {
+        "profile": profile,
+        "zipf": zipf,
+        "capacity": config.cache.capacity,
+        "depth": config.cache.depth,
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "trainers": rows,
+    }
 
 
 def print_case(case: dict) -> None:
-    print(f"\n== {case['profile']}, zipf {case['zipf']}: capacity {case['capacity']} rows/table, "
-          f"depth {case['depth']}, {case['steps']} timed steps x {case['rounds']} round(s)")
+    print(
+        f"\n== {case['profile']}, zipf {case['zipf']}: capacity {case['capacity']} rows/table, "
+        f"depth {case['depth']}, {case['steps']} timed steps x {case['rounds']} round(s)"
+    )
     head = f"{'trainer':12s} {'samples/s':>10s} {'/gpu-only':>9s} {'hit rate':>8s}"
     for p in GPU_SERVERS:
         head += f" | {p + ' proj':>16s} {'/gpu-only':>9s} {'bound':>18s}"
@@ -92,16 +110,16 @@ def print_case(case: dict) -> None:
 def summary(cases: list[dict], trainers: list[str]) -> None:
     target = "scratchpipe" if "scratchpipe" in trainers else trainers[-1]
     print(f"\n== {target}/gpu-only: measured here, and projected for GPU servers")
-    print(f"{'case':24s} {'measured':>9s} " + " ".join(f"{p:>11s}" for p in GPU_SERVERS)
-          + f" {'vs hybrid':>10s}")
+    print(f"{'case':24s} {'measured':>9s} " + " ".join(f"{p:>11s}" for p in GPU_SERVERS) + f" {'vs hybrid':>10s}")
     for case in cases:
         rows = {r["trainer"]: r for r in case["trainers"]}
         t = rows[target]
-        vs_hybrid = (t["ratio_to_gpu_only"] / rows["hybrid"]["ratio_to_gpu_only"] if "hybrid" in rows
-                     else float("nan"))
-        print(f"{case['profile'] + ' zipf ' + str(case['zipf']):24s} {t['ratio_to_gpu_only']:9.2f} "
-              + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_SERVERS)
-              + f" {vs_hybrid:10.2f}")
+        vs_hybrid = t["ratio_to_gpu_only"] / rows["hybrid"]["ratio_to_gpu_only"] if "hybrid" in rows else float("nan")
+        print(
+            f"{case['profile'] + ' zipf ' + str(case['zipf']):24s} {t['ratio_to_gpu_only']:9.2f} "
+            + " ".join(f"{t['projected'][p]['ratio_to_gpu_only']:11.2f}" for p in GPU_SERVERS)
+            + f" {vs_hybrid:10.2f}"
+        )
 
 
 def main(argv=None) -> int:
@@ -109,8 +127,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="10 timed steps, 2 warm-up, one round")
     parser.add_argument("--steps", type=int, default=50, help="timed steps per trainer (default 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="repeat each case; report the median round and ratio (default 3)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="repeat each case; report the median round and ratio (default 3)"
+    )
     parser.add_argument("--capacity", type=int, default=None, help="cache/scratchpad rows per table")
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D (default 2)")
@@ -130,7 +149,7 @@ def main(argv=None) -> int:
     for profile, zipf in CASES:
         try:
             case = run_case(profile, zipf, trainers, args)
-        except ValueError as error:   # e.g. a capacity too small for this case's working sets
+        except ValueError as error:  # e.g. a capacity too small for this case's working sets
             print(f"\n== {profile}, zipf {zipf}: skipped: {error}")
             continue
         print_case(case)
@@ -146,10 +165,15 @@ def main(argv=None) -> int:
 
 def case_figures(case: dict) -> dict:
     """One case's figures for its record: a row per trainer, its projections flattened."""
-    return {row["trainer"]: {"samples/s": row["samples_per_s"], "/gpu-only": row["ratio_to_gpu_only"],
-                             "hit rate": row["hit_rate"],
-                             **{f"{p} /gpu-only": x["ratio_to_gpu_only"] for p, x in row["projected"].items()}}
-            for row in case["trainers"]}
+    return {
+        row["trainer"]: {
+            "samples/s": row["samples_per_s"],
+            "/gpu-only": row["ratio_to_gpu_only"],
+            "hit rate": row["hit_rate"],
+            **{f"{p} /gpu-only": x["ratio_to_gpu_only"] for p, x in row["projected"].items()},
+        }
+        for row in case["trainers"]
+    }
 
 
 if __name__ == "__main__":

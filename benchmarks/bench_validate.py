@@ -31,6 +31,7 @@ repeatability; the table says how many rows outside their bound are outside by m
     python benchmarks/bench_validate.py --json validation.json       # the rows, for notebooks and reports
     python benchmarks/bench_validate.py --record results/validate-table.json   # kept as a run record
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,15 @@ from scratchkit.trainers import available_trainers
 # whole table runs in minutes (an embedding-bound step is ~0.3 s on one core at scale 0.05). The
 # small profiles' steps take 1-10 ms: at 30-40 of them one scheduler hiccup or collection moved a
 # mean by 10-20%, so they run a second or so each
-STEPS = {"tiny": (300, 20), "small": (150, 10), "criteo-like": (100, 10), "embedding-bound": (8, 3),
-         "embedding-bound-skewed": (8, 3), "embedding-bound-wide": (6, 3), "criteo-skew": (8, 3)}
+STEPS = {
+    "tiny": (300, 20),
+    "small": (150, 10),
+    "criteo-like": (100, 10),
+    "embedding-bound": (8, 3),
+    "embedding-bound-skewed": (8, 3),
+    "embedding-bound-wide": (6, 3),
+    "criteo-skew": (8, 3),
+}
 # each profile's trainers alternate, in this many parts of their timed steps (run_bench's rounds):
 # one after another, the same dense step spread by up to +95% across the trainers of one profile
 ALTERNATE = 4
@@ -66,17 +74,34 @@ def main(argv=None) -> int:
     parser.add_argument("--trainers", default=",".join(available_trainers()), help="comma-separated (default: all)")
     parser.add_argument("--scale", type=float, default=0.05, help="for the scalable profiles (default 0.05)")
     parser.add_argument("--quick", action="store_true", help="a third of the steps: a smoke run")
-    parser.add_argument("--calibrate", action="store_true", help="calibrate this machine (and save it) before and after every profile's trainers")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrate this machine (and save it) before and after every profile's trainers",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="whole tables run, rows' medians reported (default 3)")
-    parser.add_argument("--alternate", type=int, default=ALTERNATE, metavar="K",
-                        help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
-                             f"them cover the same minutes (default {ALTERNATE}; 1: one after another)")
-    parser.add_argument("--no-again", dest="again", action="store_false",
-                        help="don't run each profile's first trainer a second time beside the others (by "
-                             "default it runs again: the machine's own repeatability, no model in it)")
+    parser.add_argument(
+        "--alternate",
+        type=int,
+        default=ALTERNATE,
+        metavar="K",
+        help=f"each profile's trainers take their timed steps in K alternating parts, so all of "
+        f"them cover the same minutes (default {ALTERNATE}; 1: one after another)",
+    )
+    parser.add_argument(
+        "--no-again",
+        dest="again",
+        action="store_false",
+        help="don't run each profile's first trainer a second time beside the others (by "
+        "default it runs again: the machine's own repeatability, no model in it)",
+    )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows and verdict here")
-    parser.add_argument("--record", default=None, metavar="PATH",
-                        help="also keep the run as a record (command, commit, date, machine: measure/record.py)")
+    parser.add_argument(
+        "--record",
+        default=None,
+        metavar="PATH",
+        help="also keep the run as a record (command, commit, date, machine: measure/record.py)",
+    )
     args = parser.parse_args(argv)
     record = RunRecord("python benchmarks/bench_validate.py " + shlex.join(argv if argv is not None else sys.argv[1:]))
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
@@ -99,33 +124,59 @@ def main(argv=None) -> int:
         for line in rounds[-1].noise() + rounds[-1].repeatability_lines():
             say(line)
     validation = median_of_rounds(rounds)
-    checks = validation.round_check()   # every table round's alternating parts pooled as rounds
+    checks = validation.round_check()  # every table round's alternating parts pooled as rounds
     from scratchkit.commands.tables import format_round_check, format_validation
 
     print(format_validation(validation))
     print(format_round_check(checks))
-    print(f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
-          f"(scale {args.scale} for {', '.join(p for p in profiles if p in scalable_profiles()) or 'none'})")
+    print(
+        f"{len(profiles)} profiles x {len(trainers)} trainers, medians of {args.rounds} round(s) in {time.perf_counter() - started:.0f} s "
+        f"(scale {args.scale} for {', '.join(p for p in profiles if p in scalable_profiles()) or 'none'})"
+    )
     shares = [(share, k, name) for k, steal in enumerate(stolen) for name, share in steal.items() if share is not None]
     if shares:
         share, k, name = max(shares)
-        print(f"the hypervisor's steal: at most {100 * share:.0f}% of the CPU time wanted, on {name} in round "
-              f"{k + 1} (a quiet machine: near 0)")
-    figures = {"hardware": validation.hardware, "verdict": validation.verdict(),
-               "passed": validation.passed, "rows": validation.to_json(), **checks.to_json(),
-               "noise": validation.noise(), "repeatability": validation.repeatability_lines(),
-               "beyond_the_machine": [r.to_dict() for r in validation.beyond_the_machine()],
-               "again": [r.to_dict() for r in validation.again],
-               "rounds": [{"hardware": r.hardware, "verdict": r.verdict(), "noise": r.noise(), "steal": steal,
-                           "rows": r.to_json(), "again": [a.to_dict() for a in r.again]}
-                          for r, steal in zip(rounds, stolen)]}
+        print(
+            f"the hypervisor's steal: at most {100 * share:.0f}% of the CPU time wanted, on {name} in round "
+            f"{k + 1} (a quiet machine: near 0)"
+        )
+    figures = {
+        "hardware": validation.hardware,
+        "verdict": validation.verdict(),
+        "passed": validation.passed,
+        "rows": validation.to_json(),
+        **checks.to_json(),
+        "noise": validation.noise(),
+        "repeatability": validation.repeatability_lines(),
+        "beyond_the_machine": [r.to_dict() for r in validation.beyond_the_machine()],
+        "again": [r.to_dict() for r in validation.again],
+        "rounds": [
+            {
+                "hardware": r.hardware,
+                "verdict": r.verdict(),
+                "noise": r.noise(),
+                "steal": steal,
+                "rows": r.to_json(),
+                "again": [a.to_dict() for a in r.again],
+            }
+            for r, steal in zip(rounds, stolen)
+        ],
+    }
     if args.json:
         with open(args.json, "w") as out:
             json.dump(figures, out, indent=2)
-    if args.record:        # the round checks as tables, as `bench --validate --record` keeps them
-        kept = {"profiles": ", ".join(profiles), "scale": args.scale, "trainers": ", ".join(trainers),
-                "rounds": args.rounds, "alternate": args.alternate, "hardware": validation.hardware,
-                "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
+    if args.record:  # the round checks as tables, as `bench --validate --record` keeps them
+        kept = {
+            "profiles": ", ".join(profiles),
+            "scale": args.scale,
+            "trainers": ", ".join(trainers),
+            "rounds": args.rounds,
+            "alternate": args.alternate,
+            "hardware": validation.hardware,
+            "verdict": validation.verdict(),
+            "spread_verdict": checks.verdict(),
+            **recorded(checks),
+        }
         print(f"recorded {record.write(args.record, kept)}", file=sys.stderr)
     return 0 if validation.passed else 1
 
@@ -135,7 +186,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
     with --calibrate. -> (its rows, the share of CPU time the hypervisor stole per profile:
     calibration/steal.py)."""
     validation, stolen = Validation(), {}
-    before = None                # the calibration after a profile is the next one's before
+    before = None  # the calibration after a profile is the next one's before
     for name in profiles:
         calibrate = (lambda: calibrate_now(lambda s: say(f"{name}: calibrate: {s}"))) if args.calibrate else None
         steps, warmup = STEPS.get(name, (10, 3))
@@ -144,13 +195,25 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         config = get_profile(name, scale=args.scale if name in scalable_profiles() else None)
         t0 = time.perf_counter()
         with StealMeter() as steal:
-            part = validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device="cpu",
-                                     rounds=args.alternate, again=args.again, calibrate=calibrate, before=before)
+            part = validate_trainers(
+                config,
+                trainers,
+                steps,
+                warmup=warmup,
+                profile=name,
+                device="cpu",
+                rounds=args.alternate,
+                again=args.again,
+                calibrate=calibrate,
+                before=before,
+            )
         before = part.calibrations[-1] if part.calibrations else None
         stolen[name] = steal.share
         stole = "" if steal.share is None else f"; {100 * steal.share:.0f}% stolen"
-        say(f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
-            f"{part.verdict().split(';')[0]}")
+        say(
+            f"{name}: {steps} steps after {warmup} warm-up, {time.perf_counter() - t0:.0f} s{stole}; "
+            f"{part.verdict().split(';')[0]}"
+        )
         validation += part
     return validation, stolen
 

@@ -10,6 +10,7 @@ random-number generator whose stream might change). The categorical values are s
 values recur often, most are rare), as in real click logs, so the samples also make a small
 access trace worth caching.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,8 @@ import sys
 from pathlib import Path
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
-CRITEO_ROWS = 48      # 3 batches of 16: a few KB, enough to show batching and a report
-U_DATA_ROWS = 200     # MovieLens-100K layout
+CRITEO_ROWS = 48  # 3 batches of 16: a few KB, enough to show batching and a report
+U_DATA_ROWS = 200  # MovieLens-100K layout
 RATINGS_CSV_ROWS = 120  # ml-latest layout, half stars
 
 
@@ -30,7 +31,7 @@ def draw(*key: object) -> int:
 
 def uniform(*key: object) -> float:
     """A number in [0, 1) fixed by `key`."""
-    return draw(*key) / 2 ** 64
+    return draw(*key) / 2**64
 
 
 def skewed(cardinality: int, *key: object) -> int:

@@ -19,14 +19,15 @@ so a calibration and the steps it predicts meet the same allocator. It is proces
 alone a threshold the user set through glibc's environment variables (`MALLOC_MMAP_THRESHOLD_`,
 `MALLOC_TRIM_THRESHOLD_`).
 """
+
 from __future__ import annotations
 
 import ctypes
 import os
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3     # glibc's <malloc.h> parameter numbers
-MMAP_THRESHOLD = 64 * 2**20                      # bytes: blocks up to this come from the heap
-TRIM_THRESHOLD = 512 * 2**20                     # bytes of free heap top kept mapped
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h> parameter numbers
+MMAP_THRESHOLD = 64 * 2**20  # bytes: blocks up to this come from the heap
+TRIM_THRESHOLD = 512 * 2**20  # bytes of free heap top kept mapped
 
 _done = False
 
@@ -41,7 +42,12 @@ def keep_step_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    _done = all(mallopt(parameter, value) == 1 for variable, parameter, value in (
-        ("MALLOC_MMAP_THRESHOLD_", M_MMAP_THRESHOLD, MMAP_THRESHOLD),
-        ("MALLOC_TRIM_THRESHOLD_", M_TRIM_THRESHOLD, TRIM_THRESHOLD)) if variable not in os.environ)
+    _done = all(
+        mallopt(parameter, value) == 1
+        for variable, parameter, value in (
+            ("MALLOC_MMAP_THRESHOLD_", M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+            ("MALLOC_TRIM_THRESHOLD_", M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+        )
+        if variable not in os.environ
+    )
     return _done

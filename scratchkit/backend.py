@@ -4,6 +4,7 @@ This is the only module that decides availability, and the only one that imports
 bindings included). Everything else asks it, so `import scratchkit` never touches CuPy or a GPU:
 CuPy is imported lazily, on the first call of `detect()`, `get_cupy()` or `get_nvrtc()`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,11 +18,11 @@ class Backend:
     """A snapshot of what is available. Frozen: detection runs once per process."""
 
     torch_version: str
-    torch_cuda: bool        # torch can place tensors on a CUDA device
-    cuda_device_name: str   # "" when there is no CUDA device
-    cupy_version: str       # "" when CuPy is not installed
-    cupy_available: bool    # CuPy imports
-    cupy_gpu: bool          # CuPy imports AND a GPU is usable, so RawKernels can run
+    torch_cuda: bool  # torch can place tensors on a CUDA device
+    cuda_device_name: str  # "" when there is no CUDA device
+    cupy_version: str  # "" when CuPy is not installed
+    cupy_available: bool  # CuPy imports
+    cupy_gpu: bool  # CuPy imports AND a GPU is usable, so RawKernels can run
 
     @property
     def device(self) -> str:
@@ -37,8 +38,10 @@ class Backend:
             kernels = f"CuPy {self.cupy_version} installed but no GPU: kernels run as host builds / NumPy twins"
         else:
             kernels = "CuPy not installed: kernels run as host builds / NumPy twins"
-        return (f"scratchkit {kit_version()} on Python {platform.python_version()}, torch "
-                f"{self.torch_version}, {gpu}; {kernels}")
+        return (
+            f"scratchkit {kit_version()} on Python {platform.python_version()}, torch "
+            f"{self.torch_version}, {gpu}; {kernels}"
+        )
 
 
 def kit_version() -> str:
@@ -78,11 +81,14 @@ def get_cupy():
     """Return the cupy module when CuPy kernels can run here; otherwise explain why not."""
     backend = detect()
     if not backend.cupy_available:
-        raise RuntimeError("CuPy is not installed: install the GPU extra (pip install -e '.[gpu]') "
-                           "on a machine with an NVIDIA GPU, or use the NumPy twins.")
+        raise RuntimeError(
+            "CuPy is not installed: install the GPU extra (pip install -e '.[gpu]') "
+            "on a machine with an NVIDIA GPU, or use the NumPy twins."
+        )
     if not backend.cupy_gpu:
-        raise RuntimeError("CuPy is installed but no GPU is usable here: use the NumPy twins or the "
-                           "host build of the kernels.")
+        raise RuntimeError(
+            "CuPy is installed but no GPU is usable here: use the NumPy twins or the host build of the kernels."
+        )
     return importlib.import_module("cupy")
 
 
@@ -99,14 +105,18 @@ def get_nvrtc():
     not in the middle of a compile.
     """
     try:
-        nvrtc = importlib.import_module("cupy.cuda").nvrtc   # an attribute: a cupy_backends module
+        nvrtc = importlib.import_module("cupy.cuda").nvrtc  # an attribute: a cupy_backends module
     except ImportError as err:
-        raise NvrtcUnavailable(f"CuPy is not installed ({err}): install the kernels-ci extra "
-                               "(pip install -e '.[kernels-ci]') to compile the kernels") from err
+        raise NvrtcUnavailable(
+            f"CuPy is not installed ({err}): install the kernels-ci extra "
+            "(pip install -e '.[kernels-ci]') to compile the kernels"
+        ) from err
     try:
         nvrtc.getVersion()
-    except Exception as err:   # CuPy raises its own errors (or OSError) when libnvrtc is missing
-        raise NvrtcUnavailable(f"CuPy is installed but libnvrtc cannot be loaded "
-                               f"({type(err).__name__}: {err}): install nvidia-cuda-nvrtc-cu12 "
-                               "(the kernels-ci extra) or a CUDA toolkit") from err
+    except Exception as err:  # CuPy raises its own errors (or OSError) when libnvrtc is missing
+        raise NvrtcUnavailable(
+            f"CuPy is installed but libnvrtc cannot be loaded "
+            f"({type(err).__name__}: {err}): install nvidia-cuda-nvrtc-cu12 "
+            "(the kernels-ci extra) or a CUDA toolkit"
+        ) from err
     return nvrtc

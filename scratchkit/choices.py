@@ -1,6 +1,7 @@
 """Closed choices named by strings: enums for the fixed ones, registries for the ones code outside
 the kit may extend (trainers, simulator policies, GPU servers, workloads). The one way to read a
 name and refuse a wrong one."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -11,8 +12,7 @@ from typing import TypeVar
 E = TypeVar("E", bound=Enum)
 
 
-def parse_choice(cls: type[E], name: E | str, what: str, *, choose: str = "choose from",
-                 quote: bool = False) -> E:
+def parse_choice(cls: type[E], name: E | str, what: str, *, choose: str = "choose from", quote: bool = False) -> E:
     """`cls(name)`, or a ValueError that names the bad value and lists the valid ones:
     "unknown {what}{name!r}; {choose} a, b, c" (`quote`: the values in quotes)."""
     try:

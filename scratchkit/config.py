@@ -3,6 +3,7 @@
 A `TrainConfig` fully determines a run: the same config gives the same batches, the same initial
 weights and (in deterministic mode on the CPU) bit-identical final parameters for every trainer.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ class OptimizerKind(str, Enum):
     """The sparse optimizers every trainer shares (see `scratchkit.embedding.optim`)."""
 
     SGD = "sgd"
-    ADAGRAD = "adagrad"                  # element-wise, exactly as torch.optim.Adagrad
+    ADAGRAD = "adagrad"  # element-wise, exactly as torch.optim.Adagrad
     ROWWISE_ADAGRAD = "rowwise_adagrad"  # one accumulator per row, as production recommenders use
 
     @classmethod
@@ -24,14 +25,13 @@ class OptimizerKind(str, Enum):
         try:
             return cls(name.replace("-", "_"))
         except ValueError:
-            raise ValueError(f"unknown optimizer {name!r}; choose one of "
-                             f"{', '.join(k.value for k in cls)}") from None
+            raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(k.value for k in cls)}") from None
 
 
 class OnNonFiniteLoss(str, Enum):
     """What training does when a step's loss is NaN or infinite."""
 
-    RAISE = "raise"        # stop before that step changes any weight (the default: NaN spreads)
+    RAISE = "raise"  # stop before that step changes any weight (the default: NaN spreads)
     CONTINUE = "continue"  # train on: for studying divergence on purpose
 
     @classmethod
@@ -42,9 +42,9 @@ class OnNonFiniteLoss(str, Enum):
 class SummationOrder(str, Enum):
     """In which order a CPU run's C++ backward sums one id's gradients (embedding/table_batched.py)."""
 
-    TORCH = "torch"   # as torch.sort leaves equal ids: bit for bit plain PyTorch (the default)
-    BY_ID = "by-id"   # in lookup order (a stable radix sort, as FBGEMM's CPU backward sorts): a
-                      # faster sort, PyTorch's result only to float rounding (verify's BY_ID_TOLERANCE)
+    TORCH = "torch"  # as torch.sort leaves equal ids: bit for bit plain PyTorch (the default)
+    BY_ID = "by-id"  # in lookup order (a stable radix sort, as FBGEMM's CPU backward sorts): a
+    # faster sort, PyTorch's result only to float rounding (verify's BY_ID_TOLERANCE)
 
     @classmethod
     def parse(cls, name: "SummationOrder | str") -> "SummationOrder":
@@ -54,8 +54,8 @@ class SummationOrder(str, Enum):
 @dataclass(frozen=True)
 class OptimizerConfig:
     kind: OptimizerKind = OptimizerKind.SGD  # the simplest update, and the paper's setting
-    lr: float = 0.05      # large enough that a few hundred steps visibly lower the loss
-    eps: float = 1e-10    # torch.optim.Adagrad's default, so the reference can use it unchanged
+    lr: float = 0.05  # large enough that a few hundred steps visibly lower the loss
+    eps: float = 1e-10  # torch.optim.Adagrad's default, so the reference can use it unchanged
 
     def __post_init__(self):
         if not self.lr > 0:
@@ -71,12 +71,12 @@ class DataConfig:
     """The synthetic data: table sizes, bag sizes, batch size and how skewed the ids are."""
 
     table_sizes: tuple[int, ...] = (1000, 1000, 1000, 1000)
-    pooling: int = 2          # ids per bag (the pooling factor L); DLRM benchmarks use 1-100
-    batch_size: int = 64      # samples per mini-batch (B)
-    num_dense: int = 13       # Criteo's 13 integer features
+    pooling: int = 2  # ids per bag (the pooling factor L); DLRM benchmarks use 1-100
+    batch_size: int = 64  # samples per mini-batch (B)
+    num_dense: int = 13  # Criteo's 13 integer features
     zipf: float | tuple[float, ...] = 1.05  # locality: 0 = uniform ids; ~1 = real CTR logs; or one per table
-    num_batches: int = 10_000 # length of the (lazy) dataset; batches are made on demand
-    seed: int = 0             # same seed, same batches
+    num_batches: int = 10_000  # length of the (lazy) dataset; batches are made on demand
+    seed: int = 0  # same seed, same batches
     # The rows the Zipf law ranks over, per table; None: the table sizes. A profile scaled down to fit
     # a laptop keeps its full-size law and folds the ranks into its smaller tables (data/synthetic.py).
     rank_rows: tuple[int, ...] | None = None
@@ -102,15 +102,15 @@ class DataConfig:
             raise ValueError(f"num_dense must be >= 0, got {self.num_dense}")
         zipfs = self.zipf if isinstance(self.zipf, tuple) else (self.zipf,)
         if isinstance(self.zipf, tuple) and len(zipfs) != len(self.table_sizes):
-            raise ValueError(f"give one zipf exponent, or one per table ({len(self.table_sizes)}), "
-                             f"got {len(zipfs)}")
+            raise ValueError(f"give one zipf exponent, or one per table ({len(self.table_sizes)}), got {len(zipfs)}")
         for z in zipfs:
             if not z >= 0:
                 raise ValueError(f"zipf exponent must be >= 0, got {z}")
         if self.rank_rows is not None:
             if len(self.rank_rows) != len(self.table_sizes):
-                raise ValueError(f"rank_rows needs one count per table ({len(self.table_sizes)}), "
-                                 f"got {len(self.rank_rows)}")
+                raise ValueError(
+                    f"rank_rows needs one count per table ({len(self.table_sizes)}), got {len(self.rank_rows)}"
+                )
             for t, (r, n) in enumerate(zip(self.rank_rows, self.table_sizes)):
                 if int(r) < int(n):
                     raise ValueError(f"table {t}: rank_rows {r} is fewer than its {n} rows")
@@ -120,9 +120,9 @@ class DataConfig:
 class ModelConfig:
     """The DLRM's dense part. The bottom MLP's last width must equal the embedding dim."""
 
-    dim: int = 16                          # embedding width; DLRM's Kaggle config uses 16
-    bottom_mlp: tuple[int, ...] = (32, 16) # dense features -> dim
-    top_mlp: tuple[int, ...] = (32, 1)     # interactions -> one click logit
+    dim: int = 16  # embedding width; DLRM's Kaggle config uses 16
+    bottom_mlp: tuple[int, ...] = (32, 16)  # dense features -> dim
+    top_mlp: tuple[int, ...] = (32, 1)  # interactions -> one click logit
 
     def __post_init__(self):
         if self.dim <= 0:
@@ -136,9 +136,9 @@ class ModelConfig:
 class VictimPolicy(str, Enum):
     """Which resident row gives up its slot when a miss needs one (the kit's one such choice)."""
 
-    FURTHEST = "furthest"   # ScratchPipe: furthest next use among the batches it can see, then LRU
-    LRU = "lru"             # least recently used (a cache) / least recently trained (ScratchPipe)
-    LFU = "lfu"             # least frequently used since the row came in (a cache)
+    FURTHEST = "furthest"  # ScratchPipe: furthest next use among the batches it can see, then LRU
+    LRU = "lru"  # least recently used (a cache) / least recently trained (ScratchPipe)
+    LFU = "lfu"  # least frequently used since the row came in (a cache)
 
     @classmethod
     def parse(cls, name: "VictimPolicy | str") -> "VictimPolicy":
@@ -155,8 +155,8 @@ class CacheParams:
 
     capacity: int | None = None
     load_factor: float | None = None
-    depth: int = 2                 # look-ahead depth D: batches planned ahead of Train
-    victim_policy: VictimPolicy | str = VictimPolicy.FURTHEST   # ScratchPipe's victim choice
+    depth: int = 2  # look-ahead depth D: batches planned ahead of Train
+    victim_policy: VictimPolicy | str = VictimPolicy.FURTHEST  # ScratchPipe's victim choice
     # ScratchPipe's planners per table, each on its own core, owning the ids id % plan_stripes and
     # its share of the slots (scratchkit/scratchpipe/stripes.py): Plan keeps up with a fast GPU
     plan_stripes: int = 1
@@ -186,7 +186,7 @@ def default_threads() -> int:
     """The cores this process may run on (its CPU affinity; os.cpu_count() where there is none)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:        # no sched_getaffinity (macOS, Windows)
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
         return max(1, os.cpu_count() or 1)
 
 
@@ -196,7 +196,7 @@ class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     cache: CacheParams = field(default_factory=CacheParams)
-    seed: int = 0               # initial weights; the data has its own seed
+    seed: int = 0  # initial weights; the data has its own seed
     deterministic: bool = True  # on CUDA, torch's deterministic algorithms (CPU ops are already)
     # torch intra-op threads on the CPU: the dense model's ops. They are small (a 2k-lookup op takes
     # ~15 us on one thread, but ~8 ms with 2 OpenMP threads when the other core is busy), and a
@@ -222,8 +222,10 @@ class TrainConfig:
         if self.summation_order is SummationOrder.BY_ID and self.optimizer.kind is not OptimizerKind.SGD:
             # Adagrad's first steps scale each gradient by its own size: a sum near zero whose last
             # bits differ becomes a different full step (small, row-wise Adagrad: 0.27 in 400 steps)
-            raise ValueError(f"summation_order='by-id' is offered with SGD only, not "
-                             f"{self.optimizer.kind.value}: Adagrad turns its rounding into whole steps")
+            raise ValueError(
+                f"summation_order='by-id' is offered with SGD only, not "
+                f"{self.optimizer.kind.value}: Adagrad turns its rounding into whole steps"
+            )
 
     def host_threads(self, reserved: int = 0) -> int:
         """The threads the host's embedding work runs on: `threads`, or every core this process

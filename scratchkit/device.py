@@ -15,6 +15,7 @@ checks the sequence it issues: rows pinned before their asynchronous copy, the s
 synchronised before Insert reads what Transfer moved, and so on. What only a real GPU can prove
 (that the copies really overlap, that the kernels are fast) is listed in docs/gpu.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,7 +60,7 @@ class TorchCuda:
         # Process-wide torch switch for CUDA, where some kernels use atomics. The CPU ops the kit
         # uses are deterministic already (the bit-exact tests check it), and the switch costs
         # ~1 s on first use (it imports torch._dynamo), so the CPU goes without it.
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # cuBLAS needs it
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 

@@ -6,6 +6,7 @@ and rewrites the file, so no measured number sits in the code without its proven
     from scratchkit.measured import measured
     MISS_SHARE = measured("miss_share")
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 DATA = Path(__file__).with_name("measured.json")
-PROVENANCE = ("what", "command", "commit", "date", "machine")   # every entry says these
+PROVENANCE = ("what", "command", "commit", "date", "machine")  # every entry says these
 
 
 @cache
@@ -27,8 +28,10 @@ def measured(name: str):
     try:
         return entries()[name]["value"]
     except KeyError:
-        raise KeyError(f"{DATA} has no measured constant {name!r} (it has {', '.join(entries())}): "
-                       "scripts/measure_constants.py writes them") from None
+        raise KeyError(
+            f"{DATA} has no measured constant {name!r} (it has {', '.join(entries())}): "
+            "scripts/measure_constants.py writes them"
+        ) from None
 
 
 def provenance(name: str) -> dict:

@@ -4,6 +4,7 @@ Embeddings are *not* inside the module: each trainer looks them up wherever its 
 device, cache, scratchpad) and hands the pooled vectors in. That is the whole point of the kit:
 the math is the same, only where the rows live changes.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,11 +43,11 @@ class DenseDLRM(nn.Module):
         # dense [B, num_dense], pooled [B, T, dim] -> logits [B]
         if self.num_dense == 0:
             dense = torch.ones(pooled.shape[0], 1, device=pooled.device)
-        x = self.bottom(dense)                                   # [B, dim]
-        vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)     # [B, T+1, dim]
-        dots = torch.bmm(vectors, vectors.transpose(1, 2))       # [B, T+1, T+1]
-        pairs = dots.flatten(1).index_select(1, self.pair_index) # [B, (T+1)T/2]
-        return self.top(torch.cat([x, pairs], dim=1)).squeeze(1) # [B]
+        x = self.bottom(dense)  # [B, dim]
+        vectors = torch.cat([x.unsqueeze(1), pooled], dim=1)  # [B, T+1, dim]
+        dots = torch.bmm(vectors, vectors.transpose(1, 2))  # [B, T+1, T+1]
+        pairs = dots.flatten(1).index_select(1, self.pair_index)  # [B, (T+1)T/2]
+        return self.top(torch.cat([x, pairs], dim=1)).squeeze(1)  # [B]
 
 
 def init_dense_model(config: ModelConfig, num_dense: int, num_tables: int, seed: int) -> DenseDLRM:

@@ -11,6 +11,7 @@ and compiler, so an edit rebuilds and anything else loads at once. Where no comp
 `available()` is False and callers use the NumPy twins; `SCRATCHKIT_NATIVE=0` forces that (for
 tests of the fallback).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,16 +42,19 @@ class CLibrary:
     function to (restype, argtypes). Name the headers the sources include among them too: they
     are not compiled, but an edit to one must rebuild the library."""
 
-    def __init__(self, name: str, folder: Path, sources: tuple[str, ...], signatures: dict,
-                 switch: str = "SCRATCHKIT_NATIVE"):
+    def __init__(
+        self, name: str, folder: Path, sources: tuple[str, ...], signatures: dict, switch: str = "SCRATCHKIT_NATIVE"
+    ):
         self.name, self.folder, self.sources, self.signatures = name, folder, sources, signatures
-        self.switch = switch                 # an environment variable: "0" turns it off
+        self.switch = switch  # an environment variable: "0" turns it off
         self._failed = False
 
     def path(self, compiler: str) -> Path:
         digest = hashlib.sha256()
-        for part in [(self.folder / s).read_bytes() for s in self.sources] + [" ".join(FLAGS).encode(),
-                                                                                compiler.encode()]:
+        for part in [(self.folder / s).read_bytes() for s in self.sources] + [
+            " ".join(FLAGS).encode(),
+            compiler.encode(),
+        ]:
             digest.update(part)
             digest.update(b"\0")
         return default_cache_dir().parent / self.name / f"{self.name}-{digest.hexdigest()[:16]}.so"
@@ -72,18 +76,18 @@ class CLibrary:
         lib.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=lib.parent, prefix="build-") as tmp:
             out = Path(tmp) / lib.name
-            compiled = [str(self.folder / s) for s in self.sources if not s.endswith(".h")]   # headers: hashed only
+            compiled = [str(self.folder / s) for s in self.sources if not s.endswith(".h")]  # headers: hashed only
             cmd = [compiler, *FLAGS, "-o", str(out), *compiled]
             done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 raise NativeBuildError(f"building {self.name} ({', '.join(self.sources)}) failed:\n{done.stdout}")
-            os.replace(out, lib)          # atomic: a concurrent build never sees half a library
+            os.replace(out, lib)  # atomic: a concurrent build never sees half a library
         return lib
 
     @cached_property
     def library(self) -> ctypes.CDLL:
         """The loaded library (built on the first call); raises NativeBuildError."""
-        lib = ctypes.CDLL(str(self.build()))     # CDLL: each call releases the GIL
+        lib = ctypes.CDLL(str(self.build()))  # CDLL: each call releases the GIL
         for name, (restype, argtypes) in self.signatures.items():
             function = getattr(lib, name)
             function.restype, function.argtypes = restype, argtypes

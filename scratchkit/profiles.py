@@ -9,6 +9,7 @@ folded into the smaller tables (data/synthetic.py), so a scaled batch's working 
 look-ahead window stay close to the full size's (the head of the law, where most lookups land,
 stays whole; only the tail folds onto it). The cache and scratchpad sizes are rows per table, capped at the
 table, so a scaled run keeps the full-size capacity where the table allows."""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,33 @@ from scratchkit.measured import measured
 # Cardinalities of the 26 categorical features of Criteo Kaggle (Display Advertising Challenge),
 # as the DLRM reference implementation counts them.
 CRITEO_KAGGLE_CARDINALITIES = (
-    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992,
-    5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572)
+    1460,
+    583,
+    10131227,
+    2202608,
+    305,
+    24,
+    12517,
+    633,
+    3,
+    93145,
+    5683,
+    8351593,
+    3194,
+    27,
+    14992,
+    5461306,
+    10,
+    5652,
+    2173,
+    4,
+    7046547,
+    18,
+    15,
+    286181,
+    105,
+    142572,
+)
 
 
 def _tiny() -> TrainConfig:
@@ -32,7 +58,8 @@ def _tiny() -> TrainConfig:
         data=DataConfig(table_sizes=(500, 300, 200), pooling=2, batch_size=32, num_dense=4, zipf=1.0),
         model=ModelConfig(dim=8, bottom_mlp=(16, 8), top_mlp=(16, 1)),
         # (D+1)*B*L = 192 rows at D=2: every trainer fits at any locality; the last table is whole
-        cache=CacheParams(capacity=200))
+        cache=CacheParams(capacity=200),
+    )
 
 
 def _small() -> TrainConfig:
@@ -42,7 +69,8 @@ def _small() -> TrainConfig:
         data=DataConfig(table_sizes=(20_000,) * 8, pooling=8, batch_size=256, num_dense=13, zipf=1.05),
         model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)),
         # 41% of each table: (D+1)*B*L = 6144 rows at D=2, so ScratchPipe fits at any locality
-        cache=CacheParams(capacity=8192))
+        cache=CacheParams(capacity=8192),
+    )
 
 
 def criteo_like(scale: float = 0.01) -> TrainConfig:
@@ -54,29 +82,38 @@ def criteo_like(scale: float = 0.01) -> TrainConfig:
         data=DataConfig(table_sizes=sizes, pooling=1, batch_size=512, num_dense=13, zipf=1.1),
         model=ModelConfig(dim=16, bottom_mlp=(64, 16), top_mlp=(64, 1)),
         # (D+1)*B*L = 4096 rows covers D <= 7 at any locality; small tables are held whole
-        cache=CacheParams(capacity=4096))
+        cache=CacheParams(capacity=4096),
+    )
 
 
 # Zipf exponents of Criteo Kaggle's 26 features, fitted to real rows of it by maximum likelihood
 # (scripts/fit_criteo_locality.py; the rows are not part of the kit; measured.json says which)
 CRITEO_KAGGLE_EXPONENTS = tuple(measured("criteo_kaggle_exponents"))
-EMBEDDING_ROWS = 1_000_000   # rows of each full-size table of the embedding-bound profiles
+EMBEDDING_ROWS = 1_000_000  # rows of each full-size table of the embedding-bound profiles
 
 
 def _scaled(rows: tuple[int, ...], scale: float, what: str) -> tuple[int, ...]:
     if not scale > 0:
         raise ValueError(f"{what} scale must be > 0, got {scale}")
-    return tuple(min(n, max(4, math.ceil(n * scale))) for n in rows)   # never above full size
+    return tuple(min(n, max(4, math.ceil(n * scale))) for n in rows)  # never above full size
 
 
-def _embedding_bound(scale: float, zipf: float, dim: int = 64, pooling: int = 40,
-                     batch_size: int = 2048, capacity: int = 250_000) -> TrainConfig:
+def _embedding_bound(
+    scale: float, zipf: float, dim: int = 64, pooling: int = 40, batch_size: int = 2048, capacity: int = 250_000
+) -> TrainConfig:
     full = (EMBEDDING_ROWS,) * 8
     return TrainConfig(
-        data=DataConfig(table_sizes=_scaled(full, scale, "embedding-bound"), pooling=pooling,
-                        batch_size=batch_size, num_dense=13, zipf=zipf, rank_rows=full),
+        data=DataConfig(
+            table_sizes=_scaled(full, scale, "embedding-bound"),
+            pooling=pooling,
+            batch_size=batch_size,
+            num_dense=13,
+            zipf=zipf,
+            rank_rows=full,
+        ),
         model=ModelConfig(dim=dim, bottom_mlp=(128, dim), top_mlp=(128, 1)),
-        cache=CacheParams(capacity=capacity))
+        cache=CacheParams(capacity=capacity),
+    )
 
 
 def embedding_bound(scale: float = 1.0) -> TrainConfig:
@@ -101,10 +138,17 @@ def criteo_skew(scale: float = 0.25) -> TrainConfig:
     (CRITEO_KAGGLE_EXPONENTS), dim 64, one id per feature, batch 4096."""
     full = CRITEO_KAGGLE_CARDINALITIES
     return TrainConfig(
-        data=DataConfig(table_sizes=_scaled(full, scale, "criteo-skew"), pooling=1, batch_size=4096,
-                        num_dense=13, zipf=CRITEO_KAGGLE_EXPONENTS, rank_rows=full),
+        data=DataConfig(
+            table_sizes=_scaled(full, scale, "criteo-skew"),
+            pooling=1,
+            batch_size=4096,
+            num_dense=13,
+            zipf=CRITEO_KAGGLE_EXPONENTS,
+            rank_rows=full,
+        ),
         model=ModelConfig(dim=64, bottom_mlp=(128, 64), top_mlp=(128, 1)),
-        cache=CacheParams(capacity=65_536))
+        cache=CacheParams(capacity=65_536),
+    )
 
 
 @dataclass(frozen=True)
@@ -118,12 +162,18 @@ class Workload:
 
 # Every command's --profile, the benchmarks and the scripts read this registry; a workload of your
 # own is one `PROFILES.register(name, Workload(make))` away.
-PROFILES: Registry[Workload] = Registry("profile ", {
-    "tiny": Workload(_tiny), "small": Workload(_small), "criteo-like": Workload(criteo_like, scalable=True),
-    "embedding-bound": Workload(embedding_bound, scalable=True),
-    "embedding-bound-skewed": Workload(embedding_bound_skewed, scalable=True),
-    "embedding-bound-wide": Workload(embedding_bound_wide, scalable=True),
-    "criteo-skew": Workload(criteo_skew, scalable=True)})
+PROFILES: Registry[Workload] = Registry(
+    "profile ",
+    {
+        "tiny": Workload(_tiny),
+        "small": Workload(_small),
+        "criteo-like": Workload(criteo_like, scalable=True),
+        "embedding-bound": Workload(embedding_bound, scalable=True),
+        "embedding-bound-skewed": Workload(embedding_bound_skewed, scalable=True),
+        "embedding-bound-wide": Workload(embedding_bound_wide, scalable=True),
+        "criteo-skew": Workload(criteo_skew, scalable=True),
+    },
+)
 
 
 def scalable_profiles() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ server's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB ta
 bench_kernels.py measures.
 Regenerate whenever the cost model, the profiles or the trainers change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,7 @@ from scratchkit.projection.hardware import GB, SERVERS, get_hardware  # noqa: E4
 from scratchkit.profiles import PROFILES, get_profile  # noqa: E402
 from scratchkit.trainers import TrainerKind, available_trainers, priced_as  # noqa: E402
 
-EMBEDDING_BOUND = "embedding-bound"   # the workload whose step the tables bound
+EMBEDDING_BOUND = "embedding-bound"  # the workload whose step the tables bound
 GPU_SERVERS = list(SERVERS)
 
 
@@ -47,8 +48,11 @@ def trainers() -> list[str]:
 def machine() -> str:
     """The CPU this ran on (its speed does not enter the GPU projections, only the work counts)."""
     cpuinfo = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-             if line.startswith("model name")] if cpuinfo.exists() else []
+    names = (
+        [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        if cpuinfo.exists()
+        else []
+    )
     cpu = names[0] if names else (platform.processor() or "unknown CPU")
     return f"{cpu}, {os.cpu_count()} cores, no GPU ({platform.system()} {platform.machine()})"
 
@@ -60,61 +64,105 @@ def project_profile(name: str, steps: int) -> dict:
     projections = project_bench(config, results, GPU_SERVERS)
     rows = []
     for result, projected in zip(results, projections):
-        rows.append({"trainer": result.trainer,
-                     "work_per_step": {"lookups": result.lookups_per_step, "hit_rate": result.hit_rate,
-                                       "fetched_rows": result.fetched_rows_per_step,
-                                       "written_back_rows": result.written_back_rows_per_step},
-                     "projected": {hw: {"samples_per_s": p.samples_per_s, "ratio": p.ratio,
-                                        "step_ms": 1000 * p.step_seconds, "bound_stage": p.bound_stage,
-                                        "stage_ms": {s: 1000 * v for s, v in p.stage_seconds.items()}}
-                                   for hw, p in projected.items()}})
+        rows.append(
+            {
+                "trainer": result.trainer,
+                "work_per_step": {
+                    "lookups": result.lookups_per_step,
+                    "hit_rate": result.hit_rate,
+                    "fetched_rows": result.fetched_rows_per_step,
+                    "written_back_rows": result.written_back_rows_per_step,
+                },
+                "projected": {
+                    hw: {
+                        "samples_per_s": p.samples_per_s,
+                        "ratio": p.ratio,
+                        "step_ms": 1000 * p.step_seconds,
+                        "bound_stage": p.bound_stage,
+                        "stage_ms": {s: 1000 * v for s, v in p.stage_seconds.items()},
+                    }
+                    for hw, p in projected.items()
+                },
+            }
+        )
     data = config.data
-    return {"profile": name, "tables": len(data.table_sizes), "batch_size": data.batch_size,
-            "pooling": data.pooling, "dim": config.model.dim, "steps": steps, "trainers": rows}
+    return {
+        "profile": name,
+        "tables": len(data.table_sizes),
+        "batch_size": data.batch_size,
+        "pooling": data.pooling,
+        "dim": config.model.dim,
+        "steps": steps,
+        "trainers": rows,
+    }
 
 
 def kernel_expectations() -> dict:
-    return {hw: {"device_stream_gb_per_s": get_hardware(hw).device_stream_bw / GB,
-                 "device_gather_gb_per_s": get_hardware(hw).device_gather.bandwidth(64, 2**30) / GB,
-                 "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB} for hw in GPU_SERVERS}
+    return {
+        hw: {
+            "device_stream_gb_per_s": get_hardware(hw).device_stream_bw / GB,
+            "device_gather_gb_per_s": get_hardware(hw).device_gather.bandwidth(64, 2**30) / GB,
+            "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB,
+        }
+        for hw in GPU_SERVERS
+    }
 
 
 def markdown(figures: dict, hardware: str) -> str:
-    lines = ["# Expected figures on the first GPU", "",
-             f"Written by `{figures['command']}`, which also writes `docs/gpu-expected.json` (with the",
-             "commit, date and machine that wrote both). Regenerate them with the same command when the",
-             "cost model changes.", "",
-             "These are the cost model's projections (`scratchkit/projection/costmodel.py`, machines in",
-             "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
-             "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",
-             f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` server.",
-             "An H200 has the H100's architecture (sm_90) and PCIe 5 host link, with faster HBM (4.8",
-             "against 2.0 TB/s), which the model's embedding verdicts barely depend on: they are set",
-             "by host memory, PCIe and per-op latency. Expect the device-bound figures (gpu-only's",
-             "`mlp`, kernels' GB/s) to come out faster on an H200 than projected here.", "",
-             "The work per step (hit rates, rows fetched and written back) was measured here by training",
-             "the same batches; it does not depend on the hardware. The data stage is not modelled.", ""]
+    lines = [
+        "# Expected figures on the first GPU",
+        "",
+        f"Written by `{figures['command']}`, which also writes `docs/gpu-expected.json` (with the",
+        "commit, date and machine that wrote both). Regenerate them with the same command when the",
+        "cost model changes.",
+        "",
+        "These are the cost model's projections (`scratchkit/projection/costmodel.py`, machines in",
+        "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
+        "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",
+        f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` server.",
+        "An H200 has the H100's architecture (sm_90) and PCIe 5 host link, with faster HBM (4.8",
+        "against 2.0 TB/s), which the model's embedding verdicts barely depend on: they are set",
+        "by host memory, PCIe and per-op latency. Expect the device-bound figures (gpu-only's",
+        "`mlp`, kernels' GB/s) to come out faster on an H200 than projected here.",
+        "",
+        "The work per step (hit rates, rows fetched and written back) was measured here by training",
+        "the same batches; it does not depend on the hardware. The data stage is not modelled.",
+        "",
+    ]
     for prof in figures["profiles"]:
-        lines += [f"## {prof['profile']}: {prof['tables']} tables, batch {prof['batch_size']}, "
-                  f"pooling {prof['pooling']}, dim {prof['dim']}", "",
-                  "| trainer | hit rate | rows fetched/step | " + " | ".join(
-                      f"{hw} samples/s (ratio, bound by)" for hw in GPU_SERVERS) + " |",
-                  "|---|---|---|" + "---|" * len(GPU_SERVERS)]
+        lines += [
+            f"## {prof['profile']}: {prof['tables']} tables, batch {prof['batch_size']}, "
+            f"pooling {prof['pooling']}, dim {prof['dim']}",
+            "",
+            "| trainer | hit rate | rows fetched/step | "
+            + " | ".join(f"{hw} samples/s (ratio, bound by)" for hw in GPU_SERVERS)
+            + " |",
+            "|---|---|---|" + "---|" * len(GPU_SERVERS),
+        ]
         for row in prof["trainers"]:
             work = row["work_per_step"]
             hit = "-" if work["hit_rate"] is None else f"{work['hit_rate']:.3f}"
-            cells = [f"{p['samples_per_s']:,.0f} ({p['ratio']:.2f}, {p['bound_stage']})"
-                     for p in (row["projected"][hw] for hw in GPU_SERVERS)]
+            cells = [
+                f"{p['samples_per_s']:,.0f} ({p['ratio']:.2f}, {p['bound_stage']})"
+                for p in (row["projected"][hw] for hw in GPU_SERVERS)
+            ]
             lines.append(f"| {row['trainer']} | {hit} | {work['fetched_rows']:,.0f} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Kernels (benchmarks/bench_kernels.py)", "",
-              "The profiles' device memory figures, which the gather benchmark's GB/s and the copy",
-              "bandwidth measured in the same run should approach (gather GB/s / copy GB/s about "
-              "the server's gather/stream ratio):", "",
-              "| hardware | device copy GB/s | random-row gather GB/s | PCIe GB/s |", "|---|---|---|---|"]
+    lines += [
+        "## Kernels (benchmarks/bench_kernels.py)",
+        "",
+        "The profiles' device memory figures, which the gather benchmark's GB/s and the copy",
+        "bandwidth measured in the same run should approach (gather GB/s / copy GB/s about "
+        "the server's gather/stream ratio):",
+        "",
+        "| hardware | device copy GB/s | random-row gather GB/s | PCIe GB/s |",
+        "|---|---|---|---|",
+    ]
     for hw, k in figures["kernels"].items():
-        lines.append(f"| {hw} | {k['device_stream_gb_per_s']:,.0f} | {k['device_gather_gb_per_s']:,.0f} | "
-                     f"{k['pcie_gb_per_s']:,.0f} |")
+        lines.append(
+            f"| {hw} | {k['device_stream_gb_per_s']:,.0f} | {k['device_gather_gb_per_s']:,.0f} | "
+            f"{k['pcie_gb_per_s']:,.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -125,13 +173,22 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(REPO / "docs"), help="folder for gpu-expected.{md,json}")
     args = parser.parse_args(argv)
     profiles = ["small", "criteo-like"] + ([EMBEDDING_BOUND] if EMBEDDING_BOUND in PROFILES else [])
-    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True).stdout.strip() or "?"
-    figures = {"generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "git": git,
-               "command": f"python scripts/expected_gpu_figures.py --steps {args.steps}",
-               "machine": machine(), "hardware": args.hardware, "trainers": trainers(),
-               "profiles": [project_profile(p, args.steps) for p in profiles],
-               "kernels": kernel_expectations()}
+    git = (
+        subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or "?"
+    )
+    figures = {
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "git": git,
+        "command": f"python scripts/expected_gpu_figures.py --steps {args.steps}",
+        "machine": machine(),
+        "hardware": args.hardware,
+        "trainers": trainers(),
+        "profiles": [project_profile(p, args.steps) for p in profiles],
+        "kernels": kernel_expectations(),
+    }
     out = Path(args.out)
     (out / "gpu-expected.json").write_text(json.dumps(figures, indent=2) + "\n")
     (out / "gpu-expected.md").write_text(markdown(figures, args.hardware))

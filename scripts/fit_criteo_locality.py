@@ -15,6 +15,7 @@ ranks of rows seen once are a guess (any order among them), which is why the law
 counts by rank rather than to individual rows. A sample of a few thousand rows says little about a
 table of millions of rows' far tail; the exponent is what those rows say about the head.
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,24 +28,23 @@ from scratchkit.data.samples import KAGGLE_SAMPLE as DEFAULT
 from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES
 
 
-
 def log_partition(num_ranks: int, s: float, chunk: int = 1 << 22) -> float:
     """log H(N, s), summed in chunks so a 10M-rank law needs little memory."""
     total = 0.0
     for start in range(1, num_ranks + 1, chunk):
         k = np.arange(start, min(start + chunk, num_ranks + 1), dtype=np.float64)
-        total += float(np.sum(k ** -s))
+        total += float(np.sum(k**-s))
     return float(np.log(total))
 
 
 def fit_exponent(counts: np.ndarray, num_ranks: int) -> float:
     """The maximum-likelihood Zipf exponent in [0, 3] for `counts` (any order) over `num_ranks`."""
-    counts = np.sort(counts)[::-1].astype(np.float64)                 # rank 1 = most frequent
+    counts = np.sort(counts)[::-1].astype(np.float64)  # rank 1 = most frequent
     log_rank_weight = float(np.sum(counts * np.log(np.arange(1, len(counts) + 1))))
     n = counts.sum()
     likelihood = lambda s: -s * log_rank_weight - n * log_partition(num_ranks, s)
     low, high = 0.0, 3.0
-    for _ in range(40):                                               # golden-section search
+    for _ in range(40):  # golden-section search
         a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
         if likelihood(a) < likelihood(b):
             low = a
@@ -60,8 +60,10 @@ def fit_exponents(path: Path) -> tuple[tuple[float, ...], int]:
     for t, size in enumerate(CRITEO_KAGGLE_CARDINALITIES):
         counts = np.unique(data.ids[t], return_counts=True)[1]
         exponents.append(fit_exponent(counts, size))
-        print(f"C{t + 1:<3} {size:>10,} rows  {len(counts):>6,} distinct in {data.num_rows:,}  s = {exponents[-1]}",
-              file=sys.stderr)
+        print(
+            f"C{t + 1:<3} {size:>10,} rows  {len(counts):>6,} distinct in {data.num_rows:,}  s = {exponents[-1]}",
+            file=sys.stderr,
+        )
     return tuple(exponents), data.num_rows
 
 

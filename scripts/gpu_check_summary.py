@@ -8,6 +8,7 @@ be missing when its section did not run), writes OUT/gpu_check.json, and prints 
 measured trainer and kernel figure stands beside the projection docs/gpu-expected.json made
 before the run.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,42 +63,64 @@ def kernel_lines(bench: dict | None, expected: dict | None) -> list[str]:
         return ["kernels: no figures (section did not run or failed)"]
     lines = ["kernels: Mlookups/s, gather GB/s, copy GB/s (gather/copy)"]
     for r in bench["results"]:
-        lines.append(f"  {r['engine']:8s} {r['query_lookups_per_s'] / 1e6:10.1f} {r['gather_gb_per_s']:10.1f} "
-                     f"{r['copy_gb_per_s']:10.1f} ({r['gather_gb_per_s'] / r['copy_gb_per_s']:.2f})")
+        lines.append(
+            f"  {r['engine']:8s} {r['query_lookups_per_s'] / 1e6:10.1f} {r['gather_gb_per_s']:10.1f} "
+            f"{r['copy_gb_per_s']:10.1f} ({r['gather_gb_per_s'] / r['copy_gb_per_s']:.2f})"
+        )
     if expected:
         k = expected["kernels"][expected["hardware"]]
-        lines.append(f"  expected ({expected['hardware']}): copy {k['device_stream_gb_per_s']:,.0f} GB/s, "
-                     f"gather {k['device_gather_gb_per_s']:,.0f} GB/s")
+        lines.append(
+            f"  expected ({expected['hardware']}): copy {k['device_stream_gb_per_s']:,.0f} GB/s, "
+            f"gather {k['device_gather_gb_per_s']:,.0f} GB/s"
+        )
     return lines
 
 
 def main(argv: list[str]) -> int:
     out, mode = Path(argv[0]), argv[1] if len(argv) > 1 else "check"
     expected = load(EXPECTED)
-    run = {"mode": mode, "sections": sections(out), "env": load(out / "env.json"),
-           "kernel_bench": load(out / "kernel_bench.json"), "verify": load(out / "verify.json"),
-           "distributed": load(out / "distributed.json"),
-           "bench_small": load(out / "bench_small.json"),
-           "bench_embedding": load(out / "bench_embedding.json"),
-           "calibrate": load(out / "calibrate.json"), "validate": load(out / "validate.json"),
-           "expected": {"file": str(EXPECTED.relative_to(REPO)), "generated": (expected or {}).get("generated"),
-                        "hardware": (expected or {}).get("hardware")}}
+    run = {
+        "mode": mode,
+        "sections": sections(out),
+        "env": load(out / "env.json"),
+        "kernel_bench": load(out / "kernel_bench.json"),
+        "verify": load(out / "verify.json"),
+        "distributed": load(out / "distributed.json"),
+        "bench_small": load(out / "bench_small.json"),
+        "bench_embedding": load(out / "bench_embedding.json"),
+        "calibrate": load(out / "calibrate.json"),
+        "validate": load(out / "validate.json"),
+        "expected": {
+            "file": str(EXPECTED.relative_to(REPO)),
+            "generated": (expected or {}).get("generated"),
+            "hardware": (expected or {}).get("hardware"),
+        },
+    }
     (out / "gpu_check.json").write_text(json.dumps(run, indent=2) + "\n")
     lines = ["", "## summary", "", "```"]
     lines += [f"{s['section']:16s} {s['status']:30s} {s['seconds']:4d} s / {s['budget']} s" for s in run["sections"]]
     lines.append(f"total {sum(s['seconds'] for s in run['sections'])} s")
     for v in run["verify"] or []:
-        lines.append(f"verify {v['trainer']:13s} max |diff| {v['max_abs_diff']:.2e} (tolerance "
-                     f"{v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}")
+        lines.append(
+            f"verify {v['trainer']:13s} max |diff| {v['max_abs_diff']:.2e} (tolerance "
+            f"{v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}"
+        )
     for v in run["distributed"] or []:
-        lines.append(f"sharded {v['trainer']:12s} {v['world_size']} rank(s), {v['backend']}: max |diff| "
-                     f"{v['max_abs_diff']:.2e} (tolerance {v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}")
+        lines.append(
+            f"sharded {v['trainer']:12s} {v['world_size']} rank(s), {v['backend']}: max |diff| "
+            f"{v['max_abs_diff']:.2e} (tolerance {v['tolerance']:g}): {'OK' if v['passed'] else 'FAIL'}"
+        )
     lines += kernel_lines(run["kernel_bench"], expected)
     status = {s["section"]: s["status"] for s in run["sections"]}
-    lines += bench_lines("bench small", run["bench_small"], expected_for(expected, "small"),
-                         status.get("bench_small", "did not run"))
-    lines += bench_lines("bench embedding-bound", run["bench_embedding"],
-                         expected_for(expected, "embedding-bound"), status.get("bench_embedding", "did not run"))
+    lines += bench_lines(
+        "bench small", run["bench_small"], expected_for(expected, "small"), status.get("bench_small", "did not run")
+    )
+    lines += bench_lines(
+        "bench embedding-bound",
+        run["bench_embedding"],
+        expected_for(expected, "embedding-bound"),
+        status.get("bench_embedding", "did not run"),
+    )
     if run["validate"]:
         lines.append(f"cost model on this machine: {run['validate']['verdict']}")
     lines += ["```", f"JSON: {out / 'gpu_check.json'}"]

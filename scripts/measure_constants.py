@@ -22,6 +22,7 @@ figures it was chosen from:
                             differ: the half is the margin). Timed here: bitmap against np.unique on a Zipf batch of
                             2,048 lookups (small's per table), alternating rounds, the best of them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ from fit_criteo_locality import DEFAULT as CRITEO_SAMPLE, fit_exponents  # noqa:
 from scratchkit.data.samples import PLACE_IT  # noqa: E402
 
 WARMUP, STEPS = 5, 60
-LOOKUPS = 2048                               # small's lookups a table a batch (256 x pooling 8)
+LOOKUPS = 2048  # small's lookups a table a batch (256 x pooling 8)
 ROWS_PER_LOOKUP = (16, 32, 64, 128, 256, 512, 1024)
 ROUNDS, REPEATS = 9, 20
 
@@ -57,11 +58,15 @@ def miss_share() -> tuple[float, dict]:
     config = get_profile("small")
     result = run_bench(config, ["scratchpipe"], STEPS, warmup=WARMUP)[0]
     source = SyntheticSource(config.data)
-    distinct = statistics.mean(sum(len(np.unique(ids)) for ids in source.batch(b).ids)
-                               for b in range(WARMUP, WARMUP + STEPS))
+    distinct = statistics.mean(
+        sum(len(np.unique(ids)) for ids in source.batch(b).ids) for b in range(WARMUP, WARMUP + STEPS)
+    )
     share = result.fetched_rows_per_step / distinct
-    return round(share, 2), {"fetched rows a step": result.fetched_rows_per_step,
-                             "distinct rows a step": distinct, "share": share}
+    return round(share, 2), {
+        "fetched rows a step": result.fetched_rows_per_step,
+        "distinct rows a step": distinct,
+        "share": share,
+    }
 
 
 def per_call(fn, ids) -> float:
@@ -80,16 +85,18 @@ def bitmap_rows_per_lookup() -> tuple[int, dict]:
         for k in ROWS_PER_LOOKUP if r % 2 == 0 else ROWS_PER_LOOKUP[::-1]:
             sets = WorkingSets(k * LOOKUPS)
             bitmap = _always_bitmap(sets)
-            bitmap(batches[k])                     # its scratch made and faulted in: untimed
+            bitmap(batches[k])  # its scratch made and faulted in: untimed
             times[k]["bitmap"].append(per_call(bitmap, batches[k]))
             times[k]["np.unique"].append(per_call(lambda ids: np.unique(ids, return_inverse=True), batches[k]))
-    ratio = {k: min(t["np.unique"]) / min(t["bitmap"]) for k, t in times.items()}   # best of the rounds: least disturbed
+    ratio = {k: min(t["np.unique"]) / min(t["bitmap"]) for k, t in times.items()}  # best of the rounds: least disturbed
     crossover = crossover_of(ratio)
     value = max([k for k in ROWS_PER_LOOKUP if k <= crossover / 2] or ROWS_PER_LOOKUP[:1])
-    return value, {"lookups": LOOKUPS, "rounds": ROUNDS,
-                   "np.unique / bitmap, best of the rounds, by rows per lookup":
-                       {str(k): round(v, 2) for k, v in ratio.items()},
-                   "crossover, rows per lookup": round(crossover)}
+    return value, {
+        "lookups": LOOKUPS,
+        "rounds": ROUNDS,
+        "np.unique / bitmap, best of the rounds, by rows per lookup": {str(k): round(v, 2) for k, v in ratio.items()},
+        "crossover, rows per lookup": round(crossover),
+    }
 
 
 def crossover_of(ratio: dict[int, float]) -> float:
@@ -109,8 +116,12 @@ def criteo_kaggle_exponents() -> tuple[list[float], dict]:
         raise SystemExit(f"criteo_kaggle_exponents: {PLACE_IT}")
     exponents, rows = fit_exponents(CRITEO_SAMPLE)
     md5 = hashlib.md5(CRITEO_SAMPLE.read_bytes()).hexdigest()
-    return list(exponents), {"data": "the Criteo Kaggle sample (datasets/real/, not part of the kit)",
-                             "md5": md5, "rows": rows, "fit": "scripts/fit_criteo_locality.py: maximum likelihood, s in [0, 3]"}
+    return list(exponents), {
+        "data": "the Criteo Kaggle sample (datasets/real/, not part of the kit)",
+        "md5": md5,
+        "rows": rows,
+        "fit": "scripts/fit_criteo_locality.py: maximum likelihood, s in [0, 3]",
+    }
 
 
 def _always_bitmap(sets: WorkingSets) -> WorkingSets:
@@ -120,15 +131,25 @@ def _always_bitmap(sets: WorkingSets) -> WorkingSets:
 
 
 CONSTANTS = {
-    "miss_share": (miss_share, "ScratchPipe's rows fetched a step over the distinct rows the step "
-                   "touches, on small; the sharded cost model's share where no run measured one",
-                   "scratchkit/distributed/sharded_cost.py:MISS_SHARE"),
-    "bitmap_rows_per_lookup": (bitmap_rows_per_lookup, "up to how many table rows per lookup a "
-                               "working set is made with a bitmap, not np.unique: the largest "
-                               "power of two at most half the measured crossover (a margin)", "scratchkit/embedding/working_sets.py:WorkingSets"),
-    "criteo_kaggle_exponents": (criteo_kaggle_exponents, "the Zipf exponent of each of Criteo Kaggle's 26 "
-                                "categorical features, fitted to real rows: the criteo-skew profile's locality",
-                                "scratchkit/profiles.py:CRITEO_KAGGLE_EXPONENTS"),
+    "miss_share": (
+        miss_share,
+        "ScratchPipe's rows fetched a step over the distinct rows the step "
+        "touches, on small; the sharded cost model's share where no run measured one",
+        "scratchkit/distributed/sharded_cost.py:MISS_SHARE",
+    ),
+    "bitmap_rows_per_lookup": (
+        bitmap_rows_per_lookup,
+        "up to how many table rows per lookup a "
+        "working set is made with a bitmap, not np.unique: the largest "
+        "power of two at most half the measured crossover (a margin)",
+        "scratchkit/embedding/working_sets.py:WorkingSets",
+    ),
+    "criteo_kaggle_exponents": (
+        criteo_kaggle_exponents,
+        "the Zipf exponent of each of Criteo Kaggle's 26 "
+        "categorical features, fitted to real rows: the criteo-skew profile's locality",
+        "scratchkit/profiles.py:CRITEO_KAGGLE_EXPONENTS",
+    ),
 }
 
 

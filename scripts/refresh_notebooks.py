@@ -10,6 +10,7 @@ Each notebook is a pair (notebooks/jupytext.toml): NN_name.py, the source, and N
 pair is synced before the run, so an edit saved to the .py in an editor is what runs, and after the
 .ipynb is written, so the two end with the same cells.
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,9 +31,14 @@ def strip(nb) -> None:
             continue
         if MARK not in cell.source:
             cell.outputs = []
-        else:   # keep text only: widget views and figures hold random ids
-            cell.outputs = [o for o in cell.outputs if o.get("output_type") == "stream"
-                            or "text/plain" in o.get("data", {}) and "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
+        else:  # keep text only: widget views and figures hold random ids
+            cell.outputs = [
+                o
+                for o in cell.outputs
+                if o.get("output_type") == "stream"
+                or "text/plain" in o.get("data", {})
+                and "application/vnd.jupyter.widget-view+json" not in o.get("data", {})
+            ]
             for o in cell.outputs:
                 if "data" in o:
                     o["data"] = {"text/plain": o["data"]["text/plain"]}
@@ -50,15 +56,20 @@ def sync(path: Path) -> None:
 
 def refresh(path: Path) -> float:
     path, source = path.with_suffix(".ipynb"), path.with_suffix(".py")
-    sync(source if source.exists() else path)     # a new notebook may have only its .py so far
+    sync(source if source.exists() else path)  # a new notebook may have only its .py so far
     nb = nbformat.read(path, as_version=4)
     started = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                   store_widget_state=False).execute()
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=False,
+    ).execute()
     seconds = time.perf_counter() - started
     strip(nb)
     nbformat.write(nb, path)
-    sync(path)   # the .ipynb is now the newer file: the .py is rewritten from it (same cells)
+    sync(path)  # the .ipynb is now the newer file: the .py is rewritten from it (same cells)
     return seconds
 
 

@@ -12,6 +12,7 @@ The README and the docs quote these figures and link here; the README's headline
 its `<!-- headline -->` markers) is rendered here too, from results/projections.json
 (scratchkit/course/headline.py, which notebook 05 shows).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,11 +21,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HEADER = ("# Results\n\nRendered from `results/*.json` by `scripts/render_results.py`; do not edit "
-          "by hand. Each section is one recorded run: rerun its command to check it.\n")
+HEADER = (
+    "# Results\n\nRendered from `results/*.json` by `scripts/render_results.py`; do not edit "
+    "by hand. Each section is one recorded run: rerun its command to check it.\n"
+)
 
 
-LONGEST_LIST = 12    # a list longer than this is left in the record: the page says how long it is
+LONGEST_LIST = 12  # a list longer than this is left in the record: the page says how long it is
 
 
 def cell(value) -> str:
@@ -42,8 +45,9 @@ def cell(value) -> str:
             return f"({len(value)} values: see the record)"
         return ", ".join(cell(v) for v in value)
     if isinstance(value, dict) and "samples_per_s" in value:
-        peers = "".join(f", {v:.2f}x {k[2:].replace('_', '-')}" for k, v in value.items()
-                        if k.startswith("x_"))     # x_hybrid: over hybrid's (bench_projections)
+        peers = "".join(
+            f", {v:.2f}x {k[2:].replace('_', '-')}" for k, v in value.items() if k.startswith("x_")
+        )  # x_hybrid: over hybrid's (bench_projections)
         return f"{value['samples_per_s']:,.0f}/s{peers}; {value.get('bound_stage', '')}"
     if isinstance(value, dict):
         return ", ".join(f"{k} {cell(v)}" for k, v in value.items())
@@ -70,8 +74,7 @@ def table(rows: dict) -> list[str]:
     rows = {name: flat(row) for name, row in rows.items()}
     columns = list(dict.fromkeys(k for row in rows.values() for k in row))
     lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {name} | " + " | ".join(cell(row.get(c, "")) for c in columns) + " |"
-              for name, row in rows.items()]
+    lines += [f"| {name} | " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for name, row in rows.items()]
     return lines
 
 
@@ -81,14 +84,17 @@ def figure(key: str, value) -> list[str]:
     each of its dicts in turn."""
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         value = named_rows(value)
-    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()) \
-            and all(depth(v) <= 2 for v in value.values()):
+    if (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(v, dict) for v in value.values())
+        and all(depth(v) <= 2 for v in value.values())
+    ):
         return [f"**{key}**", "", *table(value), ""]
     if isinstance(value, dict) and depth(value) > 1:
         plain = {k: v for k, v in value.items() if not isinstance(v, dict)}
         lines = [f"**{key}**: {cell(plain)}", ""] if plain else []
-        return lines + [line for k, v in value.items() if isinstance(v, dict)
-                        for line in figure(f"{key}: {k}", v)]
+        return lines + [line for k, v in value.items() if isinstance(v, dict) for line in figure(f"{key}: {k}", v)]
     return [f"**{key}**: {cell(value)}", ""]
 
 
@@ -101,8 +107,15 @@ def named_rows(rows: list[dict]) -> dict:
 
 
 def section(name: str, record: dict) -> list[str]:
-    lines = [f"## {name}", "", f"- command: `{record['command']}`", f"- commit: `{record['commit']}`",
-             f"- date: {record['date']}", f"- machine: {record['machine']}", ""]
+    lines = [
+        f"## {name}",
+        "",
+        f"- command: `{record['command']}`",
+        f"- commit: `{record['commit']}`",
+        f"- date: {record['date']}",
+        f"- machine: {record['machine']}",
+        "",
+    ]
     for key, value in record["figures"].items():
         lines += figure(key, value)
     return lines
@@ -115,8 +128,10 @@ def render(folder: Path = REPO / "results") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-HEADLINE = ("<!-- headline: rendered from results/projections.json by scripts/render_results.py -->",
-            "<!-- end of headline -->")
+HEADLINE = (
+    "<!-- headline: rendered from results/projections.json by scripts/render_results.py -->",
+    "<!-- end of headline -->",
+)
 
 
 def with_headline(readme: str, folder: Path = REPO / "results") -> str:
@@ -135,8 +150,9 @@ def with_headline(readme: str, folder: Path = REPO / "results") -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="only check that docs/results.md and the "
-                                                             "README's headline are current")
+    parser.add_argument(
+        "--check", action="store_true", help="only check that docs/results.md and the README's headline are current"
+    )
     args = parser.parse_args(argv)
     readme = REPO / "README.md"
     targets = {REPO / "docs" / "results.md": render(), readme: with_headline(readme.read_text())}

@@ -8,6 +8,7 @@ list, its input event), as the page saw it, to the first frame whose drawing dif
 plot data plotly holds is not looked at: a trace can hold data and draw nothing (the cache
 explorer's lines once did). Latencies are kept per control; `latency_table` lays them out.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -21,7 +22,8 @@ SIGNATURE = """(out, part) => {
       : e.textContent).join('\\u0001')).join('\\u0002');
 }"""
 
-ARM = """([out, parts]) => {
+ARM = (
+    """([out, parts]) => {
   const signature = %s;
   window.__skWatches = {};
   for (const [name, part] of Object.entries(parts)) {
@@ -41,7 +43,9 @@ ARM = """([out, parts]) => {
     }
     window.__skListening = true;
   }
-}""" % SIGNATURE
+}"""
+    % SIGNATURE
+)
 
 
 class NothingDrawn(AssertionError):
@@ -57,8 +61,9 @@ class Drawn:
     def signature(self, part: str = "") -> str:
         return self.page.evaluate(f"([o, p]) => ({SIGNATURE})(o, p)", [self.output, part])
 
-    def press(self, control: str, action, timeout: float = 30.0, part: str = "",
-              also: dict[str, str] | None = None) -> float:
+    def press(
+        self, control: str, action, timeout: float = 30.0, part: str = "", also: dict[str, str] | None = None
+    ) -> float:
         """Do `action()` (a key press or a click) and wait for the drawing (or its `part`, a CSS
         selector inside the plots) to change: the latency in ms, recorded under `control`.
         NothingDrawn when nothing changed within `timeout`. `also` {control: part} times more
@@ -68,8 +73,9 @@ class Drawn:
         action()
         for name in parts:
             try:
-                self.page.wait_for_function(f"window.__skWatches[{name!r}].changed !== null",
-                                            timeout=timeout * 1000, polling="raf")
+                self.page.wait_for_function(
+                    f"window.__skWatches[{name!r}].changed !== null", timeout=timeout * 1000, polling="raf"
+                )
             except Exception as error:
                 if type(error).__name__ != "TimeoutError":
                     raise
@@ -253,11 +259,17 @@ def rerun_drawn(page, drawn: Drawn, control: str, action, busy: str, timeout: fl
     page.evaluate(WATCH_RERUN, [drawn.output, busy])
     drawn.press(control, action, timeout=timeout, part=".barlayer path")
     wait_until(lambda: page.evaluate("window.__skRerun.enabled !== null"), timeout, f"{busy} to come back")
-    page.wait_for_timeout(300)                     # a long task ends before the observer hears of it
-    seen = page.evaluate("""([out, name]) => ({kept: !!out.querySelector('.barlayer g.trace[data-sk-kept]'),
+    page.wait_for_timeout(300)  # a long task ends before the observer hears of it
+    seen = page.evaluate(
+        """([out, name]) => ({kept: !!out.querySelector('.barlayer g.trace[data-sk-kept]'),
         enabled: window.__skRerun.enabled, drawn: window.__skWatches[name].changed,
         trained: window.__skRerun.trained, longest: Math.max(0, ...window.__skRerun.tasks)})""",
-                         [drawn.output, control])
+        [drawn.output, control],
+    )
     drawn.latencies.setdefault(f"{control}, longest task", []).append(seen["longest"])
-    return {"kept": seen["kept"], "busy_until_drawn": seen["enabled"] >= seen["drawn"],
-            "trained": seen["trained"], "longest": seen["longest"]}
+    return {
+        "kept": seen["kept"],
+        "busy_until_drawn": seen["enabled"] >= seen["drawn"],
+        "trained": seen["trained"],
+        "longest": seen["longest"],
+    }

@@ -1,4 +1,5 @@
 """Shared test fixtures: small configs and the Criteo Kaggle sample (skipped where it was not placed)."""
+
 from __future__ import annotations
 
 import os
@@ -97,6 +98,8 @@ def pytest_terminal_summary(terminalreporter):
     from scratchkit.kernels.signatures import SOURCES
 
     summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
-    terminalreporter.write_line(f"NVRTC checks (test_kernels_nvrtc.py and the cupy-stand-in engine): "
-                                f"{summary}; .cu files {', '.join(SOURCES)}; targets "
-                                f"{', '.join(CI_TARGETS)}")
+    terminalreporter.write_line(
+        f"NVRTC checks (test_kernels_nvrtc.py and the cupy-stand-in engine): "
+        f"{summary}; .cu files {', '.join(SOURCES)}; targets "
+        f"{', '.join(CI_TARGETS)}"
+    )

@@ -4,6 +4,7 @@ A notebook's exercise cells carry the cell tag `exercise`. "With the solutions f
 in each exercise cell, every top-level function or assignment whose name the notebook's solutions
 file defines is replaced by the solution's source, and the solutions file's imports go first.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,8 +33,11 @@ def load_solutions(path: Path):
 def defined_names(path: Path) -> list[str]:
     """The functions and names a solutions file defines, in order."""
     tree = ast.parse(path.read_text())
-    return [n.name if isinstance(n, ast.FunctionDef) else n.targets[0].id for n in tree.body
-            if isinstance(n, ast.FunctionDef) or isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)]
+    return [
+        n.name if isinstance(n, ast.FunctionDef) else n.targets[0].id
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) or isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+    ]
 
 
 def exercise_cells(nb) -> list[int]:
@@ -59,11 +63,16 @@ def fill_in(source: str, solutions: Path) -> tuple[str, list[str]]:
     defs, imports = _segments(solutions)
     lines = source.split("\n")
     replaced = []
-    for node in reversed(ast.parse(source).body):     # from the bottom, so line numbers hold
-        name = (node.name if isinstance(node, ast.FunctionDef) else
-                node.targets[0].id if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) else None)
+    for node in reversed(ast.parse(source).body):  # from the bottom, so line numbers hold
+        name = (
+            node.name
+            if isinstance(node, ast.FunctionDef)
+            else node.targets[0].id
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            else None
+        )
         if name in defs:
-            lines[node.lineno - 1:node.end_lineno] = defs[name].split("\n")
+            lines[node.lineno - 1 : node.end_lineno] = defs[name].split("\n")
             replaced.append(name)
     return "\n".join(imports + lines), replaced[::-1]
 

@@ -12,6 +12,7 @@ signature before running the same `.cu` kernel through the host build, serially.
 cubin lacks, or a scalar of the wrong width, fails in CI; results are compared with the twins by
 the kernel tests, which run this engine next to the others (conftest.py's `engine` fixture).
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,13 +39,17 @@ class StandInKernel:
     def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
         kernel = KERNELS[self.name]
         if len(grid) != 1 or len(block) != 1 or len(args) != len(kernel.args):
-            raise TypeError(f"{self.name}: launched with grid {grid}, block {block} and "
-                            f"{len(args)} arguments; the kernel takes {len(kernel.args)}")
+            raise TypeError(
+                f"{self.name}: launched with grid {grid}, block {block} and "
+                f"{len(args)} arguments; the kernel takes {len(kernel.args)}"
+            )
         for position, (arg, kind) in enumerate(zip(args, kernel.args)):
             wanted = np.ndarray if kind.is_array else _SCALAR_FOR[PTX_PARAM[kind]]
             if type(arg) is not wanted:
-                raise TypeError(f"{self.name} argument {position}: CuPy would pack a "
-                                f"{type(arg).__name__}, the kernel reads {kind.value}")
+                raise TypeError(
+                    f"{self.name} argument {position}: CuPy would pack a "
+                    f"{type(arg).__name__}, the kernel reads {kind.value}"
+                )
         self.launches.append((self.name, grid[0], block[0]))
         self.host.launch(self.name, grid[0], block[0], args)
 
@@ -55,12 +60,11 @@ class StandInModule:
     def __init__(self, path: str, host_launcher, launches: list):
         data = Path(path).read_bytes()
         self.path = path
-        self.exported = (cubin_functions(data) if data[:4] == b"\x7fELF"
-                         else set(ptx_entries(data.decode())))
+        self.exported = cubin_functions(data) if data[:4] == b"\x7fELF" else set(ptx_entries(data.decode()))
         self.host, self.launches = host_launcher, launches
 
     def get_function(self, name: str) -> StandInKernel:
-        if name not in self.exported:   # CUDA_ERROR_NOT_FOUND from cuModuleGetFunction
+        if name not in self.exported:  # CUDA_ERROR_NOT_FOUND from cuModuleGetFunction
             raise RuntimeError(f"named symbol not found: {name!r} in {self.path}")
         return StandInKernel(name, self.host, self.launches)
 
@@ -69,7 +73,7 @@ class StandInCupy:
     """The cupy names `CupyLauncher` uses, for a device of `compute_capability` (e.g. 90)."""
 
     def __init__(self, compute_capability: int, host_launcher):
-        self.launches: list[tuple[str, int, int]] = []     # (kernel, grid, block) per launch
+        self.launches: list[tuple[str, int, int]] = []  # (kernel, grid, block) per launch
         self.modules: list[StandInModule] = []
         device = SimpleNamespace(compute_capability=str(compute_capability))
         self.cuda = SimpleNamespace(Device=lambda: device)
@@ -84,7 +88,7 @@ class StandInCupy:
     def asnumpy(array) -> np.ndarray:
         return np.asarray(array)
 
-    def RawModule(self, path: str) -> StandInModule:   # noqa: N802 (cupy's name)
+    def RawModule(self, path: str) -> StandInModule:  # noqa: N802 (cupy's name)
         module = StandInModule(path, self._host, self.launches)
         self.modules.append(module)
         return module
@@ -105,10 +109,10 @@ class StandInCuda:
     whether an asynchronous copy really came from pinned memory."""
 
     def __init__(self):
-        self.calls: list[tuple[str, str, dict]] = []   # (thread name, call, details)
-        self._pinned: dict[int, object] = {}          # data_ptr -> the pinned copy (kept alive)
+        self.calls: list[tuple[str, str, dict]] = []  # (thread name, call, details)
+        self._pinned: dict[int, object] = {}  # data_ptr -> the pinned copy (kept alive)
         self._lock = threading.Lock()
-        self._stream = threading.local()               # the stream each thread has entered
+        self._stream = threading.local()  # the stream each thread has entered
         self._streams = 0
 
     def _record(self, call: str, **details) -> None:
@@ -132,8 +136,7 @@ class StandInCuda:
         return pinned
 
     def to_device(self, tensor, device, non_blocking: bool):
-        self._record("to_device", non_blocking=non_blocking, pinned=self.is_pinned(tensor),
-                     shape=tuple(tensor.shape))
+        self._record("to_device", non_blocking=non_blocking, pinned=self.is_pinned(tensor), shape=tuple(tensor.shape))
         return tensor.to(device)
 
     def to_host(self, tensor, non_blocking: bool):

@@ -8,6 +8,7 @@ embedding backward failed, so the repaired batch's dense step was taken twice; p
 the spoiled batch it had read ahead and refused every later call; a batch of no samples was stopped
 as a NaN loss.)
 """
+
 from dataclasses import replace
 
 import numpy as np
@@ -16,9 +17,17 @@ import pytest
 from scratchkit.config import CacheParams
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.measure.faults import Snapshots
-from scratchkit.measure.step_faults import (INSIDE_UPDATE, SPOILERS, STEPS, TORN, StepFaultCase,
-                                            case_config, fault_points, prefetch_capacity_case,
-                                            run_case)
+from scratchkit.measure.step_faults import (
+    INSIDE_UPDATE,
+    SPOILERS,
+    STEPS,
+    TORN,
+    StepFaultCase,
+    case_config,
+    fault_points,
+    prefetch_capacity_case,
+    run_case,
+)
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.trainers import TRAINERS as REGISTERED, make_trainer
 from scratchkit.measure.killed_saves import kill_saves
@@ -35,7 +44,7 @@ def snapshots():
 @pytest.mark.parametrize("name", TRAINERS)
 def test_a_spoiled_batch_is_refused_whole_and_training_goes_on_exactly(name, spoiler, snapshots):
     result = run_case(StepFaultCase(name, spoiler), snapshots)
-    assert result.error == SPOILERS[spoiler][1]          # one line, the same from every trainer
+    assert result.error == SPOILERS[spoiler][1]  # one line, the same from every trainer
     assert result.refused_after == ""
     assert result.exact, f"{result.lost_rows} rows (or the dense model) differ from the reference"
 
@@ -43,7 +52,7 @@ def test_a_spoiled_batch_is_refused_whole_and_training_goes_on_exactly(name, spo
 @pytest.mark.parametrize("name", TRAINERS)
 def test_a_failure_anywhere_before_the_update_changes_nothing(name, snapshots):
     points = [p for p in fault_points(name) if p not in INSIDE_UPDATE]
-    assert len(points) >= 5, points                      # the stages were found, not skipped
+    assert len(points) >= 5, points  # the stages were found, not skipped
     for point in points:
         result = run_case(StepFaultCase(name, point), snapshots)
         assert "planted failure" in result.error, (point, result.error)
@@ -81,12 +90,12 @@ class WideLast(SyntheticSource):
 
 def test_prefetch_lru_never_refuses_a_call_at_the_capacity_its_message_names(tiny_config):
     steps = 5
-    source = WideLast(tiny_config.data, wide=steps)       # batch 5: past the call's last batch
+    source = WideLast(tiny_config.data, wide=steps)  # batch 5: past the call's last batch
     need = max(minimum_capacities(source, 1, 0, steps))
-    assert need < max(minimum_capacities(source, 1, 0, steps + 1))   # batch 5 would not fit
+    assert need < max(minimum_capacities(source, 1, 0, steps + 1))  # batch 5 would not fit
     config = tiny_config.replace(cache=CacheParams(capacity=need))
     trainer = make_trainer("prefetch-lru", config, source=source)
-    assert len(list(trainer.train(steps))) == steps      # it looked no further than batch 4
+    assert len(list(trainer.train(steps))) == steps  # it looked no further than batch 4
 
 
 def test_prefetch_lru_names_the_minimum_its_call_needs(tiny_config):
@@ -103,7 +112,7 @@ def test_prefetch_lru_names_the_minimum_its_call_needs(tiny_config):
 
 # --- an interrupted checkpoint save leaves nothing behind -------------------------------------------
 def test_a_save_killed_part_way_leaves_no_torn_file_and_nothing_after_the_next_save(tmp_path):
-    tally = kill_saves(tmp_path, kills=8)   # about a third of kills land between saves: 8 all miss 1 in 4,000
+    tally = kill_saves(tmp_path, kills=8)  # about a third of kills land between saves: 8 all miss 1 in 4,000
     assert tally.inside_a_save > 0, "no kill landed inside a save: the test proved nothing"
     assert tally.torn_files == 0 and tally.left_after_next_save == 0, tally
 

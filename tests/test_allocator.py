@@ -1,4 +1,5 @@
 """The allocator's thresholds (scratchkit/allocator.py): a step's big temporaries are reused."""
+
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ for _ in range(20):
     torch.empty(10 * 2**20).fill_(1.0)              # 40 MiB of float32
     print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
-PAGES = 40 * 2**20 // 4096                          # 10,240 pages of 4 KiB in one allocation
+PAGES = 40 * 2**20 // 4096  # 10,240 pages of 4 KiB in one allocation
 
 
 def fresh_allocations(mode: str) -> int:
@@ -37,8 +38,8 @@ def fresh_allocations(mode: str) -> int:
 # not seen here (the heap growing a few more times is a guess). The property is the steady state.
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux only")
 def test_a_steps_big_temporary_is_reused_not_faulted_in_again():
-    assert fresh_allocations("default") >= 15   # the control: fresh pages nearly every time
-    assert fresh_allocations("kept") <= 5       # reused: at most a few more heap growths
+    assert fresh_allocations("default") >= 15  # the control: fresh pages nearly every time
+    assert fresh_allocations("kept") <= 5  # reused: at most a few more heap growths
 
 
 def test_it_is_idempotent():

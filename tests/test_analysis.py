@@ -1,10 +1,19 @@
 """scratchkit.course.analysis: skew, reuse, look-ahead working sets and Amdahl, against hand counts and sets."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from scratchkit.course.analysis import (access_cdf, amdahl_speedup, consecutive_reuse, embedding_share, top_share,
-                                 window_sizes, window_working_set, working_sets)
+from scratchkit.course.analysis import (
+    access_cdf,
+    amdahl_speedup,
+    consecutive_reuse,
+    embedding_share,
+    top_share,
+    window_sizes,
+    window_working_set,
+    working_sets,
+)
 from scratchkit.config import DataConfig
 from scratchkit.data.synthetic import SyntheticSource
 
@@ -15,14 +24,14 @@ def test_access_cdf_counts_by_hand():
     np.testing.assert_allclose(x, [1 / 3, 2 / 3, 1])
     np.testing.assert_allclose(y, [3 / 6, 5 / 6, 1])
     assert top_share([7, 2, 7, 9, 2, 7], 1 / 3) == pytest.approx(0.5)
-    assert top_share([7, 2, 7, 9, 2, 7], 0.01) == pytest.approx(0.5)   # at least one id
+    assert top_share([7, 2, 7, 9, 2, 7], 0.01) == pytest.approx(0.5)  # at least one id
 
 
 def test_access_cdf_downsamples_but_keeps_the_end():
     trace = np.arange(10_000) % 5000
     x, y = access_cdf(trace, points=50)
     assert x.size <= 50 and x[-1] == 1 and y[-1] == 1
-    np.testing.assert_allclose(y, x)   # uniform: the diagonal
+    np.testing.assert_allclose(y, x)  # uniform: the diagonal
 
 
 @pytest.mark.parametrize("bad", [[], np.zeros((2, 2), dtype=np.int64), [0.5, 1.5]])
@@ -44,15 +53,14 @@ def test_reuse_by_hand():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 30), min_size=1, max_size=12), min_size=1, max_size=8),
-       st.integers(0, 4))
+@given(st.lists(st.lists(st.integers(0, 30), min_size=1, max_size=12), min_size=1, max_size=8), st.integers(0, 4))
 def test_window_working_set_matches_python_sets(batches, depth):
     sets = [np.unique(b) for b in batches]
     if len(sets) < depth + 1:
         with pytest.raises(ValueError, match="needs"):
             window_working_set(sets, depth)
         return
-    expected = [len(set().union(*map(set, batches[b:b + depth + 1]))) for b in range(len(batches) - depth)]
+    expected = [len(set().union(*map(set, batches[b : b + depth + 1]))) for b in range(len(batches) - depth)]
     assert window_working_set(sets, depth).tolist() == expected
 
 
@@ -60,7 +68,7 @@ def test_window_sizes_on_synthetic_data():
     cfg = DataConfig(table_sizes=(400, 50), pooling=3, batch_size=16, num_batches=40, zipf=1.0)
     source = SyntheticSource(cfg)
     sizes = window_sizes(source, 0, [0, 1, 2, 4], num_batches=20)
-    assert sizes.no_reuse.tolist() == [48, 96, 144, 240]           # (D+1) * B * L
+    assert sizes.no_reuse.tolist() == [48, 96, 144, 240]  # (D+1) * B * L
     assert np.all(sizes.max <= sizes.no_reuse) and np.all(np.diff(sizes.max) >= 0)
     assert np.all(sizes.mean <= sizes.max)
     sets = working_sets(source, 0, 20)
@@ -80,7 +88,7 @@ def test_working_sets_refuse_bad_ranges():
 def test_amdahl():
     assert amdahl_speedup(0.0, 10) == pytest.approx(1.0)
     assert amdahl_speedup(1.0, 10) == pytest.approx(10.0)
-    assert amdahl_speedup(0.9, 1e12) == pytest.approx(10.0)      # the 1/(1-h) cap
+    assert amdahl_speedup(0.9, 1e12) == pytest.approx(10.0)  # the 1/(1-h) cap
     h = np.array([0.5, 0.8])
     np.testing.assert_allclose(amdahl_speedup(h, 4), 1 / ((1 - h) + h / 4))
     with pytest.raises(ValueError, match="hit rates"):

@@ -10,6 +10,7 @@
 - the package cites its own docs, never a document outside the repository;
 - every package says in one line what it is for.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,11 +41,11 @@ def imports_of(path: Path) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             names = [alias.name for alias in node.names]
             found.append((base, names))
-            found += [(f"{base}.{n}", []) for n in names if f"{base}.{n}" in NAMES]   # submodules
+            found += [(f"{base}.{n}", []) for n in names if f"{base}.{n}" in NAMES]  # submodules
     return found
 
 
@@ -60,10 +61,31 @@ def graph() -> dict[str, set[str]]:
 # with the kernels' compiler search (kernels/host_build.py), sits between kernels/ and the folders
 # that call compiled loops. A package's `__main__.py` is a program (what `python -m` runs), on the
 # command line's floor; the package's own `__init__.py` (its lazy public names) is the roof.
-FLOORS = ("measured", "choices", "config", "backend", "allocator", "device", "model", "profiles",
-          "kernels", "native", "sim", "data", "embedding", "scratchpipe", "trainers",
-          "costmodel", "calibration", "projection", "measure", "distributed", "course", "commands",
-          "scratchkit")
+FLOORS = (
+    "measured",
+    "choices",
+    "config",
+    "backend",
+    "allocator",
+    "device",
+    "model",
+    "profiles",
+    "kernels",
+    "native",
+    "sim",
+    "data",
+    "embedding",
+    "scratchpipe",
+    "trainers",
+    "costmodel",
+    "calibration",
+    "projection",
+    "measure",
+    "distributed",
+    "course",
+    "commands",
+    "scratchkit",
+)
 
 
 def floor_of(module: str) -> str:
@@ -80,9 +102,12 @@ def test_every_part_of_the_house_has_a_floor():
 
 def test_no_folder_imports_one_above_it():
     level = {name: i for i, name in enumerate(FLOORS)}
-    upward = sorted(f"{name} ({floor_of(name)}) imports {target} ({floor_of(target)})"
-                    for name, targets in graph().items() for target in targets
-                    if level.get(floor_of(target), -1) > level.get(floor_of(name), len(FLOORS)))
+    upward = sorted(
+        f"{name} ({floor_of(name)}) imports {target} ({floor_of(target)})"
+        for name, targets in graph().items()
+        for target in targets
+        if level.get(floor_of(target), -1) > level.get(floor_of(name), len(FLOORS))
+    )
     assert upward == [], "imports up the house:\n" + "\n".join(upward)
 
 
@@ -93,7 +118,7 @@ def test_every_module_is_at_most_400_lines():
 
 def test_no_import_circle():
     edges, cycles = graph(), []
-    state: dict[str, int] = {}          # 1 = on the current path, 2 = done
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
 
     def visit(node, path):
         state[node] = 1
@@ -103,10 +128,11 @@ def test_no_import_circle():
                 if node == nxt.rpartition(".")[0] or nxt == node.rpartition(".")[0] and node in edges[nxt]:
                     continue
                 if state.get(nxt) == 1:
-                    cycles.append(path[path.index(nxt):] + [nxt])
+                    cycles.append(path[path.index(nxt) :] + [nxt])
                 elif state.get(nxt) is None:
                     visit(nxt, path + [nxt])
         state[node] = 2
+
     for node in sorted(edges):
         if state.get(node) is None:
             visit(node, [node])
@@ -120,11 +146,21 @@ def test_no_private_name_crosses_a_module():
             if target.startswith("scratchkit") and target != module_name(path):
                 crossing += [f"{module_name(path)} imports {target}.{n}" for n in names if n.startswith("_")]
         tree = ast.parse(path.read_text())
-        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-                   if a.name.startswith("scratchkit")}
-        crossing += [f"{module_name(path)} reads {n.value.id}.{n.attr}" for n in ast.walk(tree)
-                     if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                     and n.value.id in aliases and n.attr.startswith("_")]
+        aliases = {
+            a.asname or a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import)
+            for a in n.names
+            if a.name.startswith("scratchkit")
+        }
+        crossing += [
+            f"{module_name(path)} reads {n.value.id}.{n.attr}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in aliases
+            and n.attr.startswith("_")
+        ]
     assert crossing == []
 
 
@@ -136,7 +172,7 @@ def test_the_simulators_import_no_torch_and_no_widgets(banned):
     assert users == []
 
 
-WIDTH = __import__("re").compile(r"^(.?[<>^=])?[+\- ]?#?0?\d")   # a field width: `:>12`, `:8.3f`, `:<{w}`
+WIDTH = __import__("re").compile(r"^(.?[<>^=])?[+\- ]?#?0?\d")  # a field width: `:>12`, `:8.3f`, `:<{w}`
 
 
 def lays_out_columns(path: Path) -> bool:
@@ -161,8 +197,11 @@ def test_only_the_commands_parse_arguments_or_lay_out_tables():
 
 def test_only_the_backend_imports_cupy():
     loads = __import__("re").compile(r"""import_module\(\s*["']cupy""")
-    users = [module_name(p) for p in MODULES if any(t.split(".")[0] == "cupy" for t, _ in imports_of(p))
-             or loads.search(p.read_text())]
+    users = [
+        module_name(p)
+        for p in MODULES
+        if any(t.split(".")[0] == "cupy" for t, _ in imports_of(p)) or loads.search(p.read_text())
+    ]
     assert users == ["scratchkit.backend"]
 
 
@@ -208,5 +247,7 @@ def test_the_checker_sees_a_folder_import_one_above_it(tmp_path, monkeypatch):
     (fake / "data" / "rows.py").write_text("def f():\n    from scratchkit.measure import bench\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
     monkeypatch.setattr(__import__(__name__), "NAMES", {module_name(p): p for p in sorted(fake.rglob("*.py"))})
-    with pytest.raises(AssertionError, match=r"scratchkit.data.rows \(data\) imports scratchkit.measure.bench \(measure\)"):
+    with pytest.raises(
+        AssertionError, match=r"scratchkit.data.rows \(data\) imports scratchkit.measure.bench \(measure\)"
+    ):
         test_no_folder_imports_one_above_it()

@@ -2,6 +2,7 @@
 already trained is lost. (Before the fix: an id of -1 crashed ScratchPipe by signal, an id equal to
 the table size raised a bare IndexError, `static` said "operands could not be broadcast", and NaN
 dense values and labels of 2 were trained silently by every trainer.)"""
+
 import json
 import subprocess
 import sys
@@ -44,18 +45,21 @@ class Corrupted(SyntheticSource):
 def set_id(value):
     def corrupt(ids, dense, labels):
         ids[1][5] = value
+
     return corrupt
 
 
 def set_dense(value):
     def corrupt(ids, dense, labels):
         dense[2, 1] = value
+
     return corrupt
 
 
 def set_label(value):
     def corrupt(ids, dense, labels):
         labels[4] = value
+
     return corrupt
 
 
@@ -75,7 +79,7 @@ def test_every_trainer_refuses_a_bad_batch_in_the_same_words(tiny_config, name, 
     corrupt, message = CORRUPTIONS[what]
     source = Corrupted(tiny_config.data, corrupt)
     with pytest.raises(BadBatchError) as error:
-        trainer = make_trainer(name, tiny_config, source=source)   # static profiles batch 3 here
+        trainer = make_trainer(name, tiny_config, source=source)  # static profiles batch 3 here
         list(trainer.train(10))
     assert str(error.value) == message
     if name == "static":
@@ -98,7 +102,7 @@ def test_a_bad_batch_beyond_the_capacity_check_is_refused_by_the_planner(tiny_co
     config = tiny_config.replace(cache=CacheParams(capacity=minimum, depth=1))
     trainer = make_trainer("scratchpipe", config, source=source)
     with pytest.raises(BadBatchError, match="batch 3, table 1: id -1"):
-        list(trainer.train(3))          # batches 0-2 pass the capacity check; Plan peeks at 3
+        list(trainer.train(3))  # batches 0-2 pass the capacity check; Plan peeks at 3
     assert trainer.next_batch <= 2
 
 
@@ -110,7 +114,7 @@ import sys
 sys.path.insert(0, {str(tmp_path.parent)!r})
 from scratchkit.profiles import get_profile
 from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
-sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
+sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
 from test_bad_input import Corrupted, set_id
 config = get_profile("tiny")
 for planner in ("host-process", "process", "thread"):
@@ -126,12 +130,12 @@ for planner in ("host-process", "process", "thread"):
 
 
 def test_a_non_finite_loss_stops_before_the_step_changes_anything(tiny_config):
-    config = tiny_config.replace(optimizer=OptimizerConfig(lr=1e30))   # diverges within a few steps
+    config = tiny_config.replace(optimizer=OptimizerConfig(lr=1e30))  # diverges within a few steps
     trainer = make_trainer("hybrid", config)
     with pytest.raises(NonFiniteLossError, match=r"step (\d+): the loss is (nan|inf)") as error:
         list(trainer.train(50))
     step = int(str(error.value).split()[1].rstrip(":"))
-    assert trainer.next_batch == step                  # the bad step was not taken
+    assert trainer.next_batch == step  # the bad step was not taken
     for w in trainer.embedding_weights():
         assert torch.isfinite(w).all()
     reference = ReferenceRun(config, SyntheticSource(config.data))
@@ -139,7 +143,7 @@ def test_a_non_finite_loss_stops_before_the_step_changes_anything(tiny_config):
     for mine, theirs in zip(trainer.embedding_weights(), reference.embedding_weights()):
         assert torch.equal(mine, theirs)
     onwards = make_trainer("hybrid", config.replace(nonfinite_loss="continue"))
-    assert len(list(onwards.train(step + 2))) == step + 2   # the option trains on
+    assert len(list(onwards.train(step + 2))) == step + 2  # the option trains on
 
 
 def test_nonfinite_loss_option_is_a_closed_choice(tiny_config):
@@ -159,11 +163,13 @@ def test_bad_trace_files_are_refused_in_one_line(tmp_path, capsys):
     np.save(tmp_path / "empty.npy", np.array([], dtype=np.int64))
     (tmp_path / "ids.txt").write_text("1 2 3\n")
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    cases = {tmp_path: "is a folder, not a trace file",
-             tmp_path / "two.npz": "is an .npz archive, not a single array",
-             tmp_path / "empty.npy": "the trace is empty",
-             tmp_path / "ids.txt": "is not a .npy file (it is text, starting '1 2 3')",
-             tmp_path / "objects.npy": "is not a trace (it holds Python objects)"}
+    cases = {
+        tmp_path: "is a folder, not a trace file",
+        tmp_path / "two.npz": "is an .npz archive, not a single array",
+        tmp_path / "empty.npy": "the trace is empty",
+        tmp_path / "ids.txt": "is not a .npy file (it is text, starting '1 2 3')",
+        tmp_path / "objects.npy": "is not a trace (it holds Python objects)",
+    }
     for path, expected in cases.items():
         code, out, err = cli(capsys, "simulate", "--trace", path, "--policy", "lru", "--capacity", 4)
         assert code == 2 and expected in err and str(path) in err, err
@@ -175,8 +181,8 @@ def test_a_negative_tolerance_is_refused(capsys):
     assert code == 2 and "--tolerance must be >= 0, got -1.0" in err
     with pytest.raises(ValueError, match="tolerance must be >= 0"):
         from scratchkit.measure.verify import verify
-        next(verify(__import__("scratchkit.profiles").profiles.get_profile("tiny"), ["hybrid"], 2,
-                    tolerance=-1.0))
+
+        next(verify(__import__("scratchkit.profiles").profiles.get_profile("tiny"), ["hybrid"], 2, tolerance=-1.0))
 
 
 def test_a_criteo_count_too_large_for_a_float_is_refused_or_skipped_and_counted(tmp_path):
@@ -202,8 +208,9 @@ def test_movielens_numbers_too_large_are_refused(tmp_path):
 
 
 def test_too_small_a_scratchpad_names_the_cli_flag_on_the_command_line(capsys):
-    code, _, err = cli(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
-                       "--capacity", 10, "--steps", 4)
+    code, _, err = cli(
+        capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe", "--capacity", 10, "--steps", 4
+    )
     assert code == 2 and "(the fewest every trainer and table here accept) or --capacity min" in err
     assert "CacheParams" not in err and len(err.strip().splitlines()) == 1
-    json.dumps(err)   # one plain line
+    json.dumps(err)  # one plain line

@@ -1,6 +1,7 @@
 """benchmarks/bench_peers.py: the three peers run on `tiny` in a few steps, FBGEMM where it is
 installed (the `peers` extra) and skipped with a message where not; and FBGEMM's peer trains the
 same model as plain PyTorch, so the benchmark compares like with like."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -16,8 +17,9 @@ PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_peers.py"
 spec = importlib.util.spec_from_file_location("bench_peers", PATH)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
-needs_fbgemm = pytest.mark.skipif(bench.fbgemm_missing() is not None,
-                                  reason=f"FBGEMM not installed (make peers): {bench.fbgemm_missing()}")
+needs_fbgemm = pytest.mark.skipif(
+    bench.fbgemm_missing() is not None, reason=f"FBGEMM not installed (make peers): {bench.fbgemm_missing()}"
+)
 
 
 def run_json(capsys, *argv):
@@ -38,7 +40,7 @@ def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
     by_peer = {r["peer"]: r for r in rows}
     plain = by_peer["pytorch"]["rounds_samples_per_s"]
     assert by_peer["pytorch"]["ratio_to_pytorch"] == 1.0
-    kit = rows[0]["rounds_samples_per_s"]   # the median of two round ratios: their mean
+    kit = rows[0]["rounds_samples_per_s"]  # the median of two round ratios: their mean
     assert rows[0]["ratio_to_pytorch"] == pytest.approx((kit[0] / plain[0] + kit[1] / plain[1]) / 2)
     if "fbgemm" in peers:
         fbgemm = by_peer["fbgemm"]["rounds_samples_per_s"]
@@ -70,8 +72,9 @@ def test_steps_come_one_per_profile_or_one_for_all(capsys):
 
 def test_table_batched_inputs_lay_tables_out_table_major():
     import numpy as np
+
     ids = [np.array([4, 5, 6]), np.array([7]), np.array([8, 9])]
-    offsets = [np.array([0, 2]), np.array([0, 1]), np.array([0, 0])]   # bags of 2+1, 1+0, 0+2
+    offsets = [np.array([0, 2]), np.array([0, 1]), np.array([0, 0])]  # bags of 2+1, 1+0, 0+2
     flat_ids, flat_offsets = bench.table_batched_inputs(ids, offsets)
     assert flat_ids.tolist() == [4, 5, 6, 7, 8, 9]
     assert flat_offsets.tolist() == [0, 2, 3, 4, 4, 4, 6]
@@ -88,7 +91,7 @@ def test_fbgemm_trains_the_same_model_as_plain_pytorch():
     assert fbgemm.train(8) == pytest.approx(reference.train(8), abs=1e-6)
     for mine, table, before in zip(fbgemm.tbe.split_embedding_weights(), reference.model.tables, initial):
         assert torch.allclose(mine, table.weight.detach(), atol=1e-6, rtol=0)
-        assert not torch.equal(mine, before)   # it trained: not two untouched copies compared
+        assert not torch.equal(mine, before)  # it trained: not two untouched copies compared
 
 
 def test_the_embedding_work_alone_is_timed_beside_the_per_table_ops(capsys):
@@ -122,6 +125,6 @@ def test_the_run_is_recorded_with_its_command_and_rows(capsys, tmp_path):
     assert list(figures["peers"]) == [f"tiny, 1 thread, {r['peer']}" for r in rows]
     gpu_only = figures["peers"]["tiny, 1 thread, gpu-only"]
     assert gpu_only["samples_per_s"] == round(rows[0]["samples_per_s"])
-    if bench.fbgemm_missing() is None:   # each round's ratio to FBGEMM kept: the spread
+    if bench.fbgemm_missing() is None:  # each round's ratio to FBGEMM kept: the spread
         rounds = [float(x) for x in gpu_only["x_fbgemm_rounds"].split()]
         assert len(rounds) == 2 and min(rounds) <= gpu_only["x_fbgemm"] <= max(rounds)

@@ -23,6 +23,7 @@ Where /usr/bin/chromium exists the tests run: a missing playwright fails them.
 Screenshots of any notebooks:  .venv/bin/python tests/test_browser.py 02 04 05 08 [--docs]
 (--docs also writes the README's picture, docs/course.png, from notebook 04)
 """
+
 from __future__ import annotations
 
 import json
@@ -49,16 +50,29 @@ from test_notebook_pairs import first_difference
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 OUT = REPO / "test-output"
-NOTEBOOKS = {"01": "01_hybrid_baseline.ipynb", "02": "02_looking_backwards.ipynb",
-             "03": "03_looking_forward.ipynb", "04": "04_pipeline_step_by_step.ipynb",
-             "05": "05_scratchpipe_training.ipynb", "06": "06_your_own_data.ipynb",
-             "07": "07_beyond_one_process.ipynb", "08": "08_kernel_puzzles.ipynb",
-             "09": "09_capstone_planner.ipynb"}
-NARROW = 968     # px: a page as wide as the one the course's figures were found hard to read on
-SCREEN = 900      # px: what a 1080-line display shows of a notebook, below the browser's and JupyterLab's bars
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+NOTEBOOKS = {
+    "01": "01_hybrid_baseline.ipynb",
+    "02": "02_looking_backwards.ipynb",
+    "03": "03_looking_forward.ipynb",
+    "04": "04_pipeline_step_by_step.ipynb",
+    "05": "05_scratchpipe_training.ipynb",
+    "06": "06_your_own_data.ipynb",
+    "07": "07_beyond_one_process.ipynb",
+    "08": "08_kernel_puzzles.ipynb",
+    "09": "09_capstone_planner.ipynb",
+}
+NARROW = 968  # px: a page as wide as the one the course's figures were found hard to read on
+SCREEN = 900  # px: what a 1080-line display shows of a notebook, below the browser's and JupyterLab's bars
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -149,20 +163,35 @@ def jupyter_lab(home: Path):
     """A JupyterLab server on a copy of notebooks/: yields its base URL with the token."""
     port, token = free_port(), secrets.token_hex(16)
     root = course_copy(home)
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"),
-               XDG_DATA_HOME=str(home / "data"), XDG_CACHE_HOME=str(home / "cache"),
-               XDG_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
-               JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"), IPYTHONDIR=str(home / "ipython"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-               JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"))
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--ServerApp.token={token}",
-               f"--ServerApp.root_dir={root}", "--LabApp.news_url=None"]
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
+        JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"),
+        IPYTHONDIR=str(home / "ipython"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
+    ]
     if os.getuid() == 0:
         command.append("--allow-root")
     log = open(home / "jupyter.log", "wb")
-    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     kernels: set[int] = set()
     base = f"http://127.0.0.1:{port}"
     try:
@@ -178,9 +207,9 @@ def jupyter_lab(home: Path):
         yield base, token, lambda: kernels.update(children(server.pid))
     finally:
         kernels.update(children(server.pid))
-        shutdown_kernels(base, token)               # politely first: a killed kernel is restarted
+        shutdown_kernels(base, token)  # politely first: a killed kernel is restarted
         stop_group(server.pid, timeout=10, process=server)
-        for pid in kernels:          # each kernel runs in a session (process group) of its own
+        for pid in kernels:  # each kernel runs in a session (process group) of its own
             stop_group(pid, timeout=5)
         log.close()
 
@@ -200,8 +229,13 @@ def browser(home: Path):
     sync_api = playwright_api()
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(home / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000}, env={"HOME": str(home)})
+            str(home / "chromium-profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1200, "height": 1000},
+            env={"HOME": str(home)},
+        )
         try:
             yield context
         finally:
@@ -218,12 +252,14 @@ def open_and_run(context, base: str, token: str, notebook: str, plots: int, widt
     workspace = notebook.split("_")[0]
     page.goto(f"{base}/lab/workspaces/nb{workspace}/tree/{notebook}?token={token}&reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    if width:      # the notebook has the page: the left sidebar (the file browser) closed
+    if width:  # the notebook has the page: the left sidebar (the file browser) closed
         page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
     wait_idle(page)
-    started = ("Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt'))"
-               ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))")
-    for attempt in range(3):   # a Run All sent before the kernel is really ready is lost: retry
+    started = (
+        "Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt'))"
+        ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"
+    )
+    for attempt in range(3):  # a Run All sent before the kernel is really ready is lost: retry
         accept_kernel_dialog(page)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -241,7 +277,7 @@ def open_and_run(context, base: str, token: str, notebook: str, plots: int, widt
     except Exception:
         print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
         raise
-    decline = page.get_by_role("button", name="No", exact=True)   # JupyterLab's news prompt
+    decline = page.get_by_role("button", name="No", exact=True)  # JupyterLab's news prompt
     if decline.count():
         decline.first.click()
     return page
@@ -288,7 +324,7 @@ def latencies(request):
         table = latency_table(found)
         OUT.mkdir(exist_ok=True)
         (OUT / "widget-latency.txt").write_text(table + "\n")
-        request.config.widget_latency = table       # tests/conftest.py prints it in the summary
+        request.config.widget_latency = table  # tests/conftest.py prints it in the summary
         print("\n" + table)
 
 
@@ -315,7 +351,7 @@ def test_an_edit_saved_in_jupyterlab_reaches_the_py_source(lab_session):
     editor.wait_for(timeout=60_000)
     note_kernels()
     editor.click()
-    page.keyboard.press("Control+End")            # the end of the cell's text, whatever it says
+    page.keyboard.press("Control+End")  # the end of the cell's text, whatever it says
     page.keyboard.press("Enter")
     page.keyboard.type(mark)
     page.keyboard.press("Control+s")
@@ -324,7 +360,9 @@ def test_an_edit_saved_in_jupyterlab_reaches_the_py_source(lab_session):
     code = [cell for cell in source.split("# %%") if mark in cell]
     assert len(code) == 1 and "print(" in code[0], "the edit should land in the cell it was typed in"
     cells = json.loads(notebook.read_text())["cells"]
-    assert [i for i, cell in enumerate(cells) if mark in "".join(cell["source"])] == [2], "cell 2 is 00's first code cell"
+    assert [i for i, cell in enumerate(cells) if mark in "".join(cell["source"])] == [2], (
+        "cell 2 is 00's first code cell"
+    )
     assert first_difference(notebook) is None, "JupyterLab's save left the pair out of step"
     page.close()
 
@@ -378,11 +416,13 @@ def test_every_figure_as_drawn_spans_its_data_and_every_label_can_be_read(lab_se
     base, token, context, note_kernels, root = lab_session
     page = open_and_run(context, base, token, NOTEBOOKS[key], plots=0 if key == "08" else 1, width=NARROW)
     note_kernels()
-    page.wait_for_timeout(1500)                     # the last figures' drawing
+    page.wait_for_timeout(1500)  # the last figures' drawing
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
     problems = figure_problems(page, notebook)
     print("screenshot:", screenshot(page, f"figures-{key}.png"))
-    errors = notebook.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()
+    errors = notebook.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+    ).all_text_contents()
     page.close()
     assert problems == [], "\n".join(problems)
     exercises = len(exercise_cells(nbformat.read(root / NOTEBOOKS[key], as_version=4)))
@@ -400,9 +440,11 @@ def test_notebook_02_every_explorer_control_redraws_the_figure(lab_session, late
     assert_fits(page, drawn, "the cache explorer")
     sliders = output.locator(".widget-slider .noUi-handle")
     key = lambda: page.keyboard.press("ArrowRight")
-    for control, slider, presses in (("02 explorer: load factor slider (key)", 0, 10),
-                                     ("02 explorer: look-ahead depth slider (key)", 2, 4),
-                                     ("02 explorer: locality slider (key)", 1, 2)):
+    for control, slider, presses in (
+        ("02 explorer: load factor slider (key)", 0, 10),
+        ("02 explorer: look-ahead depth slider (key)", 2, 4),
+        ("02 explorer: locality slider (key)", 1, 2),
+    ):
         sliders.nth(slider).focus()
         use(page, drawn, control, key, presses)
     option = output.locator(".widget-select-multiple option", has_text="opt")
@@ -420,23 +462,27 @@ def test_notebook_04_every_visualizer_control_redraws_the_figure(lab_session, la
     drawn = Drawn(page, handle, latencies)
     assert_fits(page, drawn, "the pipeline visualizer")
     assert output.locator(".widget-html-content", has_text="Plan(0)").count() > 0
-    clicks = [("04 visualizer: step button", "button[title='step forward']", 6),
-              ("04 visualizer: step back button", "button[title='step back']", 3)]
+    clicks = [
+        ("04 visualizer: step button", "button[title='step forward']", 6),
+        ("04 visualizer: step back button", "button[title='step back']", 3),
+    ]
     for control, selector, times in clicks:
         use(page, drawn, control, output.locator(selector).first.click, times)
     output.locator(".widget-slider .noUi-handle").first.focus()
     use(page, drawn, "04 visualizer: moment slider (key)", lambda: page.keyboard.press("ArrowRight"), 3)
     play = output.locator(".widget-play button").first
     drawn.press("04 visualizer: play button", play.click)
-    output.locator(".widget-play button").nth(1).click()          # pause
+    output.locator(".widget-play button").nth(1).click()  # pause
     wait_idle(page, settle=0.5)
     # each switch reruns (untick: a broken run; tick again), as does the button: each new run is
     # drawn into the same figure (its traces updated in place, not drawn anew), and the controls
     # stay busy until it is drawn; the latency to the drawn run and the longest task are reported
     busy = "button[title='train the run again']"
-    reruns = [(f"04 visualizer: {name}", output.locator(".widget-checkbox", has_text=label).locator("input").click)
-              for name, label in (("holds switch", "holds"), ("write-back switch", "write-back before collect"))
-              for _ in range(2)] + [("04 visualizer: rerun button", output.locator(busy).first.click)]
+    reruns = [
+        (f"04 visualizer: {name}", output.locator(".widget-checkbox", has_text=label).locator("input").click)
+        for name, label in (("holds switch", "holds"), ("write-back switch", "write-back before collect"))
+        for _ in range(2)
+    ] + [("04 visualizer: rerun button", output.locator(busy).first.click)]
     # The runs one click away are trained in the background once a run is drawn (the bar turns
     # green): a click then only draws, it trains nothing ("training..." never shows)
     ready = output.locator(".progress-bar-success")
@@ -469,9 +515,12 @@ def test_notebook_05_every_dashboard_control_redraws_and_the_page_reads_well(lab
         sliders.nth(slider).focus()
         use(page, drawn, control, lambda: page.keyboard.press("ArrowRight"))
     start = output.locator("button", has_text="start").first
-    drawn.press("05 dashboard: start button (first feedback)", start.click,
-                also={"05 dashboard: start button (first step drawn)": ".scatterlayer path"})
-    page.wait_for_timeout(3000)    # "press stop after a few seconds": the run goes on until stopped
+    drawn.press(
+        "05 dashboard: start button (first feedback)",
+        start.click,
+        also={"05 dashboard: start button (first step drawn)": ".scatterlayer path"},
+    )
+    page.wait_for_timeout(3000)  # "press stop after a few seconds": the run goes on until stopped
     drawn.press("05 dashboard: stop button", output.locator("button", has_text="stop").first.click)
     wait_idle(page, settle=0.5)
     status = output.locator(".widget-html-content", has_text="trainer closed").first.inner_text()
@@ -490,13 +539,13 @@ def take_screenshots(keys: list[str], docs: bool = False) -> None:
             for key in keys:
                 page = open_and_run(context, base, token, NOTEBOOKS[key], plots=1)
                 note_kernels()
-                if key == "05":      # the dashboard: start a run and let it draw for a while
+                if key == "05":  # the dashboard: start a run and let it draw for a while
                     start = page.locator("button.widget-button", has_text="start").first
                     start.scroll_into_view_if_needed()
                     start.click()
                     page.wait_for_timeout(8000)
                     page.locator("button.widget-button", has_text="stop").first.click()
-                elif key == "04":    # the visualizer: a few steps in
+                elif key == "04":  # the visualizer: a few steps in
                     step = page.locator("button[title='step forward']").first
                     step.scroll_into_view_if_needed()
                     for _ in range(9):
@@ -511,7 +560,7 @@ def take_screenshots(keys: list[str], docs: bool = False) -> None:
                 if docs and key == "04":
                     page.set_viewport_size({"width": 1200, "height": 1000})
                     widget = page.locator(".jp-OutputArea-output:has(button[title='step forward'])").first
-                    widget.evaluate("e => e.scrollIntoView({block: 'start'})")   # the whole widget: one screen
+                    widget.evaluate("e => e.scrollIntoView({block: 'start'})")  # the whole widget: one screen
                     page.wait_for_timeout(1500)
                     (REPO / "docs").mkdir(exist_ok=True)
                     page.screenshot(path=str(REPO / "docs" / "course.png"))

@@ -1,5 +1,6 @@
 """The backward-looking caches (static, lru, lfu): exact training, and hit counts that an
 independent cache simulation reproduces lookup for lookup."""
+
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -21,8 +22,9 @@ STEPS = 12
 
 
 def with_cache(config, capacity, optimizer="sgd"):
-    return config.replace(cache=CacheParams(capacity=capacity),
-                          optimizer=OptimizerConfig(kind=OptimizerKind.parse(optimizer)))
+    return config.replace(
+        cache=CacheParams(capacity=capacity), optimizer=OptimizerConfig(kind=OptimizerKind.parse(optimizer))
+    )
 
 
 def largest_working_set(config, steps, together: int = 2):
@@ -30,8 +32,11 @@ def largest_working_set(config, steps, together: int = 2):
     batches of 0..steps (prefetch-lru holds two; one is enough for the others)."""
     source = SyntheticSource(config.data)
     batches = [source.batch(b).ids for b in range(min(steps + 1, len(source)))]
-    return max(len(set().union(*(set(batches[k][t].tolist()) for k in range(b, min(b + together, len(batches))))))
-               for b in range(len(batches)) for t in range(len(batches[0])))
+    return max(
+        len(set().union(*(set(batches[k][t].tolist()) for k in range(b, min(b + together, len(batches))))))
+        for b in range(len(batches))
+        for t in range(len(batches[0]))
+    )
 
 
 # ------------------------------------------------------------------------------ exactness
@@ -48,20 +53,33 @@ def test_every_policy_trains_bit_exactly(tiny_config, optimizer, where):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sizes=st.lists(st.integers(8, 120), min_size=1, max_size=3),
-       batch_size=st.integers(1, 12), pooling=st.integers(1, 4),
-       zipf=st.sampled_from([0.0, 0.6, 1.2]), share=st.floats(0.0, 1.0),
-       policy=st.sampled_from(POLICIES),
-       optimizer=st.sampled_from(["sgd", "adagrad", "rowwise_adagrad"]), seed=st.integers(0, 50))
-def test_exact_for_random_configs_and_capacities(sizes, batch_size, pooling, zipf, share, policy,
-                                                 optimizer, seed):
+@given(
+    sizes=st.lists(st.integers(8, 120), min_size=1, max_size=3),
+    batch_size=st.integers(1, 12),
+    pooling=st.integers(1, 4),
+    zipf=st.sampled_from([0.0, 0.6, 1.2]),
+    share=st.floats(0.0, 1.0),
+    policy=st.sampled_from(POLICIES),
+    optimizer=st.sampled_from(["sgd", "adagrad", "rowwise_adagrad"]),
+    seed=st.integers(0, 50),
+)
+def test_exact_for_random_configs_and_capacities(sizes, batch_size, pooling, zipf, share, policy, optimizer, seed):
     steps = 6
     config = TrainConfig(
-        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch_size, num_dense=3,
-                        zipf=zipf, num_batches=steps, seed=seed),
-        model=ModelConfig(dim=4, bottom_mlp=(8, 4), top_mlp=(8, 1)), seed=seed)
+        data=DataConfig(
+            table_sizes=tuple(sizes),
+            pooling=pooling,
+            batch_size=batch_size,
+            num_dense=3,
+            zipf=zipf,
+            num_batches=steps,
+            seed=seed,
+        ),
+        model=ModelConfig(dim=4, bottom_mlp=(8, 4), top_mlp=(8, 1)),
+        seed=seed,
+    )
     minimum = largest_working_set(config, steps)
-    capacity = minimum + int(share * (max(sizes) - minimum))    # anywhere in [minimum, biggest table]
+    capacity = minimum + int(share * (max(sizes) - minimum))  # anywhere in [minimum, biggest table]
     [result] = verify(with_cache(config, capacity, optimizer), [policy], steps, device="cpu")
     assert result.max_abs_diff == 0.0
 
@@ -77,7 +95,7 @@ def lru_replay(batches, capacity):
         uses = Counter(ids.tolist())
         hits = sum(n for x, n in uses.items() if x in cache)
         misses = [x for x in uses if x not in cache]
-        for x in uses:                     # the batch's cached ids move out of the eviction path
+        for x in uses:  # the batch's cached ids move out of the eviction path
             if x in cache:
                 cache.move_to_end(x)
         evicted = 0
@@ -101,7 +119,7 @@ def lfu_replay(batches, capacity):
         misses = [x for x in uses if x not in count]
         room = capacity - len(count)
         candidates = sorted((count[x], last[x], x) for x in count if x not in uses)
-        victims = [x for _, _, x in candidates[:max(0, len(misses) - room)]]
+        victims = [x for _, _, x in candidates[: max(0, len(misses) - room)]]
         for x in victims:
             del count[x], last[x]
         for x, n in uses.items():
@@ -121,7 +139,7 @@ def prefetch_lru_replay(batches, capacity):
         misses = [x for x in uses if x not in cache]
         evicted = 0
         while len(cache) + len(misses) > capacity:
-            victim = next(x for x in cache if x not in uses and x not in locked)   # least recent first
+            victim = next(x for x in cache if x not in uses and x not in locked)  # least recent first
             del cache[victim]
             evicted += 1
         for x in sorted(uses):
@@ -134,9 +152,18 @@ def prefetch_lru_replay(batches, capacity):
 
 def one_table_config(batch_size, pooling, zipf, capacity, rows=60, batches=80):
     return TrainConfig(
-        data=DataConfig(table_sizes=(rows,), pooling=pooling, batch_size=batch_size, num_dense=2,
-                        zipf=zipf, num_batches=batches, seed=3),
-        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(4, 1)), cache=CacheParams(capacity=capacity))
+        data=DataConfig(
+            table_sizes=(rows,),
+            pooling=pooling,
+            batch_size=batch_size,
+            num_dense=2,
+            zipf=zipf,
+            num_batches=batches,
+            seed=3,
+        ),
+        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(4, 1)),
+        cache=CacheParams(capacity=capacity),
+    )
 
 
 def trainer_counts(name, config, steps):
@@ -145,8 +172,9 @@ def trainer_counts(name, config, steps):
     return [(r.hits, r.fetched_rows, r.written_back_rows) for r in records], records
 
 
-@pytest.mark.parametrize("policy, replay", [("lru", lru_replay), ("lfu", lfu_replay),
-                                            ("prefetch-lru", prefetch_lru_replay)])
+@pytest.mark.parametrize(
+    "policy, replay", [("lru", lru_replay), ("lfu", lfu_replay), ("prefetch-lru", prefetch_lru_replay)]
+)
 @pytest.mark.parametrize("capacity", [36, 45, 59])
 def test_hits_fetches_and_write_backs_match_a_plain_python_cache(policy, replay, capacity):
     config = one_table_config(batch_size=6, pooling=3, zipf=0.9, capacity=capacity)
@@ -180,7 +208,7 @@ def test_static_hits_are_the_lookups_of_the_profiled_hot_set(tiny_config):
     source = SyntheticSource(config.data)
     prefix = 30
     hot = []
-    for t in range(3):   # rank by count (descending), then id (ascending), over the prefix
+    for t in range(3):  # rank by count (descending), then id (ascending), over the prefix
         uses = Counter(x for b in range(prefix) for x in source.batch(b).ids[t].tolist())
         ranked = sorted(range(config.data.table_sizes[t]), key=lambda x: (-uses[x], x))
         hot.append(set(ranked[:40]))
@@ -190,7 +218,7 @@ def test_static_hits_are_the_lookups_of_the_profiled_hot_set(tiny_config):
         ids = source.batch(b).ids
         assert r.hits == sum(x in hot[t] for t in range(3) for x in ids[t].tolist())
         misses = sum(len(set(ids[t].tolist()) - hot[t]) for t in range(3))
-        assert r.fetched_rows == r.written_back_rows == misses   # each missed row goes and comes back
+        assert r.fetched_rows == r.written_back_rows == misses  # each missed row goes and comes back
 
 
 def test_stage_names_and_counters(tiny_config):
@@ -203,8 +231,9 @@ def test_stage_names_and_counters(tiny_config):
             # (`prefetch`), stalls only on its first step, and looks no further than the call's
             # last batch
             fetch = {"fetch"} if name != "prefetch-lru" or b == 0 else {"prefetch"} if b < 4 else set()
-            assert {"data", "transfer", "embedding_forward", "mlp", "embedding_backward", "update",
-                    *fetch} <= set(r.stage_seconds), (name, b)
+            assert {"data", "transfer", "embedding_forward", "mlp", "embedding_backward", "update", *fetch} <= set(
+                r.stage_seconds
+            ), (name, b)
             if name == "prefetch-lru" and b == 4:
                 assert "prefetch" not in r.stage_seconds
             assert r.lookups == 3 * 32 * 2 and 0 <= r.hits <= r.lookups
@@ -214,15 +243,15 @@ def test_stage_names_and_counters(tiny_config):
         if name != "static":
             first = records[0]
             assert first.hits == 0 and first.fetched_rows == sum(
-                len(np.unique(i)) for i in SyntheticSource(config.data).batch(0).ids)
-        assert any(stage in r.stage_seconds for r in records
-                   for stage in ("write_back", "prefetch_write_back")), name
+                len(np.unique(i)) for i in SyntheticSource(config.data).batch(0).ids
+            )
+        assert any(stage in r.stage_seconds for r in records for stage in ("write_back", "prefetch_write_back")), name
         # the first step fills an empty cache: no table chooses a victim; later ones do
         if name in ("lru", "lfu"):
             assert records[0].evicting_tables == 0
             assert 0 < max(r.evicting_tables for r in records) <= len(config.data.table_sizes)
     with make_trainer("lru", with_cache(tiny_config, max(tiny_config.data.table_sizes)), device="cpu") as whole:
-        assert all(r.evicting_tables == 0 for r in whole.train(5))    # the whole table fits
+        assert all(r.evicting_tables == 0 for r in whole.train(5))  # the whole table fits
 
 
 # ------------------------------------------------------------------------------ capacity, flush
@@ -232,15 +261,14 @@ def test_a_cache_smaller_than_a_working_set_is_refused_naming_the_minimum(tiny_c
     first = max(len(np.unique(i)) for i in source.batch(0).ids)
     trainer = make_trainer(policy, with_cache(tiny_config, first - 1), device="cpu")
     with pytest.raises(ValueError, match=rf"at least {first} rows for batches 0..0"):
-        trainer.train_step()                     # a lone step: its own working set
+        trainer.train_step()  # a lone step: its own working set
     assert trainer.next_batch == 0
     # a call: the minimum for every batch it trains, so following the message trains them all
     whole = minimum_capacity(source, STEPS)
     with pytest.raises(ValueError, match=rf"at least {whole} rows for batches 0..{STEPS - 1} "):
         list(trainer.train(STEPS))
     assert minimum_capacity(source, STEPS) == largest_working_set(tiny_config, STEPS - 1, together=1)
-    with make_trainer(policy, with_cache(tiny_config, minimum_capacity(source, STEPS)),
-                      device="cpu") as enough:
+    with make_trainer(policy, with_cache(tiny_config, minimum_capacity(source, STEPS)), device="cpu") as enough:
         assert len(list(enough.train(STEPS))) == STEPS
 
 
@@ -251,8 +279,7 @@ def test_flush_is_idempotent_and_close_leaves_complete_host_tables(tiny_config):
     for name in POLICIES:
         trainer = make_trainer(name, config, device="cpu")
         list(trainer.train(STEPS))
-        stale = max(float((w - r).abs().max()) for w, r in
-                    zip(trainer.tables.weights, reference.embedding_weights()))
+        stale = max(float((w - r).abs().max()) for w, r in zip(trainer.tables.weights, reference.embedding_weights()))
         assert stale > 0, f"{name}: dirty rows should still sit only in the cache before the flush"
         assert trainer.flush() > 0
         after_first = [w.clone() for w in trainer.tables.weights]

@@ -2,6 +2,7 @@
 saved profile (and saying so), a corrupt file refused in one line naming it, and the GPU path run
 through the CUDA stand-in (tests/stand_ins.py). No timing bound: the figures are only checked to
 be there, positive and ordered where physics orders them."""
+
 import json
 import math
 
@@ -45,11 +46,15 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
     assert p.host_plan_lookup_rate.at(2**16) > 0 and p.host_plan_id_rate.at(2**16) > 0
     assert "calibrated (quick)" in p.origin and all(p.sources.get(k) for k in ("host_gather", "host_plan_id_rate"))
     # the table-batched C++ calls the trainers make on a CPU, timed themselves
-    assert p.batched_host and all(p.host_calls[f"tbe_{k}"] + p.host_calls[f"tbe_{k}_table"] > 0 for k in ("forward", "backward", "sgd"))
+    assert p.batched_host and all(
+        p.host_calls[f"tbe_{k}"] + p.host_calls[f"tbe_{k}_table"] > 0 for k in ("forward", "backward", "sgd")
+    )
     # (at 16k lookups a call, where the rows' time is ~10x the call's fixed cost taken out; at 1k
     # the two tables differed by only 1.08-1.17x in a third of quick calibrations on a busy VM)
     assert 0 < p.host_tbe_lookup.seconds_per_row(64, 2**18, 16384) < p.host_tbe_lookup.seconds_per_row(64, 2**26, 16384)
-    assert p.host_tbe_backward.seconds_per_row(64, 1.0, 128) > 0 and p.host_tbe_update.seconds_per_row(64, 2**22, 0.5) > 0
+    assert (
+        p.host_tbe_backward.seconds_per_row(64, 1.0, 128) > 0 and p.host_tbe_update.seconds_per_row(64, 2**22, 0.5) > 0
+    )
     assert all(p.sources.get(k) for k in ("host_tbe_lookup", "host_tbe_backward", "host_tbe_update"))
     # scratchpipe-device as this CPU runs it: the map's probes at each size timed, a kernel of the
     # host build (dearer than a NumPy call: ctypes and the arrays' checks), Plan per table. The
@@ -57,7 +62,7 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
     # fits a last-level cache, and CI's machine once timed it faster than the small one (44.3
     # against 43.2 M probes/s, 2026-12-03) where this one times it 2-3x slower.
     probes = p.device_map_probe_rate
-    assert [s for s, _ in probes.points] == list(MAP_SLOTS[0])      # (a RateCurve's rates are > 0)
+    assert [s for s, _ in probes.points] == list(MAP_SLOTS[0])  # (a RateCurve's rates are > 0)
     assert p.sources.get("device_map_probe_rate")
     assert p.host_calls["kernel"] > p.host_calls["numpy"] and p.device_calls["kernel"] == p.host_calls["kernel"]
     assert p.host_calls["device_plan_table"] > 0
@@ -134,24 +139,37 @@ def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afres
 def test_the_co_run_cores_are_the_median_of_alone_over_two_at_once():
     """co_run.cores_at_once against runs whose seconds are known: each round runs one alone first,
     the figure is the median of the rounds' 2 x alone / at once, and noise beyond 1..cores is cut."""
-    seconds = iter([1.0, 1.0,       # round 1: a core each, 2
-                    1.0, 2.0,       # round 2: turns, 1
-                    1.0, 1.25])     # round 3: 1.6
+    seconds = iter(
+        [
+            1.0,
+            1.0,  # round 1: a core each, 2
+            1.0,
+            2.0,  # round 2: turns, 1
+            1.0,
+            1.25,
+        ]
+    )  # round 3: 1.6
     calls = []
 
     def run(processes):
         calls.append(processes)
         return next(seconds)
+
     assert co_run.cores_at_once(run, 3, cores=2) == pytest.approx(1.6)
     assert calls == [1, 2] * 3
-    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 4.0}[n], 1, cores=2) == 1.0      # under 1: noise
-    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 0.5}[n], 1, cores=2) == 2.0      # over the cores
+    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 4.0}[n], 1, cores=2) == 1.0  # under 1: noise
+    assert co_run.cores_at_once(lambda n: {1: 1.0, 2: 0.5}[n], 1, cores=2) == 2.0  # over the cores
     assert co_run.busy(1000) > 0
 
 
-@pytest.mark.parametrize("content, what", [("{not json", "Expecting property name"),
-                                           ('{"name": "x"}', "fields missing"),
-                                           ("[1, 2]", "expected a JSON object")])
+@pytest.mark.parametrize(
+    "content, what",
+    [
+        ("{not json", "Expecting property name"),
+        ('{"name": "x"}', "fields missing"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_a_corrupt_calibration_file_is_one_line_naming_it(saved_at, content, what):
     saved_at.write_text(content)
     with pytest.raises(ValueError, match=what) as err:
@@ -169,15 +187,16 @@ def test_the_cli_names_a_corrupt_file_and_exits_2(saved_at, capsys):
 def test_calibrate_command_saves_and_prints_json(quick_profile, tmp_path, capsys, monkeypatch):
     out = tmp_path / "cal" / "mine.json"
 
-    def measured(quick, progress, device):      # the command's own work, not the measuring again
+    def measured(quick, progress, device):  # the command's own work, not the measuring again
         progress("a step")
         return Hardware.from_json(quick_profile.to_json() | {"host_stream_bw": 2e9})
+
     monkeypatch.setattr("scratchkit.calibration.calibrate.calibrate", measured)
     code = main(["calibrate", "--quick", "--json", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0 and json.loads(captured.out)["name"] == "this-cpu"
     assert load_hardware(out).host_stream_bw == 2e9
-    assert "calibrate [" in captured.err and f"saved {out}" in captured.err      # progress on stderr
+    assert "calibrate [" in captured.err and f"saved {out}" in captured.err  # progress on stderr
     code = main(["calibrate", "--out", str(tmp_path)])
     assert code == 2 and "is a folder" in capsys.readouterr().err
 
@@ -194,7 +213,7 @@ def test_the_gpu_path_runs_through_the_stand_in():
     calls = [c for c, _ in runtime.calls_of()]
     assert "pin" in calls and "synchronize" in calls
     copies = [d for c, d in runtime.calls_of() if c == "to_device" and d["non_blocking"]]
-    assert copies and all(d["pinned"] for d in copies)        # the link timed from pinned memory
+    assert copies and all(d["pinned"] for d in copies)  # the link timed from pinned memory
     assert any("host <-> device" in s for s in steps)
 
 
@@ -207,8 +226,11 @@ def test_the_summary_names_every_constant_of_every_profile(quick_profile, profil
     hw = quick_profile if profile == "this-cpu" else hardware.get_hardware(profile)
     text = describe_hardware(hw)
     named = {line.split()[0] for line in text.splitlines()[1:]}
-    constants = {f for f in Hardware.__dataclass_fields__
-                 if f not in ("name", "description", "origin", "sources", "device_is_host")}
+    constants = {
+        f
+        for f in Hardware.__dataclass_fields__
+        if f not in ("name", "description", "origin", "sources", "device_is_host")
+    }
     assert constants <= named, sorted(constants - named)
 
 
@@ -232,7 +254,7 @@ def test_the_dense_step_is_calibrated_at_every_profiles_shape():
         width, dim = config.model.bottom_mlp
         assert config.model.top_mlp == (width, 1) and dim == config.model.dim, name
         assert (config.data.batch_size, len(config.data.table_sizes), dim, width) in shapes, name
-    assert {shape[:4] for shape in DENSE_SHAPES[0]} <= shapes        # quick: a few of them
+    assert {shape[:4] for shape in DENSE_SHAPES[0]} <= shapes  # quick: a few of them
 
 
 def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
@@ -243,9 +265,15 @@ def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
     from scratchkit.costmodel.hardware import RateCurve, median_hardware
 
     base = hardware.get_hardware("h100-pcie5")
-    made = [replace(base, host_stream_bw=bw, host_numpy_sort=RateCurve(((512, r), (2048, 2 * r))),
-                    host_calls=base.host_calls | {"op": op})
-            for bw, r, op in ((1e9, 3e8, 5e-6), (3e9, 1e8, 1e-6), (2e9, 2e8, 9e-6))]
+    made = [
+        replace(
+            base,
+            host_stream_bw=bw,
+            host_numpy_sort=RateCurve(((512, r), (2048, 2 * r))),
+            host_calls=base.host_calls | {"op": op},
+        )
+        for bw, r, op in ((1e9, 3e8, 5e-6), (3e9, 1e8, 1e-6), (2e9, 2e8, 9e-6))
+    ]
     median = median_hardware(made)
     assert median.host_stream_bw == 2e9 and median.host_calls["op"] == 5e-6
     assert median.host_numpy_sort.points == ((512, 2e8), (2048, 4e8))

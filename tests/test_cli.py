@@ -1,4 +1,5 @@
 """The command line: output shapes, exit codes, and clear errors for bad input."""
+
 import json
 
 import numpy as np
@@ -37,7 +38,7 @@ def test_verify_exits_nonzero_when_over_tolerance(capsys, monkeypatch):
         return rows, torch.zeros(num_rows, grads.shape[1]).index_add_(0, index, grads)[rows]
 
     monkeypatch.setattr(optim, "coalesce", coalesce_by_index_add)
-    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")   # the per-table twins, which call coalesce
+    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")  # the per-table twins, which call coalesce
     code, out, _ = run(capsys, "verify", "--profile", "tiny", "--trainers", "hybrid", "--zipf", "1.5")
     assert code == 1 and "FAIL" in out
 
@@ -64,28 +65,56 @@ def test_trace_writes_npy(capsys, tmp_path):
     assert code == 0 and trace.dtype == np.int64 and len(trace) == 3 * 32 * 3 * 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["bench", "--profile", "enormous"], "unknown profile 'enormous'"),
-    (["bench", "--trainers", "gpu-only,warp"], "unknown trainer 'warp'"),
-    (["bench", "--profile", "tiny", "--steps", "0"], "steps must be positive"),
-    (["verify", "--capacity", "-3"], "capacity must be positive"),
-    (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
-    (["verify", "--batch-size", "0"], "batch_size must be positive"),
-    (["bench", "--scale", "0.1"], "--scale applies to the profiles criteo-like, embedding-bound"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "--profile", "enormous"], "unknown profile 'enormous'"),
+        (["bench", "--trainers", "gpu-only,warp"], "unknown trainer 'warp'"),
+        (["bench", "--profile", "tiny", "--steps", "0"], "steps must be positive"),
+        (["verify", "--capacity", "-3"], "capacity must be positive"),
+        (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
+        (["verify", "--batch-size", "0"], "batch_size must be positive"),
+        (["bench", "--scale", "0.1"], "--scale applies to the profiles criteo-like, embedding-bound"),
+    ],
+)
 def test_bad_input_gets_a_clear_error_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and "Traceback" not in err
 
 
 def test_capacity_min_is_the_smallest_scratchpipe_accepts(capsys):
-    code, out, err = run(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
-                         "--capacity", "min", "--depth", "2", "--steps", "8", "--json")
+    code, out, err = run(
+        capsys,
+        "verify",
+        "--profile",
+        "tiny",
+        "--trainers",
+        "scratchpipe",
+        "--capacity",
+        "min",
+        "--depth",
+        "2",
+        "--steps",
+        "8",
+        "--json",
+    )
     (result,) = json.loads(out)
     assert code == 0 and result["max_abs_diff"] == 0.0 and result["train_hit_rate"] == 1.0
     minimum = int(err.split("capacity min = ")[1].split()[0])
-    code, out, err = run(capsys, "verify", "--profile", "tiny", "--trainers", "scratchpipe",
-                         "--capacity", str(minimum - 1), "--depth", "2", "--steps", "8")
+    code, out, err = run(
+        capsys,
+        "verify",
+        "--profile",
+        "tiny",
+        "--trainers",
+        "scratchpipe",
+        "--capacity",
+        str(minimum - 1),
+        "--depth",
+        "2",
+        "--steps",
+        "8",
+    )
     assert code == 2 and "3 batches in flight (look-ahead depth 2)" in err
     assert f"use --capacity {minimum} (the fewest" in err and "CacheParams" not in err
 

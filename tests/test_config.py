@@ -4,14 +4,17 @@ from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerCon
 from scratchkit.profiles import criteo_like, get_profile, CRITEO_KAGGLE_CARDINALITIES
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(table_sizes=(10, 0)), "table 1: size must be positive"),
-    (dict(table_sizes=(10, -5)), "table 1: size must be positive"),
-    (dict(table_sizes=()), "at least one embedding table"),
-    (dict(batch_size=0), "batch_size must be positive"),
-    (dict(pooling=-1), "pooling must be positive"),
-    (dict(zipf=-0.1), "zipf exponent must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(table_sizes=(10, 0)), "table 1: size must be positive"),
+        (dict(table_sizes=(10, -5)), "table 1: size must be positive"),
+        (dict(table_sizes=()), "at least one embedding table"),
+        (dict(batch_size=0), "batch_size must be positive"),
+        (dict(pooling=-1), "pooling must be positive"),
+        (dict(zipf=-0.1), "zipf exponent must be >= 0"),
+    ],
+)
 def test_bad_data_config_says_what(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DataConfig(**kwargs)
@@ -63,8 +66,9 @@ def test_the_embedding_bound_profiles_keep_their_work_per_step_when_scaled():
     full, scaled = get_profile("embedding-bound"), get_profile("embedding-bound", scale=0.25)
     assert scaled.data.table_sizes == (250_000,) * 8 and full.data.table_sizes == (1_000_000,) * 8
     for a, b in ((full.data, scaled.data), (full.model, scaled.model)):
-        assert {k: v for k, v in vars(a).items() if k != "table_sizes"} == \
-               {k: v for k, v in vars(b).items() if k != "table_sizes"}
+        assert {k: v for k, v in vars(a).items() if k != "table_sizes"} == {
+            k: v for k, v in vars(b).items() if k != "table_sizes"
+        }
     sizes = [len(np.unique(SyntheticSource(c.data).batch(0).ids[0])) for c in (full, scaled)]
     assert 0.85 < sizes[1] / sizes[0] <= 1.0
     with pytest.raises(ValueError, match="profile 'small' has no scale"):

@@ -1,6 +1,7 @@
 """The cost model's arithmetic against hand-worked cases, on a toy profile whose every price is a
 round number; the work counted for each trainer's stages; pipelines bound by their slowest
 resource; the GPU server' sources. No timing asserts (bounds belong to benchmarks/bench_validate.py)."""
+
 import json
 import math
 from dataclasses import fields, replace
@@ -13,8 +14,17 @@ from scratchkit.commands.cli import main
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.costmodel import kit
-from scratchkit.projection.costmodel import (Projection, StepWork, Work, mlp_flops, plan_cores, project,
-                                          project_all, stage_work, validate)
+from scratchkit.projection.costmodel import (
+    Projection,
+    StepWork,
+    Work,
+    mlp_flops,
+    plan_cores,
+    project,
+    project_all,
+    stage_work,
+    validate,
+)
 from scratchkit.costmodel.servers import SERVERS
 from scratchkit.costmodel.stages import plan_handoff
 from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
@@ -31,35 +41,66 @@ def toy(**changes) -> Hardware:
     per second, 1 TFLOP/s, a planner of 1e8 lookups, 1e7 ids and 1e6 misses per second."""
     flat = RowCurve(((64, 1e6, 1, 1e-9),))
     fields_ = dict(
-        name="toy", description="round numbers", host_cores=4, host_stream_bw=1e9, host_gather=flat,
-        host_scatter=flat, host_lookup=flat, host_update=flat, host_op_latency=US, host_numpy_op_latency=US,
-        host_calls={c: US for c in CALL_OPS}, host_sort=RateCurve.constant(1e9), host_sort_value_rate=1e9,
-        host_numpy_sort=RateCurve.constant(1e9), host_plan_lookup_rate=RateCurve.constant(1e8),
-        host_plan_id_rate=RateCurve.constant(1e7), host_plan_miss_rate=RateCurve.constant(1e6),
-        pcie_bw=1e9, pcie_latency=US, device_stream_bw=1e9, device_gather=flat, device_scatter=flat,
-        device_lookup=flat, device_update=flat, device_op_latency=US, device_calls={c: US for c in CALL_OPS},
-        device_sort=RateCurve.constant(1e9), device_sort_value_rate=1e9, device_flops=RateCurve.constant(1e12),
-        device_bmm_flops=RateCurve.constant(1e12), device_activation_rate=RateCurve.constant(1e9))
+        name="toy",
+        description="round numbers",
+        host_cores=4,
+        host_stream_bw=1e9,
+        host_gather=flat,
+        host_scatter=flat,
+        host_lookup=flat,
+        host_update=flat,
+        host_op_latency=US,
+        host_numpy_op_latency=US,
+        host_calls={c: US for c in CALL_OPS},
+        host_sort=RateCurve.constant(1e9),
+        host_sort_value_rate=1e9,
+        host_numpy_sort=RateCurve.constant(1e9),
+        host_plan_lookup_rate=RateCurve.constant(1e8),
+        host_plan_id_rate=RateCurve.constant(1e7),
+        host_plan_miss_rate=RateCurve.constant(1e6),
+        pcie_bw=1e9,
+        pcie_latency=US,
+        device_stream_bw=1e9,
+        device_gather=flat,
+        device_scatter=flat,
+        device_lookup=flat,
+        device_update=flat,
+        device_op_latency=US,
+        device_calls={c: US for c in CALL_OPS},
+        device_sort=RateCurve.constant(1e9),
+        device_sort_value_rate=1e9,
+        device_flops=RateCurve.constant(1e12),
+        device_bmm_flops=RateCurve.constant(1e12),
+        device_activation_rate=RateCurve.constant(1e9),
+    )
     return Hardware(**(fields_ | changes))
 
 
 def one_table(lookups=1000.0, unique=500.0, rows=10_000, capacity=2_000, **changes) -> StepWork:
     """Batch 100, one table, dim 16, SGD, MLPs 13 -> 16 and (16 + 1) -> 1."""
-    w = StepWork(batch_size=100, dim=16, state_width=0, optimizer=OptimizerKind.SGD, num_dense=13,
-                 tables=(TableWork(rows, lookups, unique, capacity),), bottom=(13, 16), top=(17, 1))
+    w = StepWork(
+        batch_size=100,
+        dim=16,
+        state_width=0,
+        optimizer=OptimizerKind.SGD,
+        num_dense=13,
+        tables=(TableWork(rows, lookups, unique, capacity),),
+        bottom=(13, 16),
+        top=(17, 1),
+    )
     return replace(w, **changes)
 
 
 # ---------------------------------------------------------------------------------- arithmetic
 def test_each_unit_of_work_is_priced_as_worked_by_hand():
     hw = toy()
-    assert Work(host_stream=2e9).seconds(hw) == pytest.approx(2.0)                  # 2 GB at 1 GB/s
+    assert Work(host_stream=2e9).seconds(hw) == pytest.approx(2.0)  # 2 GB at 1 GB/s
     assert Work(host_rows=(("gather", 1000, 64, 1e6),)).seconds(hw) == pytest.approx(1e-6)
     assert Work(host_sorts=(("torch", 1024, 3),)).seconds(hw) == pytest.approx(3 * 1024 * 10 / 1e9)
     assert Work(host_sort_values=5e8).seconds(hw) == pytest.approx(0.5)
     assert Work(host_calls=(("lookup", 7),)).seconds(hw) == pytest.approx(7e-6)
     assert Work(pcie=1e9, pcie_copies=2).seconds(hw) == pytest.approx(1.0 + 2e-6)
-    assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)          # 3 x 2 GFLOP
+    assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)  # 3 x 2 GFLOP
     assert Work(device_activations=1e9).seconds(hw) == pytest.approx(1.0)
     # the planner: 1e6 lookups / 1e8 + 1e5 ids / 1e7 + 1e4 misses / 1e6 = 0.03 s, over 3 cores
     plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 0.0),))
@@ -81,12 +122,12 @@ def test_each_unit_of_work_is_priced_as_worked_by_hand():
 
 
 def test_rows_are_priced_at_the_size_of_what_the_step_touches():
-    curve = RowCurve(((64, 1e6, 1, 1e-9), (64, 1e8, 1, 1e-8)))           # 10x dearer beyond 100 MB
+    curve = RowCurve(((64, 1e6, 1, 1e-9), (64, 1e8, 1, 1e-8)))  # 10x dearer beyond 100 MB
     assert curve.seconds_per_row(64, 1e6) == pytest.approx(1e-9)
     assert curve.seconds_per_row(64, 1e8) == pytest.approx(1e-8)
     assert curve.seconds_per_row(64, 1e7) == pytest.approx(math.sqrt(1e-9 * 1e-8))  # log-log midpoint
-    assert curve.seconds_per_row(64, 1e12) == pytest.approx(1e-8)                   # ends held
-    assert curve.seconds_per_row(128, 1e6) == pytest.approx(2e-9)                   # wider: by bytes
+    assert curve.seconds_per_row(64, 1e12) == pytest.approx(1e-8)  # ends held
+    assert curve.seconds_per_row(128, 1e6) == pytest.approx(2e-9)  # wider: by bytes
     far = Work(host_rows=(("gather", 1000, 64, 1e8),))
     assert far.seconds(toy(host_gather=curve)) == pytest.approx(1e-5)
     assert far.in_step(touched_rows=1e6 / 64).seconds(toy(host_gather=curve)) == pytest.approx(1e-6)
@@ -109,8 +150,10 @@ def test_the_dense_step_counts_matmuls_by_shape():
     # bottom 13 -> 16 (no input gradient: 2 calls), top 17 -> 1 (3 calls); B = 100
     assert mm == ((2.0 * 100 * 13 * 16, 2), (2.0 * 100 * 17 * 1, 3))
     assert bmm == ((2.0 * 2 * 2 * 16, 300),)
-    config = TrainConfig(data=DataConfig(table_sizes=(50,), pooling=2, batch_size=100, num_dense=13),
-                         model=ModelConfig(dim=16, bottom_mlp=(16,), top_mlp=(1,)))
+    config = TrainConfig(
+        data=DataConfig(table_sizes=(50,), pooling=2, batch_size=100, num_dense=13),
+        model=ModelConfig(dim=16, bottom_mlp=(16,), top_mlp=(1,)),
+    )
     total, _ = mlp_flops(config, 13, 1)
     assert sum(f * n for f, n in mm) + sum(f * n for f, n in bmm) == total
 
@@ -122,7 +165,7 @@ def test_mlp_flops_match_torchs_flop_counter(tiny_config):
 
     model = init_dense_model(tiny_config.model, 4, 3, 0)
     dense = torch.randn(32, 4)
-    pooled = torch.randn(32, 3, 8, requires_grad=True)   # as dense_step: pooled needs a gradient
+    pooled = torch.randn(32, 3, 8, requires_grad=True)  # as dense_step: pooled needs a gradient
     with FlopCounterMode(display=False) as counter:
         model(dense, pooled).sum().backward()
     flops, layers = mlp_flops(tiny_config, 4, 3)
@@ -133,7 +176,7 @@ def test_mlp_flops_match_torchs_flop_counter(tiny_config):
 def test_step_work_counts_lookups_and_working_sets_of_the_batches(tiny_config):
     source = SyntheticSource(tiny_config.data)
     work = StepWork.from_config(tiny_config, source, batches=3, start=2)
-    assert work.lookups == 32 * 2 * 3     # batch x pooling x tables
+    assert work.lookups == 32 * 2 * 3  # batch x pooling x tables
     expected = sum(len(set(ids.tolist())) for b in range(2, 5) for ids in source.batch(b).ids) / 3
     assert work.unique_rows == pytest.approx(expected)
     assert [t.capacity for t in work.tables] == [200, 200, 200]
@@ -148,7 +191,7 @@ def test_step_work_counts_lookups_and_working_sets_of_the_batches(tiny_config):
 def test_rows_moved_are_split_over_the_tables_by_their_working_sets():
     w = replace(one_table(), tables=(TableWork(1000, 100, 30, 1000), TableWork(1000, 100, 10, 500)))
     assert w.share(40) == [30, 10]
-    assert w.share(40, evicting_only=True) == [0, 40]     # a cache that holds its whole table never evicts
+    assert w.share(40, evicting_only=True) == [0, 40]  # a cache that holds its whole table never evicts
 
 
 @pytest.mark.parametrize("trainer", TRAINERS)
@@ -168,7 +211,7 @@ def test_every_trainer_has_stages_and_more_rows_cost_more(trainer, tiny_config):
 def test_hybrid_does_the_embedding_work_on_the_host():
     stages = stage_work("hybrid", one_table())
     assert stages["embedding_forward"].device_rows == () and stages["embedding_forward"].host_rows
-    assert stages["transfer"].pcie == 2 * 100 * 1 * 64           # pooled vectors up, gradients down
+    assert stages["transfer"].pcie == 2 * 100 * 1 * 64  # pooled vectors up, gradients down
 
 
 @pytest.mark.parametrize("name", list(SERVERS))
@@ -180,7 +223,8 @@ def test_the_pipeline_is_bound_by_its_slowest_resource(name):
     assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
     assert p.samples_per_s == pytest.approx(w.batch_size / p.step_seconds)
     assert p.resource_seconds["write-back thread"] == pytest.approx(
-        p.stage_seconds["write_back"] + p.stage_seconds["transfer"] + p.stage_seconds["insert"])
+        p.stage_seconds["write_back"] + p.stage_seconds["transfer"] + p.stage_seconds["insert"]
+    )
     assert p.resource_seconds["plan"] == p.stage_seconds["plan"]
     serial = project("lru", w, hw)
     assert not serial.pipelined and serial.step_seconds == pytest.approx(sum(serial.stage_seconds.values()))
@@ -191,16 +235,20 @@ def test_the_planners_per_table_cost_is_priced_at_the_tables_lookups():
     """ScratchPipe's Plan pays `plan_table_few` (timed at 64 lookups a table) for a table of 64 or
     fewer, `plan_table` (2,048) at 2,048 or more, and between them a share of each, by log lookups:
     at 362 (the geometric middle) half of each. Only the fixed part: the rates price the rest."""
-    hw = toy(host_calls={c: US for c in CALL_OPS} | {"plan_table": 30 * US, "plan_table_few": 10 * US,
-                                                    "plan_batch": 0.0},
-             host_plan_lookup_rate=RateCurve.constant(1e30), host_plan_id_rate=RateCurve.constant(1e30),
-             host_plan_miss_rate=RateCurve.constant(1e30))
-    plan = lambda n, tables=1: stage_work("scratchpipe", replace(one_table(lookups=n, unique=n / 2),
-                                          tables=one_table(lookups=n, unique=n / 2).tables * tables),
-                                          hw)["plan"].host_seconds(hw)
+    hw = toy(
+        host_calls={c: US for c in CALL_OPS} | {"plan_table": 30 * US, "plan_table_few": 10 * US, "plan_batch": 0.0},
+        host_plan_lookup_rate=RateCurve.constant(1e30),
+        host_plan_id_rate=RateCurve.constant(1e30),
+        host_plan_miss_rate=RateCurve.constant(1e30),
+    )
+    plan = lambda n, tables=1: stage_work(
+        "scratchpipe",
+        replace(one_table(lookups=n, unique=n / 2), tables=one_table(lookups=n, unique=n / 2).tables * tables),
+        hw,
+    )["plan"].host_seconds(hw)
     assert plan(64) == pytest.approx(10 * US) and plan(16) == pytest.approx(10 * US)
     assert plan(2048) == pytest.approx(30 * US) and plan(81920, tables=8) == pytest.approx(8 * 30 * US)
-    assert plan(2048 ** 0.5 * 8) == pytest.approx(20 * US)
+    assert plan(2048**0.5 * 8) == pytest.approx(20 * US)
 
 
 def test_the_victim_choice_is_priced_at_the_evicting_tables_lookups():
@@ -208,15 +256,20 @@ def test_the_victim_choice_is_priced_at_the_evicting_tables_lookups():
     at 64 lookups and `plan_victims` (2,048 into 8k) at 2,048, interpolated as the per-table cost
     is. Priced at 2,048 for every table, the victim choice was 4/5 of tiny's predicted Plan (64
     lookups a table, 200 slots), which came out +94% in validation run m."""
-    hw = toy(host_calls={c: 0.0 for c in CALL_OPS} | {"plan_victims": 100 * US, "plan_victims_few": 10 * US},
-             host_plan_lookup_rate=RateCurve.constant(1e30), host_plan_id_rate=RateCurve.constant(1e30),
-             host_plan_miss_rate=RateCurve.constant(1e30))
+    hw = toy(
+        host_calls={c: 0.0 for c in CALL_OPS} | {"plan_victims": 100 * US, "plan_victims_few": 10 * US},
+        host_plan_lookup_rate=RateCurve.constant(1e30),
+        host_plan_id_rate=RateCurve.constant(1e30),
+        host_plan_miss_rate=RateCurve.constant(1e30),
+    )
+
     def plan(n, evicting=1.0):
         w = one_table(lookups=n, unique=n / 2, rows=10_000, capacity=200).with_counters(n / 4, n / 4, evicting)
         return stage_work("scratchpipe", w, hw)["plan"].host_seconds(hw)
+
     assert plan(64) == pytest.approx(10 * US) and plan(2048) == pytest.approx(100 * US)
-    assert plan(2048 ** 0.5 * 8) == pytest.approx(55 * US)
-    assert plan(64, evicting=0.5) == pytest.approx(5 * US)       # a table evicting in half the batches
+    assert plan(2048**0.5 * 8) == pytest.approx(55 * US)
+    assert plan(64, evicting=0.5) == pytest.approx(5 * US)  # a table evicting in half the batches
     assert plan(64, evicting=0.0) == pytest.approx(0.0, abs=1e-12)
 
 
@@ -245,27 +298,30 @@ def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     p = project("scratchpipe-device", w, hw)
     parts = stage_work("scratchpipe-device", w, hw)
     assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
-    assert p.stage_seconds["transfer"] == 0.0                   # Collect's kernels read over the link
+    assert p.stage_seconds["transfer"] == 0.0  # Collect's kernels read over the link
     assert p.resource_seconds["train"] == pytest.approx(p.stage_seconds["train"])
     assert p.resource_seconds["device"] == pytest.approx(
-        sum(part.device_seconds(hw) - part.launch_seconds(hw) for part in parts.values()))
+        sum(part.device_seconds(hw) - part.launch_seconds(hw) for part in parts.values())
+    )
     assert p.resource_seconds["interpreter"] == pytest.approx(
-        sum(part.launch_seconds(hw) + part.host_seconds(hw) for part in parts.values()))
+        sum(part.launch_seconds(hw) + part.host_seconds(hw) for part in parts.values())
+    )
     assert parts["plan"].host_seconds(hw) == pytest.approx(hw.call(False, "device_plan_table"))
     assert p.resource_seconds["pcie"] == pytest.approx(
-        max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw)))
-    assert parts["collect"].pcie == 5000 * 16 * 4                # every missed row crosses once
+        max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw))
+    )
+    assert parts["collect"].pcie == 5000 * 16 * 4  # every missed row crosses once
 
 
 def test_plan_spreads_over_the_cores_the_other_host_stages_leave():
     w = replace(one_table(), tables=(TableWork(10_000, 1000, 500, 2000),) * 8)
-    assert plan_cores(w, toy(host_cores=16)) == 8                  # one planner per table
-    assert plan_cores(w, toy(host_cores=6)) == 3                   # less Train, Collect, write-back
+    assert plan_cores(w, toy(host_cores=16)) == 8  # one planner per table
+    assert plan_cores(w, toy(host_cores=6)) == 3  # less Train, Collect, write-back
     assert plan_cores(replace(w, planners=32), toy(host_cores=16)) == 13
-    assert plan_cores(w, toy(host_cores=2, device_is_host=True)) == 1    # a CPU run: Train has the other
+    assert plan_cores(w, toy(host_cores=2, device_is_host=True)) == 1  # a CPU run: Train has the other
     serial = project("scratchpipe", replace(w, planners=1), toy(host_cores=16)).stage_seconds["plan"]
     spread = project("scratchpipe", w, toy(host_cores=16)).stage_seconds["plan"]
-    fixed = 9 * US                                                 # the planner's calls: per table, per batch
+    fixed = 9 * US  # the planner's calls: per table, per batch
     assert (serial - fixed) == pytest.approx(8 * (spread - fixed))
 
 
@@ -273,7 +329,7 @@ def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     w = one_table().with_counters(100, 50)
     hw = toy(host_cores=2, device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
     p = project("scratchpipe", w, hw, extra={"data": 0.5})
-    send, receive = (part.seconds(hw) for part in plan_handoff(w))   # each plan's hand-off, both sides
+    send, receive = (part.seconds(hw) for part in plan_handoff(w))  # each plan's hand-off, both sides
     assert send > 0 and receive > 0
     host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5 + send
     train = p.stage_seconds["train"] + receive
@@ -299,23 +355,25 @@ def test_on_a_cpu_where_the_two_sides_take_turns_scratchpipe_is_no_faster_than_t
     host = sum(alone[s] for s in host_stages) + 5e-5 + send
     train = alone["train"] + receive
     a, b = sorted((host, train))
-    assert at(2.0).step_seconds == pytest.approx(b)                     # a core each
-    assert at(1.0).step_seconds == pytest.approx(a + b)                 # turns: the two added up
-    assert at(1.5).step_seconds == pytest.approx(b + a / 3)             # 2/P - 1 = 1/3
+    assert at(2.0).step_seconds == pytest.approx(b)  # a core each
+    assert at(1.0).step_seconds == pytest.approx(a + b)  # turns: the two added up
+    assert at(1.5).step_seconds == pytest.approx(b + a / 3)  # 2/P - 1 = 1/3
     assert at(1.0).samples_per_s < at(1.0, "gpu-only").samples_per_s
     busier, other = ("host process", "train") if host > train else ("train", "host process")
     assert at(1.0).resource_seconds[busier] == pytest.approx(a + b)
-    assert at(1.0).resource_seconds[other] == pytest.approx(2 * a)    # a x 2/P
-    turns = at(1.0).stage_seconds                                       # each side's stages stretched alike
+    assert at(1.0).resource_seconds[other] == pytest.approx(2 * a)  # a x 2/P
+    turns = at(1.0).stage_seconds  # each side's stages stretched alike
     factor = turns["plan"] / alone["plan"]
     assert factor > 1 and turns["train"] > alone["train"]
     assert {s: turns[s] for s in host_stages} == pytest.approx({s: factor * alone[s] for s in host_stages})
-    for name in ("gpu-only", "lru", "scratchpipe-device"):              # no process beside their Train
+    for name in ("gpu-only", "lru", "scratchpipe-device"):  # no process beside their Train
         assert at(1.0, name).stage_seconds == at(2.0, name).stage_seconds
-    one_core = dict(cpu, host_cores=1)                                   # turns: the shared cores' sum
-    assert project("scratchpipe", w, toy(co_run_cores=1.0, **one_core)).stage_seconds == \
-        project("scratchpipe", w, toy(**one_core)).stage_seconds
-    gpu = toy(host_cores=16, co_run_cores=1.0)                            # a GPU server's threads: alone
+    one_core = dict(cpu, host_cores=1)  # turns: the shared cores' sum
+    assert (
+        project("scratchpipe", w, toy(co_run_cores=1.0, **one_core)).stage_seconds
+        == project("scratchpipe", w, toy(**one_core)).stage_seconds
+    )
+    gpu = toy(host_cores=16, co_run_cores=1.0)  # a GPU server's threads: alone
     assert project("scratchpipe", w, gpu).stage_seconds == project("scratchpipe", w, toy(host_cores=16)).stage_seconds
     with pytest.raises(ValueError, match="co_run_cores must be 1 to host_cores"):
         toy(host_cores=2, co_run_cores=3.0)
@@ -330,8 +388,10 @@ def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
     from scratchkit.scratchpipe.host_process import what_train_reads
     from scratchkit.scratchpipe.ring import PlanRing
 
-    config = TrainConfig(data=DataConfig(table_sizes=(5000, 3000, 80), pooling=6, batch_size=64, num_dense=5,
-                                         zipf=1.0), cache=CacheParams(capacity=1200))
+    config = TrainConfig(
+        data=DataConfig(table_sizes=(5000, 3000, 80), pooling=6, batch_size=64, num_dense=5, zipf=1.0),
+        cache=CacheParams(capacity=1200),
+    )
     source = SyntheticSource(config.data)
     planner = fresh_planner(config, source)
     ring = PlanRing(multiprocessing.get_context("fork"), 4 * planner.plan_bytes(0), slots=1)
@@ -345,8 +405,21 @@ def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
 
 
 def test_bench_project_adds_projections_to_json_and_table(capsys):
-    code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only,lru", "--capacity", "64",
-                 "--quick", "--json", "--project", "all"])
+    code = main(
+        [
+            "bench",
+            "--profile",
+            "tiny",
+            "--trainers",
+            "gpu-only,lru",
+            "--capacity",
+            "64",
+            "--quick",
+            "--json",
+            "--project",
+            "all",
+        ]
+    )
     results = json.loads(capsys.readouterr().out)
     assert code == 0
     for r in results:
@@ -393,22 +466,22 @@ def test_a_cache_moves_rows_with_the_device_kernels_over_the_link(trainer, cpu):
     """A miss is read and a dirty victim written by the device's row kernels from/to the host
     table mapped into the device (embedding/device_cache.py): device gathers and scatters, the
     rows over the link, no host core touching a row (its host work is the map's, on ids)."""
-    w = replace(one_table(), state_width=1).with_counters(400, 300)     # SGD's rows, with a state column
+    w = replace(one_table(), state_width=1).with_counters(400, 300)  # SGD's rows, with a state column
     hw = toy(device_is_host=cpu)
     names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
     parts = stage_work(trainer, w, hw)
     fetch, back = parts[names[0]], parts[names[1]]
     row, state = 16 * 4, 1 * 4
     for work, moved in ((fetch, 400), (back, 300)):
-        assert not [r for r in work.host_rows if r[2] in (row, state)]           # no host row moves
+        assert not [r for r in work.host_rows if r[2] in (row, state)]  # no host row moves
         for width in (row, state):
             assert ("gather", moved, width) in [r[:3] for r in work.device_rows]
             assert ("scatter", moved, width) in [r[:3] for r in work.device_rows]
-        ids = 0 if cpu else 2 * moved * 8                                       # ids and slots, on a GPU
+        ids = 0 if cpu else 2 * moved * 8  # ids and slots, on a GPU
         assert work.pcie == pytest.approx(moved * (row + state) + ids)
     table, cache = 10_000 * row, (2_000 + (400 if trainer == "static" else 0)) * row
     gathers = {r[3] for r in fetch.device_rows if r[0] == "gather" and r[2] == row}
-    assert gathers == {table}                                                  # read from the host table
+    assert gathers == {table}  # read from the host table
     assert {r[3] for r in back.device_rows if r[0] == "scatter" and r[2] == row} == {table}
     assert {r[3] for r in fetch.device_rows if r[0] == "scatter" and r[2] == row} == {cache}
 
@@ -434,8 +507,10 @@ def test_every_gpu_profile_constant_has_a_source(name):
     for f in fields(Hardware):
         # a None is no constant: the table-batched host rates, which only `calibrate` measures
         # (native_builds is no constant either: which C++ loops a calibration measured)
-        if f.name not in ("name", "description", "sources", "origin", "device_is_host", "native_builds") \
-                and getattr(hw, f.name) is not None:
+        if (
+            f.name not in ("name", "description", "sources", "origin", "device_is_host", "native_builds")
+            and getattr(hw, f.name) is not None
+        ):
             assert hw.sources.get(f.name), f"{name}: {f.name} has no source"
     assert "PCIe" in hw.description and hw.host_cores >= 8 and not hw.device_is_host
     # the device is faster than one host core at gathering rows, and the link slower than both
@@ -472,8 +547,17 @@ def batched(**changes) -> Hardware:
     curve = lambda s: RowCurve(((64, 1e6, 1, s),))
     calls = {c: US for c in CALL_OPS} | {f"tbe_{k}": 10 * US for k in ("forward", "backward", "sgd")}
     calls |= {f"tbe_{k}_table": US for k in ("forward", "backward", "sgd")}
-    return toy(**dict(host_calls=calls, device_calls=calls, device_is_host=True, host_tbe_lookup=curve(1e-9),
-                      host_tbe_backward=curve(2e-9), host_tbe_update=curve(3e-9)) | changes)
+    return toy(
+        **dict(
+            host_calls=calls,
+            device_calls=calls,
+            device_is_host=True,
+            host_tbe_lookup=curve(1e-9),
+            host_tbe_backward=curve(2e-9),
+            host_tbe_update=curve(3e-9),
+        )
+        | changes
+    )
 
 
 def tables(count: int) -> StepWork:
@@ -495,7 +579,8 @@ def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(t
         # less the 25 pooled rows (of 64 B at 1 GB/s) its 100 bags write fewer than 1000 lookups
         # in the curve's bags of 8 would; its 1000 lookups' backward at 2 ns
         assert stages["embedding_forward"].seconds(hw) == pytest.approx(
-            (10 + count) * US + count * (1000 * 1e-9 - 25 * 64 / 1e9))
+            (10 + count) * US + count * (1000 * 1e-9 - 25 * 64 / 1e9)
+        )
         assert stages["embedding_backward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 2e-9)
     # Adagrad keeps torch's per-table update after the batched backward
     adagrad = stage_work(trainer, replace(tables(8), optimizer=OptimizerKind.ADAGRAD), hw)
@@ -520,12 +605,12 @@ def test_a_gpu_or_an_uncalibrated_host_keeps_the_per_table_ops():
 def test_the_backward_is_priced_by_how_often_its_ids_repeat():
     """Repeated ids sort faster and add into rows already written: the backward curve's middle axis
     is lookups per distinct id, log-interpolated between the measured ones and held past them."""
-    curve = RowCurve(((64, 1.0, 1, 4e-9), (64, 8.0, 1, 1e-9)))     # distinct ids / each 8 times
+    curve = RowCurve(((64, 1.0, 1, 4e-9), (64, 8.0, 1, 1e-9)))  # distinct ids / each 8 times
     hw = batched(host_tbe_backward=curve)
-    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64, n / 8, n * 64, n),)).seconds(hw)   # as timed
+    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64, n / 8, n * 64, n),)).seconds(hw)  # as timed
     assert price(1000, 1000) == pytest.approx(1000 * 4e-9)
     assert price(1000, 125) == pytest.approx(1000 * 1e-9)
-    assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)     # log midpoint
+    assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)  # log midpoint
     assert price(1000, 10) == pytest.approx(1000 * 1e-9)
 
 
@@ -536,15 +621,17 @@ def test_a_table_batched_calls_bags_are_priced_beyond_the_curves_bags_of_8():
     of 512 kB: 4 against 1 ns, as the lookup curve prices a random row there); bags of 8 cost
     the curves' price alone, and 100 bags (80 lookups each) too (a gradient smaller than the curve's is not
     priced cheaper)."""
-    hw = batched(host_tbe_lookup=RowCurve(((64, 512_000, 1, 1e-9), (64, 4_096_000, 1, 4e-9))),
-                 host_tbe_backward=RowCurve(((64, 1.0, 8000, 2e-9),)))     # timed at 8,000 lookups a table
+    hw = batched(
+        host_tbe_lookup=RowCurve(((64, 512_000, 1, 1e-9), (64, 4_096_000, 1, 4e-9))),
+        host_tbe_backward=RowCurve(((64, 1.0, 8000, 2e-9),)),
+    )  # timed at 8,000 lookups a table
     forward = lambda bags: Work(device_tbe=(("lookup", 8000, 8000, 64, 512_000, 8000, (), bags),)).seconds(hw)
     backward = lambda bags: Work(device_tbe=(("backward", 8000, 8000, 64, bags, bags * 8 * 64, 64000),)).seconds(hw)
     assert forward(1000) == pytest.approx(8000 * 1e-9)
     assert forward(8000) == pytest.approx(8000 * 1e-9 + 7000 * 64 / 1e9)
     assert backward(1000) == pytest.approx(8000 * 2e-9)
     assert backward(8000) == pytest.approx(8000 * 2e-9 + 8000 * (4e-9 - 1e-9))
-    assert backward(100) == pytest.approx(backward(1000))     # a smaller gradient: not cheaper
+    assert backward(100) == pytest.approx(backward(1000))  # a smaller gradient: not cheaper
 
 
 def test_a_cache_still_filling_is_not_priced_a_victim_choice():
@@ -562,7 +649,10 @@ def test_plan_stripes_are_planners_the_model_spreads_plan_over():
     """`CacheParams.plan_stripes` splits each table's plan over that many planners, each on a core
     of its own where the server has them: the model's Plan spreads over them too."""
     from scratchkit.config import CacheParams, DataConfig, TrainConfig
-    config = TrainConfig(data=DataConfig(table_sizes=(1000,) * 4, batch_size=16, pooling=2), cache=CacheParams(capacity=500))
+
+    config = TrainConfig(
+        data=DataConfig(table_sizes=(1000,) * 4, batch_size=16, pooling=2), cache=CacheParams(capacity=500)
+    )
     one, four = (StepWork.from_config(replace(config, cache=replace(config.cache, plan_stripes=s))) for s in (1, 4))
     assert one.plan_parallelism == 4 and four.plan_parallelism == 16
     hw = toy(host_cores=32)
@@ -584,8 +674,8 @@ def test_an_update_is_priced_by_the_share_of_its_table_it_updates():
     of the log way between. The density is the update's rows over the table's, whatever the call."""
     hw = batched(host_tbe_update=RowCurve(((256, 2**20, 0.1, 4e-9), (256, 2**20, 1.0, 1e-9))))
     update = lambda u, call: Work(device_tbe=(("sgd", u, 256, 2**20, call),)).seconds(hw)
-    assert update(4096, 4096) == pytest.approx(4096 * 1e-9)            # all 4,096 rows of 1 MiB
-    assert update(410, 4096) == pytest.approx(410 * 4e-9, rel=1e-3)     # a tenth of them
+    assert update(4096, 4096) == pytest.approx(4096 * 1e-9)  # all 4,096 rows of 1 MiB
+    assert update(410, 4096) == pytest.approx(410 * 4e-9, rel=1e-3)  # a tenth of them
     assert update(2048, 16384) == pytest.approx(2048 * 4e-9 * 0.25 ** (math.log(5) / math.log(10)))
 
 
@@ -597,5 +687,5 @@ def test_a_repeat_from_far_back_costs_what_a_row_of_that_footprint_does():
     lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse, u / 4),)).seconds(hw)
     near, far = lookup(((1, 1000.0),)), lookup(((65536, 1000.0),))
     assert near == pytest.approx(1000 * 9e-8 + 1000 * 5e-9)
-    assert far == pytest.approx(1000 * 9e-8 + 1000 * 5e-9 * 18 ** 0.6)     # 16 MiB: 0.6 of the log way
-    assert lookup(()) == pytest.approx(lookup(((1000, 1000.0),)))     # the working set: 1,000 rows
+    assert far == pytest.approx(1000 * 9e-8 + 1000 * 5e-9 * 18**0.6)  # 16 MiB: 0.6 of the log way
+    assert lookup(()) == pytest.approx(lookup(((1000, 1000.0),)))  # the working set: 1,000 rows

@@ -1,5 +1,6 @@
 """Hybrid's host embedding work on many threads (costmodel/host_threads.py): one core's seconds
 spread over the host's threads, capped by the rate the host's memory serves random lines."""
+
 from dataclasses import replace
 
 import pytest
@@ -17,10 +18,16 @@ HOST_STAGES = ("embedding_forward", "embedding_backward", "update")
 
 def wide(tables=8, batch=2048, unique=50_000.0, dim=64, state_width=0) -> StepWork:
     """An embedding-bound step: 8 tables of a million rows, 80k lookups and 50k distinct a table."""
-    return StepWork(batch_size=batch, dim=dim, state_width=state_width, optimizer=OptimizerKind.SGD,
-                    num_dense=13, tables=tuple(TableWork(1_000_000, 40.0 * batch, unique, 100_000)
-                                               for _ in range(tables)),
-                    bottom=(13, dim), top=(dim + 36, 1))
+    return StepWork(
+        batch_size=batch,
+        dim=dim,
+        state_width=state_width,
+        optimizer=OptimizerKind.SGD,
+        num_dense=13,
+        tables=tuple(TableWork(1_000_000, 40.0 * batch, unique, 100_000) for _ in range(tables)),
+        bottom=(13, dim),
+        top=(dim + 36, 1),
+    )
 
 
 def one_core_seconds(work, hw, stage):
@@ -44,13 +51,17 @@ def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
         threads = min(14, pieces(stage, work))
         rest = one.stage_seconds[stage] - one_core_seconds(work, h100, stage)
         calls = fixed_costs(work, h100, stage)
-        host = calls + max((one_core_seconds(work, h100, stage) - calls) / threads,
-                           memory_lines(stage, work) / h100.host_memory_line_rate)
+        host = calls + max(
+            (one_core_seconds(work, h100, stage) - calls) / threads,
+            memory_lines(stage, work) / h100.host_memory_line_rate,
+        )
         assert many.stage_seconds[stage] == pytest.approx(rest + host)
     assert many.stage_seconds["embedding_forward"] == pytest.approx(
-        one.stage_seconds["embedding_forward"] - one_core_seconds(work, h100, "embedding_forward")
+        one.stage_seconds["embedding_forward"]
+        - one_core_seconds(work, h100, "embedding_forward")
         + fixed_costs(work, h100, "embedding_forward")
-        + memory_lines("embedding_forward", work) / h100.host_memory_line_rate)
+        + memory_lines("embedding_forward", work) / h100.host_memory_line_rate
+    )
 
 
 def test_the_calls_fixed_costs_stay_on_the_calling_thread():
@@ -65,15 +76,16 @@ def test_the_calls_fixed_costs_stay_on_the_calling_thread():
 def test_the_memory_cap_binds_and_is_named_when_the_lines_outrun_the_cores():
     h100, work = get_hardware("h100-pcie5"), wide()
     lines = memory_lines("update", work)
-    assert lines == 2 * 8 * 50_000 * (64 * 4 // 64)            # read and written, 4 lines a 256 B row
-    starved = replace(h100, host_memory_line_rate=1e7)           # 10M lines/s: far below the cores
+    assert lines == 2 * 8 * 50_000 * (64 * 4 // 64)  # read and written, 4 lines a 256 B row
+    starved = replace(h100, host_memory_line_rate=1e7)  # 10M lines/s: far below the cores
     capped = project("hybrid", work, starved)
     assert capped.bound_stage == HOST_MEMORY
     assert capped.resource_seconds[HOST_MEMORY] == pytest.approx(
-        sum(memory_lines(s, work) / 1e7 + fixed_costs(work, starved, s) for s in HOST_STAGES))
+        sum(memory_lines(s, work) / 1e7 + fixed_costs(work, starved, s) for s in HOST_STAGES)
+    )
     assert capped.stage_seconds["update"] >= lines / 1e7
     more_cores = project("hybrid", work, replace(starved, host_cores=56))
-    assert more_cores.samples_per_s == pytest.approx(capped.samples_per_s, rel=0.02)   # cores no longer help
+    assert more_cores.samples_per_s == pytest.approx(capped.samples_per_s, rel=0.02)  # cores no longer help
 
 
 def test_the_state_rows_count_as_lines_too():
@@ -85,7 +97,7 @@ def test_a_few_tables_still_use_every_core_through_their_bags_and_rows():
     work = wide(tables=2)
     assert pieces("embedding_forward", work) == 2 * 2048 // 64
     assert pieces("update", work) == 2 * int(50_000 // 256)
-    assert pieces("embedding_backward", work) == 2            # one thread a table's sort
+    assert pieces("embedding_backward", work) == 2  # one thread a table's sort
 
 
 def test_each_servers_memory_rate_is_its_channels_per_gpu_at_half_their_peak():
@@ -104,7 +116,7 @@ def test_on_this_cpu_hybrid_is_priced_at_the_runs_threads():
     at = lambda n: project("hybrid", replace(work, host_threads=n), cpu)
     assert at(2).samples_per_s > at(1).samples_per_s
     assert at(4).samples_per_s > at(2).samples_per_s
-    assert at(16).samples_per_s == pytest.approx(at(4).samples_per_s)       # no more than its cores
+    assert at(16).samples_per_s == pytest.approx(at(4).samples_per_s)  # no more than its cores
 
 
 def test_on_this_cpu_hybrid_gets_no_more_threads_than_the_cores_the_run_gets_at_once():
@@ -115,8 +127,9 @@ def test_on_this_cpu_hybrid_gets_no_more_threads_than_the_cores_the_run_gets_at_
 
     work = replace(wide(tables=2), host_threads=4)
     at = lambda cores: project("hybrid", work, toy(device_is_host=True, host_cores=4, co_run_cores=cores))
-    assert at(1.0).step_seconds == pytest.approx(project("hybrid", replace(work, host_threads=1),
-                                                         toy(device_is_host=True, host_cores=4)).step_seconds)
+    assert at(1.0).step_seconds == pytest.approx(
+        project("hybrid", replace(work, host_threads=1), toy(device_is_host=True, host_cores=4)).step_seconds
+    )
     assert at(1.0).step_seconds > at(2.0).step_seconds > at(4.0).step_seconds
 
 

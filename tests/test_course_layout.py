@@ -2,6 +2,7 @@
 and room to show it, value labels that stand apart, tables that fit a 1,000-px notebook, and each
 widget's figure short enough to share one screen with its controls (tests/test_browser.py measures
 the drawn page)."""
+
 from __future__ import annotations
 
 import re
@@ -13,16 +14,28 @@ from scratchkit.course.viz import stage_breakdown, trainer_comparison
 from scratchkit.course.viz.palette import stage_colour
 from scratchkit.measure.bench import BenchResult
 
-EVERY_STAGE = ["data", "embedding_forward", "transfer", "mlp", "embedding_backward", "update", "fetch",
-               "write_back", "plan", "collect", "insert", "train"]
-LEGEND_ROW = 20          # px per legend entry at plotly's default font (and the legend's title: 2 rows)
-MARGINS = 180            # plotly's default top + bottom margins, and the title
+EVERY_STAGE = [
+    "data",
+    "embedding_forward",
+    "transfer",
+    "mlp",
+    "embedding_backward",
+    "update",
+    "fetch",
+    "write_back",
+    "plan",
+    "collect",
+    "insert",
+    "train",
+]
+LEGEND_ROW = 20  # px per legend entry at plotly's default font (and the legend's title: 2 rows)
+MARGINS = 180  # plotly's default top + bottom margins, and the title
 
 
 def test_every_stage_has_a_colour_of_its_own():
     colours = [stage_colour(s) for s in EVERY_STAGE]
     assert len(set(colours)) == len(EVERY_STAGE)
-    assert stage_colour("transfer") == stage_colour("transfer")            # the same in every figure
+    assert stage_colour("transfer") == stage_colour("transfer")  # the same in every figure
 
 
 @pytest.mark.parametrize("trainers", [1, 2, 6])
@@ -43,21 +56,21 @@ def test_the_two_trainer_breakdown_of_notebook_01_has_room_for_its_six_stages():
 
 def test_value_labels_of_grouped_bars_stand_upright_so_they_cannot_overlap():
     measured = {t: 100.0 for t in ("gpu-only", "hybrid", "static", "lru", "lfu", "scratchpipe")}
-    fig = trainer_comparison(measured, {p: measured for p in ("this-cpu", "v100-pcie3", "h100-pcie5")},
-                             relative_to="hybrid")
+    fig = trainer_comparison(
+        measured, {p: measured for p in ("this-cpu", "v100-pcie3", "h100-pcie5")}, relative_to="hybrid"
+    )
     assert all(t.textangle == -90 for t in fig.data)
 
 
 def results(trainers=6, stages=EVERY_STAGE):
-    return [BenchResult(f"trainer-{i}", 30, 1000.0, 1.0, dict.fromkeys(stages, 0.001), 0.5)
-            for i in range(trainers)]
+    return [BenchResult(f"trainer-{i}", 30, 1000.0, 1.0, dict.fromkeys(stages, 0.001), 0.5) for i in range(trainers)]
 
 
 def test_the_bench_table_has_a_column_per_trainer_and_fits_a_notebook():
     html = bench_table(results())._repr_html_()
     head = re.search(r"<thead>(.*?)</thead>", html).group(1)
-    assert head.count("<th") == 1 + 6                    # a label column, then one per trainer
-    assert html.count("<tr>") == 1 + 3 + len(EVERY_STAGE)   # samples/s, ratio, hit rate, a row per stage
+    assert head.count("<th") == 1 + 6  # a label column, then one per trainer
+    assert html.count("<tr>") == 1 + 3 + len(EVERY_STAGE)  # samples/s, ratio, hit rate, a row per stage
     assert "max-width:1000px" in html and "white-space:nowrap" in html
 
 

@@ -1,4 +1,5 @@
 """The Criteo TSV loader: transforms checked against a plain-Python reading of the same lines."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,8 +14,34 @@ from scratchkit.data.criteo import load_criteo
 
 from scratchkit.data.samples import KAGGLE_SAMPLE as SAMPLE, PLACE_IT
 
-SIZES = [7, 11, 13, 1000, 2, 3, 5, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83,
-         89, 1 << 20]  # 26 different sizes, so a mix-up of tables shows
+SIZES = [
+    7,
+    11,
+    13,
+    1000,
+    2,
+    3,
+    5,
+    17,
+    19,
+    23,
+    29,
+    31,
+    37,
+    41,
+    43,
+    47,
+    53,
+    59,
+    61,
+    67,
+    71,
+    73,
+    79,
+    83,
+    89,
+    1 << 20,
+]  # 26 different sizes, so a mix-up of tables shows
 
 
 def make_row(rng: np.random.Generator) -> list[str]:
@@ -33,8 +60,7 @@ def write(path: Path, rows: list[list[str]], newline: str = "\n") -> Path:
 def reference(rows: list[list[str]], sizes: list[int]):
     """Plain Python, field by field: the DLRM transforms, the documented missing-value conventions."""
     labels = [float(row[0]) for row in rows]
-    dense = [[np.float32(math.log1p(max(int(x), 0))) if x else np.float32(0.0) for x in row[1:14]]
-             for row in rows]
+    dense = [[np.float32(math.log1p(max(int(x), 0))) if x else np.float32(0.0) for x in row[1:14]] for row in rows]
     ids = [[int(h, 16) % sizes[t] if h else 0 for t, h in enumerate(row[14:])] for row in rows]
     return np.array(labels, np.float32), np.array(dense, np.float32), np.array(ids, np.int64)
 
@@ -179,8 +205,12 @@ def test_skip_leaves_bad_lines_out_and_counts_them(tmp_path, rows):
     np.testing.assert_array_equal(data.ids, ids.T)
     report = data.report
     assert report.lines_read == 30 and report.rows_loaded == 26 and report.rows_skipped == 4
-    assert dict(report.skip_reasons) == {"non-hex category": 1, "bad label": 1,
-                                         "non-integer dense value": 1, "wrong column count": 1}
+    assert dict(report.skip_reasons) == {
+        "non-hex category": 1,
+        "bad label": 1,
+        "non-integer dense value": 1,
+        "wrong column count": 1,
+    }
     assert [m.split(": ")[0] for m in report.first_errors] == [f"{path}:{n}" for n in broken]
     assert "26 of 30 lines loaded as rows, 4 skipped" in str(report)
     assert f"{path}:7: column 1 (label)" in str(report)
@@ -213,15 +243,21 @@ def test_bad_arguments_are_refused(tmp_path, rows):
         load_criteo(path, SIZES, batch_size=64)
 
 
-hex_or_missing = st.one_of(st.just(""), st.integers(0, (1 << 32) - 1).map(lambda v: f"{v:08x}"),
-                           st.integers(0, (1 << 32) - 1).map(lambda v: f"{v:X}"))
-int_or_missing = st.one_of(st.just(""), st.integers(-(10 ** 6), 10 ** 12).map(str))
-row_strategy = st.tuples(st.sampled_from("01"), st.lists(int_or_missing, min_size=13, max_size=13),
-                         st.lists(hex_or_missing, min_size=26, max_size=26))
+hex_or_missing = st.one_of(
+    st.just(""),
+    st.integers(0, (1 << 32) - 1).map(lambda v: f"{v:08x}"),
+    st.integers(0, (1 << 32) - 1).map(lambda v: f"{v:X}"),
+)
+int_or_missing = st.one_of(st.just(""), st.integers(-(10**6), 10**12).map(str))
+row_strategy = st.tuples(
+    st.sampled_from("01"),
+    st.lists(int_or_missing, min_size=13, max_size=13),
+    st.lists(hex_or_missing, min_size=26, max_size=26),
+)
 
 
 @settings(max_examples=25, deadline=None)
-@given(raw=st.lists(row_strategy, min_size=1, max_size=6), size=st.integers(1, 10 ** 6))
+@given(raw=st.lists(row_strategy, min_size=1, max_size=6), size=st.integers(1, 10**6))
 def test_any_well_formed_rows_load_as_the_reference_reads_them(tmp_path_factory, raw, size):
     rows = [[label, *dense, *cats] for label, dense, cats in raw]
     path = write(tmp_path_factory.mktemp("h") / "h.tsv", rows)
@@ -256,6 +292,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def load_make_samples():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("make_samples", REPO / "datasets" / "make_samples.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

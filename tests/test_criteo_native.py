@@ -3,6 +3,7 @@ gives the line parser's Chunk or declines (and then only where the line parser r
 the two things it leaves to the line parser: a count of more than 18 digits, a lone "\\r").
 The pyarrow path (the fallback without a compiler) is held to the same Chunk where it accepts.
 A loop with one deliberate slip in it (a mutant) must fail the same comparison."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,13 +32,12 @@ def line(label="1", counts=COUNTS, hexes=HEXES, at=None, put=None) -> str:
 
 
 GOOD = [line(), line("0", [""] * 13, [""] * 26), line(counts=["1"] * 13, hexes=["00000000"] * 26)]
-EDGES = {   # name: the block's text; each is checked as is, with \r\n endings, and unterminated
+EDGES = {  # name: the block's text; each is checked as is, with \r\n endings, and unterminated
     "good": GOOD,
     "18-digit count": GOOD + [line(at=3, put="999999999999999999")],
     "19-digit count": GOOD + [line(at=3, put="1234567890123456789")],
     "25-digit count": GOOD + [line(at=9, put="9" * 25)],
-    "large counts": [line(at=j, put=v) for j, v in [(1, "1000000000000"), (2, "-123456789012"),
-                                                    (13, "4294967296")]],
+    "large counts": [line(at=j, put=v) for j, v in [(1, "1000000000000"), (2, "-123456789012"), (13, "4294967296")]],
     "9-digit hex": GOOD + [line(at=20, put="123456789")],
     "16-digit hex": GOOD + [line(at=39, put="fFfFfFfFfFfFfFfF")],
     "17-digit hex": GOOD + [line(at=39, put="1" * 17)],
@@ -64,17 +64,19 @@ def twin(data: bytes) -> tuple[list[list[str]] | None, object]:
     """(the rows, the Chunk) as the line parser reads the block; (None, None) if a line is bad."""
     fmt = CriteoFormat("t.tsv", native=False)
     try:
-        rows = parse_lines(Block(data, 1, count_lines(data)).text_lines(), fmt.parse_line,
-                           LoadReport(source="t.tsv"))
+        rows = parse_lines(Block(data, 1, count_lines(data)).text_lines(), fmt.parse_line, LoadReport(source="t.tsv"))
     except MalformedLineError:
         return None, None
     return rows, fmt.rows_to_chunk(rows)
 
 
 def same_chunk(a, b) -> bool:
-    return len(a) == len(b) and all(np.array_equal(getattr(a, n), getattr(b, n))
-                                    for n in ("labels", "dense", "sparse")) and \
-        a.marks.keys() == b.marks.keys() and all(np.array_equal(a.marks[k], b.marks[k]) for k in a.marks)
+    return (
+        len(a) == len(b)
+        and all(np.array_equal(getattr(a, n), getattr(b, n)) for n in ("labels", "dense", "sparse"))
+        and a.marks.keys() == b.marks.keys()
+        and all(np.array_equal(a.marks[k], b.marks[k]) for k in a.marks)
+    )
 
 
 def disagreement(data: bytes, loop: CLibrary = LOOP) -> str | None:
@@ -106,8 +108,11 @@ def test_every_edge_case_block_reads_as_the_line_parser_reads_it(name):
 
 def test_the_loop_declines_exactly_what_the_line_parser_refuses():
     """Not vacuous: the corpus has blocks of each answer."""
-    declined = {name for name in EDGES if decode_block(blocks_of(EDGES[name])[0],
-                                                       count_lines(blocks_of(EDGES[name])[0])) is None}
+    declined = {
+        name
+        for name in EDGES
+        if decode_block(blocks_of(EDGES[name])[0], count_lines(blocks_of(EDGES[name])[0])) is None
+    }
     refused = {name for name in EDGES if twin(blocks_of(EDGES[name])[0])[0] is None}
     assert refused <= declined and declined - refused == {"19-digit count", "25-digit count"}
     assert "good" not in declined and "9-digit hex" not in declined and len(refused) > 15
@@ -137,12 +142,17 @@ def test_a_block_with_more_lines_than_counted_is_declined():
 
 short = st.text("0123456789", min_size=1, max_size=5)
 count = st.one_of(st.just(""), st.integers(-5, 70000).map(str), short, short.map("-".__add__))
-hexes = st.one_of(st.just(""), st.integers(0, 2**32 - 1).map(lambda v: f"{v:08x}"),
-                  st.text("0123456789abcdefABCDEF", min_size=1, max_size=16))
-odd = st.one_of(st.text("0123456789", min_size=16, max_size=21),                    # int64's edge
-                st.text("0123456789", min_size=16, max_size=21).map("-".__add__),
-                st.text("0123456789abcdef", min_size=17, max_size=18),
-                st.sampled_from(["-", "+3", " 3", "1.5", "0x1f", "2", "-0", "00"]))
+hexes = st.one_of(
+    st.just(""),
+    st.integers(0, 2**32 - 1).map(lambda v: f"{v:08x}"),
+    st.text("0123456789abcdefABCDEF", min_size=1, max_size=16),
+)
+odd = st.one_of(
+    st.text("0123456789", min_size=16, max_size=21),  # int64's edge
+    st.text("0123456789", min_size=16, max_size=21).map("-".__add__),
+    st.text("0123456789abcdef", min_size=17, max_size=18),
+    st.sampled_from(["-", "+3", " 3", "1.5", "0x1f", "2", "-0", "00"]),
+)
 
 
 def with_odd(fields: list[str], odd_field) -> list[str]:
@@ -151,19 +161,26 @@ def with_odd(fields: list[str], odd_field) -> list[str]:
     return fields
 
 
-row = st.builds(lambda label, c, h, o: with_odd([label, *c, *h], o), st.sampled_from(["0", "1"]),
-                st.lists(count, min_size=13, max_size=13), st.lists(hexes, min_size=26, max_size=26),
-                st.one_of(st.none(), st.none(), st.tuples(st.integers(0, 39), odd)))
-slip = st.tuples(st.floats(0, 1), st.sampled_from(["replace", "insert", "delete"]),
-                 st.sampled_from(list(b"\t\n\r -+.x0aG9\xff\x00")))
+row = st.builds(
+    lambda label, c, h, o: with_odd([label, *c, *h], o),
+    st.sampled_from(["0", "1"]),
+    st.lists(count, min_size=13, max_size=13),
+    st.lists(hexes, min_size=26, max_size=26),
+    st.one_of(st.none(), st.none(), st.tuples(st.integers(0, 39), odd)),
+)
+slip = st.tuples(
+    st.floats(0, 1), st.sampled_from(["replace", "insert", "delete"]), st.sampled_from(list(b"\t\n\r -+.x0aG9\xff\x00"))
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(row, min_size=1, max_size=6), ending=st.sampled_from(["\n", "\r\n", ""]),
-       slips=st.one_of(st.just([]), st.lists(slip, min_size=1, max_size=2)))
+@given(
+    rows=st.lists(row, min_size=1, max_size=6),
+    ending=st.sampled_from(["\n", "\r\n", ""]),
+    slips=st.one_of(st.just([]), st.lists(slip, min_size=1, max_size=2)),
+)
 def test_random_and_corrupted_blocks_read_as_the_line_parser_reads_them(rows, ending, slips):
-    data = bytearray(("\n".join("\t".join(r) for r in rows) + ending).replace("\n", ending or "\n")
-                     .encode())
+    data = bytearray(("\n".join("\t".join(r) for r in rows) + ending).replace("\n", ending or "\n").encode())
     for where, how, byte in slips:
         at = min(int(where * len(data)), len(data) - 1)
         if how == "replace":
@@ -180,7 +197,7 @@ def test_a_whole_file_loads_the_same_with_and_without_the_loop(tmp_path, monkeyp
     path = tmp_path / "a.tsv"
     path.write_text("\n".join(rows) + "\n")
     native = load_criteo(path, batch_size=8)
-    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")            # pyarrow and NumPy (fields.py)
+    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")  # pyarrow and NumPy (fields.py)
     assert CriteoFormat(str(path)).native is False
     fallback = load_criteo(path, batch_size=8)
     np.testing.assert_array_equal(native.ids, fallback.ids)
@@ -190,8 +207,10 @@ def test_a_whole_file_loads_the_same_with_and_without_the_loop(tmp_path, monkeyp
 
 # One slip each in the loop's source; the comparison above must catch every one.
 MUTANTS = {
-    "hex letters off by one": ("value['a' + d] = value['A' + d] = (uint8_t)(10 + d)",
-                               "value['a' + d] = value['A' + d] = (uint8_t)(9 + d)"),
+    "hex letters off by one": (
+        "value['a' + d] = value['A' + d] = (uint8_t)(10 + d)",
+        "value['a' + d] = value['A' + d] = (uint8_t)(9 + d)",
+    ),
     "-0 counted as negative": ("negative && x > 0;", "negative;"),
     "a lone minus accepted": ("(negative && n == 0)", "(false)"),
     "any digit as a label": ("(*p != '0' && *p != '1')", "(*p < '0' || *p > '9')"),
@@ -211,4 +230,3 @@ def test_a_loop_with_a_slip_in_it_is_caught(tmp_path, monkeypatch, mutant):
     loop = CLibrary("criteo-mutant", tmp_path, ("criteo_loop.cpp",), LOOP.signatures)
     found = [name for name in EDGES for data in blocks_of(EDGES[name]) if disagreement(data, loop)]
     assert found, f"no block shows the slip '{mutant}'"
-

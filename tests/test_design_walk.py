@@ -12,6 +12,7 @@ batch B is that process's batch:
     host process        from its body(b=B) being called until body(b=B+1) is (Plan(B)'s
                         decisions packed into the ring included)
 """
+
 from __future__ import annotations
 
 import os
@@ -33,14 +34,14 @@ SECTION = "## One batch's way on the CPU default path"
 # the walk's sub-headings, each the process it walks
 PROCESSES = {"### In the host process": "host", "### In the trainer's process": "trainer"}
 CONFIG = get_profile("tiny")
-B = 5                                  # the batch walked: past the first, with batches after it
+B = 5  # the batch walked: past the first, with batches after it
 # enough batches after B that an Insert waits for Train(B) (rule 3: the message is sent)
 STEPS = max(MIN_STEPS_FOR_PROCESS, B + CONFIG.cache.depth + 2)
 
 # the walk is the Linux default path: elsewhere (no fork) every call runs on threads
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the host-process driver forks (Linux)")
 
-Entered = list[tuple[str, str]]        # (file under scratchkit/, qualified name), in order of first entry
+Entered = list[tuple[str, str]]  # (file under scratchkit/, qualified name), in order of first entry
 
 
 def trace_one_batch(log: Path) -> dict[str, Entered]:
@@ -63,7 +64,7 @@ def trace_one_batch(log: Path) -> dict[str, Entered]:
                 on[0] = False
         elif event == "call" and code.co_qualname == "stages_in_order.<locals>.body":
             on[0] = frame.f_locals.get("b") == B
-        key = (code.co_filename[len(PACKAGE):], code.co_qualname)
+        key = (code.co_filename[len(PACKAGE) :], code.co_qualname)
         if event != "call" or not on[0] or key in seen:
             return
         seen.add(key)
@@ -110,7 +111,7 @@ def parse_item(lead: str) -> tuple[str, list[str]]:
         if ":" in token:
             where, name = token.split(":", 1)
             assert where.startswith("scratchkit/"), f"docs/design.md walk: {token!r} names no scratchkit file"
-            path = where[len("scratchkit/"):]
+            path = where[len("scratchkit/") :]
         elif token.startswith(".") and names:
             name = names[-1].rsplit(".", 1)[0] + token
         else:
@@ -138,7 +139,8 @@ def test_the_walk_lists_the_files_a_batch_enters_in_order(traced, walk, process)
     documented = [path for path, _ in walk[process]]
     assert documented == first_entries(traced[process]), (
         f"docs/design.md's walk in the {process} process lists\n  {documented}\nbut batch {B} enters\n  "
-        f"{first_entries(traced[process])}")
+        f"{first_entries(traced[process])}"
+    )
 
 
 @pytest.mark.parametrize("process", ["host", "trainer"])
@@ -146,13 +148,16 @@ def test_every_function_the_walk_names_is_entered(traced, walk, process):
     entered = set(traced[process])
     for path, names in walk[process]:
         for name in names:
-            assert (path, name) in entered, (f"docs/design.md's walk names {path}:{name} in the "
-                                             f"{process} process, which batch {B} never enters")
+            assert (path, name) in entered, (
+                f"docs/design.md's walk names {path}:{name} in the {process} process, which batch {B} never enters"
+            )
 
 
 def test_the_walk_parser_reads_an_item():
-    text = (f"{SECTION}\n\n### In the trainer's process\n\n1. `scratchkit/a/b.py:C.f`, `.g`, `h`: "
-            "prose with `scratchkit/x.py:not_led` in it\n2. no reference\n\n## next\n1. `scratchkit/y.py:z`\n")
+    text = (
+        f"{SECTION}\n\n### In the trainer's process\n\n1. `scratchkit/a/b.py:C.f`, `.g`, `h`: "
+        "prose with `scratchkit/x.py:not_led` in it\n2. no reference\n\n## next\n1. `scratchkit/y.py:z`\n"
+    )
     assert doc_walk(text) == {"trainer": [("a/b.py", ["C.f", "C.g", "h"])]}
 
 

@@ -6,6 +6,7 @@ nothing), and the recorded sequence must be what a GPU needs: rows pinned before
 asynchronous copy, the side stream waited for before Insert, Train's kernels before its slots
 are freed.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -45,7 +46,7 @@ def test_on_a_cpu_every_call_is_an_identity_or_nothing():
 
 
 def test_a_cuda_device_gets_torch_cuda_and_none_picks_what_is_here():
-    assert isinstance(Device("cuda").runtime, TorchCuda)     # built without touching a GPU
+    assert isinstance(Device("cuda").runtime, TorchCuda)  # built without touching a GPU
     assert Device("cuda:1").torch == torch.device("cuda:1")
     assert as_device(None).torch.type == detect().device
     dev = stand_in()
@@ -86,24 +87,24 @@ def test_scratchpipe_issues_the_gpu_sequence(tiny_config):
     rows on a side stream and Insert waits for that stream and for its scatter kernel, and Train
     waits for its kernels before its slots are released."""
     steps = 8
-    smallest = max(minimum_capacities(SyntheticSource(tiny_config.data), 2, 0, steps))   # evicts
+    smallest = max(minimum_capacities(SyntheticSource(tiny_config.data), 2, 0, steps))  # evicts
     config = tiny_config.replace(cache=CacheParams(capacity=smallest, depth=2))
     dev = stand_in()
     with ScratchPipeTrainer(config, device=dev) as trainer:
-        assert trainer.where_host_stages_run(steps).value == "process"     # the GPU's choice
+        assert trainer.where_host_stages_run(steps).value == "process"  # the GPU's choice
         records = list(trainer.train(steps))
         has_state = trainer.tables.state[0] is not None
     assert sum(r.hits for r in records) == sum(r.lookups for r in records)  # Train always hits
-    assert sum(r.written_back_rows for r in records) > 0                    # victims went home
+    assert sum(r.written_back_rows for r in records) > 0  # victims went home
     calls = dev.runtime
     streams = [d["created"] for c, d in calls.calls_of() if c == "new_stream"]
-    assert len(streams) == 1                                                 # one per scratchpad set
+    assert len(streams) == 1  # one per scratchpad set
     tables = len(config.data.table_sizes)
     evict = calls.calls_of("scratchpipe-evict")
     for call, details in evict:
-        if call == "to_device" and len(details.get("shape", ())) == 2:   # Transfer: fetched rows
+        if call == "to_device" and len(details.get("shape", ())) == 2:  # Transfer: fetched rows
             assert details["stream"] is streams[0] and details["non_blocking"] and details["pinned"]
-        elif call == "to_host":                   # Write-back: the victims' rows, read at once
+        elif call == "to_host":  # Write-back: the victims' rows, read at once
             assert details["stream"] is None and not details["non_blocking"]
     moved_in = sum(1 for c, d in evict if c == "to_device" and d["stream"] is streams[0])
     assert moved_in == steps * tables * (1 + has_state)
@@ -122,9 +123,9 @@ def test_caches_and_device_tables_move_rows_through_the_device(tiny_config, trai
         records = list(t.train(3))
         t.embedding_weights()
     moves = Counter((c, d["non_blocking"]) for c, d in dev.runtime.calls_of() if c.startswith("to_"))
-    assert moves[("to_device", False)] > 0                     # ids and offsets (a cache's: slots)
+    assert moves[("to_device", False)] > 0  # ids and offsets (a cache's: slots)
     if trainer == "gpu-only":
         assert moves[("to_host", False)] > 0
-    else:   # the device's row kernels read misses and write victims over the link: no row copied
+    else:  # the device's row kernels read misses and write victims over the link: no row copied
         assert sum(r.fetched_rows for r in records) > 0
         assert moves[("to_device", True)] == 0 and moves[("to_host", False)] == 0

@@ -1,6 +1,7 @@
 """One table's device cache moves rows with the device's row kernels, from and to the host table
 mapped into the device (embedding/device_cache.py): checked against plain indexing of the table,
 on every engine (the NumPy twin, the host build of rows.cu, CuPy's launcher with a stand-in GPU)."""
+
 import numpy as np
 import pytest
 import torch
@@ -33,14 +34,14 @@ def test_fill_reads_the_host_rows_and_evict_writes_only_the_dirty_ones_home(engi
     cache.rows[torch.tensor([5, 2])] += 1.0
     cache.state[torch.tensor([5, 2])] *= 2.0
     cache.dirty[[5, 2]] = True
-    assert torch.equal(weight, expected_w)                 # nothing reached the host yet
-    assert cache.evict(np.array([5, 0])) == 1               # 41 dirty, 3 clean: one row written
+    assert torch.equal(weight, expected_w)  # nothing reached the host yet
+    assert cache.evict(np.array([5, 0])) == 1  # 41 dirty, 3 clean: one row written
     cache.finish()
     expected_w[41] += 1.0
     expected_s[41] *= 2.0
     assert torch.equal(weight, expected_w) and torch.equal(state, expected_s)
     assert cache.slot_of_id[41] == cache.slot_of_id[3] == -1 and list(cache.free_slots()) == [0, 1, 3, 4, 5, 6]
-    assert cache.flush() == 1 and cache.flush() == 0        # 17's change; then nothing
+    assert cache.flush() == 1 and cache.flush() == 0  # 17's change; then nothing
     expected_w[17] += 1.0
     expected_s[17] *= 2.0
     assert torch.equal(weight, expected_w) and torch.equal(state, expected_s)
@@ -50,7 +51,7 @@ def test_transient_rows_grow_the_spare_area_and_go_home_in_order(engine):
     weight, state = tables()
     expected = weight.clone()
     cache = cache_of(weight, state, 3, engine)
-    ids = np.array([9, 44, 1, 30])                          # more than the spare area holds: it grows
+    ids = np.array([9, 44, 1, 30])  # more than the spare area holds: it grows
     slots = cache.load_transient(ids)
     assert list(slots) == [3, 4, 5, 6] and tuple(cache.rows.shape) == (7, DIM)
     assert torch.equal(cache.rows[3:], expected[ids])

@@ -2,6 +2,7 @@
 slots' bookkeeping in engine arrays) makes exactly the decisions of the host planner's NumPy twin
 (scratchpipe/plan.py), array for array, on every engine a CPU has; its `wait_for_write_back` is
 never earlier than the host planner's (it may wait longer: it keeps no per-row array)."""
+
 import dataclasses
 
 import numpy as np
@@ -23,11 +24,12 @@ ENGINES = [EngineKind.TWIN] + ([EngineKind.HOST] if host_build_works() else [])
 
 def setup_for(sizes, capacities, depth, policy, holds, horizon, record, resident=None):
     if resident is None:
-        resident = (tuple(np.full(c, -1, np.int64) for c in capacities),
-                    tuple(np.zeros(c, bool) for c in capacities),
-                    tuple(np.full(c, -1, np.int64) for c in capacities))
-    return PlanSetup(tuple(sizes), tuple(capacities), depth, policy, holds, horizon, record,
-                     *resident, 1, False, 1)
+        resident = (
+            tuple(np.full(c, -1, np.int64) for c in capacities),
+            tuple(np.zeros(c, bool) for c in capacities),
+            tuple(np.full(c, -1, np.int64) for c in capacities),
+        )
+    return PlanSetup(tuple(sizes), tuple(capacities), depth, policy, holds, horizon, record, *resident, 1, False, 1)
 
 
 def plans_of(setup, source, start, stop, engine=None):
@@ -50,28 +52,40 @@ def assert_same_plans(source, setup, start, stop, engine) -> int:
             for name in FIELDS:
                 assert np.array_equal(getattr(a, name), on_host(getattr(b, name))), (host.index, a.decision.table, name)
             for name in DECISION:
-                assert np.array_equal(getattr(a.decision, name), on_host(getattr(b.decision, name))), \
-                    (host.index, a.decision.table, name)
+                assert np.array_equal(getattr(a.decision, name), on_host(getattr(b.decision, name))), (
+                    host.index,
+                    a.decision.table,
+                    name,
+                )
             assert b.wait_for_write_back >= a.wait_for_write_back, (host.index, a.decision.table)
             evicted += len(a.decision.victim_ids)
     return evicted
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sizes=st.lists(st.integers(2, 400), min_size=1, max_size=3), pooling=st.integers(1, 5),
-       batch=st.integers(1, 24), zipf=st.floats(0, 1.6), depth=st.integers(1, 4),
-       horizon=st.integers(0, 8), policy=st.sampled_from([VictimPolicy.FURTHEST, VictimPolicy.LRU]),
-       holds=st.booleans(), record=st.booleans(), slack=st.floats(0, 1), seed=st.integers(0, 99),
-       engine=st.sampled_from(ENGINES))
-def test_the_device_planner_plans_as_the_host_twin(sizes, pooling, batch, zipf, depth, horizon, policy,
-                                                   holds, record, slack, seed, engine):
-    data = DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, zipf=zipf,
-                      num_batches=30, seed=seed)
+@given(
+    sizes=st.lists(st.integers(2, 400), min_size=1, max_size=3),
+    pooling=st.integers(1, 5),
+    batch=st.integers(1, 24),
+    zipf=st.floats(0, 1.6),
+    depth=st.integers(1, 4),
+    horizon=st.integers(0, 8),
+    policy=st.sampled_from([VictimPolicy.FURTHEST, VictimPolicy.LRU]),
+    holds=st.booleans(),
+    record=st.booleans(),
+    slack=st.floats(0, 1),
+    seed=st.integers(0, 99),
+    engine=st.sampled_from(ENGINES),
+)
+def test_the_device_planner_plans_as_the_host_twin(
+    sizes, pooling, batch, zipf, depth, horizon, policy, holds, record, slack, seed, engine
+):
+    data = DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, zipf=zipf, num_batches=30, seed=seed)
     source = SyntheticSource(data)
     steps = 20
     need = minimum_capacities(source, depth, 0, steps)
     capacities = [min(n, m + int(slack * (n - m))) for n, m in zip(sizes, need)]
-    if not holds:   # without holds a batch's own rows may go: give room for one batch at least
+    if not holds:  # without holds a batch's own rows may go: give room for one batch at least
         capacities = [max(c, m) for c, m in zip(capacities, minimum_capacities(source, 0, 0, steps))]
     setup = setup_for(sizes, capacities, depth, policy, holds, horizon, record)
     assert_same_plans(source, setup, 0, steps, engine)
@@ -84,9 +98,11 @@ def test_from_a_scratchpad_left_by_an_earlier_call_it_evicts_as_the_twin(engine)
     source = SyntheticSource(data)
     capacities = [max(m, 70) for m in minimum_capacities(source, 2, 7, 25)]
     rng = np.random.default_rng(0)
-    resident = (tuple(rng.permutation(n)[:c].astype(np.int64) for n, c in zip(data.table_sizes, capacities)),
-                tuple(rng.random(c) < 0.5 for c in capacities),
-                tuple(rng.integers(-1, 7, c).astype(np.int64) for c in capacities))
+    resident = (
+        tuple(rng.permutation(n)[:c].astype(np.int64) for n, c in zip(data.table_sizes, capacities)),
+        tuple(rng.random(c) < 0.5 for c in capacities),
+        tuple(rng.integers(-1, 7, c).astype(np.int64) for c in capacities),
+    )
     setup = setup_for(data.table_sizes, capacities, 2, VictimPolicy.FURTHEST, True, 12, True, resident)
     assert assert_same_plans(source, setup, 7, 25, engine) > 0
 

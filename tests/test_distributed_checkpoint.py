@@ -1,5 +1,6 @@
 """Checkpoints per shard (scratchkit/distributed/checkpoint.py): written by every rank, marked
 complete by rank 0, and resumed exactly, by the same plan or another one, against plain PyTorch."""
+
 from __future__ import annotations
 
 import json
@@ -19,18 +20,37 @@ from scratchkit.measure.verify import largest_difference
 
 
 def train(folder, world, sharding, steps, *more):
-    result = launch(["train", "--profile", "tiny", "--trainers", "scratchpipe", "--optimizer", "adagrad",
-                     "--checkpoint-dir", str(folder), "--sharding", sharding, "--steps", str(steps),
-                     "--json", *more], world)
+    result = launch(
+        [
+            "train",
+            "--profile",
+            "tiny",
+            "--trainers",
+            "scratchpipe",
+            "--optimizer",
+            "adagrad",
+            "--checkpoint-dir",
+            str(folder),
+            "--sharding",
+            sharding,
+            "--steps",
+            str(steps),
+            "--json",
+            *more,
+        ],
+        world,
+    )
     assert result.returncode == 0, (result.failure, [r.stderr for r in result.ranks])
     return json.loads(result.output)
 
 
 def differences(saved, reference) -> float:
     dense = [saved["dense"]["model"][k] for k in saved["dense"]["model"]]
-    return max(largest_difference(saved["weights"], reference.embedding_weights()),
-               largest_difference(saved["state"], reference.embedding_state()),
-               largest_difference(dense, reference.dense_parameters()))
+    return max(
+        largest_difference(saved["weights"], reference.embedding_weights()),
+        largest_difference(saved["state"], reference.embedding_state()),
+        largest_difference(dense, reference.dense_parameters()),
+    )
 
 
 def reference_after(config, *runs) -> ReferenceRun:
@@ -47,13 +67,16 @@ def test_a_job_resumes_exactly_from_its_shards_under_another_plan_and_world_size
     first = train(tmp_path, 2, "row", 6, "--checkpoint-every", "3")
     assert [p.rsplit("-", 1)[1] for p in first["checkpoints"]] == ["00000003", "00000006"]
     assert sorted(p.name for p in (tmp_path / "step-00000006").iterdir()) == [
-        "complete.json", "shard-0-of-2.pt", "shard-1-of-2.pt"]
+        "complete.json",
+        "shard-0-of-2.pt",
+        "shard-1-of-2.pt",
+    ]
     at_6 = checkpoint.assemble(checkpoint.latest_complete(tmp_path))
     assert differences(at_6, reference_after(config, (6, 2))) == 0.0
     # the test can fail: one process on the whole batch is not what 2 ranks compute
     assert differences(at_6, reference_after(config, (6, 1))) > 0.0
 
-    second = train(tmp_path, 1, "table", 4, "--resume")          # 2 row-wise ranks -> 1 rank
+    second = train(tmp_path, 1, "table", 4, "--resume")  # 2 row-wise ranks -> 1 rank
     assert (second["from_batch"], second["to_batch"]) == (6, 10)
     at_10 = checkpoint.assemble(checkpoint.latest_complete(tmp_path))
     assert differences(at_10, reference_after(config, (6, 2), (4, 1))) == 0.0
@@ -62,7 +85,7 @@ def test_a_job_resumes_exactly_from_its_shards_under_another_plan_and_world_size
 def test_an_unfinished_step_is_never_the_one_resumed(tmp_path):
     (tmp_path / "step-00000003").mkdir()
     (tmp_path / "step-00000003" / "complete.json").write_text("{}")
-    (tmp_path / "step-00000006").mkdir()                          # a job died while saving it
+    (tmp_path / "step-00000006").mkdir()  # a job died while saving it
     (tmp_path / "step-00000006" / "shard-0-of-2.pt").write_bytes(b"")
     assert checkpoint.latest_complete(tmp_path).name == "step-00000003"
     with pytest.raises(FileNotFoundError, match="not a complete checkpoint"):
@@ -70,8 +93,10 @@ def test_an_unfinished_step_is_never_the_one_resumed(tmp_path):
 
 
 def test_rows_come_from_whichever_shard_files_hold_them():
-    files = [{"shards": [{"table": 0, "start": 0, "rows": 3}], "weights": [torch.arange(3.0)[:, None]]},
-             {"shards": [{"table": 0, "start": 3, "rows": 2}], "weights": [torch.arange(3.0, 5.0)[:, None]]}]
+    files = [
+        {"shards": [{"table": 0, "start": 0, "rows": 3}], "weights": [torch.arange(3.0)[:, None]]},
+        {"shards": [{"table": 0, "start": 3, "rows": 2}], "weights": [torch.arange(3.0, 5.0)[:, None]]},
+    ]
     assert checkpoint.gather_rows(files, 0, 2, 3, "weights").flatten().tolist() == [2.0, 3.0, 4.0]
     with pytest.raises(ValueError, match="lacks row 5 of table 0"):
         checkpoint.gather_rows(files, 0, 4, 2, "weights")
@@ -84,15 +109,25 @@ def test_bad_sharding_flags_are_refused_in_one_line_before_any_rank_starts(capsy
 
     assert run("--world-size", "0") == (2, ["scratchkit verify: error: --world-size must be >= 1, got 0"])
     assert run("--world-size", "2", "--sharding", "diagonal") == (
-        2, ["scratchkit verify: error: --sharding: unknown sharding 'diagonal'; choose from table, row"])
+        2,
+        ["scratchkit verify: error: --sharding: unknown sharding 'diagonal'; choose from table, row"],
+    )
     code, lines = run("--world-size", "3")
-    assert code == 2 and lines == ["scratchkit verify: error: --world-size 3 does not divide the batch "
-                                   "of 32 samples: choose a --batch-size that it divides"]
+    assert code == 2 and lines == [
+        "scratchkit verify: error: --world-size 3 does not divide the batch "
+        "of 32 samples: choose a --batch-size that it divides"
+    ]
     code, lines = run("--world-size", "4", "--sharding", "table")
     assert code == 2 and "leaves rank 3 without any rows: use --sharding row" in lines[0]
     code, lines = run("--world-size", "2", "--inject-fault", "explode@1:2")
-    assert code == 2 and lines == ["scratchkit verify: error: --inject-fault: unknown fault kind "
-                                   "'explode'; choose from raise, kill, hang"]
-    lone = subprocess.run([sys.executable, "-m", "scratchkit.distributed", "verify"], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin"})
+    assert code == 2 and lines == [
+        "scratchkit verify: error: --inject-fault: unknown fault kind 'explode'; choose from raise, kill, hang"
+    ]
+    lone = subprocess.run(
+        [sys.executable, "-m", "scratchkit.distributed", "verify"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin"},
+    )
     assert lone.returncode == 2 and "start it with `torchrun --nproc-per-node N" in lone.stderr

@@ -2,6 +2,7 @@
 with gradient accumulation in rank order: 0.0 on the CPU (scratchkit/distributed/exchange.py,
 replica.py say why). First the float facts the design rests on, then one rank in this process,
 then real jobs of 2 and 4 ranks through the command line (CI runs the first two)."""
+
 from __future__ import annotations
 
 import datetime
@@ -36,7 +37,7 @@ def test_coalescing_only_the_rows_one_rank_owns_sums_in_another_order():
     for _ in range(20):
         ids, grads = torch.randint(0, 200, (3000,)), torch.randn(3000, 16)
         unique, sums = coalesce(ids, grads, 200)
-        mine = ids >= 100                                 # a row-wise shard: rows 100..199
+        mine = ids >= 100  # a row-wise shard: rows 100..199
         _, shard_sums = coalesce(ids[mine] - 100, grads[mine], 100)
         worst = max(worst, float((sums[unique >= 100] - shard_sums).abs().max()))
     assert worst > 0.0
@@ -49,7 +50,7 @@ def test_per_micro_batch_sums_added_in_rank_order_are_plain_pytorchs_accumulatio
     order is what the equality rests on."""
     torch.manual_seed(parts)
     bag = nn.EmbeddingBag(40, 8, mode="sum", sparse=True)
-    bag.weight.register_hook(lambda grad: grad.coalesce())   # as scratchkit/measure/reference.py
+    bag.weight.register_hook(lambda grad: grad.coalesce())  # as scratchkit/measure/reference.py
     ids = [torch.randint(0, 40, (600,)) for _ in range(parts)]
     offsets = torch.arange(0, 600, 3)
     weights = [torch.randn(200, 8) for _ in range(parts)]
@@ -71,8 +72,9 @@ def test_per_micro_batch_sums_added_in_rank_order_are_plain_pytorchs_accumulatio
 # --- one rank, in this process --------------------------------------------------------------------
 @pytest.fixture
 def one_rank_group():
-    store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=30))
+    store = dist.TCPStore(
+        "127.0.0.1", 0, 1, is_master=True, wait_for_workers=False, timeout=datetime.timedelta(seconds=30)
+    )
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     yield
     dist.destroy_process_group()
@@ -97,15 +99,18 @@ def test_one_rank_of_every_trainer_equals_the_reference(tiny_config, one_rank_gr
 def test_a_backend_without_all_to_all_is_refused_in_one_line_naming_torch(one_rank_group, monkeypatch):
     from scratchkit.distributed.group import require_all_to_all
 
-    require_all_to_all(torch.device("cpu"))                       # this torch's gloo has it
+    require_all_to_all(torch.device("cpu"))  # this torch's gloo has it
 
     def missing(*args, **kwargs):
         raise RuntimeError("ProcessGroup gloo does not support alltoall_base\nmore lines")
 
     monkeypatch.setattr(dist, "all_to_all_single", missing)
-    with pytest.raises(RuntimeError, match=rf"^torch {re.escape(torch.__version__)}'s gloo backend cannot run "
-                                           r"all_to_all_single with uneven splits \(ProcessGroup gloo does "
-                                           r"not support alltoall_base\); sharded training needs"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"^torch {re.escape(torch.__version__)}'s gloo backend cannot run "
+        r"all_to_all_single with uneven splits \(ProcessGroup gloo does "
+        r"not support alltoall_base\); sharded training needs",
+    ):
         require_all_to_all(torch.device("cpu"))
 
 
@@ -114,8 +119,9 @@ def test_a_backend_without_all_to_all_is_refused_in_one_line_naming_torch(one_ra
 def test_verify_on_two_ranks_reports_0_0(capsys, sharding):
     """CI's check: `scratchkit verify --profile tiny --trainers hybrid,scratchpipe --world-size 2
     --sharding row` (and table) report 0.0, and say against what."""
-    status = cli(["verify", "--profile", "tiny", "--trainers", "hybrid,scratchpipe", "--world-size", "2",
-                  "--sharding", sharding])
+    status = cli(
+        ["verify", "--profile", "tiny", "--trainers", "hybrid,scratchpipe", "--world-size", "2", "--sharding", sharding]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
     lines = [line for line in out.splitlines() if "max |diff|" in line]
@@ -127,22 +133,57 @@ def test_verify_on_two_ranks_reports_0_0(capsys, sharding):
 
 @pytest.mark.slow
 def test_every_trainer_on_four_ranks_is_exact_with_adagrad(capsys):
-    status = cli(["verify", "--profile", "tiny", "--trainers", ",".join(available_trainers()),
-                  "--optimizer", "adagrad", "--steps", "6", "--world-size", "4", "--json"])
+    status = cli(
+        [
+            "verify",
+            "--profile",
+            "tiny",
+            "--trainers",
+            ",".join(available_trainers()),
+            "--optimizer",
+            "adagrad",
+            "--steps",
+            "6",
+            "--world-size",
+            "4",
+            "--json",
+        ]
+    )
     rows = json.loads(capsys.readouterr().out)
     assert status == 0
     assert [r["trainer"] for r in rows] == available_trainers()
-    assert all(r["max_abs_diff"] == 0.0 and r["state_max_abs_diff"] == 0.0 and r["world_size"] == 4
-               and r["sharding"] == "row" for r in rows)
+    assert all(
+        r["max_abs_diff"] == 0.0 and r["state_max_abs_diff"] == 0.0 and r["world_size"] == 4 and r["sharding"] == "row"
+        for r in rows
+    )
 
 
 @pytest.mark.slow
 def test_torchrun_starts_the_same_ranks(tmp_path):
     """`torchrun --nproc-per-node 2 -m scratchkit.distributed verify ...`: the issue's launch line."""
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "scratchkit.distributed", "verify",
-                           "--profile", "tiny", "--trainers", "lru", "--steps", "6", "--sharding", "table"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            str(torchrun),
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "scratchkit.distributed",
+            "verify",
+            "--profile",
+            "tiny",
+            "--trainers",
+            "lru",
+            "--steps",
+            "6",
+            "--sharding",
+            "table",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0.000e+00 (bit-exact)" in done.stdout and "on 2 ranks (table-wise, gloo)" in done.stdout
 
@@ -150,10 +191,29 @@ def test_torchrun_starts_the_same_ranks(tmp_path):
 @pytest.mark.slow
 def test_torchrun_names_the_rank_that_raised(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "scratchkit.distributed", "verify",
-                           "--profile", "tiny", "--trainers", "hybrid", "--steps", "6",
-                           "--inject-fault", "raise@1:2"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            str(torchrun),
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "scratchkit.distributed",
+            "verify",
+            "--profile",
+            "tiny",
+            "--trainers",
+            "hybrid",
+            "--steps",
+            "6",
+            "--inject-fault",
+            "raise@1:2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode != 0
-    root_cause = done.stderr[done.stderr.index("Root Cause"):]
+    root_cause = done.stderr[done.stderr.index("Root Cause") :]
     assert "rank      : 1 (local_rank: 1)" in root_cause and "exitcode  : 3" in root_cause
     assert "RankFailed: rank 1 stopped at step 2 (train): InjectedFault" in root_cause

@@ -1,5 +1,6 @@
 """Sharding plans and the two views of a global batch (scratchkit/distributed/sharding.py,
 routing.py), checked against brute force: no process group, no ranks."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -21,13 +22,16 @@ def owner_by_brute_force(plan, table, row):
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(1, 60), min_size=1, max_size=6), world=st.integers(1, 5),
-       kind=st.sampled_from(list(Sharding)))
-@example(sizes=[4], world=3, kind=Sharding.ROW)     # hypothesis found it: the bound was max(sizes) < world
+@given(
+    sizes=st.lists(st.integers(1, 60), min_size=1, max_size=6),
+    world=st.integers(1, 5),
+    kind=st.sampled_from(list(Sharding)),
+)
+@example(sizes=[4], world=3, kind=Sharding.ROW)  # hypothesis found it: the bound was max(sizes) < world
 def test_every_row_has_exactly_one_owner_and_every_rank_some_rows(sizes, world, kind):
     try:
         plan = plan_shards(kind, sizes, world)
-    except ValueError as error:                      # only when some rank would own nothing
+    except ValueError as error:  # only when some rank would own nothing
         assert "without any rows" in str(error)
         # row-wise blocks are ceil(n / world) rows (TorchRec's bucketizer), so the last rank owns
         # rows of table n only where (world - 1) blocks fall short of n: 4 rows over 3 ranks are
@@ -38,7 +42,7 @@ def test_every_row_has_exactly_one_owner_and_every_rank_some_rows(sizes, world, 
     for t, n in enumerate(sizes):
         covered = np.zeros(n, dtype=int)
         for s in plan.shards_of_table(t):
-            covered[s.start:s.stop] += 1
+            covered[s.start : s.stop] += 1
         assert (covered == 1).all()
         rows = np.arange(n)
         assert plan.owners(t, rows).tolist() == [owner_by_brute_force(plan, t, r) for r in rows]
@@ -54,7 +58,14 @@ def test_table_wise_puts_the_largest_table_first_on_the_least_loaded_rank():
 def test_row_wise_cuts_blocks_of_ceil_rows_over_ranks_as_torchrec_does():
     plan = plan_shards("row", (10, 3), 4)
     assert [(s.table, s.start, s.rows, s.rank) for s in plan.shards] == [
-        (0, 0, 3, 0), (0, 3, 3, 1), (0, 6, 3, 2), (0, 9, 1, 3), (1, 0, 1, 0), (1, 1, 1, 1), (1, 2, 1, 2)]
+        (0, 0, 3, 0),
+        (0, 3, 3, 1),
+        (0, 6, 3, 2),
+        (0, 9, 1, 3),
+        (1, 0, 1, 0),
+        (1, 1, 1, 1),
+        (1, 2, 1, 2),
+    ]
 
 
 def test_a_rank_left_without_rows_is_refused_naming_it_and_the_way_out():
@@ -75,10 +86,9 @@ def test_each_shard_sees_the_distinct_ids_it_owns_of_the_whole_global_batch(tiny
             routed = RoutedSource(source, plan, rank).batch(b)
             bags = routed.batch_size
             for shard, ids, offsets in zip(plan.shards_of(rank), routed.ids, routed.offsets):
-                wanted = sorted({int(i) - shard.start for i in whole.ids[shard.table]
-                                 if shard.start <= i < shard.stop})
-                assert ids.tolist() == wanted                           # sorted, distinct, local
-                assert offsets.tolist() == [min(k, len(ids)) for k in range(bags)]   # a bag each
+                wanted = sorted({int(i) - shard.start for i in whole.ids[shard.table] if shard.start <= i < shard.stop})
+                assert ids.tolist() == wanted  # sorted, distinct, local
+                assert offsets.tolist() == [min(k, len(ids)) for k in range(bags)]  # a bag each
                 seen[shard.table] |= {int(i) + shard.start for i in ids}
             assert bags == max(1, *(len(i) for i in routed.ids))
         assert all(seen[t] == set(whole.ids[t].tolist()) for t in seen)  # every id, once
@@ -93,18 +103,20 @@ def test_a_micro_batchs_ids_go_to_their_owners_table_by_table_and_come_back_in_p
     splits = route.split_sizes()
     assert sum(splits) == sum(len(np.unique(ids)) for ids in batch.ids)
     at = 0
-    for rank, n in enumerate(splits):         # each owner's part: table by table, sorted ids
-        part = sent[at:at + n]
+    for rank, n in enumerate(splits):  # each owner's part: table by table, sorted ids
+        part = sent[at : at + n]
         at += n
         tables = np.repeat(np.arange(3), route.counts[rank])
-        expected = [sorted({int(i) for i in np.unique(batch.ids[t]) if plan.owners(t, np.array([i]))[0] == rank})
-                    for t in range(3)]
+        expected = [
+            sorted({int(i) for i in np.unique(batch.ids[t]) if plan.owners(t, np.array([i]))[0] == rank})
+            for t in range(3)
+        ]
         assert part.tolist() == [i for t in range(3) for i in expected[t]]
         assert (np.diff(tables) >= 0).all()
     rows = [torch.randn(len(u), 4) for u in route.unique]
     back = route.by_table(route.in_send_order(rows))
     assert all(torch.equal(a, b) for a, b in zip(back, rows))
-    for t, ids in enumerate(batch.ids):       # each lookup finds its own id among the distinct ones
+    for t, ids in enumerate(batch.ids):  # each lookup finds its own id among the distinct ones
         assert (route.unique[t][route.inverse[t].numpy()] == ids).all()
 
 

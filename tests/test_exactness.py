@@ -1,4 +1,5 @@
 """Every trainer must reproduce plain PyTorch (nn.EmbeddingBag + torch.optim) bit for bit on CPU."""
+
 from dataclasses import replace
 
 import pytest
@@ -28,8 +29,7 @@ def test_training_moves_the_parameters(tiny_config):
     """Guards the test above: a run that changed nothing would also 'agree'."""
     with make_trainer("hybrid", tiny_config) as trainer:
         list(trainer.train(15))
-        initial = init_embedding_weights(tiny_config.data.table_sizes, tiny_config.model.dim,
-                                         tiny_config.seed)
+        initial = init_embedding_weights(tiny_config.data.table_sizes, tiny_config.model.dim, tiny_config.seed)
         moved = [float((w - w0).abs().max()) for w, w0 in zip(trainer.embedding_weights(), initial)]
     assert all(m > 1e-5 for m in moved), moved
 
@@ -43,7 +43,7 @@ def test_coalesce_order_depends_on_the_index_array_so_we_coalesce_on_ids():
     generator = torch.Generator().manual_seed(0)
     grads = torch.randn(500, 8, generator=generator) * 1e3
     ids = torch.randint(0, 20, (500,), generator=generator)
-    relabel = torch.randperm(20, generator=generator)          # a bijection id -> slot
+    relabel = torch.randperm(20, generator=generator)  # a bijection id -> slot
     slots = relabel[ids]
     rows, by_id = coalesce(ids, grads, 20)
     slot_rows, by_slot = coalesce(slots, grads, 20)
@@ -51,6 +51,7 @@ def test_coalesce_order_depends_on_the_index_array_so_we_coalesce_on_ids():
     assert torch.allclose(by_id, by_slot_in_id_order, rtol=1e-5, atol=1e-2)
     assert not torch.equal(by_id, by_slot_in_id_order)
     from scratchkit.embedding.optim import slots_of_unique
+
     assert torch.equal(slots_of_unique(rows, ids, slots), relabel[rows])
 
 
@@ -63,7 +64,7 @@ def test_verify_detects_another_reduction_order(tiny_config, monkeypatch):
         return rows, torch.zeros(num_rows, grads.shape[1]).index_add_(0, index, grads)[rows]
 
     monkeypatch.setattr(optim, "coalesce", coalesce_by_index_add)
-    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")   # the per-table twins, which call coalesce
+    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")  # the per-table twins, which call coalesce
     config = tiny_config.replace(data=replace(tiny_config.data, pooling=8, zipf=1.5))
     (result,) = verify(config, ["hybrid"], steps=15)
     assert result.embedding_max_abs_diff > 0 and not result.passed
@@ -78,7 +79,7 @@ def test_verify_detects_the_table_batched_loop_adding_in_another_order(tiny_conf
     if not table_batched.native_available():
         pytest.skip("no C++ compiler here")
     sort = torch.sort
-    for module in (table_batched, fused_sgd):                                  # take the permutation below
+    for module in (table_batched, fused_sgd):  # take the permutation below
         monkeypatch.setattr(module, "sorts_like_torch", lambda: False)
     monkeypatch.setattr(torch, "sort", lambda ids: sort(ids, stable=True))  # coalesce sorts in C++, untouched
     config = tiny_config.replace(data=replace(tiny_config.data, pooling=8, zipf=1.5))
@@ -94,21 +95,26 @@ def test_verify_reports_a_real_difference(tiny_config):
     reference.train(5)
     with make_trainer("gpu-only", other, source=source) as trainer:
         list(trainer.train(5))
-    diff = max(float((a - b).abs().max()) for a, b in zip(reference.embedding_weights(),
-                                                           trainer.embedding_weights()))
+    diff = max(float((a - b).abs().max()) for a, b in zip(reference.embedding_weights(), trainer.embedding_weights()))
     assert diff > 0
 
 
 @settings(max_examples=12, deadline=None)
-@given(sizes=st.lists(st.integers(1, 60), min_size=1, max_size=4),
-       pooling=st.integers(1, 5), batch=st.integers(1, 12), zipf=st.floats(0, 2),
-       kind=st.sampled_from(list(OptimizerKind)), seed=st.integers(0, 1000))
+@given(
+    sizes=st.lists(st.integers(1, 60), min_size=1, max_size=4),
+    pooling=st.integers(1, 5),
+    batch=st.integers(1, 12),
+    zipf=st.floats(0, 2),
+    kind=st.sampled_from(list(OptimizerKind)),
+    seed=st.integers(0, 1000),
+)
 def test_property_any_config_is_bit_exact(sizes, pooling, batch, zipf, kind, seed):
     config = TrainConfig(
-        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, num_dense=2,
-                        zipf=zipf, seed=seed),
+        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, num_dense=2, zipf=zipf, seed=seed),
         model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)),
-        optimizer=OptimizerConfig(kind=kind, lr=0.2), seed=seed)
+        optimizer=OptimizerConfig(kind=kind, lr=0.2),
+        seed=seed,
+    )
     for result in verify(config, FOUNDATION_TRAINERS, steps=4):
         assert result.max_abs_diff == 0.0, result
 
@@ -145,7 +151,7 @@ def test_the_reference_runs_on_the_trainers_thread_count():
     config = get_profile("embedding-bound", scale=0.001)
     config = config.replace(data=replace(config.data, batch_size=512))
     threads = torch.get_num_threads()
-    torch.set_num_threads(2)           # what a 2-core machine starts with
+    torch.set_num_threads(2)  # what a 2-core machine starts with
     try:
         (result,) = verify(config, ["gpu-only"], 1)
     finally:
@@ -170,8 +176,10 @@ def test_the_by_id_summation_order_is_verified_against_its_stated_tolerance(tiny
 def test_the_command_line_says_why_a_by_id_run_is_not_held_to_zero(capsys):
     from scratchkit.commands.cli import main
 
-    assert main(["verify", "--profile", "tiny", "--trainers", "gpu-only", "--steps", "5",
-                 "--summation-order", "by-id"]) == 0
+    assert (
+        main(["verify", "--profile", "tiny", "--trainers", "gpu-only", "--steps", "5", "--summation-order", "by-id"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "(tolerance 1e-05): OK" in out and "lookup order, not in torch's" in out
     assert "must be exactly 0.0" not in out

@@ -6,6 +6,7 @@ The first tests use only the trainer's API (they failed before the crash-safety 
 Write-back lost that batch's dirty victims; a live checkpoint raced with Insert). The rest run a
 slice of the fault campaign that benchmarks/bench_faults.py runs in full.
 """
+
 import os
 import signal
 
@@ -28,8 +29,9 @@ STEPS = 20
 def evicting_config(tiny_config, kind=OptimizerKind.SGD, depth=2):
     """The smallest scratchpad for the run: every batch evicts dirty rows."""
     minimum = max(minimum_capacities(SyntheticSource(tiny_config.data), depth, 0, STEPS))
-    return tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth),
-                               optimizer=OptimizerConfig(kind=kind, lr=0.1))
+    return tiny_config.replace(
+        cache=CacheParams(capacity=minimum, depth=depth), optimizer=OptimizerConfig(kind=kind, lr=0.1)
+    )
 
 
 def differs_from_reference(trainer, steps) -> float:
@@ -44,21 +46,23 @@ def kill_host_process_at(stage, batch):
     parent = os.getpid()
 
     def hook(s, b):
-        if s is stage and b == batch and os.getpid() != parent:   # in the forked host process
+        if s is stage and b == batch and os.getpid() != parent:  # in the forked host process
             os.kill(os.getpid(), signal.SIGKILL)
+
     return hook
 
 
 @pytest.mark.parametrize("stage", [Stage.COLLECT, Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT])
 def test_a_killed_host_process_loses_no_row(tiny_config, stage):
-    trainer = ScratchPipeTrainer(evicting_config(tiny_config), planner="host-process",
-                                 stage_hook=kill_host_process_at(stage, 9))
+    trainer = ScratchPipeTrainer(
+        evicting_config(tiny_config), planner="host-process", stage_hook=kill_host_process_at(stage, 9)
+    )
     with pytest.raises(PipelineError, match=f"stage {stage.value} failed on batch 9: .*killed by SIGKILL"):
         list(trainer.train(STEPS))
-    assert trainer.next_batch == 9                       # Train(9) waited for the dead process
-    assert differs_from_reference(trainer, 9) == 0.0     # every trained row is home
+    assert trainer.next_batch == 9  # Train(9) waited for the dead process
+    assert differs_from_reference(trainer, 9) == 0.0  # every trained row is home
     trainer.stage_hook = None
-    list(trainer.train(STEPS - 9))                       # and training goes on, exactly
+    list(trainer.train(STEPS - 9))  # and training goes on, exactly
     assert differs_from_reference(trainer, STEPS) == 0.0
 
 
@@ -68,7 +72,7 @@ def test_checkpoints_between_the_steps_of_a_running_loop_are_exact(tiny_config, 
     trainer = ScratchPipeTrainer(config, planner=planner)
     reference = ReferenceRun(config, trainer.source)
     for record in trainer.train(STEPS):
-        saved = trainer.checkpoint()                     # while the host stages run ahead
+        saved = trainer.checkpoint()  # while the host stages run ahead
         reference.train(1)
         assert saved["next_batch"] == record.step + 1
         for mine, theirs in zip(saved["weights"], reference.embedding_weights()):
@@ -87,7 +91,7 @@ def test_what_cannot_run_inside_a_running_loop_is_refused(tiny_config):
         with pytest.raises(RuntimeError, match=r"train\(\) inside a running"):
             next(iter(trainer.train(1)))
         break
-    trainer.load_checkpoint(saved)                       # after the loop: fine
+    trainer.load_checkpoint(saved)  # after the loop: fine
     assert trainer.next_batch == 0
 
 
@@ -97,20 +101,22 @@ def test_a_checkpoint_file_is_whole_or_absent(tmp_path, tiny_config, monkeypatch
     path = save_checkpoint_file(trainer.checkpoint(), tmp_path / "run.pt")
     list(trainer.train(5))
 
-    def dies_halfway(obj, file):                         # as if killed while writing
+    def dies_halfway(obj, file):  # as if killed while writing
         file.write(b"half a checkpoint")
         raise OSError("disk full")
+
     monkeypatch.setattr(torch, "save", dies_halfway)
     with pytest.raises(OSError, match="disk full"):
         save_checkpoint_file(trainer.checkpoint(), path)
-    assert load_checkpoint_file(path)["next_batch"] == 5   # the previous one, intact
-    assert [p.name for p in tmp_path.iterdir()] == ["run.pt"]   # no temporary left behind
+    assert load_checkpoint_file(path)["next_batch"] == 5  # the previous one, intact
+    assert [p.name for p in tmp_path.iterdir()] == ["run.pt"]  # no temporary left behind
     with pytest.raises(FileNotFoundError, match="checkpoint file .*nothing.pt does not exist"):
         load_checkpoint_file(tmp_path / "nothing.pt")
 
 
 class PressesCtrlC(SyntheticSource):
     """Ctrl-C while batch 4 is being read, in the middle of that training step."""
+
     armed = False
 
     def batch(self, index):
@@ -129,7 +135,7 @@ def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name
     with pytest.raises(KeyboardInterrupt):
         for record in trainer.train(10):
             seen.append(record.step)
-    assert seen == [0, 1, 2, 3, 4] and trainer.next_batch == 5   # step 4 whole, and yielded
+    assert seen == [0, 1, 2, 3, 4] and trainer.next_batch == 5  # step 4 whole, and yielded
     assert differs_from_reference(trainer, 5) == 0.0
 
 
@@ -139,8 +145,10 @@ def campaign():
     return Campaign.for_profile("tiny", steps=STEPS)
 
 
-@pytest.mark.parametrize("kind", [FaultKind.KILL_HOST, FaultKind.KILL_HOST_AT, FaultKind.KILL_PLANNER,
-                                  FaultKind.CHECKPOINT, FaultKind.SIGINT])
+@pytest.mark.parametrize(
+    "kind",
+    [FaultKind.KILL_HOST, FaultKind.KILL_HOST_AT, FaultKind.KILL_PLANNER, FaultKind.CHECKPOINT, FaultKind.SIGINT],
+)
 def test_campaign_slice_loses_nothing(campaign, kind):
     for case in default_cases(3, [kind], seed=7, steps=STEPS):
         result = campaign.run_case(case)
@@ -177,7 +185,7 @@ time.sleep(60)
 
 def still_running(pid: int) -> bool:
     try:
-        return "\nState:\tZ" not in open(f"/proc/{pid}/status").read()   # a zombie has ended
+        return "\nState:\tZ" not in open(f"/proc/{pid}/status").read()  # a zombie has ended
     except OSError:
         return False
 
@@ -196,7 +204,7 @@ def test_a_run_killed_holding_the_row_stores_lock_leaves_no_host_process():
     host = [int(pid) for pid in child.stdout.readline().split()]
     try:
         assert len(host) == 1 and child.stdout.readline().strip() == "held"
-        assert still_running(host[0])                     # waiting for the lock
+        assert still_running(host[0])  # waiting for the lock
         child.kill()
         child.wait()
         deadline = time.monotonic() + 10
@@ -220,6 +228,7 @@ def test_the_campaign_sees_a_lost_row(campaign, monkeypatch):
         for plan in item.tables:
             plan.victim_ids, plan.victim_slots = plan.victim_ids[1:], plan.victim_slots[1:]
         honest(self, item)
+
     monkeypatch.setattr(HostStages, "write_back", drops_one)
     result = campaign.run_case(FaultCase(FaultKind.CHECKPOINT, "host-process", "sgd", seed=1))
     assert not result.exact

@@ -3,6 +3,7 @@ with SGD on the CPU) against the unfused C++ backward then update, and against p
 (nn.EmbeddingBag(sparse=True), its gradient coalesced, + torch.optim.SGD): bit for bit, over random tables, bags,
 duplicates and widths (the AVX2 build's and the generic loop's), on one thread and two, with
 tables past RADIX_MIN lookups; bad input refused before any row changes."""
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -51,9 +52,15 @@ def assert_equal(a, b):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), num_tables=st.integers(1, 5), max_rows=st.integers(1, 80),
-       dim=st.sampled_from([1, 3, 4, 8, 13, 16, 24, 32, 64, 128]), max_bag=st.integers(0, 7),
-       batch=st.integers(1, 40), order=st.sampled_from(list(SummationOrder)))
+@given(
+    seed=st.integers(0, 10**6),
+    num_tables=st.integers(1, 5),
+    max_rows=st.integers(1, 80),
+    dim=st.sampled_from([1, 3, 4, 8, 13, 16, 24, 32, 64, 128]),
+    max_bag=st.integers(0, 7),
+    batch=st.integers(1, 40),
+    order=st.sampled_from(list(SummationOrder)),
+)
 def test_fused_equals_backward_then_update(threads, seed, num_tables, max_rows, dim, max_bag, batch, order):
     rows, weights, ids, offsets = make_tables(seed, num_tables, max_rows, dim, max_bag, batch)
     grad = torch.randn(batch, num_tables, dim, generator=torch.Generator().manual_seed(seed))
@@ -76,13 +83,13 @@ def test_long_tables_sort_in_the_loop_as_torch_does(threads, order):
     for o in offsets:
         o[0] = 0
     weights = [torch.randn(r, dim, generator=g) for r in rows]
-    grad = torch.randn(batch, 5, dim, generator=g)[:, 1:4]               # strides (5 dim, dim, 1)
+    grad = torch.randn(batch, 5, dim, generator=g)[:, 1:4]  # strides (5 dim, dim, 1)
     workspace = tb.BackwardWorkspace()
     mine = fused(weights, ids, offsets, grad, rows, order, workspace)
     assert_equal(mine, unfused(weights, ids, offsets, grad, rows, order))
     if order is SummationOrder.TORCH:
         assert_equal(mine, plain_pytorch(weights, ids, offsets, grad))
-    assert_equal(fused(weights, ids, offsets, grad, rows, order, workspace), mine)   # the buffer reused
+    assert_equal(fused(weights, ids, offsets, grad, rows, order, workspace), mine)  # the buffer reused
 
 
 def test_a_torch_sort_of_another_order_is_taken_as_is(monkeypatch):
@@ -98,7 +105,7 @@ def test_a_torch_sort_of_another_order_is_taken_as_is(monkeypatch):
 def test_bad_input_is_refused_before_any_row_changes():
     rows, weights, ids, offsets = make_tables(9, 2, 20, 4, 3, 6)
     bad = [ids[0], ids[1].clone()]
-    bad[1][0] = rows[1]                                               # one past the last row
+    bad[1][0] = rows[1]  # one past the last row
     with pytest.raises(ValueError, match=r"ids\[1\] holds an id outside its table"):
         fused_sgd.sort_lookups(bad, offsets, rows)
     with pytest.raises(ValueError, match=r"offsets\[1\] is not a list of bag starts"):

@@ -1,4 +1,5 @@
 """The hazard lab: correct switches give the baseline exactly; a hazard's verdict matches its counts."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -14,9 +15,11 @@ from scratchkit.trainers.scratchpipe import Hazards
 @pytest.fixture(scope="module")
 def lab():
     from scratchkit.profiles import get_profile
+
     config = get_profile("tiny")
-    config = config.replace(data=replace(config.data, table_sizes=(200, 100), batch_size=8, pooling=2),
-                            cache=CacheParams(depth=2))
+    config = config.replace(
+        data=replace(config.data, table_sizes=(200, 100), batch_size=8, pooling=2), cache=CacheParams(depth=2)
+    )
     return HazardLab(config, steps=12, slow_write_back=0.005)
 
 
@@ -37,7 +40,7 @@ def test_safe_switches_equal_the_baseline(lab):
 
 
 def test_holds_off_breaks_and_says_which_invariant(lab):
-    for _ in range(3):   # the race needs Plan to run ahead of Train; it nearly always does
+    for _ in range(3):  # the race needs Plan to run ahead of Train; it nearly always does
         result = lab.run(Hazards(holds=False))
         wrong = sum(r.lookups - r.hits for r in result.records)
         if wrong or result.max_abs_diff > 0:

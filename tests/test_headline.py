@@ -1,33 +1,47 @@
 """The course's headline (scratchkit/course/headline.py): the projection record as the README's
 and notebook 05's table, each design's samples/s and bound, ScratchPipe's speed over its peers."""
+
 import json
 from pathlib import Path
 
-from scratchkit.course.headline import (DESIGNS, PIPELINE, SERVER, headline_markdown, headline_rows, headline_table,
-                                        peer_rows)
+from scratchkit.course.headline import (
+    DESIGNS,
+    PIPELINE,
+    SERVER,
+    headline_markdown,
+    headline_rows,
+    headline_table,
+    peer_rows,
+)
 from scratchkit.trainers import PEERS, PRODUCTION_PEER, versus
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def made_up_record() -> dict:
-    at = lambda speed, bound, **ratios: {SERVER: {"samples_per_s": speed, "bound_stage": bound, **ratios},
-                                         "v100-pcie3": {"samples_per_s": 1.0, "bound_stage": "elsewhere",
-                                                        **{k: v + 10 for k, v in ratios.items()}}}
+    at = lambda speed, bound, **ratios: {
+        SERVER: {"samples_per_s": speed, "bound_stage": bound, **ratios},
+        "v100-pcie3": {"samples_per_s": 1.0, "bound_stage": "elsewhere", **{k: v + 10 for k, v in ratios.items()}},
+    }
     trainers = {d: at(1000.0 * (i + 1), f"stage{i}") for i, d in enumerate(DESIGNS)}
     trainers[PIPELINE] = at(123_456.0, "train", **{versus(peer): 4.0 + i for i, peer in enumerate(PEERS)})
-    return {"command": "made up", "commit": "abc1234", "date": "today", "machine": "none",
-            "figures": {"wide": trainers}}
+    return {
+        "command": "made up",
+        "commit": "abc1234",
+        "date": "today",
+        "machine": "none",
+        "figures": {"wide": trainers},
+    }
 
 
 def test_a_row_per_workload_with_each_design_on_the_server_and_the_pipelines_ratios():
     head, rows = headline_rows(made_up_record())
-    assert head[0] == "workload" and head[1:1 + len(DESIGNS)] == list(DESIGNS)
+    assert head[0] == "workload" and head[1 : 1 + len(DESIGNS)] == list(DESIGNS)
     (row,) = rows
     assert row[0] == "wide"
-    assert row[1 + DESIGNS.index(PIPELINE)] == "123k, train"           # thousands, the bound named
-    assert row[1] == "1k, stage0"                                       # the first design, not the V100's
-    assert row[1 + len(DESIGNS):] == [f"{4.0 + i:.2f}" for i in range(len(PEERS))]
+    assert row[1 + DESIGNS.index(PIPELINE)] == "123k, train"  # thousands, the bound named
+    assert row[1] == "1k, stage0"  # the first design, not the V100's
+    assert row[1 + len(DESIGNS) :] == [f"{4.0 + i:.2f}" for i in range(len(PEERS))]
 
 
 def test_the_peer_table_has_a_column_per_server_with_what_bounds_the_peer():

@@ -1,4 +1,5 @@
 """HitCurves: every curve equals the per-capacity simulators; traces and curves are made once."""
+
 import numpy as np
 import pytest
 
@@ -10,8 +11,9 @@ from scratchkit.sim import simulate
 
 @pytest.fixture(scope="module")
 def curves():
-    return HitCurves(DataConfig(table_sizes=(600, 50), pooling=2, batch_size=16, num_batches=100),
-                     num_batches=12, points=8)
+    return HitCurves(
+        DataConfig(table_sizes=(600, 50), pooling=2, batch_size=16, num_batches=100), num_batches=12, points=8
+    )
 
 
 @pytest.mark.parametrize("policy", ["lru", "static", "lfu", "opt"])

@@ -1,4 +1,5 @@
 """InMemoryDataset, the batch source the real-format loaders return: slicing and its refusals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,13 +29,16 @@ def test_batch_i_is_rows_i_times_b_to_i_plus_one_times_b():
     assert batch.lookups() == 8
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d, i, y: (d[:9], i, y), r"dense must be \[N, num_dense\]"),
-    (lambda d, i, y: (d, i[:1], y), r"ids must be \[num_tables=2, N=10\], got \(1, 10\)"),
-    (lambda d, i, y: (d, i + 5, y), r"table 0: ids must lie in \[0, 5\)"),
-    (lambda d, i, y: (d, i - 5, y), r"table 0: ids must lie in \[0, 5\)"),
-    (lambda d, i, y: (d, i, y * 2), "labels must be 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d, i, y: (d[:9], i, y), r"dense must be \[N, num_dense\]"),
+        (lambda d, i, y: (d, i[:1], y), r"ids must be \[num_tables=2, N=10\], got \(1, 10\)"),
+        (lambda d, i, y: (d, i + 5, y), r"table 0: ids must lie in \[0, 5\)"),
+        (lambda d, i, y: (d, i - 5, y), r"table 0: ids must lie in \[0, 5\)"),
+        (lambda d, i, y: (d, i, y * 2), "labels must be 0 or 1"),
+    ],
+)
 def test_inconsistent_arrays_are_refused(change, message):
     dense, ids, labels, tables = arrays()
     with pytest.raises(ValueError, match=message):

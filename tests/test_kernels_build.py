@@ -1,4 +1,5 @@
 """Building the `.cu` sources: for the host (g++ + compat header), for real GPUs (nvcc), for CuPy."""
+
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ def parse_kernels(text):
     for name, params in re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', text):
         kinds = []
         for param in params.split(","):
-            words = param.replace("*", " * ").replace("const", " ").split()[:-1]   # drop the name
+            words = param.replace("*", " * ").replace("const", " ").split()[:-1]  # drop the name
             c_type = " ".join(words).replace(" *", "*")
             kinds.append(next((a for a in Arg if a.value == c_type), c_type))
         found[name] = tuple(kinds)
@@ -38,8 +39,11 @@ def test_host_launcher_refuses_wrong_arrays():
     table = np.zeros((4, 3), dtype=np.float32)
     with pytest.raises(TypeError, match="gather_rows argument 2 must be a C-contiguous int64 array, got int32"):
         engine.gather_rows(table, np.array([1, 2], dtype=np.int32))
-    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous float32 array, got float32 "
-                                        r"\(C-contiguous: False\)"):
+    with pytest.raises(
+        TypeError,
+        match="argument 0 must be a C-contiguous float32 array, got float32 "
+        r"\(C-contiguous: False\)",
+    ):
         engine.gather_rows(np.zeros((3, 4), np.float32).T, np.array([1]))
 
 
@@ -55,10 +59,25 @@ def test_signature_table_matches_the_cu_files():
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found: skipping the compile check for real GPUs")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_cu_file_compiles_for_gpus(tmp_path, arch):
-    procs = [(source, subprocess.Popen(
-        [NVCC, "--cubin", f"-arch={arch}", "-o", str(tmp_path / f"{source}.{arch}.cubin"),
-         str(KERNEL_DIR / source)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        for source in CU_FILES]
+    procs = [
+        (
+            source,
+            subprocess.Popen(
+                [
+                    NVCC,
+                    "--cubin",
+                    f"-arch={arch}",
+                    "-o",
+                    str(tmp_path / f"{source}.{arch}.cubin"),
+                    str(KERNEL_DIR / source),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
+        )
+        for source in CU_FILES
+    ]
     for source, proc in procs:
         log, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, f"nvcc -arch={arch} {source} failed:\n{log}"
@@ -70,12 +89,12 @@ def test_line_directive_makes_gpu_compile_errors_name_the_file(tmp_path):
     broken = tmp_path / "broken_kernel.cu"
     broken.write_text('extern "C" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n')
     unit = tmp_path / "as_cupy_sees_it.cu"
-    unit.write_text("// text before the kernel, as if pasted from a Python string\n\n"
-                    + with_line_directive(broken))
-    proc = subprocess.run([NVCC, "--cubin", "-arch=sm_80", "-o", str(tmp_path / "x.cubin"),
-                           str(unit)], capture_output=True, text=True)
+    unit.write_text("// text before the kernel, as if pasted from a Python string\n\n" + with_line_directive(broken))
+    proc = subprocess.run(
+        [NVCC, "--cubin", "-arch=sm_80", "-o", str(tmp_path / "x.cubin"), str(unit)], capture_output=True, text=True
+    )
     assert proc.returncode != 0
-    assert f"{broken}(2)" in proc.stdout + proc.stderr       # file and line of the error
+    assert f"{broken}(2)" in proc.stdout + proc.stderr  # file and line of the error
 
 
 def test_cupy_source_starts_with_the_line_directive():
@@ -91,9 +110,9 @@ def test_host_build_goes_to_the_cache_and_is_reused(tmp_path):
     for lib in libraries.values():
         assert lib.parent == tmp_path and lib.exists()
     stamps = {lib: lib.stat().st_mtime_ns for lib in libraries.values()}
-    assert build(cache_dir=tmp_path) == libraries             # second call: nothing rebuilt
+    assert build(cache_dir=tmp_path) == libraries  # second call: nothing rebuilt
     assert {lib: lib.stat().st_mtime_ns for lib in libraries.values()} == stamps
-    assert not list(KERNEL_DIR.glob("*.so"))                 # never into the package
+    assert not list(KERNEL_DIR.glob("*.so"))  # never into the package
 
 
 def copy_kernels(tmp_path):
@@ -153,13 +172,19 @@ def test_engine_resolution(monkeypatch):
 
 
 def test_import_and_cpu_use_never_touch_cupy():
-    code = ("import sys, numpy as np\n"
-            "import scratchkit.kernels, scratchkit.kernels.scratchpad, scratchkit.kernels.cupy_loader\n"
-            "pad = scratchkit.kernels.scratchpad.Scratchpad(100, 8, 4, engine='auto', device='cpu')\n"
-            "pad.insert([3], [0]); assert pad.query([3]).tolist() == [0]\n"
-            "assert 'cupy' not in sys.modules, 'cupy was imported'\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(KERNEL_DIR.parents[1])})
+    code = (
+        "import sys, numpy as np\n"
+        "import scratchkit.kernels, scratchkit.kernels.scratchpad, scratchkit.kernels.cupy_loader\n"
+        "pad = scratchkit.kernels.scratchpad.Scratchpad(100, 8, 4, engine='auto', device='cpu')\n"
+        "pad.insert([3], [0]); assert pad.query([3]).tolist() == [0]\n"
+        "assert 'cupy' not in sys.modules, 'cupy was imported'\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(KERNEL_DIR.parents[1])},
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -167,6 +192,5 @@ def test_only_backend_imports_cupy():
     """backend.py decides what is available; every other module asks it (get_cupy, get_nvrtc)."""
     package = KERNEL_DIR.parent
     pattern = re.compile(r"^\s*(import cupy|from cupy|.*import_module\([\"']cupy)", re.M)
-    importers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
-                       if pattern.search(p.read_text()))
+    importers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if pattern.search(p.read_text()))
     assert importers == ["backend.py"]

@@ -9,6 +9,7 @@ Exact comparisons, and why they can be exact:
 Toleranced comparisons use references computed another way (torch's embedding_bag, float64 math),
 whose summation order or precision differs from ours.
 """
+
 import ctypes
 import ctypes.util
 
@@ -31,7 +32,7 @@ def make_batch(rng, capacity, num_bags, max_bag, empty_bags=True):
     return slots, offsets
 
 
-CASES = {   # name: (capacity, dim, num_bags, max_bag)
+CASES = {  # name: (capacity, dim, num_bags, max_bag)
     "typical": (40, 8, 30, 12),
     "one_slot_everywhere": (1, 5, 6, 9),
     "wide_rows": (16, 67, 5, 4),
@@ -64,17 +65,17 @@ def test_forward_equals_twin(engine, name):
 def test_forward_edge_bags(engine):
     rows = np.arange(12, dtype=np.float32).reshape(4, 3)
     slots = np.array([2, 2, 0, 3], dtype=np.int64)
-    offsets = np.array([0, 0, 2, 4], dtype=np.int64)     # bag 0 empty, last bag empty (ends at nnz)
+    offsets = np.array([0, 0, 2, 4], dtype=np.int64)  # bag 0 empty, last bag empty (ends at nnz)
     got = host(engine, engine.embedding_bag_forward(*on(engine, rows, slots, offsets)))
     np.testing.assert_array_equal(got, [[0, 0, 0], rows[2] * 2, rows[0] + rows[3], [0, 0, 0]])
 
 
 def test_twin_forward_matches_torch_embedding_bag():
     rows, slots, offsets, _ = case("typical", seed=3)
-    want = torch.nn.functional.embedding_bag(torch.from_numpy(slots), torch.from_numpy(rows),
-                                             torch.from_numpy(offsets), mode="sum")
-    np.testing.assert_allclose(twin.embedding_bag_forward(rows, slots, offsets), want.numpy(),
-                               rtol=1e-6, atol=1e-6)
+    want = torch.nn.functional.embedding_bag(
+        torch.from_numpy(slots), torch.from_numpy(rows), torch.from_numpy(offsets), mode="sum"
+    )
+    np.testing.assert_allclose(twin.embedding_bag_forward(rows, slots, offsets), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
 OPTIMIZERS = ("sgd", "rowwise_adagrad", "adagrad")
@@ -103,8 +104,7 @@ def test_backward_update_equals_twin_bitwise(engine, optimizer, name):
     rows, slots, offsets, grad = case(name, seed=1)
     state = initial_state(optimizer, rows, np.random.default_rng(2))
     got_rows, got_state = run_update(engine, optimizer, rows.copy(), state.copy(), slots, offsets, grad)
-    want_rows, want_state = run_update(make_engine("twin"), optimizer, rows.copy(), state.copy(),
-                                       slots, offsets, grad)
+    want_rows, want_state = run_update(make_engine("twin"), optimizer, rows.copy(), state.copy(), slots, offsets, grad)
     np.testing.assert_array_equal(got_rows, want_rows)
     if want_state is not None:
         np.testing.assert_array_equal(got_state, want_state)
@@ -116,10 +116,10 @@ def test_backward_update_equals_twin_bitwise(engine, optimizer, name):
 def test_host_result_does_not_depend_on_block_size(block):
     rows, slots, offsets, grad = case("typical", seed=4)
     state = initial_state("rowwise_adagrad", rows, np.random.default_rng(5))
-    got = run_update(make_engine("host", threads_per_block=block), "rowwise_adagrad",
-                     rows.copy(), state.copy(), slots, offsets, grad)
-    want = run_update(make_engine("twin"), "rowwise_adagrad", rows.copy(), state.copy(),
-                      slots, offsets, grad)
+    got = run_update(
+        make_engine("host", threads_per_block=block), "rowwise_adagrad", rows.copy(), state.copy(), slots, offsets, grad
+    )
+    want = run_update(make_engine("twin"), "rowwise_adagrad", rows.copy(), state.copy(), slots, offsets, grad)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
 
@@ -130,9 +130,10 @@ def test_twin_update_matches_float64_reference(optimizer):
     rows, slots, offsets, grad = case("typical", seed=6)
     state = initial_state(optimizer, rows, np.random.default_rng(7))
     lr, eps = 0.05, 1e-8
-    got_rows, got_state = run_update(make_engine("twin"), optimizer, rows.copy(), state.copy(),
-                                     slots, offsets, grad, lr, eps)
-    g = np.zeros(rows.shape)                                  # [capacity, dim] float64
+    got_rows, got_state = run_update(
+        make_engine("twin"), optimizer, rows.copy(), state.copy(), slots, offsets, grad, lr, eps
+    )
+    g = np.zeros(rows.shape)  # [capacity, dim] float64
     ends = np.append(offsets[1:], len(slots))
     for bag, (begin, end) in enumerate(zip(offsets, ends)):
         for slot in slots[begin:end]:
@@ -173,7 +174,8 @@ def test_twin_sgd_matches_torch_index_add_and_add_alpha_bitwise():
     unique, where = np.unique(slots, return_inverse=True)
     bag_of = np.searchsorted(offsets, np.arange(len(slots)), side="right") - 1
     coalesced = torch.zeros(len(unique), rows.shape[1]).index_add_(
-        0, torch.from_numpy(where), torch.from_numpy(grad[bag_of]))
+        0, torch.from_numpy(where), torch.from_numpy(grad[bag_of])
+    )
     want = torch.from_numpy(rows.copy())
     want[torch.from_numpy(unique)] = want[torch.from_numpy(unique)].add(coalesced, alpha=-lr)
     np.testing.assert_array_equal(got, want.numpy())
@@ -207,6 +209,6 @@ def test_fma_f32_rounds_once_where_double_rounding_would_not():
     b = np.float32((1 - 2**-23) * 2**-12)
     c = np.float32(1 + 2**-23)
     naive = np.float32(np.float64(a) * np.float64(b) + np.float64(c))
-    assert naive != np.float32(fmaf(a, b, c))               # the trap is real
+    assert naive != np.float32(fmaf(a, b, c))  # the trap is real
     assert twin.fma_f32(a, b, c) == np.float32(fmaf(a, b, c)) == c
     assert twin.fma_f32(-a, b, -c) == np.float32(fmaf(-a, b, -c))

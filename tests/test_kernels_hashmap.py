@@ -5,6 +5,7 @@ threads serially in index order, which is the twin's order, so its table layout 
 of every bucket) must also equal the twin's exactly. A GPU inserts concurrently, so for CuPy only
 the answers are compared.
 """
+
 import numpy as np
 
 from scratchkit.kernels import twin
@@ -78,7 +79,7 @@ def test_random_operations_match_dict_and_twin(engine):
         pair.insert(new, np.arange(next_slot, next_slot + 20))
         next_slot += 20
         present = np.array(sorted(pair.model))
-        pair.query(rng.choice(universe, size=60))                         # hits, misses, repeats
+        pair.query(rng.choice(universe, size=60))  # hits, misses, repeats
         pair.erase(rng.choice(present, size=7, replace=False))
     assert len(pair.model) == 6 * 13
 
@@ -96,9 +97,9 @@ def test_all_hits_all_misses_and_duplicates(engine):
     pair = Pair(engine, 64)
     ids = np.arange(100, 130)
     pair.insert(ids, np.arange(30))
-    assert (pair.query(ids) >= 0).all()                          # all hits
-    assert (pair.query(np.arange(1000, 1050)) == -1).all()       # all misses
-    got = pair.query([101, 101, 7, 101, 7])                      # duplicates within a batch
+    assert (pair.query(ids) >= 0).all()  # all hits
+    assert (pair.query(np.arange(1000, 1050)) == -1).all()  # all misses
+    got = pair.query([101, 101, 7, 101, 7])  # duplicates within a batch
     np.testing.assert_array_equal(got, [1, 1, -1, 1, -1])
 
 
@@ -107,19 +108,19 @@ def test_colliding_ids_chain_skip_tombstones_and_reuse_them(engine):
     ids = colliding_ids(home=10, mask=mask, count=6)
     pair = Pair(engine, mask + 1)
     pair.insert(ids, np.arange(6))
-    if engine.name != "cupy":   # serial insertion fills the chain in order: home, home+1, ...
+    if engine.name != "cupy":  # serial insertion fills the chain in order: home, home+1, ...
         np.testing.assert_array_equal(pair.keys[10:16], ids)
-    pair.erase(ids[2:3])                                   # a tombstone in the middle of the chain
-    pair.query(ids)                                        # later ids are found past it
+    pair.erase(ids[2:3])  # a tombstone in the middle of the chain
+    pair.query(ids)  # later ids are found past it
     newcomer = colliding_ids(home=10, mask=mask, count=7)[6:]
     reused, failed = pair.insert(newcomer, [40])
-    assert (reused, failed) == (1, 0)                      # the tombstone is taken again
+    assert (reused, failed) == (1, 0)  # the tombstone is taken again
     pair.query(np.concatenate([ids, newcomer]))
 
 
 def test_chain_wraps_around_the_end_of_the_table(engine):
     mask = 31
-    ids = colliding_ids(home=mask, mask=mask, count=4)     # home is the last bucket
+    ids = colliding_ids(home=mask, mask=mask, count=4)  # home is the last bucket
     pair = Pair(engine, mask + 1)
     pair.insert(ids, [3, 2, 1, 0])
     pair.query(ids)
@@ -131,11 +132,11 @@ def test_nearly_full_and_full_table(engine):
     rng = np.random.default_rng(3)
     pair = Pair(engine, 16)
     ids = rng.choice(10**6, size=16, replace=False)
-    pair.insert(ids[:15], np.arange(15))                   # one EMPTY bucket left
+    pair.insert(ids[:15], np.arange(15))  # one EMPTY bucket left
     pair.query(np.concatenate([ids, rng.integers(10**6, 2 * 10**6, 20)]))
-    pair.insert(ids[15:], [15])                            # no EMPTY bucket at all
+    pair.insert(ids[15:], [15])  # no EMPTY bucket at all
     pair.query(np.concatenate([ids, rng.integers(10**6, 2 * 10**6, 20)]))  # misses still end
-    assert pair.insert([2 * 10**6 + 1], [99]) == (0, 1)    # no bucket: reported, not looped forever
+    assert pair.insert([2 * 10**6 + 1], [99]) == (0, 1)  # no bucket: reported, not looped forever
     pair.model.pop(2 * 10**6 + 1)
     pair.erase(ids[:3])
     pair.query(ids)
@@ -144,4 +145,4 @@ def test_nearly_full_and_full_table(engine):
 def test_twin_hash_spreads_sequential_ids():
     """Sanity of the hash itself: consecutive ids land in many different buckets."""
     homes = twin.home_buckets(np.arange(4096), 4095)
-    assert len(np.unique(homes)) > 0.6 * 4096              # a random map fills ~63%
+    assert len(np.unique(homes)) > 0.6 * 4096  # a random map fills ~63%

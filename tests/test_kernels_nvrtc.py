@@ -3,6 +3,7 @@
 Needs CuPy and libnvrtc (the kernels-ci extra), not a GPU. CI installs them, and conftest's
 `require_nvrtc` fails instead of skipping under CI=true, so these checks always run there.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,10 +13,22 @@ import pytest
 
 from conftest import require_nvrtc
 from scratchkit.projection.hardware import get_hardware, hardware_names
-from scratchkit.kernels.compiled import (KernelSignatureError, check_compiled, cubin_functions,
-                                         expected_params, float_instructions, ptx_entries)
-from scratchkit.kernels.cupy_loader import (CI_TARGETS, GPU_ARCHITECTURES, KernelCompileError,
-                                            compile_checked, cuda_binary, target_for)
+from scratchkit.kernels.compiled import (
+    KernelSignatureError,
+    check_compiled,
+    cubin_functions,
+    expected_params,
+    float_instructions,
+    ptx_entries,
+)
+from scratchkit.kernels.cupy_loader import (
+    CI_TARGETS,
+    GPU_ARCHITECTURES,
+    KernelCompileError,
+    compile_checked,
+    cuda_binary,
+    target_for,
+)
 from scratchkit.kernels.signatures import KERNEL_DIR, KERNELS, SOURCES, Arg, Kernel, kernels_in
 
 CU_FILES = sorted(p.name for p in KERNEL_DIR.glob("*.cu"))
@@ -64,15 +77,15 @@ def test_nvrtc_knows_every_ci_target(nvrtc):
 
 @pytest.mark.parametrize("source,target", CASES)
 def test_the_loader_finds_every_kernel_by_name_and_signature(source, target, tmp_path):
-    path = cuda_binary(source, target, cache_dir=tmp_path)          # the loader's own cache path
+    path = cuda_binary(source, target, cache_dir=tmp_path)  # the loader's own cache path
     cubin = path.read_bytes()
     assert cubin[:4] == b"\x7fELF" and path.suffix == ".cubin"
     names = {k.name for k in kernels_in(source)}
-    assert names and names <= cubin_functions(cubin)                  # what get_function looks up
+    assert names and names <= cubin_functions(cubin)  # what get_function looks up
     entries = ptx_entries(compiled(source, target).ptx)
     assert set(entries) == names
-    for kernel in kernels_in(source):                                 # one PTX param per argument,
-        assert len(entries[kernel.name]) == len(kernel.args)          # 8 bytes, or 4 for a float
+    for kernel in kernels_in(source):  # one PTX param per argument,
+        assert len(entries[kernel.name]) == len(kernel.args)  # 8 bytes, or 4 for a float
         assert entries[kernel.name] == expected_params(kernel)
         assert [p == "f32" for p in entries[kernel.name]] == [a is Arg.F32 for a in kernel.args]
 
@@ -130,15 +143,21 @@ def edited_table(name: str, args: tuple[Arg, ...] | None = None, rename: str | N
     return {k: v for k, v in KERNELS.items() if k != name} | {changed.name: changed}
 
 
-@pytest.mark.parametrize("change,message", [
-    (dict(args=KERNELS["gather_rows"].args[:-1]), r"gather_rows takes \(u64, u64, u64, u64, u64\) in "
-                                                  r"PTX, but the launchers pass \(u64, u64, u64, u64\)"),
-    (dict(args=(Arg.F32_ARRAY, Arg.F32, Arg.I64_ARRAY, Arg.I64, Arg.F32_ARRAY)), r"gather_rows takes"),
-    (dict(rename="gather_row"), r"'gather_row' is in the signature table but not in the compiled"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            dict(args=KERNELS["gather_rows"].args[:-1]),
+            r"gather_rows takes \(u64, u64, u64, u64, u64\) in "
+            r"PTX, but the launchers pass \(u64, u64, u64, u64\)",
+        ),
+        (dict(args=(Arg.F32_ARRAY, Arg.F32, Arg.I64_ARRAY, Arg.I64, Arg.F32_ARRAY)), r"gather_rows takes"),
+        (dict(rename="gather_row"), r"'gather_row' is in the signature table but not in the compiled"),
+    ],
+)
 def test_a_launch_signature_that_disagrees_with_the_source_fails(change, message):
     ptx = compiled("rows.cu", "sm_90").ptx
-    check_compiled("rows.cu", ptx, kernels=KERNELS)                 # the real table agrees
+    check_compiled("rows.cu", ptx, kernels=KERNELS)  # the real table agrees
     with pytest.raises(KernelSignatureError, match=message):
         check_compiled("rows.cu", ptx, kernels=edited_table("gather_rows", **change))
 

@@ -1,4 +1,5 @@
 """rows.cu (gather / scatter by slot) against plain NumPy indexing, on every engine."""
+
 import numpy as np
 import pytest
 
@@ -14,7 +15,7 @@ def host(engine, a):
 def test_gather_rows(engine, width, n):
     rng = np.random.default_rng(n * 100 + width)
     table = rng.standard_normal((50, width)).astype(np.float32)
-    slots = rng.integers(0, 50, n)                         # repeats allowed when reading
+    slots = rng.integers(0, 50, n)  # repeats allowed when reading
     got = host(engine, engine.gather_rows(engine.xp.asarray(table), engine.xp.asarray(slots)))
     assert got.shape == (n, width)
     for i, slot in enumerate(slots):

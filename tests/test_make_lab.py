@@ -4,6 +4,7 @@ It serves notebooks/ through jupytext's contents manager, so a save there writes
 The test passes no TOKEN: it reads the URL `make lab` prints, as a user copies it, and opens it.
 (With `TOKEN ?= $(shell ...)` the Makefile made a new token at each use, and the URL it printed
 was refused; a test that passed TOKEN= itself could not see that.)"""
+
 import json
 import os
 import re
@@ -54,8 +55,14 @@ def test_make_lab_prints_a_url_that_opens_the_course(tmp_path):
     port = free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"), JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"))
     env.pop("TOKEN", None)
-    proc = subprocess.Popen(["make", "-s", "lab", f"PORT={port}"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"PORT={port}"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         url, lines = printed_url(proc, 60)
         assert url.startswith(f"http://127.0.0.1:{port}/lab?token=")

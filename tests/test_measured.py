@@ -1,5 +1,6 @@
 """Measured constants live in scratchkit/measured.json with their provenance, and the code reads
 them from there (scratchkit/measured.py)."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def test_the_servers_host_core_is_read_from_its_data_file_with_its_provenance():
         assert data.get(key), f"{HOST_CORE_FILE}: no {key!r}"
     h100 = server("h100-pcie5").to_json()
     for name, value in data["fields"].items():
-        assert all(server(s).to_json()[name] == value for s in SERVERS), name   # JSON form: the file's
+        assert all(server(s).to_json()[name] == value for s in SERVERS), name  # JSON form: the file's
         assert HOST_CORE_FILE.name in server("h100-pcie5").sources[name], name
     assert h100["host_op_latency"] == data["fields"]["host_op_latency"] > 0
 
@@ -64,6 +65,7 @@ def test_the_miss_share_is_what_a_run_fetches_today():
 
 def test_the_criteo_skew_profile_reads_the_fitted_exponents():
     from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES, CRITEO_KAGGLE_EXPONENTS
+
     assert CRITEO_KAGGLE_EXPONENTS == tuple(measured("criteo_kaggle_exponents"))
     assert len(CRITEO_KAGGLE_EXPONENTS) == len(CRITEO_KAGGLE_CARDINALITIES)
 
@@ -81,6 +83,7 @@ def test_the_small_features_exponents_fit_again_from_the_sample():
         pytest.skip(f"no Criteo Kaggle sample at {DEFAULT}")
     from scratchkit.data.criteo import load_criteo
     from scratchkit.profiles import CRITEO_KAGGLE_CARDINALITIES as sizes
+
     data = load_criteo(DEFAULT, list(sizes), batch_size=1)
     small = [t for t, size in enumerate(sizes) if size < 20_000]
     assert len(small) >= 10

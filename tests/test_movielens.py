@@ -1,4 +1,5 @@
 """The MovieLens loader: u.data and ratings.csv written here, checked against a plain reading."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,13 +10,30 @@ import pytest
 from scratchkit.data.movielens import MovieLensFormat, load_movielens
 
 # (user, movie, rating, timestamp): ids from 1 like MovieLens, half stars only in ratings.csv
-RATINGS = [(196, 242, 3, 881250949), (186, 302, 3, 891717742), (22, 377, 1, 878887116),
-           (244, 51, 2, 880606923), (166, 346, 1, 886397596), (298, 474, 4, 884182806),
-           (115, 265, 2, 881171488), (253, 465, 5, 891628467), (305, 451, 3, 886324817),
-           (6, 86, 3, 883603013), (62, 257, 2, 879372434), (286, 1014, 5, 879781125)]
-HALF_STARS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (1, 1061, 3.5, 1260759182),
-              (2, 10, 4.0, 835355493), (2, 17, 5.0, 835355681), (3, 60, 0.5, 1298861675),
-              (7, 3, 4.5, 851866703), (7, 1, 3.9, 851866704)]
+RATINGS = [
+    (196, 242, 3, 881250949),
+    (186, 302, 3, 891717742),
+    (22, 377, 1, 878887116),
+    (244, 51, 2, 880606923),
+    (166, 346, 1, 886397596),
+    (298, 474, 4, 884182806),
+    (115, 265, 2, 881171488),
+    (253, 465, 5, 891628467),
+    (305, 451, 3, 886324817),
+    (6, 86, 3, 883603013),
+    (62, 257, 2, 879372434),
+    (286, 1014, 5, 879781125),
+]
+HALF_STARS = [
+    (1, 31, 2.5, 1260759144),
+    (1, 1029, 3.0, 1260759179),
+    (1, 1061, 3.5, 1260759182),
+    (2, 10, 4.0, 835355493),
+    (2, 17, 5.0, 835355681),
+    (3, 60, 0.5, 1298861675),
+    (7, 3, 4.5, 851866703),
+    (7, 1, 3.9, 851866704),
+]
 
 
 def write_u_data(path, rows):
@@ -71,8 +89,11 @@ def test_threshold_and_table_sizes_can_be_given(tmp_path):
     data = load_movielens(path, batch_size=8, like_threshold=3.0, table_sizes=(10, 2000))
     check_against_reference(data, HALF_STARS, threshold=3.0)
     assert data.table_sizes == (10, 2000)
-    with pytest.raises(ValueError, match=r"ratings\.csv:3: column 2 \(movieId\) '1029' does not fit "
-                                         r"the movies table of 1029 rows"):
+    with pytest.raises(
+        ValueError,
+        match=r"ratings\.csv:3: column 2 \(movieId\) '1029' does not fit "
+        r"the movies table of 1029 rows",
+    ):
         load_movielens(path, batch_size=8, table_sizes=(10, 1029))  # rows 0..1028: id 1029 is one too many
     skipped = load_movielens(path, batch_size=2, table_sizes=(10, 1029), errors="skip")
     assert skipped.report.skip_reasons == {"id outside table": 2}  # movies 1029 and 1061
@@ -121,15 +142,19 @@ def test_csv_errors_count_the_header_line(tmp_path):
     assert data.report.skip_reasons == {"bad rating": 1, "wrong column count": 1}
     assert data.report.first_errors == [
         f"{path}:3: column 3 (rating) 'x' is not a non-negative number",
-        f"{path}:4: expected 4 comma-separated columns (userId, movieId, rating, timestamp), found 3"]
+        f"{path}:4: expected 4 comma-separated columns (userId, movieId, rating, timestamp), found 3",
+    ]
 
 
 def test_a_wrong_or_missing_header_always_raises(tmp_path):
     no_header = tmp_path / "ratings.csv"
     no_header.write_text("1,31,2.5,1260759144\n")
     for errors in ("raise", "skip"):
-        with pytest.raises(ValueError, match=r"ratings\.csv:1: expected the header "
-                                             r"'userId,movieId,rating,timestamp', found '1,31,2.5,1260759144'"):
+        with pytest.raises(
+            ValueError,
+            match=r"ratings\.csv:1: expected the header "
+            r"'userId,movieId,rating,timestamp', found '1,31,2.5,1260759144'",
+        ):
             load_movielens(no_header, batch_size=1, errors=errors)
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -167,8 +192,9 @@ def test_time_feature_spans_zero_to_one(tmp_path):
 SAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "samples"
 
 
-@pytest.mark.parametrize("name, separator, header", [("movielens-synthetic-u.data", "\t", 0),
-                                                     ("movielens-synthetic-ratings.csv", ",", 1)])
+@pytest.mark.parametrize(
+    "name, separator, header", [("movielens-synthetic-u.data", "\t", 0), ("movielens-synthetic-ratings.csv", ",", 1)]
+)
 def test_synthetic_samples_load_as_written(name, separator, header):
     lines = (SAMPLES / name).read_text().splitlines()[header:]
     rows = [(int(u), int(m), float(r), int(t)) for u, m, r, t in (line.split(separator) for line in lines)]

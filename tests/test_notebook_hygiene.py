@@ -1,4 +1,5 @@
 """Saved notebooks: no widget state (a plotly FigureWidget stores ~5 MB), no stale outputs, no errors."""
+
 import json
 from pathlib import Path
 
@@ -17,8 +18,9 @@ def test_notebook_is_clean(path):
     nb = json.loads(path.read_text())
     assert "widgets" not in nb.get("metadata", {}), "widget state saved: strip it"
     assert path.stat().st_size < 200_000, "too big: outputs or widget state saved"
-    assert nb["metadata"].get("kernelspec", {}).get("name") == "python3", \
+    assert nb["metadata"].get("kernelspec", {}).get("name") == "python3", (
         "no python3 kernelspec: save it from JupyterLab, or give its .py the header of another notebook's"
+    )
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code":
             continue

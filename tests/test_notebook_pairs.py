@@ -1,6 +1,7 @@
 """Each course notebook is a pair: NN_name.py (jupytext's percent format, the source reviewed in diffs)
 and NN_name.ipynb (what nbval runs, with the outputs it checks). A pair whose cells differ fails here,
 with the command that syncs it; JupyterLab writes both files on save (tests/test_browser.py)."""
+
 import re
 import shutil
 from itertools import zip_longest
@@ -48,8 +49,10 @@ def first_different_line(ipynb: str, text: str) -> str:
 
 
 def out_of_sync(notebook: Path, difference: str) -> str:
-    return (f"{notebook.name} and {notebook.with_suffix('.py').name} differ at {difference}.\n"
-            f"Sync them: {sync_command(notebook.with_suffix('.py'))}  (jupytext keeps the cells of the file saved last)")
+    return (
+        f"{notebook.name} and {notebook.with_suffix('.py').name} differ at {difference}.\n"
+        f"Sync them: {sync_command(notebook.with_suffix('.py'))}  (jupytext keeps the cells of the file saved last)"
+    )
 
 
 def test_jupytext_pairs_the_course_with_percent_scripts():
@@ -117,4 +120,4 @@ def test_checked_outputs_name_no_machine_path(notebook):
         for output in cell.get("outputs", []):
             text = output.get("text", "") + "".join(output.get("data", {}).get("text/plain", ""))
             found = ABSOLUTE_PATH.search(text)
-            assert found is None, f"{notebook.name} cell {i} prints a machine's path: ...{text[found.start():][:60]}"
+            assert found is None, f"{notebook.name} cell {i} prints a machine's path: ...{text[found.start() :][:60]}"

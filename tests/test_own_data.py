@@ -1,5 +1,6 @@
 """Your own data: the streaming loaders (fast path vs the line parser, blocks, derived table
 sizes, the converted folder), TorchRec's .npy layout, and `scratchkit.data.open`."""
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,7 @@ def criteo_rows(n: int, seed: int = 0, hashes: int = 50) -> list[list[str]]:
     rows = []
     for _ in range(n):
         dense = ["" if rng.random() < 0.2 else str(rng.integers(-3, 70_000)) for _ in range(13)]
-        cats = ["" if rng.random() < 0.15 else f"{rng.integers(0, hashes) * 2654435761 % 2**32:08x}"
-                for _ in range(26)]
+        cats = ["" if rng.random() < 0.15 else f"{rng.integers(0, hashes) * 2654435761 % 2**32:08x}" for _ in range(26)]
         rows.append([str(rng.integers(0, 2)), *dense, *cats])
     return rows
 
@@ -38,8 +38,12 @@ def write(path, rows, newline="\n"):
     return path
 
 
-FAST_READERS = [pytest.param(True, id="c++", marks=pytest.mark.skipif(
-    not native_loader_available(), reason="no C++ compiler here")), pytest.param(False, id="pyarrow")]
+FAST_READERS = [
+    pytest.param(
+        True, id="c++", marks=pytest.mark.skipif(not native_loader_available(), reason="no C++ compiler here")
+    ),
+    pytest.param(False, id="pyarrow"),
+]
 
 
 @pytest.mark.parametrize("native", FAST_READERS)
@@ -58,8 +62,17 @@ def test_the_fast_reader_and_the_line_parser_give_the_same_chunk(tmp_path, nativ
         np.testing.assert_array_equal(fast.marks[name], twin.marks[name])
 
 
-@pytest.mark.parametrize("odd", ["1\t 3" + "\t" * 38, "1\t0x10" + "\t" * 38, "1\t+3" + "\t" * 38,
-                                 "1" + "\t" * 13 + "\tab cd12" + "\t" * 25, "", "1\t2"])
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "1\t 3" + "\t" * 38,
+        "1\t0x10" + "\t" * 38,
+        "1\t+3" + "\t" * 38,
+        "1" + "\t" * 13 + "\tab cd12" + "\t" * 25,
+        "",
+        "1\t2",
+    ],
+)
 @pytest.mark.parametrize("native", FAST_READERS)
 def test_the_fast_reader_declines_a_block_with_an_odd_line(tmp_path, odd, native):
     """What pyarrow alone would accept (" 3", "0x10") or mis-split must go to the line parser."""
@@ -82,7 +95,7 @@ def test_many_blocks_load_as_one_and_number_lines_across_them(tmp_path, small_bl
     rows = criteo_rows(300, seed=1)
     whole = load_criteo(write(tmp_path / "a.tsv", rows), 1000, batch_size=8)
     assert len(list(read_blocks(tmp_path / "a.tsv", 2048))) > 20
-    rows[250][5] = "1.5"                                          # line 251, in a late block
+    rows[250][5] = "1.5"  # line 251, in a late block
     path = write(tmp_path / "b.tsv", rows, newline="\r\n")
     with pytest.raises(ValueError, match=r"b\.tsv:251: column 6 \(I5\) '1\.5' is not an integer"):
         load_criteo(path, 1000, batch_size=8)
@@ -103,7 +116,7 @@ def test_blocks_hold_whole_lines_and_number_them_as_text_mode_does(tmp_path, blo
     blocks = list(read_blocks(path, block_bytes))
     assert b"".join(b.data for b in blocks) == data
     assert all(b.data.endswith(b"\n") for b in blocks[:-1])
-    lines = open(path, encoding="utf-8").read().splitlines()        # noqa: SIM115
+    lines = open(path, encoding="utf-8").read().splitlines()  # noqa: SIM115
     assert [b.first_line for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
     assert sum(b.lines for b in blocks) == len(lines) == 7
     assert [line for b in blocks for line in b.text_lines().read().splitlines()] == lines
@@ -131,7 +144,7 @@ def test_table_sizes_from_the_data_are_each_features_distinct_values(tmp_path):
 def test_max_rows_hashes_only_the_features_with_more_values(tmp_path):
     rows = criteo_rows(400, seed=4, hashes=40)
     for i, r in enumerate(rows):
-        r[14] = f"{i:08x}"                                        # C1: 400 distinct values
+        r[14] = f"{i:08x}"  # C1: 400 distinct values
     data = load_criteo(write(tmp_path / "a.tsv", rows), batch_size=16, max_rows=64)
     derived = load_criteo(tmp_path / "a.tsv", batch_size=16)
     assert data.table_sizes[0] == 64 and derived.table_sizes[0] == 400
@@ -145,7 +158,7 @@ def test_max_rows_hashes_only_the_features_with_more_values(tmp_path):
 def test_the_temporary_folder_goes_with_the_source_and_a_cache_dir_is_reused(tmp_path, monkeypatch):
     path = write(tmp_path / "a.tsv", criteo_rows(64, seed=5))
     data = load_criteo(path, batch_size=8)
-    folder = data._labels.path.parent                             # noqa: SLF001
+    folder = data._labels.path.parent  # noqa: SLF001
     assert folder.exists()
     data.close()
     assert not folder.exists()
@@ -159,8 +172,10 @@ def test_the_temporary_folder_goes_with_the_source_and_a_cache_dir_is_reused(tmp
 
 
 def test_movielens_fast_reader_matches_its_line_parser(tmp_path):
-    lines = [f"{u},{m},{r},{t}" for u, m, r, t in
-             [(1, 31, 2.5, 1260759144), (7, 3, 4.5, 851866703), (12, 1, 3.0, 5), (3, 60, 0.5, 9)] * 30]
+    lines = [
+        f"{u},{m},{r},{t}"
+        for u, m, r, t in [(1, 31, 2.5, 1260759144), (7, 3, 4.5, 851866703), (12, 1, 3.0, 5), (3, 60, 0.5, 9)] * 30
+    ]
     path = tmp_path / "ratings.csv"
     path.write_text("\n".join(lines) + "\n")
     fmt = RatingsFormat(str(path), MovieLensFormat.RATINGS_CSV, None, 4.0)
@@ -178,8 +193,8 @@ def write_torchrec_days(folder, days=2, rows=50, seed=0):
     written = []
     for d in range(days):
         dense = np.log(rng.integers(0, 100, (rows, 13)) + 3, dtype=np.float32)
-        sparse = rng.integers(-2**31, 2**31, (rows, 26)).astype(np.int32)
-        sparse[:, 3] = rng.integers(0, 5, rows)                   # a small feature
+        sparse = rng.integers(-(2**31), 2**31, (rows, 26)).astype(np.int32)
+        sparse[:, 3] = rng.integers(0, 5, rows)  # a small feature
         labels = rng.integers(0, 2, (rows, 1)).astype(np.int32)
         for name, array in (("dense", dense), ("sparse", sparse), ("labels", labels)):
             np.save(folder / f"day_{d}_{name}.npy", array)
@@ -191,10 +206,10 @@ def test_torchrec_npy_days_read_as_one_dataset_with_its_hashes(tmp_path):
     dense, sparse, labels = write_torchrec_days(tmp_path)
     data = load_criteo_npy(tmp_path, batch_size=32, table_sizes=1000)
     assert (data.num_rows, data.num_batches, data.table_sizes) == (100, 3, (1000,) * 26)
-    batch = data.batch(1)                                        # rows 32..63: spans both days
+    batch = data.batch(1)  # rows 32..63: spans both days
     np.testing.assert_array_equal(batch.dense, dense[32:64])
     np.testing.assert_array_equal(batch.labels, labels[32:64, 0].astype(np.float32))
-    for t in range(26):                                          # TorchRec: sparse % hashes
+    for t in range(26):  # TorchRec: sparse % hashes
         np.testing.assert_array_equal(batch.ids[t], sparse[32:64, t] % 1000)
     derived = load_criteo_npy(tmp_path, batch_size=32)
     assert derived.table_sizes[3] == len(np.unique(sparse[:, 3]))
@@ -214,7 +229,7 @@ def test_open_returns_a_source_and_a_config_that_train_as_they_are(tmp_path):
     source, config = scratchkit.data.open("criteo", path, batch_size=8, max_rows=30)
     assert config.data.table_sizes == source.table_sizes and config.data.batch_size == 8
     assert config.data.num_dense == 13 and config.data.pooling == 1 and len(source) == 12
-    assert config.cache.capacity == 3 * 8 * 1                   # (D+1) x B x L, D = 2
+    assert config.cache.capacity == 3 * 8 * 1  # (D+1) x B x L, D = 2
     need = scratchkit.minimum_capacities(source, depth=2, stop=12)
     assert max(need) <= config.cache.capacity
     trainer = scratchkit.make_trainer("scratchpipe", config, source=source)
@@ -248,4 +263,4 @@ def test_memory_does_not_grow_with_the_file(tmp_path, monkeypatch):
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         assert data.num_rows == n
-    assert peaks[1] < 1.5 * peaks[0], peaks          # the whole file in memory: ~8x
+    assert peaks[1] < 1.5 * peaks[0], peaks  # the whole file in memory: ~8x

@@ -5,6 +5,7 @@ PyTorch does, every lookup a hit; a planner that breaks one of the rules is stop
 the batch where it broke it, with the rule's words, and the host tables keep every row trained
 before it (compared with the plain PyTorch reference trained on as many batches).
 """
+
 from __future__ import annotations
 
 import re
@@ -50,11 +51,13 @@ def evicting(tiny_config):
 def test_the_solution_planner_evicts_and_the_kit_keeps_its_map(tiny_config):
     """Plans go through as given: the kit's bookkeeping follows them, and what the planner does to
     its own arguments (here: writes over them) changes nothing of the kit's."""
+
     def scribbling(b, ids, slot_ids, held, window):
         plan = plan_batch(b, ids, slot_ids, held, window)
         slot_ids[:] = -1
         held[:] = True
         return plan
+
     config = evicting(tiny_config)
     with make_trainer("scratchpipe", config, planner=scribbling) as trainer:
         records = list(trainer.train(16))
@@ -91,7 +94,7 @@ def _misses_left_out(b, ids, slot_ids, held, window):
     plan = plan_batch(b, ids, slot_ids, held, window)
     if b < FROM or not len(plan.victims):
         return plan
-    return Plan(b, plan.slots, plan.misses[:len(plan.misses) - len(plan.victims)], plan.victims)
+    return Plan(b, plan.slots, plan.misses[: len(plan.misses) - len(plan.victims)], plan.victims)
 
 
 def _ahead_of_itself(b, ids, slot_ids, held, window):
@@ -136,7 +139,7 @@ def test_the_held_victim_names_the_batch_in_flight_that_holds_it(tiny_config):
     found = re.search(r"victim slot \d+ \(id \d+\) is held by batch ([\d, ]+), still in flight", words)
     assert found, words
     holders = [int(k) for k in found.group(1).split(", ")]
-    assert all(b - 2 <= k < b for k in holders), words        # the batches in flight at depth 2
+    assert all(b - 2 <= k < b for k in holders), words  # the batches in flight at depth 2
 
 
 def test_a_planner_may_not_be_split_into_plan_stripes(tiny_config):
@@ -163,11 +166,11 @@ def test_a_second_train_call_goes_on_from_the_first(tiny_config):
 def small_map():
     slot_map = own_planner.SlotMap(40, 6)
     slot_map.insert(np.array([10, 11, 12, 13]), np.array([0, 1, 2, 3]))
-    slot_map.hold(np.array([1]))                          # batch 6, in flight, holds slot 1
+    slot_map.hold(np.array([1]))  # batch 6, in flight, holds slot 1
     return slot_map
 
 
-IDS = np.array([10, 20, 21, 22, 10])                      # 10 is a hit in slot 0; 20, 21, 22 miss
+IDS = np.array([10, 20, 21, 22, 10])  # 10 is a hit in slot 0; 20, 21, 22 miss
 
 
 def a_plan(slots, misses=(20, 21, 22), victims=(2,), batch=7):

@@ -1,4 +1,5 @@
 """Replaying an event trace into slot states, checked against a toy planner's own bookkeeping."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -25,7 +26,7 @@ def test_replay_matches_the_toy_planner(seed, depth):
         expected = held_at[(m.event.stage, m.event.batch)]
         holders = {s: int(b) for s, b in enumerate(m.holders) if b >= 0}
         assert holders == expected, f"holders at {m.event}"
-        assert m.count(SlotState.CONFLICT) == 0            # holds on: never a held victim
+        assert m.count(SlotState.CONFLICT) == 0  # holds on: never a held victim
         # every state is consistent with the slot's content
         assert np.all((m.slot_ids < 0) == (m.states == SlotState.FREE))
     last = moments[-1]

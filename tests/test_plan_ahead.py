@@ -1,6 +1,7 @@
 """ScratchPipe's planner runs ahead, in a process or a thread, or with every host stage in a process:
 the same plans and results each way, whatever Train's timing, errors that name their batch, and
 fast paths (victim choice, working sets, the plan ring) equal to their slow twins."""
+
 import multiprocessing
 import os
 import signal
@@ -29,15 +30,13 @@ from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
 def small_scratchpad_config(tiny_config, depth=2):
     probe = ScratchPipeTrainer(tiny_config.replace(cache=CacheParams(capacity=500, depth=depth)))
     minimum = max(probe.minimum_capacities(0, 30))
-    return tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth),
-                               optimizer=OptimizerConfig(lr=0.1))
+    return tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth), optimizer=OptimizerConfig(lr=0.1))
 
 
 def max_diff_to_reference(trainer, source, steps):
     reference = ReferenceRun(trainer.config, source)
     reference.train(steps)
-    return max(float((a - b).abs().max())
-                for a, b in zip(trainer.embedding_weights(), reference.embedding_weights()))
+    return max(float((a - b).abs().max()) for a, b in zip(trainer.embedding_weights(), reference.embedding_weights()))
 
 
 def plans_of(config, where: PlanIn, stop: int) -> list:
@@ -58,12 +57,12 @@ def plans_of(config, where: PlanIn, stop: int) -> list:
 def test_fast_victim_choice_equals_the_lexsort(n, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     slots = np.sort(rng.choice(500, n, replace=False)).astype(np.int64)
-    last_trained = rng.integers(-1, 6, n).astype(np.int64)          # ties are common
+    last_trained = rng.integers(-1, 6, n).astype(np.int64)  # ties are common
     urgency = rng.integers(1, 5, n).astype(np.int64)
-    urgency[rng.random(n) < data.draw(st.floats(0, 1))] = 0          # never used again: first
+    urgency[rng.random(n) < data.draw(st.floats(0, 1))] = 0  # never used again: first
     count = data.draw(st.integers(1, n))
     positions = np.arange(n)
-    expected = first_by_keys((slots, last_trained, urgency), positions, count)   # the slow twin
+    expected = first_by_keys((slots, last_trained, urgency), positions, count)  # the slow twin
     assert set(least_urgent(count, slots, last_trained, urgency).tolist()) == set(expected.tolist())
     lru = first_by_keys((slots, last_trained), positions, count)
     assert set(least_urgent(count, slots, last_trained, None).tolist()) == set(lru.tolist())
@@ -94,7 +93,7 @@ def test_a_planner_process_makes_the_plans_a_thread_makes(tiny_config):
             assert a.wait_for_write_back == b.wait_for_write_back
             assert np.array_equal(a.decision.held_before, b.decision.held_before)
             evicted += len(a.decision.victim_ids)
-    assert evicted > 0   # the scratchpad is at its minimum: the plans really evict
+    assert evicted > 0  # the scratchpad is at its minimum: the plans really evict
 
 
 @pytest.mark.parametrize("planner", ["host-process", "process", "thread", "device"])
@@ -114,10 +113,10 @@ def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
 def test_where_the_host_stages_run_is_chosen_and_checked():
     many = MIN_STEPS_FOR_PROCESS
     resolve = PlanIn.AUTO.resolve
-    assert resolve(many - 1, host_rows=True, ordered=True) is PlanIn.THREAD   # forking costs more
+    assert resolve(many - 1, host_rows=True, ordered=True) is PlanIn.THREAD  # forking costs more
     assert resolve(many, host_rows=True, ordered=True) is PlanIn.HOST_PROCESS
-    assert resolve(many, host_rows=False, ordered=True) is PlanIn.PROCESS     # rows on a GPU
-    assert resolve(many, host_rows=True, ordered=False) is PlanIn.PROCESS     # the hazard lab
+    assert resolve(many, host_rows=False, ordered=True) is PlanIn.PROCESS  # rows on a GPU
+    assert resolve(many, host_rows=True, ordered=False) is PlanIn.PROCESS  # the hazard lab
     assert PlanIn.THREAD.resolve(10_000, host_rows=True, ordered=True) is PlanIn.THREAD
     assert PlanIn.PROCESS.resolve(1, host_rows=True, ordered=True) is PlanIn.PROCESS
     with pytest.raises(ValueError, match="needs the scratchpad in host memory"):
@@ -132,8 +131,9 @@ def test_where_the_host_stages_run_is_chosen_and_checked():
     assert PlanIn.INLINE.resolve(1, host_rows=True, ordered=True, on_gpu=True) is PlanIn.INLINE
     with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
         PlanIn.INLINE.resolve(many, host_rows=False, ordered=False)
-    with pytest.raises(ValueError, match="unknown planner place 'gpu'; choose from auto, "
-                                         "host-process, process, thread"):
+    with pytest.raises(
+        ValueError, match="unknown planner place 'gpu'; choose from auto, host-process, process, thread"
+    ):
         PlanIn.parse("gpu")
 
 
@@ -186,8 +186,11 @@ def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config, plann
     source = BrokenSource(config.data, bad=14, how="raise")
     trainer = ScratchPipeTrainer(config, source, planner=planner)
     # Plan(b) reads batches b+1 .. b+horizon to find next uses, so an earlier Plan meets batch 14
-    with pytest.raises(PipelineError, match=r"stage plan failed on batch (\d+): ValueError: corrupt "
-                                            r"record in batch 14") as failure:
+    with pytest.raises(
+        PipelineError,
+        match=r"stage plan failed on batch (\d+): ValueError: corrupt "
+        r"record in batch 14",
+    ) as failure:
         list(trainer.train(20))
     assert 14 - trainer.horizon <= failure.value.batch <= 14
     assert trainer.next_batch <= failure.value.batch
@@ -199,8 +202,12 @@ def test_a_planner_process_that_dies_is_reported(tiny_config, planner, name):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=9, how="exit")
     trainer = ScratchPipeTrainer(config, source, planner=planner)
-    with pytest.raises(PipelineError, match=r"stage plan failed on batch \d+: RuntimeError: the " + name +
-                       r" process exited with code 3 (before sending|while the trainer waited for) batch \d+"):
+    with pytest.raises(
+        PipelineError,
+        match=r"stage plan failed on batch \d+: RuntimeError: the "
+        + name
+        + r" process exited with code 3 (before sending|while the trainer waited for) batch \d+",
+    ):
         list(trainer.train(20))
     assert trainer.next_batch <= 9
     assert max_diff_to_reference(trainer, SyntheticSource(config.data), trainer.next_batch) == 0.0
@@ -210,12 +217,11 @@ def test_the_planner_process_leaves_ctrl_c_to_the_trainer(tiny_config):
     config = small_scratchpad_config(tiny_config)
     trainer = ScratchPipeTrainer(config)
     # far more batches than the ring holds: the planner is still at work when Ctrl-C comes
-    plans = ForkedPlans(PlanAhead(trainer.plan_setup(), trainer.source), 0, 5_000,
-                        StageClock(EventLog(enabled=False)))
+    plans = ForkedPlans(PlanAhead(trainer.plan_setup(), trainer.source), 0, 5_000, StageClock(EventLog(enabled=False)))
     try:
         first = plans.next(0, lambda: False)
         process = plans.forked.process
-        os.kill(process.pid, signal.SIGINT)   # a terminal's Ctrl-C reaches the whole group
+        os.kill(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
         time.sleep(0.1)
         assert process.is_alive()
         assert [plans.next(b, lambda: False).index for b in range(1, 10)] == list(range(1, 10))
@@ -232,7 +238,7 @@ def test_the_host_process_leaves_ctrl_c_to_the_trainer(tiny_config):
     records = trainer.train(40)
     next(records)
     (host,) = multiprocessing.active_children()
-    os.kill(host.pid, signal.SIGINT)   # a terminal's Ctrl-C reaches the whole process group
+    os.kill(host.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
     time.sleep(0.1)
     assert host.is_alive()
     assert [r.step for r in records] == list(range(1, 40))
@@ -245,12 +251,12 @@ def test_the_host_process_leaves_ctrl_c_to_the_trainer(tiny_config):
 def test_working_sets_equal_np_unique(num_rows, n, seed):
     ids = np.random.default_rng(seed).integers(0, num_rows, n)
     working_sets = WorkingSets(num_rows)
-    for _ in range(2):   # the bitmap is reused: the second call must not see the first's ids
+    for _ in range(2):  # the bitmap is reused: the second call must not see the first's ids
         unique, inverse = working_sets(ids)
         expected_unique, expected_inverse, expected_counts = np.unique(ids, return_inverse=True, return_counts=True)
         assert np.array_equal(unique, expected_unique) and unique.dtype == np.int64
         assert np.array_equal(inverse, expected_inverse)
-        unique, inverse, counts = working_sets(ids, counts=True)   # as the demand caches call it
+        unique, inverse, counts = working_sets(ids, counts=True)  # as the demand caches call it
         assert np.array_equal(unique, expected_unique) and np.array_equal(inverse, expected_inverse)
         assert np.array_equal(counts, expected_counts) and counts.dtype == expected_counts.dtype
         ids = ids[::-1] // 2
@@ -258,9 +264,13 @@ def test_working_sets_equal_np_unique(num_rows, n, seed):
 
 def test_the_plan_ring_returns_what_it_was_given_in_private_memory():
     ring = PlanRing(multiprocessing.get_context("fork"), slot_bytes=4096, slots=2)
-    small = {"ids": np.arange(7), "mask": np.array([True, False, True]), "n": 3,
-             "rows": np.ones((4, 3), dtype=np.float32)}
-    big = {"ids": np.arange(4096)}                        # 32 KB: too big for a slot
+    small = {
+        "ids": np.arange(7),
+        "mask": np.array([True, False, True]),
+        "n": 3,
+        "rows": np.ones((4, 3), dtype=np.float32),
+    }
+    big = {"ids": np.arange(4096)}  # 32 KB: too big for a slot
     for message, obj in [(ring.pack(small), small), (ring.pack(big), big), (ring.pack(small), small)]:
         out = ring.unpack(message)
         assert out.keys() == obj.keys() and out["ids"].flags.writeable
@@ -281,7 +291,7 @@ def test_shared_arrays_are_shared_with_a_forked_child():
     child.join()
     assert child.exitcode == 0
     assert array[1].tolist() == [7.0, 7.0] and array[0].tolist() == [0.0, 0.0]
-    assert private[1].tolist() == [0.0, 0.0]   # ordinary memory is the child's own copy
+    assert private[1].tolist() == [0.0, 0.0]  # ordinary memory is the child's own copy
 
 
 @settings(max_examples=200, deadline=None)
@@ -297,4 +307,4 @@ def test_shard_slots_split_a_table_and_the_sharded_minimum_is_the_least_that_fit
     needs = data.draw(st.lists(st.integers(0, 40), min_size=stripes, max_size=stripes))
     fits = lambda c: all(n >= need for (_, n), need in zip(stripe_slots(c, stripes), needs))
     least = striped_minimum(needs, stripes)
-    assert fits(least) and not any(fits(c) for c in range(least))   # brute force
+    assert fits(least) and not any(fits(c) for c in range(least))  # brute force

@@ -2,6 +2,7 @@
 victim choice and fill run on the device (as FBGEMM's TBE cache under TorchRec's prefetch
 pipeline). It is scratchpipe-device with look-ahead depth 1 and LRU victims, whatever depth and
 victim policy the config gives: the trainer and the projection's counters both plan with those."""
+
 from dataclasses import replace
 
 import pytest
@@ -30,7 +31,7 @@ def moved(name, config, steps=12):
 def test_it_is_registered_priced_as_scratchpipe_device_and_is_the_production_peer():
     spec = TRAINERS[PEER]
     assert spec.priced_as is TrainerKind.SCRATCHPIPE_DEVICE and spec.load().name == PEER and spec.help
-    assert PEERS == ("hybrid", PEER) and all(peer in TRAINERS for peer in PEERS)   # what "x peer" divides by
+    assert PEERS == ("hybrid", PEER) and all(peer in TRAINERS for peer in PEERS)  # what "x peer" divides by
 
 
 def test_it_trains_bit_exactly_as_plain_pytorch(config):
@@ -45,7 +46,7 @@ def test_it_plans_one_batch_ahead_with_lru_victims(config):
         assert (trainer.depth, trainer.policy) == (1, VictimPolicy.LRU)
     peer = moved(PEER, config)
     assert peer == moved("scratchpipe-device", fixed)
-    assert peer != moved("scratchpipe-device", config)     # the depth and the policy matter here
+    assert peer != moved("scratchpipe-device", config)  # the depth and the policy matter here
 
 
 def test_the_projection_counts_the_plans_it_makes(config):
@@ -66,7 +67,7 @@ def test_the_command_line_checks_its_capacity_at_depth_1(capsys):
 
     source = SyntheticSource(get_profile("tiny").data)
     two, four = (max(minimum_capacities(source, depth, 0, 8)) for depth in (1, 3))
-    assert two < four             # a capacity between them fits depth 1, not --depth 3
+    assert two < four  # a capacity between them fits depth 1, not --depth 3
     args = ["verify", "--profile", "tiny", "--trainers", PEER, "--depth", "3", "--steps", "8"]
     assert main(args + ["--capacity", str(two), "--json"]) == 0
     capsys.readouterr()

@@ -2,6 +2,7 @@
 really runs at the same time, it joins before the step's update (a failed prefetch fails the step
 with nothing applied), and no thread outlives a step, whether the step returns or raises. Where
 the device is the CPU it runs inline by default, to the same weights."""
+
 import threading
 
 import pytest
@@ -48,7 +49,7 @@ def test_the_next_batch_is_served_on_its_own_thread_while_this_one_trains(config
     def watched_serve(batch, step, *args, **kwargs):
         thread = threading.current_thread().name
         served.append((step, thread))
-        if thread == THREAD:          # the prefetch of `step` sees Train(step - 1) under way
+        if thread == THREAD:  # the prefetch of `step` sees Train(step - 1) under way
             overlapped.append(in_train.wait(timeout=20))
             in_train.clear()
         return serve(batch, step, *args, **kwargs)
@@ -82,10 +83,10 @@ def test_a_failed_prefetch_fails_its_step_before_the_update_and_joins(config, mo
         with pytest.raises(RuntimeError, match="prefetch of batch 3"):
             list(trainer.train(5))
         assert prefetch_threads() == []
-        assert trainer.next_batch == 2 and trainer.torn is None      # step 2 failed whole
+        assert trainer.next_batch == 2 and trainer.torn is None  # step 2 failed whole
         assert_weights_equal(trainer, reference_weights(config, 2))
         failing["on"] = False
-        list(trainer.train(4))                                        # and is simply taken again
+        list(trainer.train(4))  # and is simply taken again
         assert_weights_equal(trainer, reference_weights(config, 6))
 
 
@@ -108,7 +109,7 @@ def test_a_step_that_fails_in_train_waits_for_its_prefetch_and_drops_it(config, 
     with trainer:
         with pytest.raises(RuntimeError, match=r"Train\(1\)"):
             list(trainer.train(4))
-        assert (2, THREAD) in prefetched                # batch 2's prefetch ran beside Train(1)
+        assert (2, THREAD) in prefetched  # batch 2's prefetch ran beside Train(1)
         assert prefetch_threads() == [] and trainer.next_batch == 1
         monkeypatch.setattr(trainer, "dense_step", dense_step)
         list(trainer.train(4))

@@ -1,6 +1,7 @@
 """Projections without training (scratchkit/projection/counters.py) and the course's speed-up map:
 the batch-granular LRU and the static cache counted on hand-worked id streams, the planner's
 counters against the scratchpipe trainer's own, and the grid and figure the notebook draws."""
+
 import numpy as np
 import pytest
 
@@ -23,7 +24,7 @@ class Stream:
 def test_a_batch_granular_lru_by_hand():
     # capacity 2. b0 {0,1}: 2 in. b1 {1,2}: 2 in, 0 out. b2 {0,3}: both in, 1 and 2 out. b3 {0,3}: none.
     sets = [np.array(s) for s in ([0, 1], [1, 2], [0, 3], [0, 3])]
-    assert counters._demand_lru(sets, rows=4, capacity=2).tolist() == [1.0, 1.0]   # mean of b2, b3
+    assert counters._demand_lru(sets, rows=4, capacity=2).tolist() == [1.0, 1.0]  # mean of b2, b3
 
 
 def test_a_static_cache_by_hand():
@@ -43,7 +44,7 @@ def test_the_planner_counts_what_the_scratchpipe_trainer_moves(tiny_config):
     batches = 8
     fetched, written = counters.simulated_counters(tiny_config, "scratchpipe", batches=batches)
     records = list(make_trainer("scratchpipe", tiny_config).train(batches))
-    second = records[batches // 2:]
+    second = records[batches // 2 :]
     assert fetched == pytest.approx(np.mean([r.fetched_rows for r in second]))
     assert written == pytest.approx(np.mean([r.written_back_rows for r in second]))
 
@@ -51,11 +52,13 @@ def test_the_planner_counts_what_the_scratchpipe_trainer_moves(tiny_config):
 def test_the_speedup_grid_and_its_figure():
     grid = speedup_grid(scales=(0.01,), zipfs=(0.8, 1.2), batches=4, trainers=("scratchpipe", "gpu-only"))
     assert grid.table_rows == (10_000,) and grid.speedup["scratchpipe"].shape == (1, 2)
-    assert np.all(grid.speedup["gpu-only"] > 1)           # an embedding-bound model on a GPU beats hybrid
+    assert np.all(grid.speedup["gpu-only"] > 1)  # an embedding-bound model on a GPU beats hybrid
     assert grid.over_peer["scratchpipe"].shape == (1, 2) and np.all(grid.over_peer["gpu-only"] > 0)
     # the ratio of the two peers' speeds is the same whichever trainer gives it
-    assert np.allclose(grid.speedup["scratchpipe"] / grid.over_peer["scratchpipe"],
-                       grid.speedup["gpu-only"] / grid.over_peer["gpu-only"])
+    assert np.allclose(
+        grid.speedup["scratchpipe"] / grid.over_peer["scratchpipe"],
+        grid.speedup["gpu-only"] / grid.over_peer["gpu-only"],
+    )
     assert all(b for row in grid.bound["scratchpipe"] for b in row)
     fig = speedup_figure(grid)
     assert len(fig.data) == 2 and "h100-pcie5" in fig.layout.title.text

@@ -1,5 +1,6 @@
 """The registries: a trainer and a GPU server of one's own, registered here and nowhere else, are
 found by the command line, `bench`, `verify` and the projection; and gone once unregistered."""
+
 import json
 from contextlib import ExitStack
 
@@ -28,16 +29,22 @@ def fast_link_server() -> dict:
     """The H100 server with a link twice as fast (and nothing else changed)."""
     figures = dict(SERVERS["h100-pcie5"])
     rate, source = figures["link"]
-    return figures | {"description": "H100 with a made-up PCIe link twice as fast",
-                      "link": (2 * rate, f"made up for a test: twice '{source}'")}
+    return figures | {
+        "description": "H100 with a made-up PCIe link twice as fast",
+        "link": (2 * rate, f"made up for a test: twice '{source}'"),
+    }
 
 
 @pytest.fixture
 def own():
     """The made-up trainer and server, registered for one test and removed after it."""
     with ExitStack() as stack:
-        stack.enter_context(TRAINERS.registered(OWN_TRAINER, TrainerSpec(
-            "tests.test_registry:AgainTrainer", TrainerKind.GPU_ONLY, "gpu-only under another name")))
+        stack.enter_context(
+            TRAINERS.registered(
+                OWN_TRAINER,
+                TrainerSpec("tests.test_registry:AgainTrainer", TrainerKind.GPU_ONLY, "gpu-only under another name"),
+            )
+        )
         stack.enter_context(SERVERS.registered(OWN_SERVER, fast_link_server()))
         yield
 
@@ -60,8 +67,19 @@ def test_the_help_lists_the_server(own, capsys):
 def test_bench_runs_it_and_projects_it(own, tiny_config, capsys):
     results = run_bench(tiny_config, ["gpu-only", OWN_TRAINER], steps=3, warmup=1)
     assert [r.trainer for r in results] == ["gpu-only", OWN_TRAINER]
-    code = main(["bench", "--profile", "tiny", "--trainers", f"gpu-only,{OWN_TRAINER}", "--quick", "--json",
-                 "--project", f"h100-pcie5,{OWN_SERVER}"])
+    code = main(
+        [
+            "bench",
+            "--profile",
+            "tiny",
+            "--trainers",
+            f"gpu-only,{OWN_TRAINER}",
+            "--quick",
+            "--json",
+            "--project",
+            f"h100-pcie5,{OWN_SERVER}",
+        ]
+    )
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["trainer"] for r in rows] == ["gpu-only", OWN_TRAINER]
     assert set(rows[1]["projected"]) == {"h100-pcie5", OWN_SERVER}
@@ -93,7 +111,7 @@ def test_a_trainer_priced_as_a_pipeline_is_projected_as_one(tiny_config):
         again, pipe = (project(n, work, get_hardware("h200")) for n in ("pipe-again", "scratchpipe"))
         assert again.pipelined and again.resource_seconds == pipe.resource_seconds
         with pytest.raises(ValueError, match="whose name is 'scratchpipe'"):
-            make_trainer("pipe-again", tiny_config)     # the class names itself otherwise
+            make_trainer("pipe-again", tiny_config)  # the class names itself otherwise
 
 
 def test_unregistered_they_are_gone():
@@ -111,6 +129,7 @@ def test_unregistered_they_are_gone():
 
 def get_profile_tiny():
     from scratchkit.profiles import get_profile
+
     return get_profile("tiny")
 
 
@@ -154,8 +173,9 @@ def test_a_simulator_policy_of_ones_own_is_simulated(tmp_path, capsys):
     np.save(tmp_path / "ids.npy", trace)
     with POLICIES.registered("lru-again", SimPolicy(simulate_lru, help="lru under another name")):
         assert simulate(trace, " LRU-again ", 64).hits == simulate(trace, "lru", 64).hits
-        code = main(["simulate", "--trace", str(tmp_path / "ids.npy"), "--policy", "lru-again",
-                     "--capacity", "64", "--json"])
+        code = main(
+            ["simulate", "--trace", str(tmp_path / "ids.npy"), "--policy", "lru-again", "--capacity", "64", "--json"]
+        )
         assert code == 0 and json.loads(capsys.readouterr().out)["hits"] == simulate(trace, "lru", 64).hits
         with pytest.raises(ValueError, match="policy lru-again does not take ways"):
             simulate(trace, "lru-again", 64, ways=4)
@@ -164,7 +184,7 @@ def test_a_simulator_policy_of_ones_own_is_simulated(tmp_path, capsys):
 
 
 def test_each_of_the_kits_trainers_is_registered_once_priced_as_itself():
-    assert list(TRAINERS)[:len(TrainerKind)] == [k.value for k in TrainerKind]
+    assert list(TRAINERS)[: len(TrainerKind)] == [k.value for k in TrainerKind]
     for kind in TrainerKind:
         spec = TRAINERS[kind.value]
         assert spec.priced_as is kind and spec.load().name == kind.value and spec.help

@@ -1,5 +1,6 @@
 """Figures quoted in the docs come from run records (results/*.json), rendered into
 docs/results.md by one script; the rendered page is never edited by hand."""
+
 import json
 import re
 import subprocess
@@ -19,8 +20,9 @@ def test_every_record_says_what_ran_where_and_when():
 
 
 def test_docs_results_is_rendered_from_the_records():
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "render_results.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "render_results.py"), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -30,21 +32,23 @@ def test_the_readme_quotes_the_fault_campaign_as_recorded():
     scratchpipe = figures["scratchpipe"].values()
     steps = figures["steps"].values()
     capacity, saves = figures["capacity"], figures["saves"]
-    quoted = [f"{sum(k['run'] for k in scratchpipe)} ScratchPipe faults",
-              f"{sum(k['exact'] for k in scratchpipe)} exact, {sum(k['lost rows'] for k in scratchpipe)} rows lost",
-              f"{sum(t['cases'] for t in steps)} step faults over the {len(figures['steps'])} trainers",
-              f"on {capacity['configurations']} random configurations at the capacity it names, "
-              f"{capacity['refused']} calls refused, {capacity['exact']} exact",
-              f"{saves['kills']} SIGKILLs of a checkpoint save ({saves['inside_a_save']} inside a save), "
-              f"{saves['torn_files']} torn files, {saves['left_after_next_save']} temporary files"]
-    assert all(t["ok"] == t["cases"] for t in steps)   # the README says "all ok"
+    quoted = [
+        f"{sum(k['run'] for k in scratchpipe)} ScratchPipe faults",
+        f"{sum(k['exact'] for k in scratchpipe)} exact, {sum(k['lost rows'] for k in scratchpipe)} rows lost",
+        f"{sum(t['cases'] for t in steps)} step faults over the {len(figures['steps'])} trainers",
+        f"on {capacity['configurations']} random configurations at the capacity it names, "
+        f"{capacity['refused']} calls refused, {capacity['exact']} exact",
+        f"{saves['kills']} SIGKILLs of a checkpoint save ({saves['inside_a_save']} inside a save), "
+        f"{saves['torn_files']} torn files, {saves['left_after_next_save']} temporary files",
+    ]
+    assert all(t["ok"] == t["cases"] for t in steps)  # the README says "all ok"
     for text in quoted:
         assert text in readme, text
 
 
 # --- every benchmark keeps its run as a record; the renderer takes any record's shape -------------
 
-OWNED_ELSEWHERE = {"bench_peers.py", "bench_validate.py", "bench_projections.py"}   # their own --record
+OWNED_ELSEWHERE = {"bench_peers.py", "bench_validate.py", "bench_projections.py"}  # their own --record
 
 
 def renderer():
@@ -61,15 +65,32 @@ def test_every_benchmark_takes_record_through_the_shared_option():
         if path.name in OWNED_ELSEWHERE:
             continue
         text = path.read_text()
-        assert "add_record_option(parser" in text and "record.keep(args.record" in text, (
-            f"{path.name}: no --record (scratchkit/measure/record.py: add_record_option, RunRecord.keep)")
+        assert re.search(r"add_record_option\(\s*parser", text) and re.search(r"record\.keep\(\s*args\.record", text), (
+            f"{path.name}: no --record (scratchkit/measure/record.py: add_record_option, RunRecord.keep)"
+        )
 
 
 def test_a_benchmark_run_with_record_writes_a_record_that_renders(tmp_path):
     target = tmp_path / "results" / "kernels.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_kernels.py"), "--quick",
-                           "--rounds", "1", "--capacity", "1024", "--batch", "256", "--record", str(target)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "bench_kernels.py"),
+            "--quick",
+            "--rounds",
+            "1",
+            "--capacity",
+            "1024",
+            "--batch",
+            "256",
+            "--record",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads(target.read_text())
     assert record["command"].startswith("benchmarks/bench_kernels.py --quick --rounds 1")
@@ -81,6 +102,7 @@ def test_a_benchmark_run_with_record_writes_a_record_that_renders(tmp_path):
 
 def test_no_record_option_writes_nothing(tmp_path, monkeypatch):
     from scratchkit.measure.record import RunRecord
+
     monkeypatch.chdir(tmp_path)
     record = RunRecord.of_run("/somewhere/benchmarks/bench_x.py", ["--steps", "3", "a b"])
     assert record.head["command"] == "benchmarks/bench_x.py --steps 3 'a b'"
@@ -91,19 +113,42 @@ def test_no_record_option_writes_nothing(tmp_path, monkeypatch):
 def test_records_of_any_shape_render(tmp_path):
     """As the peers', validation's and projections' records would come: lists of rows, rows with
     nested figures, groups of tables, plain figures."""
-    head = {"command": "benchmarks/bench_peers.py --record results/peers.json", "commit": "abc",
-            "date": "d", "machine": "m"}
-    figures = {"rows": [{"trainer": "hybrid", "samples/s": 1234.5, "x": {"a": 0.5}},
-                        {"trainer": "torchrec", "samples/s": 99.25, "x": {"a": 2}}],
-               "cases": {"small": {"gpu-only": {"ratio": 1.0}}, "tiny": {"lru": {"ratio": 0.75}}},
-               "profiles": ["small", "tiny"], "long": list(range(40)), "steps": 100,
-               "group": {"spread": 0.1, "by": {"a": 1, "b": 2}}, "deep": {"a": {"b": {"c": {"d": 1}}}}}
+    head = {
+        "command": "benchmarks/bench_peers.py --record results/peers.json",
+        "commit": "abc",
+        "date": "d",
+        "machine": "m",
+    }
+    figures = {
+        "rows": [
+            {"trainer": "hybrid", "samples/s": 1234.5, "x": {"a": 0.5}},
+            {"trainer": "torchrec", "samples/s": 99.25, "x": {"a": 2}},
+        ],
+        "cases": {"small": {"gpu-only": {"ratio": 1.0}}, "tiny": {"lru": {"ratio": 0.75}}},
+        "profiles": ["small", "tiny"],
+        "long": list(range(40)),
+        "steps": 100,
+        "group": {"spread": 0.1, "by": {"a": 1, "b": 2}},
+        "deep": {"a": {"b": {"c": {"d": 1}}}},
+    }
     (tmp_path / "peers.json").write_text(json.dumps(head | {"figures": figures}))
     page = renderer().render(tmp_path)
-    for line in ["## peers (`results/peers.json`)", "| | samples/s | x.a |", "| hybrid | 1,234 | 0.5 |",
-                 "| torchrec | 99.2 | 2 |", "| | gpu-only.ratio | lru.ratio |", "| small | 1 |  |", "| tiny |  | 0.75 |",
-                 "**profiles**: small, tiny", "**long**: (40 values: see the record)", "**steps**: 100",
-                 "**group**: spread 0.1", "**group: by**: a 1, b 2", "**deep: a**", "| b | 1 |"]:
+    for line in [
+        "## peers (`results/peers.json`)",
+        "| | samples/s | x.a |",
+        "| hybrid | 1,234 | 0.5 |",
+        "| torchrec | 99.2 | 2 |",
+        "| | gpu-only.ratio | lru.ratio |",
+        "| small | 1 |  |",
+        "| tiny |  | 0.75 |",
+        "**profiles**: small, tiny",
+        "**long**: (40 values: see the record)",
+        "**steps**: 100",
+        "**group**: spread 0.1",
+        "**group: by**: a 1, b 2",
+        "**deep: a**",
+        "| b | 1 |",
+    ]:
         assert line in page, line
 
 
@@ -118,8 +163,12 @@ DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d UTC\b|\brun [a-p]\b")
 
 
 def dated_lines(pages: dict[str, str]) -> list[str]:
-    return [f"{name}, line {number}: {line.strip()!r}" for name, text in pages.items()
-            for number, line in enumerate(text.splitlines(), 1) if DATED.search(line)]
+    return [
+        f"{name}, line {number}: {line.strip()!r}"
+        for name, text in pages.items()
+        for number, line in enumerate(text.splitlines(), 1)
+        if DATED.search(line)
+    ]
 
 
 def test_the_guides_hold_no_run_diary():
@@ -130,12 +179,13 @@ def test_the_guides_hold_no_run_diary():
     assert {"README.md", "docs/benchmarks.md", "docs/course.md", "docs/gpu-expected.md"} <= set(pages)
     assert dated_lines(pages) == [], "a dated run in the guides: keep it in results/"
     assert dated_lines({"diary": "The same command again at 11:07 UTC read 0.95 (run p)."}) == [
-        "diary, line 1: 'The same command again at 11:07 UTC read 0.95 (run p).'"]
+        "diary, line 1: 'The same command again at 11:07 UTC read 0.95 (run p).'"
+    ]
 
 
 def test_records_the_docs_quote_are_there():
     text = "".join(guides().values())
     for name in set(re.findall(r"results/([\w-]+\.json)", text)):
-        if name in {"validate.json", "peers.json", "projections.json"}:   # their benchmarks' owners record them
+        if name in {"validate.json", "peers.json", "projections.json"}:  # their benchmarks' owners record them
             continue
         assert (REPO / "results" / name).exists(), f"the docs quote results/{name}, which is not there"

@@ -1,5 +1,6 @@
 """The dictionaries' searches in C++ (row_maps_loop.cpp) against NumPy's, map by map: every row of
 every batch equal, over random dictionaries, values present and absent, and both widths."""
+
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +23,22 @@ def random_maps(rng, kinds, dict_dtype, bound):
 
 
 @settings(max_examples=60, deadline=None)
-@given(kinds=st.lists(st.tuples(st.sampled_from(["dictionary", "dictionary", "modulo"]),
-                                st.integers(1, 3000)), min_size=1, max_size=8),
-       n=st.integers(0, 200), raw_wide=st.booleans(), dict_wide=st.booleans(),
-       present=st.floats(0, 1), seed=st.integers(0, 2**16))
+@given(
+    kinds=st.lists(
+        st.tuples(st.sampled_from(["dictionary", "dictionary", "modulo"]), st.integers(1, 3000)), min_size=1, max_size=8
+    ),
+    n=st.integers(0, 200),
+    raw_wide=st.booleans(),
+    dict_wide=st.booleans(),
+    present=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
+)
 def test_the_loop_maps_every_table_as_numpy_does(kinds, n, raw_wide, dict_wide, present, seed):
     rng = np.random.default_rng(seed)
     bound = 2**40 if raw_wide and dict_wide else 2**32
     maps = random_maps(rng, kinds, np.uint64 if dict_wide else np.uint32, bound)
     raw = rng.integers(0, bound, (n, len(maps))).astype(np.uint64 if raw_wide else np.uint32)
-    for t, m in enumerate(maps):                       # most values taken from the dictionary
+    for t, m in enumerate(maps):  # most values taken from the dictionary
         if isinstance(m, Dictionary):
             take = rng.random(n) < present
             raw[take, t] = rng.choice(m.values, int(take.sum()))
@@ -46,12 +53,11 @@ def test_the_loop_maps_every_table_as_numpy_does(kinds, n, raw_wide, dict_wide, 
 
 def test_a_strided_batch_and_signed_values_read_as_numpy_reads_them():
     rng = np.random.default_rng(0)
-    maps = [Dictionary(np.arange(0, 1000, 3, dtype=np.uint32)), Modulo(7),
-            Dictionary(np.array([5, 2**33], np.uint64))]
-    raw = rng.integers(0, 1000, (300, 3)).astype(np.uint32)[::2]          # not contiguous
+    maps = [Dictionary(np.arange(0, 1000, 3, dtype=np.uint32)), Modulo(7), Dictionary(np.array([5, 2**33], np.uint64))]
+    raw = rng.integers(0, 1000, (300, 3)).astype(np.uint32)[::2]  # not contiguous
     expected = np.stack([m(raw[:, t]) for t, m in enumerate(maps)])
     np.testing.assert_array_equal(RowMapper(maps)(raw), expected)
-    signed = raw.astype(np.int32)                     # TorchRec's int32 ids: NumPy maps them
+    signed = raw.astype(np.int32)  # TorchRec's int32 ids: NumPy maps them
     np.testing.assert_array_equal(RowMapper(maps)(signed), expected)
 
 

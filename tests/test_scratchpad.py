@@ -1,4 +1,5 @@
 """Scratchpad: its operations, the torch views, hold / dirty bookkeeping, and bad input."""
+
 import numpy as np
 import pytest
 import torch
@@ -27,8 +28,15 @@ def np_(pad, a):
 
 def snapshot(pad):
     """Everything an operation could change, as host copies."""
-    return (np_(pad, pad.map.keys).copy(), np_(pad, pad.map.values).copy(), pad.rows.cpu().clone(),
-            pad.slot_ids.copy(), pad.hold_counts.copy(), pad.dirty_mask(), len(pad))
+    return (
+        np_(pad, pad.map.keys).copy(),
+        np_(pad, pad.map.values).copy(),
+        pad.rows.cpu().clone(),
+        pad.slot_ids.copy(),
+        pad.hold_counts.copy(),
+        pad.dirty_mask(),
+        len(pad),
+    )
 
 
 def assert_unchanged(pad, before):
@@ -51,7 +59,7 @@ def test_insert_query_erase_roundtrip(engine):
     np.testing.assert_array_equal(erased.slots, [3, 15])
     np.testing.assert_array_equal(np_(pad, pad.query(ids)), [-1, 0, -1, 7])
     assert set(pad.free_slots().tolist()) == set(range(16)) - {0, 7}
-    pad.insert([5], [15])                                   # a freed id and slot are usable again
+    pad.insert([5], [15])  # a freed id and slot are usable again
     assert np_(pad, pad.query([5])).tolist() == [15]
 
 
@@ -77,7 +85,7 @@ def test_rows_and_state_are_shared_torch_tensors(engine):
     assert pad.rows.shape == (16, 4) and pad.rows.dtype == torch.float32
     assert pad.state.shape == (16, 1)
     assert pad.rows.device.type == ("cuda" if engine == "cupy" else "cpu")
-    pad.rows[3] = torch.tensor([1.0, 2.0, 3.0, 4.0])            # torch write, kernel read
+    pad.rows[3] = torch.tensor([1.0, 2.0, 3.0, 4.0])  # torch write, kernel read
     pad.state[3] = 7.0
     rows, state = pad.gather([3])
     np.testing.assert_array_equal(np_(pad, rows), [[1, 2, 3, 4]])
@@ -96,8 +104,7 @@ def test_forward_and_backward_update_act_on_the_shared_rows(engine):
     np.testing.assert_array_equal(pooled, want)
     grad = np.ones((2, 4), np.float32)
     rows, state = pad.rows.cpu().numpy().copy(), pad.state.cpu().numpy().copy()
-    pad.backward_update(slots, offsets, torch.from_numpy(grad), OptimizerKind.ROWWISE_ADAGRAD,
-                        lr=0.1, eps=1e-8)
+    pad.backward_update(slots, offsets, torch.from_numpy(grad), OptimizerKind.ROWWISE_ADAGRAD, lr=0.1, eps=1e-8)
     twin.embedding_bag_backward_rowwise_adagrad(rows, state, slots, offsets, grad, 0.1, 1e-8)
     np.testing.assert_array_equal(pad.rows.cpu().numpy(), rows)
     np.testing.assert_array_equal(pad.state.cpu().numpy(), state)
@@ -107,12 +114,11 @@ def test_forward_and_backward_update_act_on_the_shared_rows(engine):
 def test_sgd_and_adagrad_need_matching_state(engine):
     sgd = make(engine)
     sgd.backward_update([1, 1], [0], np.ones((1, 4), np.float32), "sgd", lr=0.5)
-    assert sgd.rows[1].tolist() == [-1.0] * 4                       # two lookups, coalesced
+    assert sgd.rows[1].tolist() == [-1.0] * 4  # two lookups, coalesced
     adagrad = make(engine, state_width=4)
     adagrad.backward_update([2], [0], np.full((1, 4), 2.0, np.float32), "adagrad", lr=1.0, eps=0.0)
     assert adagrad.state[2].tolist() == [4.0] * 4 and adagrad.rows[2].tolist() == [-1.0] * 4
-    with pytest.raises(ValueError, match="rowwise_adagrad needs state_width 1, but this "
-                                         "scratchpad has state_width 0"):
+    with pytest.raises(ValueError, match="rowwise_adagrad needs state_width 1, but this scratchpad has state_width 0"):
         sgd.backward_update([1], [0], np.ones((1, 4), np.float32), "rowwise_adagrad", lr=0.1)
     with pytest.raises(ValueError, match="adagrad needs state_width 4"):
         make(engine, state_width=1).backward_update([1], [0], np.ones((1, 4)), "adagrad", lr=0.1)
@@ -134,7 +140,7 @@ def test_empty_batch_is_fine_everywhere(engine):
 def test_holds_count_batches_and_block_erase(engine):
     pad = make(engine)
     pad.insert([10, 11, 12], [0, 1, 2])
-    pad.hold([0, 1, 1])                          # a slot listed twice is held once by this batch
+    pad.hold([0, 1, 1])  # a slot listed twice is held once by this batch
     pad.hold([1])
     np.testing.assert_array_equal(pad.hold_counts[:3], [1, 2, 0])
     np.testing.assert_array_equal(np.flatnonzero(pad.held_mask()), [0, 1])
@@ -153,7 +159,7 @@ def test_holds_count_batches_and_block_erase(engine):
 def test_dirty_bits(engine):
     pad = make(engine)
     pad.insert([10, 11, 12], [0, 1, 2])
-    pad.scatter([0, 1], np.ones((2, 4), np.float32))                # fresh copies: clean
+    pad.scatter([0, 1], np.ones((2, 4), np.float32))  # fresh copies: clean
     assert not pad.dirty_mask().any()
     pad.backward_update([1], [0], np.ones((1, 4), np.float32), "sgd", lr=0.1)
     pad.mark_dirty([2])
@@ -162,7 +168,7 @@ def test_dirty_bits(engine):
     erased = pad.erase([11, 10])
     np.testing.assert_array_equal(erased.slots, [1, 0])
     np.testing.assert_array_equal(erased.was_dirty, [True, False])
-    assert not pad.dirty_mask().any()                                 # erase clears them
+    assert not pad.dirty_mask().any()  # erase clears them
     pad.scatter([2], np.ones((1, 4), np.float32), dirty=True)
     np.testing.assert_array_equal(pad.dirty_slots(), [2])
 
@@ -176,12 +182,12 @@ def test_bookkeeping_views_are_read_only(engine):
 
 
 def test_tombstones_trigger_a_rebuild_and_queries_stay_right(engine):
-    pad = make(engine, capacity=8)                                    # table of 16 buckets
+    pad = make(engine, capacity=8)  # table of 16 buckets
     rng = np.random.default_rng(0)
     model = {}
     for step in range(40):
-        new = [i for i in rng.choice(1000, 4, replace=False).tolist() if i not in model][:len(pad.free_slots())]
-        slots = pad.free_slots()[:len(new)]
+        new = [i for i in rng.choice(1000, 4, replace=False).tolist() if i not in model][: len(pad.free_slots())]
+        slots = pad.free_slots()[: len(new)]
         pad.insert(new, slots)
         model.update(zip(new, slots.tolist()))
         victims = rng.choice(sorted(model), size=min(3, len(model)), replace=False).tolist()
@@ -203,7 +209,7 @@ def test_must_hit_names_the_first_miss(engine):
 
 
 # ------------------------------------------------------------------------------- bad input
-BAD_INPUT = [   # (operation, expected message); each runs on a pad with ids 10..13 in slots 0..3
+BAD_INPUT = [  # (operation, expected message); each runs on a pad with ids 10..13 in slots 0..3
     (lambda p: p.query([1, -1]), r"ids\[1\] = -1 is out of range \[0, 1000\)"),
     (lambda p: p.query([1000]), r"ids\[0\] = 1000 is out of range \[0, 1000\)"),
     (lambda p: p.query([[1, 2]]), r"ids must be 1-D, got shape \(1, 2\)"),
@@ -212,8 +218,10 @@ BAD_INPUT = [   # (operation, expected message); each runs on a pad with ids 10.
     (lambda p: p.insert([20, 21], [5]), "ids and slots differ in length: 2 vs 1"),
     (lambda p: p.insert([20, 1000], [5, 6]), r"ids\[1\] = 1000 is out of range"),
     (lambda p: p.insert([20, 21, 20], [5, 6, 7]), r"ids\[2\] = 20 repeats ids\[0\]"),
-    (lambda p: p.insert(list(range(20, 33)), list(range(4, 16)) + [0]),
-     "cannot insert 13 ids: only 12 of 16 slots are free"),
+    (
+        lambda p: p.insert(list(range(20, 33)), list(range(4, 16)) + [0]),
+        "cannot insert 13 ids: only 12 of 16 slots are free",
+    ),
     (lambda p: p.insert([20, 21], [5, 16]), r"slots\[1\] = 16 is out of range \[0, 16\)"),
     (lambda p: p.insert([20, 21], [-1, 5]), r"slots\[0\] = -1 is out of range"),
     (lambda p: p.insert([20, 21], [5, 5]), r"slots\[1\] = 5 repeats slots\[0\]"),
@@ -225,13 +233,19 @@ BAD_INPUT = [   # (operation, expected message); each runs on a pad with ids 10.
     (lambda p: p.scatter([0, 0], np.zeros((2, 4))), r"slots\[1\] = 0 repeats slots\[0\]"),
     (lambda p: p.scatter([0], np.zeros((1, 5))), r"rows must have shape \(1, 4\), got \(1, 5\)"),
     (lambda p: p.scatter([0], np.zeros((1, 4), np.int32)), "rows must hold floats, got dtype int32"),
-    (lambda p: p.scatter([0], np.zeros((1, 4)), np.zeros((1, 1))), "state given, but this scratchpad has state_width 0"),
+    (
+        lambda p: p.scatter([0], np.zeros((1, 4)), np.zeros((1, 1))),
+        "state given, but this scratchpad has state_width 0",
+    ),
     (lambda p: p.embedding_bag_forward([0, -1], [0]), r"slots\[1\] = -1 is out of range"),
     (lambda p: p.embedding_bag_forward([0, 1], [1]), r"offsets\[0\] = 1 must be 0"),
     (lambda p: p.embedding_bag_forward([0, 1, 2], [0, 2, 1]), r"offsets\[2\] = 1 is smaller than offsets\[1\] = 2"),
     (lambda p: p.embedding_bag_forward([0, 1], [0, 3]), r"offsets\[1\] = 3 is beyond the 2 lookups"),
     (lambda p: p.embedding_bag_forward([0, 1], []), "offsets is empty but there are 2 lookups"),
-    (lambda p: p.backward_update([0, 1], [0], np.ones((2, 4)), "sgd", lr=0.1), r"grad_pooled must have shape \(1, 4\), got \(2, 4\)"),
+    (
+        lambda p: p.backward_update([0, 1], [0], np.ones((2, 4)), "sgd", lr=0.1),
+        r"grad_pooled must have shape \(1, 4\), got \(2, 4\)",
+    ),
     (lambda p: p.backward_update([0], [0], np.ones((1, 4)), "sgd", lr=float("nan")), "lr must be a finite number"),
     (lambda p: p.backward_update([0], [0], np.ones((1, 4)), "adam", lr=0.1), "unknown optimizer 'adam'"),
     (lambda p: p.mark_dirty([16]), r"slots\[0\] = 16 is out of range"),
@@ -255,14 +269,20 @@ def test_state_is_required_when_the_pad_keeps_state(engine):
         pad.scatter([0], np.zeros((1, 4), np.float32))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_rows=0, capacity=4, dim=2), "num_rows must be an integer >= 1, got 0"),
-    (dict(num_rows=10, capacity=0, dim=2), "capacity must be an integer >= 1, got 0"),
-    (dict(num_rows=10, capacity=4, dim=2.5), "dim must be an integer >= 1, got 2.5"),
-    (dict(num_rows=10, capacity=4, dim=2, state_width=-1), "state_width must be an integer >= 0"),
-    (dict(num_rows=10, capacity=4, dim=2, engine="host", device="cuda"), "engine 'host' cannot serve device 'cuda'"),
-    (dict(num_rows=10, capacity=4, dim=2, engine="cupy", device="cpu"), "engine 'cupy' cannot serve device 'cpu'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_rows=0, capacity=4, dim=2), "num_rows must be an integer >= 1, got 0"),
+        (dict(num_rows=10, capacity=0, dim=2), "capacity must be an integer >= 1, got 0"),
+        (dict(num_rows=10, capacity=4, dim=2.5), "dim must be an integer >= 1, got 2.5"),
+        (dict(num_rows=10, capacity=4, dim=2, state_width=-1), "state_width must be an integer >= 0"),
+        (
+            dict(num_rows=10, capacity=4, dim=2, engine="host", device="cuda"),
+            "engine 'host' cannot serve device 'cuda'",
+        ),
+        (dict(num_rows=10, capacity=4, dim=2, engine="cupy", device="cpu"), "engine 'cupy' cannot serve device 'cpu'"),
+    ],
+)
 def test_bad_construction(kwargs, message):
     num_rows, capacity, dim = kwargs.pop("num_rows"), kwargs.pop("capacity"), kwargs.pop("dim")
     with pytest.raises(ValueError, match=message):

@@ -1,5 +1,6 @@
 """Random operation sequences: the host-build scratchpad, the twin scratchpad and a dict model
 must agree after every step, down to the hash table's buckets and the rows' bits."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -21,8 +22,8 @@ class Model:
     """What a scratchpad must contain, kept with plain Python containers."""
 
     def __init__(self):
-        self.slot_of = {}          # id -> slot
-        self.holds = {}            # slot -> count
+        self.slot_of = {}  # id -> slot
+        self.holds = {}  # slot -> count
 
 
 def apply(op, arg, pads, model, rng):
@@ -33,9 +34,9 @@ def apply(op, arg, pads, model, rng):
         if len(new) > len(free):
             for pad in pads:
                 with pytest.raises(ValueError, match="only .* slots are free"):
-                    pad.insert(new, free[:len(new)] + [0] * (len(new) - len(free)))
+                    pad.insert(new, free[: len(new)] + [0] * (len(new) - len(free)))
             return
-        slots = rng.permutation(free)[:len(new)].tolist()
+        slots = rng.permutation(free)[: len(new)].tolist()
         rows = rng.standard_normal((len(new), DIM)).astype(np.float32)
         state = rng.uniform(0, 1, (len(new), 1)).astype(np.float32)
         for pad in pads:
@@ -83,7 +84,7 @@ def check(pads, model):
         assert len(pad) == len(model.slot_of)
         np.testing.assert_array_equal(pad.hold_counts, [model.holds.get(s, 0) for s in range(CAPACITY)])
     twin_pad, host_pad = pads
-    np.testing.assert_array_equal(twin_pad.map.keys, host_pad.map.keys)       # same buckets
+    np.testing.assert_array_equal(twin_pad.map.keys, host_pad.map.keys)  # same buckets
     np.testing.assert_array_equal(twin_pad.map.values, host_pad.map.values)
     np.testing.assert_array_equal(twin_pad.rows.numpy(), host_pad.rows.numpy())  # same bits
     np.testing.assert_array_equal(twin_pad.state.numpy(), host_pad.state.numpy())
@@ -94,8 +95,7 @@ def check(pads, model):
 @given(ops=st.lists(operation, min_size=1, max_size=25), seed=st.integers(0, 2**16))
 def test_twin_and_host_scratchpads_agree_with_the_model(ops, seed):
     rng = np.random.default_rng(seed)
-    pads = [Scratchpad(NUM_ROWS, CAPACITY, DIM, state_width=1, engine=e, device="cpu")
-            for e in ("twin", "host")]
+    pads = [Scratchpad(NUM_ROWS, CAPACITY, DIM, state_width=1, engine=e, device="cpu") for e in ("twin", "host")]
     model = Model()
     for op, arg in ops:
         apply(op, arg, pads, model, rng)
@@ -105,8 +105,7 @@ def test_twin_and_host_scratchpads_agree_with_the_model(ops, seed):
 def test_long_churn_rebuilds_and_still_agrees():
     """Many insert/erase rounds (more than hypothesis' short runs) to go through rebuilds."""
     rng = np.random.default_rng(1)
-    pads = [Scratchpad(NUM_ROWS, CAPACITY, DIM, state_width=1, engine=e, device="cpu")
-            for e in ("twin", "host")]
+    pads = [Scratchpad(NUM_ROWS, CAPACITY, DIM, state_width=1, engine=e, device="cpu") for e in ("twin", "host")]
     model = Model()
     for _ in range(60):
         apply("insert", rng.choice(NUM_ROWS, 5, replace=False).tolist(), pads, model, rng)

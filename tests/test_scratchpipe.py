@@ -3,6 +3,7 @@
 The reference is plain PyTorch (scratchkit.measure.reference): nn.EmbeddingBag(sparse=True) + torch.optim,
 trained on the same batches from the same initial weights.
 """
+
 import signal
 import time
 from dataclasses import replace
@@ -25,8 +26,10 @@ from stand_ins import StandInCuda
 
 
 def config_with(base, capacity, depth, policy="furthest", kind=OptimizerKind.SGD):
-    return base.replace(cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy),
-                        optimizer=OptimizerConfig(kind=kind, lr=0.1))
+    return base.replace(
+        cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy),
+        optimizer=OptimizerConfig(kind=kind, lr=0.1),
+    )
 
 
 def max_diff_to_reference(trainer, source, steps):
@@ -62,7 +65,7 @@ def test_minimum_capacity_run_really_evicts(tiny_config, where):
     minimum = smallest_capacity(tiny_config, 2, 20)
     with make_trainer("scratchpipe", config_with(tiny_config, minimum, 2)) as trainer:
         trainer.plan_in = PlanIn(where)
-        trainer.events.enabled = False   # as a benchmark runs it: the plans cross without the trace's arrays
+        trainer.events.enabled = False  # as a benchmark runs it: the plans cross without the trace's arrays
         records = list(trainer.train(20))
     assert sum(r.written_back_rows for r in records) > 0
     assert sum(r.fetched_rows for r in records) > minimum
@@ -74,16 +77,23 @@ def test_minimum_capacity_run_really_evicts(tiny_config, where):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sizes=st.lists(st.integers(2, 80), min_size=1, max_size=3), pooling=st.integers(1, 4),
-       batch=st.integers(1, 10), zipf=st.floats(0, 2), depth=st.integers(1, 4),
-       policy=st.sampled_from(["furthest", "lru"]), kind=st.sampled_from(list(OptimizerKind)),
-       slack=st.floats(0, 1), seed=st.integers(0, 999))
-def test_property_random_traces_are_exact_with_all_hits(sizes, pooling, batch, zipf, depth, policy,
-                                                        kind, slack, seed):
+@given(
+    sizes=st.lists(st.integers(2, 80), min_size=1, max_size=3),
+    pooling=st.integers(1, 4),
+    batch=st.integers(1, 10),
+    zipf=st.floats(0, 2),
+    depth=st.integers(1, 4),
+    policy=st.sampled_from(["furthest", "lru"]),
+    kind=st.sampled_from(list(OptimizerKind)),
+    slack=st.floats(0, 1),
+    seed=st.integers(0, 999),
+)
+def test_property_random_traces_are_exact_with_all_hits(sizes, pooling, batch, zipf, depth, policy, kind, slack, seed):
     base = TrainConfig(
-        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, num_dense=2,
-                        zipf=zipf, seed=seed),
-        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)), seed=seed)
+        data=DataConfig(table_sizes=tuple(sizes), pooling=pooling, batch_size=batch, num_dense=2, zipf=zipf, seed=seed),
+        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)),
+        seed=seed,
+    )
     steps = 8
     minimum = smallest_capacity(base, depth, steps)
     capacity = minimum + int(slack * (max(sizes) - minimum))
@@ -120,23 +130,29 @@ def hand_made_source(batches: list[list[int]], num_rows: int = 32) -> InMemoryDa
     ids = np.array([i for b in batches for i in b], dtype=np.int64)
     n = len(ids)
     rng = np.random.default_rng(0)
-    return InMemoryDataset(dense=rng.standard_normal((n, 2)), ids=ids[None, :],
-                           labels=(np.arange(n) % 2).astype(np.float32), table_sizes=[num_rows],
-                           batch_size=len(batches[0]))
+    return InMemoryDataset(
+        dense=rng.standard_normal((n, 2)),
+        ids=ids[None, :],
+        labels=(np.arange(n) % 2).astype(np.float32),
+        table_sizes=[num_rows],
+        batch_size=len(batches[0]),
+    )
 
 
 def hand_made_config(source, capacity, depth, policy):
-    return TrainConfig(data=DataConfig(table_sizes=source.table_sizes, pooling=1,
-                                       batch_size=source.batch_size, num_dense=2),
-                       model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)),
-                       optimizer=OptimizerConfig(lr=0.5),
-                       cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy))
+    return TrainConfig(
+        data=DataConfig(table_sizes=source.table_sizes, pooling=1, batch_size=source.batch_size, num_dense=2),
+        model=ModelConfig(dim=4, bottom_mlp=(4,), top_mlp=(1,)),
+        optimizer=OptimizerConfig(lr=0.5),
+        cache=CacheParams(capacity=capacity, depth=depth, victim_policy=policy),
+    )
 
 
 def slow(stage: Stage, batch: int, seconds: float = 0.3):
     def hook(s, b):
         if s is stage and b == batch:
             time.sleep(seconds)
+
     return hook
 
 
@@ -149,8 +165,9 @@ HOLD_TRACE = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [0, 1, 2, 3], [12, 13,
 def test_hazard_no_holds_evicts_a_batch_in_flight(holds):
     source = hand_made_source(HOLD_TRACE)
     config = hand_made_config(source, capacity=12, depth=1, policy="lru")
-    trainer = ScratchPipeTrainer(config, source, hazards=Hazards(holds=holds),
-                                 stage_hook=slow(Stage.TRAIN, 3))   # Insert(4) runs first
+    trainer = ScratchPipeTrainer(
+        config, source, hazards=Hazards(holds=holds), stage_hook=slow(Stage.TRAIN, 3)
+    )  # Insert(4) runs first
     records = list(trainer.train(len(HOLD_TRACE)))
     diff = max_diff_to_reference(trainer, source, len(HOLD_TRACE))
     if holds:
@@ -158,7 +175,7 @@ def test_hazard_no_holds_evicts_a_batch_in_flight(holds):
         victims = [p for p in trainer.events.plans if p.batch == 4][0]
         assert set(victims.victim_ids.tolist()) == {4, 5, 6, 7}
         assert not set(victims.victim_slots.tolist()) & set(victims.held_before.tolist())
-    else:   # invariant 4 broke, so invariant 1 broke: batch 3 trained on rows of other ids
+    else:  # invariant 4 broke, so invariant 1 broke: batch 3 trained on rows of other ids
         assert records[3].hits < records[3].lookups
         assert diff > 0
 
@@ -172,15 +189,16 @@ ORDER_TRACE = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [0, 1, 2, 3], [8, 9, 
 def test_hazard_no_write_back_order_reads_stale_rows(ordered):
     source = hand_made_source(ORDER_TRACE)
     config = hand_made_config(source, capacity=8, depth=1, policy="lru")
-    trainer = ScratchPipeTrainer(config, source, hazards=Hazards(write_back_order=ordered),
-                                 stage_hook=slow(Stage.WRITE_BACK, 2))
+    trainer = ScratchPipeTrainer(
+        config, source, hazards=Hazards(write_back_order=ordered), stage_hook=slow(Stage.WRITE_BACK, 2)
+    )
     records = list(trainer.train(len(ORDER_TRACE)))
     diff = max_diff_to_reference(trainer, source, len(ORDER_TRACE))
     evicted = [p for p in trainer.events.plans if p.batch == 2][0]
     assert set(evicted.victim_ids.tolist()) == {0, 1, 2, 3}
     if ordered:
         assert diff == 0.0 and sum(r.stale_reads for r in records) == 0
-    else:   # invariant 3 broke: batch 3 read A's rows before batch 0's updates reached the host
+    else:  # invariant 3 broke: batch 3 read A's rows before batch 0's updates reached the host
         assert records[3].stale_reads == 4
         assert diff > 0
 
@@ -199,7 +217,7 @@ def test_event_log_shows_stage_order_overlap_and_victims_never_held(tiny_config)
     plan6 = [e for e in trainer.events.stages_of(6) if e.stage is Stage.PLAN][0]
     train5 = [e for e in trainer.events.stages_of(5) if e.stage is Stage.TRAIN][0]
     assert plan6.start < train5.end
-    for decision in trainer.events.plans:   # invariant 4 on the record of every decision
+    for decision in trainer.events.plans:  # invariant 4 on the record of every decision
         assert not np.intersect1d(decision.victim_slots, decision.held_before).size
         assert decision.hits + decision.misses == len(decision.unique_ids)
 
@@ -223,6 +241,7 @@ def failing(stage: Stage, batch: int):
     def hook(s, b):
         if s is stage and b == batch:
             raise OSError(f"injected failure in {s.value}")
+
     return hook
 
 
@@ -245,8 +264,9 @@ def pipeline(planner: str) -> dict:
 def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage, planner):
     minimum = smallest_capacity(tiny_config, 2, 20)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9),
-                                 **pipeline(planner))
+    trainer = ScratchPipeTrainer(
+        config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9), **pipeline(planner)
+    )
     with pytest.raises((PipelineError, OSError)) as err:
         list(trainer.train(20))
     if stage is not Stage.TRAIN:
@@ -287,8 +307,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
             pressed.append(b)
             signal.raise_signal(signal.SIGINT)
 
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c,
-                                 **pipeline(planner))
+    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c, **pipeline(planner))
     seen = []
     with pytest.raises(KeyboardInterrupt):
         for record in trainer.train(30):
@@ -297,7 +316,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
     # every step taken was yielded: the one in flight when Ctrl-C came, or none if it was waiting
     assert seen == list(range(trainer.next_batch))
     assert max_diff_to_reference(trainer, source, trainer.next_batch) == 0.0
-    assert signal.getsignal(signal.SIGINT) is sigint_handler   # put back as it was
+    assert signal.getsignal(signal.SIGINT) is sigint_handler  # put back as it was
 
 
 @pytest.mark.parametrize("planner", PIPELINES)
@@ -313,16 +332,15 @@ def test_leaving_the_loop_early_flushes(tiny_config, planner):
 
 
 def test_checkpoint_and_resume_equal_an_uninterrupted_run(tiny_config):
-    config = config_with(tiny_config, smallest_capacity(tiny_config, 2, 24), 2,
-                         kind=OptimizerKind.ROWWISE_ADAGRAD)
+    config = config_with(tiny_config, smallest_capacity(tiny_config, 2, 24), 2, kind=OptimizerKind.ROWWISE_ADAGRAD)
     source = SyntheticSource(config.data)
     straight = ScratchPipeTrainer(config, source)
     list(straight.train(24))
     first = ScratchPipeTrainer(config, source)
     list(first.train(10))
     saved = first.checkpoint()
-    list(first.train(14))                          # go on in the same trainer...
-    resumed = ScratchPipeTrainer(config, source)   # ...and in a fresh one from the checkpoint
+    list(first.train(14))  # go on in the same trainer...
+    resumed = ScratchPipeTrainer(config, source)  # ...and in a fresh one from the checkpoint
     resumed.load_checkpoint(saved)
     list(resumed.train(14))
     for other in (first, resumed):
@@ -365,13 +383,15 @@ def test_plan_stripes_train_exactly_with_all_hits_at_their_minimum(tiny_config, 
     minimum = max(ScratchPipeTrainer(striped).minimum_capacities(0, steps))
     # each stripe holds its own ids' window: never less than the whole table's minimum
     assert minimum >= smallest_capacity(tiny_config, depth, steps)
-    config = tiny_config.replace(cache=CacheParams(capacity=minimum, depth=depth, plan_stripes=stripes),
-                                 optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD, lr=0.1))
+    config = tiny_config.replace(
+        cache=CacheParams(capacity=minimum, depth=depth, plan_stripes=stripes),
+        optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD, lr=0.1),
+    )
     for planner in ("thread", "process"):
         trainer = ScratchPipeTrainer(config, planner=planner)
         records = list(trainer.train(steps))
         assert all(r.hits == r.lookups for r in records)
-        assert sum(r.written_back_rows for r in records) > 0          # it really evicts
+        assert sum(r.written_back_rows for r in records) > 0  # it really evicts
         assert max_diff_to_reference(trainer, trainer.source, steps) == 0.0
     # one row fewer is refused, in words that say stripes
     small = tiny_config.replace(cache=CacheParams(capacity=minimum - 1, depth=depth, plan_stripes=stripes))
@@ -433,7 +453,7 @@ def test_the_callers_time_between_steps_is_no_steps(tiny_config, name):
     pause = 0.2
     with make_trainer(name, tiny_config, device="cpu") as trainer:
         steps = trainer.train(6)
-        records = [next(steps)]            # the first: ScratchPipe's pipeline starts in it
+        records = [next(steps)]  # the first: ScratchPipe's pipeline starts in it
         for record in steps:
             records.append(record)
             time.sleep(pause)

@@ -1,11 +1,11 @@
 """The scratchpad over depth: each depth at its minimum capacity, on LRU's and OPT's axes."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from scratchkit.sim import (lookahead_depth_curve, lru_mrc, min_capacity, opt_mrc,
-                            simulate_lookahead)
+from scratchkit.sim import lookahead_depth_curve, lru_mrc, min_capacity, opt_mrc, simulate_lookahead
 
 
 def zipf(n: int, rows: int, seed: int) -> np.ndarray:
@@ -35,7 +35,7 @@ def test_as_curve_shares_the_lru_curves_axes():
     lru = lru_mrc(trace)
     assert depth.policy == "lookahead" and depth.unique_ids == lru.unique_ids
     assert np.all(np.diff(depth.capacities) > 0)
-    for capacity, hits in zip(depth.capacities, depth.hits):   # a look at the future wins
+    for capacity, hits in zip(depth.capacities, depth.hits):  # a look at the future wins
         assert hits >= lru.hits_at(int(capacity))
 
 

@@ -4,14 +4,24 @@ Requests are fed one by one with object size 1, so libCacheSim's capacity counts
 does. Its Belady needs every request's next access time (never again = INT64 max), which we
 compute here with a plain dict scan, not with scratchkit's `next_use`.
 """
+
 from __future__ import annotations
 
 
 import numpy as np
 import pytest
 
-from scratchkit.sim import (lru_mrc, native, opt_mrc, profile_lru, simulate, simulate_lfu,
-                            simulate_lookahead, simulate_lru, simulate_opt)
+from scratchkit.sim import (
+    lru_mrc,
+    native,
+    opt_mrc,
+    profile_lru,
+    simulate,
+    simulate_lfu,
+    simulate_lookahead,
+    simulate_lru,
+    simulate_opt,
+)
 
 lcs = pytest.importorskip("libcachesim")
 
@@ -23,7 +33,7 @@ def zipf_trace(n: int, rows: int, exponent: float, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, rows + 1) ** exponent
     ranks = rng.choice(rows, size=n, p=weights / weights.sum())
-    return rng.permutation(rows)[ranks].astype(np.int64) * 7 + 3   # sparse, non-contiguous ids
+    return rng.permutation(rows)[ranks].astype(np.int64) * 7 + 3  # sparse, non-contiguous ids
 
 
 def criteo_trace(path, table_size: int = 1 << 14) -> np.ndarray:
@@ -33,8 +43,7 @@ def criteo_trace(path, table_size: int = 1 << 14) -> np.ndarray:
     with open(path) as lines:
         for line in lines:
             fields = line.rstrip("\n").split("\t")[14:40]
-            ids.extend((int(f, 16) % table_size if f else 0) + t * table_size
-                       for t, f in enumerate(fields))
+            ids.extend((int(f, 16) % table_size if f else 0) + t * table_size for t, f in enumerate(fields))
     return np.array(ids, dtype=np.int64)
 
 
@@ -54,8 +63,7 @@ def libcachesim_hits(cache_class, trace: np.ndarray, capacity: int, later=None) 
     hits = 0
     later = next_access(trace) if later is None else later
     for t, (row, later) in enumerate(zip(trace.tolist(), later)):
-        hits += cache.get(lcs.Request(obj_size=1, obj_id=row, clock_time=t,
-                                      next_access_vtime=later))
+        hits += cache.get(lcs.Request(obj_size=1, obj_id=row, clock_time=t, next_access_vtime=later))
     return hits
 
 
@@ -76,8 +84,9 @@ def zipf(request):
 def zipf_reference(zipf):
     """libCacheSim's LRU and Belady hits at CAPACITIES: {capacity: (lru, belady)}."""
     later = next_access(zipf)
-    return {c: (libcachesim_hits(lcs.LRU, zipf, c, later), libcachesim_hits(lcs.Belady, zipf, c, later))
-            for c in CAPACITIES}
+    return {
+        c: (libcachesim_hits(lcs.LRU, zipf, c, later), libcachesim_hits(lcs.Belady, zipf, c, later)) for c in CAPACITIES
+    }
 
 
 @pytest.mark.parametrize("capacity", CAPACITIES)
@@ -90,8 +99,7 @@ def test_lru_and_opt_hits_equal_libcachesim_on_zipf(zipf, zipf_reference, capaci
 def test_curves_equal_libcachesim_on_zipf(zipf, zipf_reference):
     lru = lru_mrc(zipf)
     opt = opt_mrc(zipf, CAPACITIES)
-    assert [(lru.hits_at(c), int(h)) for c, h in zip(CAPACITIES, opt.hits)] == \
-        [zipf_reference[c] for c in CAPACITIES]
+    assert [(lru.hits_at(c), int(h)) for c, h in zip(CAPACITIES, opt.hits)] == [zipf_reference[c] for c in CAPACITIES]
 
 
 @pytest.mark.parametrize("engine", ["native", "numpy"])
@@ -130,7 +138,7 @@ def criteo():
     return criteo_trace(KAGGLE_SAMPLE)
 
 
-CRITEO_CAPACITIES = [64, 4_096, 20_000]   # the sample has 31,614 distinct ids
+CRITEO_CAPACITIES = [64, 4_096, 20_000]  # the sample has 31,614 distinct ids
 
 
 def test_lru_and_opt_hits_equal_libcachesim_on_criteo(criteo):

@@ -1,4 +1,5 @@
 """One-pass curves against per-capacity simulation, and stack distances against their definition."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratchkit.sim import (lru_mrc, next_use, opt_mrc, simulate_lru, simulate_opt,
-                            stack_distance_histogram, stack_distances)
+from scratchkit.sim import (
+    lru_mrc,
+    next_use,
+    opt_mrc,
+    simulate_lru,
+    simulate_opt,
+    stack_distance_histogram,
+    stack_distances,
+)
 
 traces = st.lists(st.integers(0, 12), max_size=60).map(lambda ids: np.array(ids, dtype=np.int64))
 
@@ -26,8 +34,7 @@ def mattson_distances(trace) -> list[int]:
 
 
 def naive_next_use(trace) -> list[int]:
-    return [next((u for u in range(t + 1, len(trace)) if trace[u] == trace[t]), len(trace))
-            for t in range(len(trace))]
+    return [next((u for u in range(t + 1, len(trace)) if trace[u] == trace[t]), len(trace)) for t in range(len(trace))]
 
 
 @settings(max_examples=150, deadline=None)
@@ -84,7 +91,7 @@ def test_edge_cases_empty_single_and_repeats():
     same = np.full(10, 4)
     assert lru_mrc(same).hits.tolist() == [9]
     assert opt_mrc(same, [1]).hits.tolist() == [9]
-    cycle = np.tile(np.arange(5), 4)                   # LRU's worst case: a loop one row too big
+    cycle = np.tile(np.arange(5), 4)  # LRU's worst case: a loop one row too big
     assert lru_mrc(cycle).hits_at(4) == 0
     assert lru_mrc(cycle).hits_at(5) == 15
     assert opt_mrc(cycle, [4]).hits[0] == simulate_opt(cycle, 4).hits > 0
@@ -92,18 +99,20 @@ def test_edge_cases_empty_single_and_repeats():
 
 def test_curve_rows_for_json():
     rows = lru_mrc([1, 2, 1, 2]).to_rows()
-    assert rows == [{"capacity": 1, "hits": 0, "hit_rate": 0.0},
-                    {"capacity": 2, "hits": 2, "hit_rate": 0.5}]
+    assert rows == [{"capacity": 1, "hits": 0, "hit_rate": 0.0}, {"capacity": 2, "hits": 2, "hit_rate": 0.5}]
     with pytest.raises(ValueError, match="not on this opt curve"):
         opt_mrc([1, 2, 3, 1], [2]).hits_at(1)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (np.array([[1, 2]]), "1-D"),
-    (np.array([1.5, 2.0]), "integer ids"),
-    (np.array([3, -1]), r"trace\[1\] = -1"),
-    (np.array([True, False]), "integer ids"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.array([[1, 2]]), "1-D"),
+        (np.array([1.5, 2.0]), "integer ids"),
+        (np.array([3, -1]), r"trace\[1\] = -1"),
+        (np.array([True, False]), "integer ids"),
+    ],
+)
 def test_curves_refuse_bad_traces(bad, message):
     with pytest.raises(ValueError, match=message):
         lru_mrc(bad)

@@ -1,4 +1,5 @@
 """Each policy against a plain reference written here, plus the record and the dispatcher."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratchkit.sim import (POLICIES, SimResult, hot_set, min_capacity, simulate, simulate_lru,
-                            simulate_lookahead, simulate_setassoc, simulate_static)
+from scratchkit.sim import (
+    POLICIES,
+    SimResult,
+    hot_set,
+    min_capacity,
+    simulate,
+    simulate_lru,
+    simulate_lookahead,
+    simulate_setassoc,
+    simulate_static,
+)
 from scratchkit.sim.setassoc import set_of
 
 NEVER = math.inf
@@ -25,10 +35,11 @@ def skewed(n: int, rows: int, seed: int) -> np.ndarray:
 
 # ---- static ------------------------------------------------------------------------------------
 
+
 def test_static_pins_the_hottest_ids_of_the_prefix():
     trace = skewed(4_000, 300, seed=1)
     for share, capacity in [(0.1, 20), (0.5, 50), (1.0, 300)]:
-        prefix = trace[:math.ceil(share * len(trace))].tolist()
+        prefix = trace[: math.ceil(share * len(trace))].tolist()
         ranked = sorted(Counter(prefix).items(), key=lambda kv: (-kv[1], kv[0]))
         pinned = {row for row, _ in ranked[:capacity]}
         hits = sum(row in pinned for row in trace.tolist())
@@ -53,6 +64,7 @@ def test_static_ties_go_to_the_smaller_id():
 
 
 # ---- set-associative ----------------------------------------------------------------------------
+
 
 def setassoc_reference(trace, capacity, ways):
     """Per-set OrderedDict LRUs, one access at a time; also a fully associative LRU alongside."""
@@ -100,7 +112,7 @@ def test_set_hash_is_deterministic_and_spreads_neighbours():
     sets = set_of(ids, 64)
     assert sets.tolist() == set_of(ids, 64).tolist()
     counts = np.bincount(sets, minlength=64)
-    assert counts.min() > 100 and counts.max() < 220        # ~156 each; not all in a few sets
+    assert counts.min() > 100 and counts.max() < 220  # ~156 each; not all in a few sets
 
 
 def test_setassoc_refuses_capacity_not_a_multiple_of_ways():
@@ -112,9 +124,10 @@ def test_setassoc_refuses_capacity_not_a_multiple_of_ways():
 
 # ---- look-forward -------------------------------------------------------------------------------
 
+
 def lookahead_reference(trace, capacity, batch_size, depth, horizon):
     """The planner's rules done the slow way: recompute held sets and next uses from scratch."""
-    batches = [trace[i:i + batch_size].tolist() for i in range(0, len(trace), batch_size)]
+    batches = [trace[i : i + batch_size].tolist() for i in range(0, len(trace), batch_size)]
     resident, last_use = set(), {}
     fetched = written = reused = 0
     hits = []
@@ -129,12 +142,14 @@ def lookahead_reference(trace, capacity, batch_size, depth, horizon):
             reused += len(wanted) - len(missing)
             for row in wanted:
                 last_use[row] = k
-            held = set().union(*batches[max(0, k - depth):k + 1])
+            held = set().union(*batches[max(0, k - depth) : k + 1])
             for _ in range(len(resident) + len(missing) - capacity):
+
                 def rank(row):
                     nxt = next_use(row, k)
                     seen = nxt != NEVER and (horizon is None or nxt <= k + horizon)
                     return (0, last_use[row], row) if not seen else (1, -nxt, last_use[row], row)
+
                 victim = min(resident - held, key=rank)
                 resident.remove(victim)
                 written += 1
@@ -146,25 +161,27 @@ def lookahead_reference(trace, capacity, batch_size, depth, horizon):
 
 
 def window_reference(trace, batch_size, depth):
-    batches = [set(trace[i:i + batch_size].tolist()) for i in range(0, len(trace), batch_size)]
-    return max((len(set().union(*batches[max(0, k - depth):k + 1])) for k in range(len(batches))),
-               default=0)
+    batches = [set(trace[i : i + batch_size].tolist()) for i in range(0, len(trace), batch_size)]
+    return max((len(set().union(*batches[max(0, k - depth) : k + 1])) for k in range(len(batches))), default=0)
 
 
 @settings(max_examples=40, deadline=None)
-@given(trace=st.lists(st.integers(0, 15), max_size=50).map(np.array),
-       batch_size=st.integers(1, 6), depth=st.integers(0, 3),
-       extra=st.integers(0, 4), horizon=st.sampled_from([None, 0, 1, 3]))
+@given(
+    trace=st.lists(st.integers(0, 15), max_size=50).map(np.array),
+    batch_size=st.integers(1, 6),
+    depth=st.integers(0, 3),
+    extra=st.integers(0, 4),
+    horizon=st.sampled_from([None, 0, 1, 3]),
+)
 def test_lookahead_equals_reference_and_always_hits(trace, batch_size, depth, extra, horizon):
     trace = trace.astype(np.int64)
     need = window_reference(trace, batch_size, depth)
     assert min_capacity(trace, batch_size, depth) == need
     capacity = max(need, 1) + extra
-    fetched, written, reused, hits, resident = lookahead_reference(
-        trace, capacity, batch_size, depth, horizon)
+    fetched, written, reused, hits, resident = lookahead_reference(trace, capacity, batch_size, depth, horizon)
     result = simulate_lookahead(trace, capacity, batch_size, depth, horizon)
     assert result.batch_hits.tolist() == hits
-    assert result.hits == result.lookups == len(trace)          # 100% at use time
+    assert result.hits == result.lookups == len(trace)  # 100% at use time
     assert result.misses == 0 and not result.batch_misses.any()
     assert (result.fetched_rows, result.written_back_rows) == (fetched, written)
     assert (result.extra["reused_rows"], result.flushed_rows) == (reused, resident)
@@ -199,6 +216,7 @@ def test_seeing_further_fetches_no_more_than_lru_victims():
 
 # ---- record, names, dispatcher ------------------------------------------------------------------
 
+
 def test_policy_names_parse_in_any_case_and_unknown_lists_the_valid_ones():
     trace = skewed(500, 60, seed=3)
     assert simulate(trace, "LRU", 16).to_dict() == simulate(trace, "lru", 16).to_dict()
@@ -217,27 +235,26 @@ def test_every_policy_returns_one_consistent_json_record(policy):
     assert result.hits + result.misses == result.lookups == 1_500
     assert result.hit_rate == pytest.approx(result.hits / 1_500)
     data = json.loads(json.dumps(result.to_dict()))
-    for key in ("policy", "capacity", "lookups", "hits", "misses", "hit_rate", "fetched_rows",
-                "written_back_rows"):
+    for key in ("policy", "capacity", "lookups", "hits", "misses", "hit_rate", "fetched_rows", "written_back_rows"):
         assert key in data
     assert ("batches" in data) == (policy == "lookahead")
 
 
 @pytest.mark.parametrize("policy", ["lru", "lfu", "opt", "setassoc"])
 def test_demand_policies_on_edge_traces(policy):
-    def run(trace, capacity):                     # setassoc as one set: nothing to conflict
+    def run(trace, capacity):  # setassoc as one set: nothing to conflict
         return simulate(trace, policy, capacity, **({"ways": capacity} if policy == "setassoc" else {}))
 
     empty = run([], 3)
     assert (empty.lookups, empty.hits, empty.hit_rate, empty.flushed_rows) == (0, 0, 0.0, 0)
-    assert run([5, 5, 5], 1).hits == 2                                   # capacity 1
+    assert run([5, 5, 5], 1).hits == 2  # capacity 1
     assert run([1, 2, 1, 2], 1).hits == 0
-    roomy = run([1, 2, 3, 1, 2, 3], 10)                                  # capacity >= unique ids
+    roomy = run([1, 2, 3, 1, 2, 3], 10)  # capacity >= unique ids
     assert (roomy.hits, roomy.fetched_rows, roomy.written_back_rows, roomy.flushed_rows) == (3, 3, 0, 3)
 
 
 def test_static_and_lookahead_on_edge_traces():
-    assert simulate([5, 5, 5], "static", 1).hits == 3                 # pinned before the trace
+    assert simulate([5, 5, 5], "static", 1).hits == 3  # pinned before the trace
     assert simulate([], "static", 2).hits == 0
     assert simulate([1, 2, 1, 2], "static", 5, prefix_share=1.0).hits == 4
     empty = simulate([], "lookahead", 1, batch_size=4, depth=2)
@@ -246,18 +263,21 @@ def test_static_and_lookahead_on_edge_traces():
     assert (single.hits, single.fetched_rows, single.flushed_rows) == (1, 1, 1)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: simulate([1, 2], "lru", 0), "capacity must be an integer >= 1, got 0"),
-    (lambda: simulate([1, 2], "lru", 2.5), "capacity must be an integer >= 1"),
-    (lambda: simulate([1, 2], "lru", 4, ways=4), "policy lru does not take ways"),
-    (lambda: simulate([1, 2], "lookahead", 4, batch_size=2), "lookahead needs depth"),
-    (lambda: simulate([1, 2], "lookahead", 4, batch_size=0, depth=1), "batch_size must be"),
-    (lambda: simulate([1, 2], "lookahead", 4, batch_size=1, depth=-1), "depth must be"),
-    (lambda: simulate([1, 2], "static", 4, prefix_share=0), r"prefix_share must be in \(0, 1\]"),
-    (lambda: simulate([1, -2], "opt", 4), r"trace\[1\] = -2"),
-    (lambda: simulate([[1]], "lfu", 4), "1-D"),
-    (lambda: simulate([1, 2], "belady", 4), "unknown cache policy 'belady'"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: simulate([1, 2], "lru", 0), "capacity must be an integer >= 1, got 0"),
+        (lambda: simulate([1, 2], "lru", 2.5), "capacity must be an integer >= 1"),
+        (lambda: simulate([1, 2], "lru", 4, ways=4), "policy lru does not take ways"),
+        (lambda: simulate([1, 2], "lookahead", 4, batch_size=2), "lookahead needs depth"),
+        (lambda: simulate([1, 2], "lookahead", 4, batch_size=0, depth=1), "batch_size must be"),
+        (lambda: simulate([1, 2], "lookahead", 4, batch_size=1, depth=-1), "depth must be"),
+        (lambda: simulate([1, 2], "static", 4, prefix_share=0), r"prefix_share must be in \(0, 1\]"),
+        (lambda: simulate([1, -2], "opt", 4), r"trace\[1\] = -2"),
+        (lambda: simulate([[1]], "lfu", 4), "1-D"),
+        (lambda: simulate([1, 2], "belady", 4), "unknown cache policy 'belady'"),
+    ],
+)
 def test_bad_input_says_what_is_wrong(call, message):
     with pytest.raises(ValueError, match=message):
         call()

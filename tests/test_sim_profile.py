@@ -1,4 +1,5 @@
 """The streamed LRU profiler: the C loop against its twins, SHARDS's error, chunked sources."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scratchkit.sim import (curve_error, lru_mrc, native, profile_lru, simulate_lru,
-                            trace_chunks)
+from scratchkit.sim import curve_error, lru_mrc, native, profile_lru, simulate_lru, trace_chunks
 from scratchkit.sim.profile import make_engine
 from scratchkit.sim.sampling import threshold_for
 from scratchkit.sim.stackdist import stack_distance_histogram
@@ -25,7 +25,7 @@ def zipf(n: int, rows: int, exponent: float, seed: int) -> np.ndarray:
 
 def engine_state(engine, trace, chunk):
     for start in range(0, trace.size, chunk):
-        engine.feed(trace[start:start + chunk])
+        engine.feed(trace[start : start + chunk])
     return engine.stats(), engine.hist().tolist(), engine.bins().tolist()
 
 
@@ -45,8 +45,7 @@ def test_c_engine_compacts_rehashes_and_drops_like_the_twin():
     """Many distinct ids (the tree is renumbered and the table grows many times), and a fixed
     size far below them (ids are dropped from the table over and over)."""
     trace = zipf(60_000, 30_000, 1.05, 4) * 1_000_003 + 11
-    assert profile_lru(trace, engine="native").hits.tolist() == \
-        profile_lru(trace, engine="numpy").hits.tolist()
+    assert profile_lru(trace, engine="native").hits.tolist() == profile_lru(trace, engine="numpy").hits.tolist()
     small = trace[:4_000]
     for size in (3, 40):
         ours = engine_state(make_engine(None, size, native_loop=True, max_bins=64), small, 999)
@@ -97,7 +96,7 @@ def test_npy_file_iterable_and_array_give_one_curve(tmp_path):
     np.save(path, trace)
     seen = []
     from_file = profile_lru(path, chunk_size=1_000, on_chunk=seen.append)
-    parts = (trace[i:i + 333] for i in range(0, trace.size, 333))
+    parts = (trace[i : i + 333] for i in range(0, trace.size, 333))
     from_parts = profile_lru(parts, rate=0.5)
     assert seen == [1_000] * 5
     assert from_file.hits.tolist() == lru_mrc(trace).hits.tolist()
@@ -111,18 +110,21 @@ def test_empty_and_tiny_traces():
     assert profile_lru([5, 5, 5]).hits.tolist() == [2]
 
 
-@pytest.mark.parametrize("source, kwargs, message", [
-    (np.array([1, 2, -3]), {}, r"trace\[2\] = -3"),
-    ([np.array([1, 2]), np.array([4, -1])], {}, r"trace\[3\] = -1"),
-    ([np.array([[1, 2]])], {}, "chunk at access 0 must be 1-D"),
-    (np.array([1.0, 2.0]), {}, "integer ids"),
-    (np.array([1, 2]), {"rate": 0}, r"sample rate must be in \(0, 1\], got 0.0"),
-    (np.array([1, 2]), {"rate": 1.5}, r"sample rate must be in \(0, 1\]"),
-    (np.array([1, 2]), {"size": 0}, "sample size must be an integer >= 1, got 0"),
-    (np.array([1, 2]), {"engine": "gpu"}, "engine must be one of"),
-    (np.array([1, 2]), {"engine": "numpy", "rate": 0.5}, "exact curves only"),
-    (42, {}, "a trace is an array"),
-])
+@pytest.mark.parametrize(
+    "source, kwargs, message",
+    [
+        (np.array([1, 2, -3]), {}, r"trace\[2\] = -3"),
+        ([np.array([1, 2]), np.array([4, -1])], {}, r"trace\[3\] = -1"),
+        ([np.array([[1, 2]])], {}, "chunk at access 0 must be 1-D"),
+        (np.array([1.0, 2.0]), {}, "integer ids"),
+        (np.array([1, 2]), {"rate": 0}, r"sample rate must be in \(0, 1\], got 0.0"),
+        (np.array([1, 2]), {"rate": 1.5}, r"sample rate must be in \(0, 1\]"),
+        (np.array([1, 2]), {"size": 0}, "sample size must be an integer >= 1, got 0"),
+        (np.array([1, 2]), {"engine": "gpu"}, "engine must be one of"),
+        (np.array([1, 2]), {"engine": "numpy", "rate": 0.5}, "exact curves only"),
+        (42, {}, "a trace is an array"),
+    ],
+)
 def test_bad_input_says_what_and_where(source, kwargs, message):
     with pytest.raises(ValueError, match=message):
         profile_lru(source, **kwargs)
@@ -147,12 +149,12 @@ def test_a_truncated_npy_is_refused(tmp_path):
     path = tmp_path / "cut.npy"
     np.save(path, np.arange(100, dtype=np.int64))
     whole = path.read_bytes()
-    path.write_bytes(whole[:-80])                             # the last 10 ids are gone
+    path.write_bytes(whole[:-80])  # the last 10 ids are gone
     with pytest.raises(ValueError, match="cut.npy: not a .npy array of ids"):
         profile_lru(path)
     path.write_bytes(whole)
     stream = iter(trace_chunks(path, chunk_size=64))
-    path.write_bytes(whole[:-80])                             # cut while it is being read
+    path.write_bytes(whole[:-80])  # cut while it is being read
     with pytest.raises(ValueError, match="header says 100 ids, the file ends after 90"):
         list(stream)
 
@@ -163,7 +165,7 @@ def test_a_sampled_curve_is_a_step_function_between_its_listed_capacities():
     assert curve.rate == 0.25 and curve.capacities[0] == 1
     assert np.all(np.diff(curve.capacities) > 0) and np.all(np.diff(curve.hits) >= 0)
     low, high = int(curve.capacities[5]), int(curve.capacities[6])
-    assert high - low > 1                                     # steps of about 1/R rows
+    assert high - low > 1  # steps of about 1/R rows
     inside = curve.hits_over(np.arange(low, high))
     assert inside.tolist() == [curve.hits[5]] * (high - low)
     assert curve.hits_at(10**9) == curve.lookups - curve.unique_ids

@@ -1,4 +1,5 @@
 """The look-ahead window's working set, computed once for the whole kit, against its slow twin."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -18,8 +19,9 @@ def test_minimum_capacity_is_the_largest_window():
     rng = np.random.default_rng(0)
     sets = [np.unique(rng.integers(0, 60, 25)) for _ in range(40)]
     for depth in (0, 1, 2, 4):
-        brute = max(len(set().union(*(set(s.tolist()) for s in sets[max(0, b - depth):b + 1])))
-                    for b in range(len(sets)))
+        brute = max(
+            len(set().union(*(set(s.tolist()) for s in sets[max(0, b - depth) : b + 1]))) for b in range(len(sets))
+        )
         assert minimum_capacity(sets, depth) == brute
     assert minimum_capacity([], 2) == 0
 
@@ -29,7 +31,7 @@ def test_the_lookahead_simulator_counts_the_same_windows():
     rng = np.random.default_rng(1)
     trace = rng.integers(0, 300, 4000)
     batches = cut_into_batches(trace, 100)
-    sets = [np.unique(trace[i:i + 100]) for i in range(0, 4000, 100)]
+    sets = [np.unique(trace[i : i + 100]) for i in range(0, 4000, 100)]
     for depth in (0, 2, 5):
         assert window_working_sets(batches, depth).tolist() == window_sizes(sets, depth).tolist()
 

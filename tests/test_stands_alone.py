@@ -1,5 +1,6 @@
 """The project stands alone: nothing it runs reads a folder outside the repository (a sample it
 may not ship is placed inside it, in datasets/real/: scratchkit/data/samples.py)."""
+
 import re
 from pathlib import Path
 
@@ -8,10 +9,21 @@ OUTSIDE = re.compile(r"\.\./shared|REPO\.parent|parents\[\d\] / \"shared\"|paren
 
 
 def test_no_code_reaches_outside_the_repository():
-    code = [*ROOT.glob("scratchkit/**/*.py"), *ROOT.glob("scripts/*.py"), *ROOT.glob("benchmarks/*.py"),
-            *ROOT.glob("notebooks/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("solutions/*.py")]
-    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in code if p.name not in (Path(__file__).name, "test_architecture.py")
-             for n, line in enumerate(p.read_text().splitlines(), 1) if OUTSIDE.search(line)]
+    code = [
+        *ROOT.glob("scratchkit/**/*.py"),
+        *ROOT.glob("scripts/*.py"),
+        *ROOT.glob("benchmarks/*.py"),
+        *ROOT.glob("notebooks/*.py"),
+        *ROOT.glob("tests/*.py"),
+        *ROOT.glob("solutions/*.py"),
+    ]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in code
+        if p.name not in (Path(__file__).name, "test_architecture.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert found == [], "\n".join(found)
 
 

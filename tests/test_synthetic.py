@@ -40,7 +40,7 @@ def test_zipf_knob_controls_skew():
         src = SyntheticSource(DataConfig(table_sizes=(5000,), pooling=8, batch_size=256, zipf=zipf))
         ids = np.concatenate([src.batch(i).ids[0] for i in range(20)])
         counts = np.sort(np.bincount(ids, minlength=5000))[::-1]
-        return counts[:50].sum() / counts.sum()     # share of lookups that go to the top 1% rows
+        return counts[:50].sum() / counts.sum()  # share of lookups that go to the top 1% rows
 
     uniform, mild, strong = top_share(0.0), top_share(0.8), top_share(1.2)
     assert uniform < 0.03 < mild < strong
@@ -51,7 +51,7 @@ def test_hot_rows_are_scattered_not_the_first_rows():
     src = SyntheticSource(DataConfig(table_sizes=(10_000,), pooling=8, batch_size=256, zipf=1.2))
     ids = np.concatenate([src.batch(i).ids[0] for i in range(10)])
     hottest = np.argsort(np.bincount(ids, minlength=10_000))[::-1][:10]
-    assert hottest.max() > 100      # a cache that pinned rows 0..99 would not catch them
+    assert hottest.max() > 100  # a cache that pinned rows 0..99 would not catch them
 
 
 @settings(max_examples=40, deadline=None)

@@ -2,6 +2,7 @@
 the per-table ops of scratchkit/embedding/optim.py that plain PyTorch's `embedding_bag` + sparse
 `coalesce` + `add_` define: bit for bit, over random tables, bags, duplicates and widths, on one
 thread and on two; and their sort against torch.sort itself, adversarial inputs included."""
+
 import ctypes
 import multiprocessing
 import os
@@ -26,7 +27,7 @@ def make_tables(seed, num_tables, max_rows, dim, max_bag, batch):
     ids, offsets = [], []
     for n in rows:
         sizes = torch.randint(0, max_bag + 1, (batch,), generator=g)
-        hot = torch.randint(0, n, (3,), generator=g)   # a few hot ids: groups of 3 and more
+        hot = torch.randint(0, n, (3,), generator=g)  # a few hot ids: groups of 3 and more
         draw = torch.randint(0, n, (int(sizes.sum()),), generator=g)
         pick = torch.rand(len(draw), generator=g) < 0.4
         ids.append(torch.where(pick, hot[torch.randint(0, 3, draw.shape, generator=g)], draw))
@@ -43,16 +44,21 @@ def threads(request):
 
 
 def assert_same(coalesced, twin):
-    assert coalesced.flat is not None                       # the C++ loop ran
+    assert coalesced.flat is not None  # the C++ loop ran
     assert len(coalesced) == len(twin)
     for (index, grad_sum), (twin_index, twin_sum) in zip(coalesced, twin):
         assert torch.equal(index, twin_index)
         assert torch.equal(grad_sum, twin_sum)
 
 
-tables = dict(seed=st.integers(0, 10**6), num_tables=st.integers(1, 5), max_rows=st.integers(1, 80),
-              dim=st.sampled_from([1, 3, 4, 8, 13, 16, 32, 64]), max_bag=st.integers(0, 7),
-              batch=st.integers(1, 40))
+tables = dict(
+    seed=st.integers(0, 10**6),
+    num_tables=st.integers(1, 5),
+    max_rows=st.integers(1, 80),
+    dim=st.sampled_from([1, 3, 4, 8, 13, 16, 32, 64]),
+    max_bag=st.integers(0, 7),
+    batch=st.integers(1, 40),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -85,17 +91,23 @@ def vector_floats(request):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), num_tables=st.integers(1, 4), max_rows=st.integers(1, 300),
-       dim=st.sampled_from([1, 3, 16, 24, 32, 64, 128, 200]), max_bag=st.integers(0, 60),
-       batch=st.integers(1, 30))
-def test_the_forward_is_torchs_to_the_bit_at_every_vector_width(vector_floats, seed, num_tables, max_rows,
-                                                                 dim, max_bag, batch):
+@given(
+    seed=st.integers(0, 10**6),
+    num_tables=st.integers(1, 4),
+    max_rows=st.integers(1, 300),
+    dim=st.sampled_from([1, 3, 16, 24, 32, 64, 128, 200]),
+    max_bag=st.integers(0, 60),
+    batch=st.integers(1, 30),
+)
+def test_the_forward_is_torchs_to_the_bit_at_every_vector_width(
+    vector_floats, seed, num_tables, max_rows, dim, max_bag, batch
+):
     """The forward sums a bag in registers, 64 floats of it a pass, 4 or 8 floats a vector (dims
     16-128; others in memory): each element's adds are still torch's, in its order. Bags longer
     than the prefetch distance, rows of several blocks (128) and a width known only at run time
     (24, 200) each take their own path."""
     rows, weights, ids, offsets = make_tables(seed, num_tables, max_rows, dim, max_bag, batch)
-    weights[0][0] = -0.0                                      # a bag of -0.0 alone sums to +0.0
+    weights[0][0] = -0.0  # a bag of -0.0 alone sums to +0.0
     pooled = tb.pooled_lookup_tables(weights, ids, offsets)
     twin = tb.pooled_lookup_tables_twin(weights, ids, offsets)
     assert torch.equal(pooled.view(torch.int32), twin.view(torch.int32))
@@ -107,11 +119,13 @@ def test_addresses_name_each_ids_slot(seed, num_tables, max_rows, dim, max_bag, 
     """A cache's lookups: coalesced on the ids, each id's sum addressed by its slot."""
     rows, weights, ids, offsets = make_tables(seed, num_tables, max_rows, dim, max_bag, batch)
     g = torch.Generator().manual_seed(seed + 1)
-    slot_of = [torch.randperm(3 * n, generator=g)[:n] for n in rows]      # a slot per id
+    slot_of = [torch.randperm(3 * n, generator=g)[:n] for n in rows]  # a slot per id
     slots = [s[i] for s, i in zip(slot_of, ids)]
     grad = torch.randn(batch, num_tables, dim, generator=g)
-    assert_same(tb.embedding_backward_tables(ids, offsets, grad, rows, addresses=slots),
-                tb.embedding_backward_tables_twin(ids, offsets, grad, rows, addresses=slots))
+    assert_same(
+        tb.embedding_backward_tables(ids, offsets, grad, rows, addresses=slots),
+        tb.embedding_backward_tables_twin(ids, offsets, grad, rows, addresses=slots),
+    )
 
 
 def adversarial_ids():
@@ -125,7 +139,7 @@ def adversarial_ids():
             yield ids
             yield ids.sort().values
             yield ids.sort(descending=True).values
-            yield (torch.rand(n, generator=g) ** 4 * rows).long().clamp(max=rows - 1)   # skewed
+            yield (torch.rand(n, generator=g) ** 4 * rows).long().clamp(max=rows - 1)  # skewed
     for n in (100, 1000, 5000):
         half = torch.arange(n // 2)
         yield torch.cat([half, half.flip(0)])
@@ -186,8 +200,10 @@ def test_long_tables_and_a_failed_sort_check_take_torchs_permutation(monkeypatch
     grad = torch.randn(30, 2, 4)
     for check in (True, False):
         monkeypatch.setattr(tb, "sorts_like_torch", lambda: check)
-        assert_same(tb.embedding_backward_tables(ids, offsets, grad, rows),
-                    tb.embedding_backward_tables_twin(ids, offsets, grad, rows))
+        assert_same(
+            tb.embedding_backward_tables(ids, offsets, grad, rows),
+            tb.embedding_backward_tables_twin(ids, offsets, grad, rows),
+        )
 
 
 def test_twins_run_where_the_loops_cannot(monkeypatch):
@@ -198,20 +214,21 @@ def test_twins_run_where_the_loops_cannot(monkeypatch):
     expected = [w.clone() for w in weights], [s.clone() for s in states]
     tb.apply_updates_twin(*expected, tb.embedding_backward_tables_twin(ids, offsets, grad, rows), adagrad)
     fast = tb.embedding_backward_tables(ids, offsets, grad, rows)
-    assert fast.flat is not None                                  # Adagrad: batched backward,
+    assert fast.flat is not None  # Adagrad: batched backward,
     got = [w.clone() for w in weights], [s.clone() for s in states]
-    tb.apply_updates(*got, fast, adagrad)                         # torch's update
+    tb.apply_updates(*got, fast, adagrad)  # torch's update
     assert all(torch.equal(a, b) for a, b in zip(got[0] + got[1], expected[0] + expected[1]))
-    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")                  # no loops at all
+    monkeypatch.setenv("SCRATCHKIT_NATIVE", "0")  # no loops at all
     assert tb.embedding_backward_tables(ids, offsets, grad, rows).flat is None
-    assert torch.equal(tb.pooled_lookup_tables(weights, ids, offsets),
-                       tb.pooled_lookup_tables_twin(weights, ids, offsets))
+    assert torch.equal(
+        tb.pooled_lookup_tables(weights, ids, offsets), tb.pooled_lookup_tables_twin(weights, ids, offsets)
+    )
 
 
 def test_bad_input_is_refused_before_anything_changes():
     rows, weights, ids, offsets = make_tables(9, 2, 20, 4, 3, 6)
     bad = [ids[0], ids[1].clone()]
-    bad[1][0] = rows[1]                                       # one past the last row
+    bad[1][0] = rows[1]  # one past the last row
     with pytest.raises(ValueError, match=r"indices\[1\] holds a row outside weights\[1\]"):
         tb.pooled_lookup_tables(weights, bad, offsets)
     with pytest.raises(ValueError, match=r"offsets\[1\] has shape \(5,\)"):
@@ -221,7 +238,7 @@ def test_bad_input_is_refused_before_anything_changes():
     before = [w.clone() for w in weights]
     with pytest.raises(ValueError, match=r"coalesced\[1\] names a row outside weights\[1\]"):
         tb.apply_updates([weights[0], weights[1][:1]], [None, None], coalesced, OptimizerConfig())
-    assert all(torch.equal(a, b) for a, b in zip(weights, before))   # table 0 untouched too
+    assert all(torch.equal(a, b) for a, b in zip(weights, before))  # table 0 untouched too
     negative = [ids[0], ids[1].clone()]
     negative[1][-1] = -1
     with pytest.raises(ValueError, match=r"ids\[1\] holds an id outside"):
@@ -240,7 +257,7 @@ def test_a_forked_child_gets_its_own_threads(threads):
     stages): the child must start its own, not wait for the parent's forever."""
     rows, weights, ids, offsets = make_tables(11, 4, 30, 16, 4, 20)
     expected = tb.pooled_lookup_tables_twin(weights, ids, offsets)
-    assert torch.equal(tb.pooled_lookup_tables(weights, ids, offsets), expected)   # the pool runs
+    assert torch.equal(tb.pooled_lookup_tables(weights, ids, offsets), expected)  # the pool runs
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_forward_in_child, args=(queue, weights, ids, offsets))
@@ -265,12 +282,18 @@ def test_the_whole_step_on_real_batches_matches(threads):
         batch = source.batch(b)
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
-        assert torch.equal(tb.pooled_lookup_tables(weights, ids, offsets),
-                           tb.pooled_lookup_tables_twin(weights, ids, offsets))
-        grad = torch.from_numpy(np.random.default_rng(b).standard_normal(
-            (config.data.batch_size, len(rows), config.model.dim), dtype=np.float32))
-        assert_same(tb.embedding_backward_tables(ids, offsets, grad, rows),
-                    tb.embedding_backward_tables_twin(ids, offsets, grad, rows))
+        assert torch.equal(
+            tb.pooled_lookup_tables(weights, ids, offsets), tb.pooled_lookup_tables_twin(weights, ids, offsets)
+        )
+        grad = torch.from_numpy(
+            np.random.default_rng(b).standard_normal(
+                (config.data.batch_size, len(rows), config.model.dim), dtype=np.float32
+            )
+        )
+        assert_same(
+            tb.embedding_backward_tables(ids, offsets, grad, rows),
+            tb.embedding_backward_tables_twin(ids, offsets, grad, rows),
+        )
 
 
 def by_id_in_lookup_order(ids, offsets, grad, rows) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -278,14 +301,18 @@ def by_id_in_lookup_order(ids, offsets, grad, rows) -> list[tuple[torch.Tensor, 
     its gradients summed in lookup order, the first copied, each later one added."""
     out = []
     for t, (table_ids, starts) in enumerate(zip(ids, offsets)):
-        bag_of = torch.bucketize(torch.arange(len(table_ids)), starts, right=True) - 1   # [n]
+        bag_of = torch.bucketize(torch.arange(len(table_ids)), starts, right=True) - 1  # [n]
         sums = {}
-        for j, i in enumerate(table_ids.tolist()):                                     # lookup order
+        for j, i in enumerate(table_ids.tolist()):  # lookup order
             g = grad[bag_of[j], t]
             sums[i] = g.clone() if i not in sums else sums[i] + g
         unique = sorted(sums)
-        out.append((torch.tensor(unique, dtype=torch.int64),
-                    torch.stack([sums[i] for i in unique]) if unique else torch.empty(0, grad.shape[2])))
+        out.append(
+            (
+                torch.tensor(unique, dtype=torch.int64),
+                torch.stack([sums[i] for i in unique]) if unique else torch.empty(0, grad.shape[2]),
+            )
+        )
     return out
 
 
@@ -297,17 +324,19 @@ def test_by_id_order_sums_each_ids_gradients_in_lookup_order(threads, seed, num_
     rows, _, ids, offsets = make_tables(seed, num_tables, max_rows, dim, max_bag, batch)
     grad = torch.randn(batch, num_tables, dim, generator=torch.Generator().manual_seed(seed))
     coalesced = tb.embedding_backward_tables(ids, offsets, grad, rows, order=SummationOrder.BY_ID)
-    assert coalesced.flat is not None                       # the C++ loop ran
+    assert coalesced.flat is not None  # the C++ loop ran
     for (index, grad_sum), (want_index, want_sum) in zip(coalesced, by_id_in_lookup_order(ids, offsets, grad, rows)):
         assert torch.equal(index, want_index) and torch.equal(grad_sum, want_sum)
 
 
 def test_by_id_order_sorts_long_tables_and_large_ids_itself():
     """Past RADIX_MIN lookups and with ids needing three radix passes, still lookup order."""
-    g, bags = torch.Generator().manual_seed(5), tbe_native.RADIX_MIN + 10            # one lookup a bag
-    ids = [torch.randint(0, 3, (bags,), generator=g) * 2**30 // 3,            # 3 passes of 11 bits
-           torch.randint(0, 50, (200,), generator=g)]
-    offsets = [torch.arange(bags), torch.arange(bags).clamp(max=200)]         # then empty bags
+    g, bags = torch.Generator().manual_seed(5), tbe_native.RADIX_MIN + 10  # one lookup a bag
+    ids = [
+        torch.randint(0, 3, (bags,), generator=g) * 2**30 // 3,  # 3 passes of 11 bits
+        torch.randint(0, 50, (200,), generator=g),
+    ]
+    offsets = [torch.arange(bags), torch.arange(bags).clamp(max=200)]  # then empty bags
     grad = torch.randn(bags, 2, 4, generator=g)
     coalesced = tb.embedding_backward_tables(ids, offsets, grad, [2**30, 50], order=SummationOrder.BY_ID)
     for (index, grad_sum), (want_index, want_sum) in zip(coalesced, by_id_in_lookup_order(ids, offsets, grad, None)):
@@ -326,11 +355,11 @@ def test_more_threads_than_tables_cut_the_bags_and_change_no_bit(threads, num_ta
         assert tbe_native.host_threads() == threads
         pooled = tb.pooled_lookup_tables(weights, ids, offsets)
         bad = [i.clone() for i in ids]
-        bad[-1][-1] = rows[-1]                  # the last bag's last lookup: in the last run
+        bad[-1][-1] = rows[-1]  # the last bag's last lookup: in the last run
         with pytest.raises(ValueError, match=rf"indices\[{num_tables - 1}\] holds a row outside"):
             tb.pooled_lookup_tables(weights, bad, offsets)
         disordered = [o.clone() for o in offsets]
-        disordered[0][700] = disordered[0][699] - 1   # a bag that ends before it starts, mid-table
+        disordered[0][700] = disordered[0][699] - 1  # a bag that ends before it starts, mid-table
         with pytest.raises(ValueError, match=r"offsets\[0\] is not a list of bag starts"):
             tb.pooled_lookup_tables(weights, ids, disordered)
     finally:
@@ -353,7 +382,7 @@ def test_more_threads_than_tables_cut_the_updated_rows_and_change_no_bit(threads
     rows, weights, ids, offsets = make_tables(threads, 2, 5000, 16, 9, 1000)
     grad = torch.randn(1000, 2, 16, generator=torch.Generator().manual_seed(threads))
     coalesced = tb.embedding_backward_tables(ids, offsets, grad, rows)
-    assert min(coalesced.flat.counts) >= 2 * 256          # enough rows that the runs are cut
+    assert min(coalesced.flat.counts) >= 2 * 256  # enough rows that the runs are cut
     sgd = OptimizerConfig(OptimizerKind.SGD, lr=0.37)
     fast, slow = [w.clone() for w in weights], [w.clone() for w in weights]
     tbe_native.set_host_threads(threads)

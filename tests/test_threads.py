@@ -1,5 +1,6 @@
 """`TrainConfig.threads` (`--threads N`): the host's embedding loops on N threads, every trainer
 still bit for bit plain PyTorch (nn.EmbeddingBag + torch.optim, measure/reference.py) at each N."""
+
 import pytest
 
 from scratchkit.config import CacheParams, DataConfig, TrainConfig, default_threads
@@ -18,8 +19,11 @@ def restore_host_threads():
 
 def few_tables_many_bags(threads: int | None) -> TrainConfig:
     """2 tables of 256-sample batches: at 4 threads the forward cuts each table's bags in two."""
-    return TrainConfig(data=DataConfig(table_sizes=(3000, 5000), batch_size=256, pooling=3, num_batches=50),
-                       cache=CacheParams(capacity=2500), threads=threads)
+    return TrainConfig(
+        data=DataConfig(table_sizes=(3000, 5000), batch_size=256, pooling=3, num_batches=50),
+        cache=CacheParams(capacity=2500),
+        threads=threads,
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])

@@ -9,10 +9,12 @@ from scratchkit.data.trace import batch_trace, make_trace, read_trace, table_off
 
 def test_trace_is_sample_major_with_table_offsets():
     # two samples, two tables with bags of different sizes: written out by hand
-    batch = Batch(dense=np.zeros((2, 1), np.float32),
-                  ids=(np.array([1, 2, 3]), np.array([0, 4, 5])),
-                  offsets=(np.array([0, 2]), np.array([0, 1])),
-                  labels=np.zeros(2, np.float32))
+    batch = Batch(
+        dense=np.zeros((2, 1), np.float32),
+        ids=(np.array([1, 2, 3]), np.array([0, 4, 5])),
+        offsets=(np.array([0, 2]), np.array([0, 1])),
+        labels=np.zeros(2, np.float32),
+    )
     offsets = table_offsets([10, 6])
     np.testing.assert_array_equal(offsets, [0, 10])
     # sample 0: table 0 bag [1, 2], table 1 bag [0]; sample 1: table 0 bag [3], table 1 bag [4, 5]

@@ -2,14 +2,23 @@
 stage with the measured and predicted seconds and the error, a verdict that names the worst stage,
 and JSON rows; bad input is refused in one line. The bounds themselves are checked by
 benchmarks/bench_validate.py on a quiet machine, never here."""
+
 import json
 
 import pytest
 
 from scratchkit.commands.cli import main
 from scratchkit.commands.tables import format_validation
-from scratchkit.measure.validate import (STAGE_BOUND, STEP_BOUND, Validation, ValidationRow, compare, make_row,
-                                        median_of_rounds, validate_trainers)
+from scratchkit.measure.validate import (
+    STAGE_BOUND,
+    STEP_BOUND,
+    Validation,
+    ValidationRow,
+    compare,
+    make_row,
+    median_of_rounds,
+    validate_trainers,
+)
 from scratchkit.projection.costmodel import Projection
 
 
@@ -32,7 +41,7 @@ def test_compare_bounds_only_stages_over_a_tenth_of_the_step():
     p = Projection("lru", "this-cpu", {"fetch": 0.004, "update": 0.0001}, 0.012, 1.0, "fetch", False)
     rows = {r.stage: r for r in compare("tiny", "lru", {"fetch": 0.002, "update": 0.0002, "data": 0.001}, 0.01, p)}
     assert rows["fetch"].bounded and rows["fetch"].within is False and rows["fetch"].error == pytest.approx(1.0)
-    assert not rows["update"].bounded and rows["update"].within is None          # 2% of the step
+    assert not rows["update"].bounded and rows["update"].within is None  # 2% of the step
     assert rows["data"].predicted_s is None and rows["data"].error is None
     assert rows["step"].bounded and rows["step"].error == pytest.approx(0.2) and rows["step"].within is False
 
@@ -41,13 +50,20 @@ def test_rounds_combine_as_medians_so_one_slow_round_moves_no_row():
     """Three rounds; in the second the machine ran the step 3x slow and the calibration read 2x
     fast. The medians are the other rounds' figures, and the errors, shares and bounds follow
     from the medians (not the median of the errors)."""
+
     def one(step, fetch, predicted_step, predicted_fetch, origin):
-        rows = [make_row("tiny", "lru", "fetch", fetch, predicted_fetch, step),
-                make_row("tiny", "lru", "data", 0.001, None, step),
-                make_row("tiny", "lru", "step", step, predicted_step, step)]
+        rows = [
+            make_row("tiny", "lru", "fetch", fetch, predicted_fetch, step),
+            make_row("tiny", "lru", "data", 0.001, None, step),
+            make_row("tiny", "lru", "step", step, predicted_step, step),
+        ]
         return Validation(rows, origin)
-    rounds = [one(0.010, 0.004, 0.011, 0.0045, "a"), one(0.030, 0.012, 0.005, 0.002, "b"),
-              one(0.012, 0.005, 0.0115, 0.005, "c")]
+
+    rounds = [
+        one(0.010, 0.004, 0.011, 0.0045, "a"),
+        one(0.030, 0.012, 0.005, 0.002, "b"),
+        one(0.012, 0.005, 0.0115, 0.005, "c"),
+    ]
     combined = {r.stage: r for r in median_of_rounds(rounds).rows}
     assert list(combined) == ["fetch", "data", "step"]
     step, fetch = combined["step"], combined["fetch"]
@@ -57,13 +73,15 @@ def test_rounds_combine_as_medians_so_one_slow_round_moves_no_row():
     assert fetch.share == pytest.approx(0.005 / 0.012) and fetch.bounded and fetch.within is True
     assert combined["data"].predicted_s is None and combined["data"].bounded is False
     assert median_of_rounds(rounds).hardware == "3 rounds: a; b; c" and median_of_rounds(rounds).passed
-    assert not median_of_rounds(rounds[1:2]).passed           # the slow round alone fails
+    assert not median_of_rounds(rounds[1:2]).passed  # the slow round alone fails
 
 
 def test_the_machines_spread_is_the_same_dense_step_across_trainers():
     """Trainers that run the same dense step: its fastest and slowest measurement per profile,
     never a profile with one trainer's, never a stage other than mlp."""
-    rows = [make_row("tiny", t, "mlp", s, 0.5e-3, 1e-3) for t, s in (("gpu-only", 0.5e-3), ("lru", 0.8e-3), ("lfu", 0.6e-3))]
+    rows = [
+        make_row("tiny", t, "mlp", s, 0.5e-3, 1e-3) for t, s in (("gpu-only", 0.5e-3), ("lru", 0.8e-3), ("lfu", 0.6e-3))
+    ]
     rows += [make_row("tiny", "lru", "fetch", 5e-3, 1e-3, 1e-3), make_row("small", "lru", "mlp", 2e-3, 2e-3, 4e-3)]
     v = Validation(rows)
     assert v.dense_spread() == {"tiny": (pytest.approx(0.5e-3), pytest.approx(0.8e-3), 3)}
@@ -77,28 +95,43 @@ def test_the_same_trainer_run_twice_tells_the_machines_errors_from_the_models():
     the repeated trainer: the step's 10% stands for it) is outside both; the step of small, whose
     profile has no repeated trainer, outside its bound. The second run's rows are kept apart."""
     step = 10e-3
-    rows = [make_row("tiny", "gpu-only", "mlp", 1e-3, 1e-3, step), make_row("tiny", "gpu-only", "step", step, step, step),
-            make_row("tiny", "lru", "mlp", 2e-3, 1.4e-3, step), make_row("tiny", "lru", "fetch", 4e-3, 2e-3, step),
-            make_row("tiny", "lru", "step", step, 9e-3, step), make_row("small", "lru", "step", step, 5e-3, step)]
-    again = [make_row("tiny", "gpu-only (again)", "mlp", 1.4e-3, 1e-3, 1.1 * step),
-             make_row("tiny", "gpu-only (again)", "step", 1.1 * step, step, 1.1 * step)]
+    rows = [
+        make_row("tiny", "gpu-only", "mlp", 1e-3, 1e-3, step),
+        make_row("tiny", "gpu-only", "step", step, step, step),
+        make_row("tiny", "lru", "mlp", 2e-3, 1.4e-3, step),
+        make_row("tiny", "lru", "fetch", 4e-3, 2e-3, step),
+        make_row("tiny", "lru", "step", step, 9e-3, step),
+        make_row("small", "lru", "step", step, 5e-3, step),
+    ]
+    again = [
+        make_row("tiny", "gpu-only (again)", "mlp", 1.4e-3, 1e-3, 1.1 * step),
+        make_row("tiny", "gpu-only (again)", "step", 1.1 * step, step, 1.1 * step),
+    ]
     v = Validation(rows, "a", again)
     assert v.repeatability() == {("tiny", "mlp"): pytest.approx(0.4), ("tiny", "step"): pytest.approx(0.1)}
     outside = [(r.profile, r.trainer, r.stage) for r in v.failures()]
     assert outside == [("tiny", "lru", "mlp"), ("tiny", "lru", "fetch"), ("small", "lru", "step")]
     assert [(r.profile, r.stage) for r in v.beyond_the_machine()] == [("tiny", "fetch"), ("small", "step")]
-    assert v.repeatability_lines() == ["tiny: the same trainer run twice differed by up to +40% (mlp), +10% on the step"]
+    assert v.repeatability_lines() == [
+        "tiny: the same trainer run twice differed by up to +40% (mlp), +10% on the step"
+    ]
     assert "2 of the 3 rows outside are outside by more than" in format_validation(v)
     assert len(median_of_rounds([v, v]).again) == 2 and Validation(rows).beyond_the_machine() == v.failures()
     # the calibrations of those minutes predicted lru's fetch up to 60% from their median: its
     # 50% error is inside that and the step's 10% together
     both = Validation(rows, "a", again, {("tiny", "lru", "fetch"): 0.6})
     assert [(r.profile, r.stage) for r in both.beyond_the_machine()] == [("small", "step")]
-    assert ("tiny: the calibrations before and after its trainers predicted a bounded row up to 60% from "
-            "their median (lru fetch)") in both.repeatability_lines()
-    assert median_of_rounds([both, Validation(rows, "b", again, {("tiny", "lru", "fetch"): 0.2}),
-                             Validation(rows, "c", again, {("tiny", "lru", "fetch"): 0.4})]
-                            ).calibration_spread == {("tiny", "lru", "fetch"): pytest.approx(0.4)}
+    assert (
+        "tiny: the calibrations before and after its trainers predicted a bounded row up to 60% from "
+        "their median (lru fetch)"
+    ) in both.repeatability_lines()
+    assert median_of_rounds(
+        [
+            both,
+            Validation(rows, "b", again, {("tiny", "lru", "fetch"): 0.2}),
+            Validation(rows, "c", again, {("tiny", "lru", "fetch"): 0.4}),
+        ]
+    ).calibration_spread == {("tiny", "lru", "fetch"): pytest.approx(0.4)}
 
 
 def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
@@ -110,24 +143,38 @@ def test_the_validation_benchmark_runs_rounds_and_writes_them(tmp_path, capsys):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     out, kept = tmp_path / "v.json", tmp_path / "record.json"
-    code = bench.main(["--profiles", "tiny", "--trainers", "gpu-only,lru", "--quick", "--rounds", "2",
-                       "--json", str(out), "--record", str(kept)])
+    code = bench.main(
+        [
+            "--profiles",
+            "tiny",
+            "--trainers",
+            "gpu-only,lru",
+            "--quick",
+            "--rounds",
+            "2",
+            "--json",
+            str(out),
+            "--record",
+            str(kept),
+        ]
+    )
     text, err = capsys.readouterr()
     written = json.loads(out.read_text())
     record = json.loads(kept.read_text())
     assert record["command"].startswith("python benchmarks/bench_validate.py")
-    assert record["figures"]["spread_verdict"] == written["spread_verdict"] and list(record["figures"]["ratios"]) == \
-        ["tiny lru / gpu-only"]
+    assert record["figures"]["spread_verdict"] == written["spread_verdict"] and list(record["figures"]["ratios"]) == [
+        "tiny lru / gpu-only"
+    ]
     assert [(r["trainer"], r["reference"]) for r in written["ratio_rows"]] == [("lru", "gpu-only")]
     assert "samples/s ratios, medians of the rounds:" in text and written["spread_verdict"].startswith(("PASS", "FAIL"))
     assert code == (0 if written["passed"] else 1) and "medians of 2 round(s)" in text
     assert len(written["rounds"]) == 2 and "round 2/2: tiny:" in err
-    assert written["noise"][0].startswith("tiny: the same dense step (mlp) measured")   # gpu-only's and lru's
-    assert all(set(k["steal"]) == {"tiny"} for k in written["rounds"])     # the hypervisor's share, or None
+    assert written["noise"][0].startswith("tiny: the same dense step (mlp) measured")  # gpu-only's and lru's
+    assert all(set(k["steal"]) == {"tiny"} for k in written["rounds"])  # the hypervisor's share, or None
     by_round = [{(r["trainer"], r["stage"]): r["measured_s"] for r in k["rows"]} for k in written["rounds"]]
     for r in written["rows"]:
         low, high = sorted(rounds[(r["trainer"], r["stage"])] for rounds in by_round)
-        assert r["measured_s"] == pytest.approx((low + high) / 2)    # the median of two
+        assert r["measured_s"] == pytest.approx((low + high) / 2)  # the median of two
     with pytest.raises(SystemExit) as refused:
         bench.main(["--rounds", "0"])
     assert refused.value.code == 2 and "--rounds must be at least 1, got 0" in capsys.readouterr().err
@@ -150,11 +197,12 @@ def test_each_profile_is_calibrated_before_and_after_its_trainers(monkeypatch, c
     happened, made = [], iter(range(100))
     monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or f"hw{next(made)}")
 
-    def validate(config, trainers, steps, profile, calibrate, before, **_):   # as validate_trainers does
+    def validate(config, trainers, steps, profile, calibrate, before, **_):  # as validate_trainers does
         passes = [before if before is not None else calibrate()]
         happened.append(profile)
         passes.append(calibrate())
         return Validation(calibrations=passes)
+
     monkeypatch.setattr(bench, "validate_trainers", validate)
     bench.main(["--profiles", "tiny,small", "--trainers", "gpu-only", "--quick", "--rounds", "2", "--calibrate"])
     capsys.readouterr()
@@ -169,25 +217,33 @@ def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_co
 
     order = []
 
-    def wrap(records, total, name):    # a progress hook that sees each timed step as it is taken
+    def wrap(records, total, name):  # a progress hook that sees each timed step as it is taken
         for record in records:
             order.append(name)
             yield record
 
     trainers = ["gpu-only", "lru", "scratchpipe"]
     alternated = run_bench(tiny_config, trainers, 5, warmup=2, device="cpu", wrap=wrap, rounds=2)
-    assert order == ["gpu-only"] * 3 + ["lru"] * 3 + ["scratchpipe"] * 3 + ["scratchpipe"] * 2 + ["lru"] * 2 + ["gpu-only"] * 2
+    assert (
+        order
+        == ["gpu-only"] * 3 + ["lru"] * 3 + ["scratchpipe"] * 3 + ["scratchpipe"] * 2 + ["lru"] * 2 + ["gpu-only"] * 2
+    )
     alone = run_bench(tiny_config, trainers, 5, warmup=2, device="cpu")
     for a, b in zip(alternated, alone):
         assert (a.trainer, a.steps) == (b.trainer, b.steps)
-        assert (a.lookups_per_step, a.fetched_rows_per_step, a.written_back_rows_per_step, a.hit_rate) == \
-            (b.lookups_per_step, b.fetched_rows_per_step, b.written_back_rows_per_step, b.hit_rate)
+        assert (a.lookups_per_step, a.fetched_rows_per_step, a.written_back_rows_per_step, a.hit_rate) == (
+            b.lookups_per_step,
+            b.fetched_rows_per_step,
+            b.written_back_rows_per_step,
+            b.hit_rate,
+        )
     assert alternated[2].hit_rate == 1.0
     once = run_bench(tiny_config, ["lru"], 4, warmup=1, device="cpu")
-    twice = run_bench(tiny_config, ["lru", "lru"], 4, warmup=1, device="cpu", rounds=2)   # each its own steps
-    assert [(r.trainer, r.lookups_per_step, r.fetched_rows_per_step) for r in twice] == \
-        [("lru", once[0].lookups_per_step, once[0].fetched_rows_per_step)] * 2
-    assert twice[0].seconds != twice[1].seconds       # two trainers timed, not one reported twice
+    twice = run_bench(tiny_config, ["lru", "lru"], 4, warmup=1, device="cpu", rounds=2)  # each its own steps
+    assert [(r.trainer, r.lookups_per_step, r.fetched_rows_per_step) for r in twice] == [
+        ("lru", once[0].lookups_per_step, once[0].fetched_rows_per_step)
+    ] * 2
+    assert twice[0].seconds != twice[1].seconds  # two trainers timed, not one reported twice
     with pytest.raises(ValueError, match="rounds must be at least 1, got 0"):
         run_bench(tiny_config, trainers, 5, rounds=0)
 
@@ -198,16 +254,26 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
 
     hw = get_hardware("this-cpu")
     taken = []
-    v = validate_trainers(tiny_config, trainers, steps=4, warmup=2, profile="tiny", device="cpu", again=True,
-                          rounds=2, calibrate=lambda: taken.append(hw) or hw)
+    v = validate_trainers(
+        tiny_config,
+        trainers,
+        steps=4,
+        warmup=2,
+        profile="tiny",
+        device="cpu",
+        again=True,
+        rounds=2,
+        calibrate=lambda: taken.append(hw) or hw,
+    )
     from dataclasses import replace
 
-    last = replace(hw, origin="the last profile's")   # the calibration after the profile before
-    assert validate_trainers(tiny_config, ["gpu-only"], steps=2, warmup=1, device="cpu", calibrate=lambda: hw,
-                             before=last).calibrations == [last, hw]
+    last = replace(hw, origin="the last profile's")  # the calibration after the profile before
+    assert validate_trainers(
+        tiny_config, ["gpu-only"], steps=2, warmup=1, device="cpu", calibrate=lambda: hw, before=last
+    ).calibrations == [last, hw]
     assert [r.trainer for r in v.rows if r.stage == "step"] == trainers
     assert {r.trainer for r in v.again} == {"gpu-only (again)"} and set(v.repeatability()) >= {("tiny", "step")}
-    assert len(taken) == 2 and set(v.calibration_spread.values()) == {0.0}   # the same profile twice
+    assert len(taken) == 2 and set(v.calibration_spread.values()) == {0.0}  # the same profile twice
     assert v.calibration_spread[("tiny", "lru", "fetch")] == 0.0 and "median of 2: before and after" in v.hardware
     for r in v.rows:
         assert r.profile == "tiny" and r.measured_s >= 0
@@ -215,16 +281,33 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
             assert r.predicted_s is not None and r.predicted_s >= 0
     stages = {(r.trainer, r.stage) for r in v.rows}
     assert {("scratchpipe", "plan"), ("scratchpipe", "train"), ("prefetch-lru", "prefetch"), ("lru", "fetch")} <= stages
-    assert v.verdict().split(":")[0] in ("PASS", *[f"FAIL ({n} of {len(v.bounded())} bounded rows outside)"
-                                                   for n in range(1, len(v.rows) + 1)])
+    assert v.verdict().split(":")[0] in (
+        "PASS",
+        *[f"FAIL ({n} of {len(v.bounded())} bounded rows outside)" for n in range(1, len(v.rows) + 1)],
+    )
     assert v.hardware and v.worst() is not None
 
 
 def test_bench_validate_prints_json_rows_and_a_table(capsys):
-    code = main(["bench", "--profile", "tiny", "--trainers", "gpu-only,lru", "--capacity", "300",
-                 "--steps", "3", "--warmup", "1", "--validate", "--json"])
+    code = main(
+        [
+            "bench",
+            "--profile",
+            "tiny",
+            "--trainers",
+            "gpu-only,lru",
+            "--capacity",
+            "300",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--validate",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and {"hardware", "verdict", "passed", "worst", "rows"} <= set(out)   # and the round checks
+    assert code == 0 and {"hardware", "verdict", "passed", "worst", "rows"} <= set(out)  # and the round checks
     for r in out["rows"]:
         assert {"profile", "trainer", "stage", "measured_s", "predicted_s", "error"} <= set(r)
     assert {r["trainer"] for r in out["rows"]} == {"gpu-only", "lru"}
@@ -234,12 +317,15 @@ def test_bench_validate_prints_json_rows_and_a_table(capsys):
     assert text.rstrip().splitlines()[-1].startswith(("PASS", "FAIL"))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--profile", "nope"], "unknown profile 'nope'"),
-    (["--profile", "tiny", "--trainers", "warp"], "warp"),
-    (["--profile", "tiny", "--steps", "0"], "steps must be positive"),
-    (["--profile", "tiny", "--scale", "0.5"], "--scale applies to the profiles"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--profile", "tiny", "--trainers", "warp"], "warp"),
+        (["--profile", "tiny", "--steps", "0"], "steps must be positive"),
+        (["--profile", "tiny", "--scale", "0.5"], "--scale applies to the profiles"),
+    ],
+)
 def test_bad_validate_input_is_one_line(argv, message, capsys):
     code = main(["bench", *argv, "--validate"])
     err = capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Figure builders: the figure's data is the input's, and bad input is refused with a clear error."""
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -8,9 +9,19 @@ from scratchkit.measure.bench import BenchResult
 from scratchkit.scratchpipe.events import EventLog
 from scratchkit.course.pipeline_replay import SlotState, replay
 from scratchkit.trainers.base import StepRecord
-from scratchkit.course.viz import (amdahl_figure, hit_rate_curves, pipeline_view, reuse_figure,
-                            scratchpad_map, skew_cdf, stage_breakdown, timeline, trainer_comparison,
-                            training_curves, window_figure)
+from scratchkit.course.viz import (
+    amdahl_figure,
+    hit_rate_curves,
+    pipeline_view,
+    reuse_figure,
+    scratchpad_map,
+    skew_cdf,
+    stage_breakdown,
+    timeline,
+    trainer_comparison,
+    training_curves,
+    window_figure,
+)
 from scratchkit.course.viz.pipeline import map_grid
 from scratchkit.course.viz.palette import BATCH_COLOURS, CONFLICT, INSERTED, VICTIM
 from scratchkit.course.viz.timing import training_series
@@ -25,7 +36,7 @@ def by_name(fig, name):
 def test_stage_breakdown_from_a_mapping_and_from_bench_results():
     fig = stage_breakdown({"hybrid": {"embedding_forward": 0.003, "mlp": 0.001}, "gpu-only": {"mlp": 0.002}})
     assert isinstance(fig, go.Figure)
-    np.testing.assert_allclose(by_name(fig, "embedding_forward").x, [3.0, 0.0])   # ms
+    np.testing.assert_allclose(by_name(fig, "embedding_forward").x, [3.0, 0.0])  # ms
     np.testing.assert_allclose(by_name(fig, "mlp").x, [1.0, 2.0])
     share = stage_breakdown({"hybrid": {"a": 0.003, "b": 0.001}}, share=True)
     np.testing.assert_allclose([by_name(share, "a").x[0], by_name(share, "b").x[0]], [75.0, 25.0])
@@ -38,8 +49,17 @@ def test_stage_breakdown_from_a_mapping_and_from_bench_results():
 
 
 def records(n, hits=True):
-    return [StepRecord(step=i, loss=1.0 / (i + 1), samples=100, seconds=0.1 * (1 + i % 2), lookups=10,
-                       hits=(i % 11) if hits else None) for i in range(n)]
+    return [
+        StepRecord(
+            step=i,
+            loss=1.0 / (i + 1),
+            samples=100,
+            seconds=0.1 * (1 + i % 2),
+            lookups=10,
+            hits=(i % 11) if hits else None,
+        )
+        for i in range(n)
+    ]
 
 
 def test_training_series_is_a_rolling_rate():
@@ -55,15 +75,18 @@ def test_training_series_is_a_rolling_rate():
 def test_training_curves_has_three_rows_per_trainer():
     fig = training_curves({"hybrid": records(5)}, trainers=["lru"])
     assert len(fig.data) == 6 and [t.name for t in fig.data] == ["hybrid"] * 3 + ["lru"] * 3
-    np.testing.assert_allclose(fig.data[1].y, [1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])   # loss
+    np.testing.assert_allclose(fig.data[1].y, [1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])  # loss
     assert len(fig.data[3].x) == 0
     with pytest.raises(ValueError, match="at least one"):
         training_curves()
 
 
 def test_trainer_comparison():
-    fig = trainer_comparison({"hybrid": 100.0, "scratchpipe": 300.0},
-                             {"h100": {"hybrid": 1000.0, "scratchpipe": 5000.0}}, relative_to="hybrid")
+    fig = trainer_comparison(
+        {"hybrid": 100.0, "scratchpipe": 300.0},
+        {"h100": {"hybrid": 1000.0, "scratchpipe": 5000.0}},
+        relative_to="hybrid",
+    )
     np.testing.assert_allclose(by_name(fig, "measured here").y, [1, 3])
     np.testing.assert_allclose(by_name(fig, "projected: h100").y, [1, 5])
     with pytest.raises(ValueError, match="no value for 'gpu-only'"):
@@ -76,7 +99,7 @@ def test_cache_figures():
     fig = hit_rate_curves([10, 20], {"lru": [0.5, 0.7]}, marker=15, needed=20)
     assert by_name(fig, "chosen size").x == (15, 15) and by_name(fig, "look-ahead window fits").x == (20, 20)
     gaps = hit_rate_curves([10, 20, 30], {"lookahead": [np.nan, 1.0, 1.0]})
-    assert list(gaps.data[0].x) == [20, 30] and list(gaps.data[0].y) == [1.0, 1.0]   # not at 10: left out
+    assert list(gaps.data[0].x) == [20, 30] and list(gaps.data[0].y) == [1.0, 1.0]  # not at 10: left out
     with pytest.raises(ValueError, match="2 hit rates for 3 capacities"):
         hit_rate_curves([1, 2, 3], {"lru": [0.1, 0.2]})
     fig = reuse_figure(np.array([0.5, 0.25]))
@@ -117,7 +140,7 @@ def test_scratchpad_map_grid_follows_the_states():
     log, moments = toy_moments()
     m = next(m for m in moments if m.count(SlotState.VICTIM))
     codes, text = map_grid(m, columns=6)
-    assert codes.shape == (4, 6) and np.isnan(codes.ravel()[20:]).all()   # 20 slots, 4 rows of 6
+    assert codes.shape == (4, 6) and np.isnan(codes.ravel()[20:]).all()  # 20 slots, 4 rows of 6
     victims = np.flatnonzero(m.states == SlotState.VICTIM)
     assert len(set(codes.ravel()[victims])) == 1
     assert all("victim" in text.ravel()[v] for v in victims)
@@ -128,8 +151,9 @@ def test_scratchpad_map_grid_follows_the_states():
             if m.holders[a] == m.holders[b]:
                 assert codes.ravel()[a] == codes.ravel()[b]
     fig = scratchpad_map(m, columns=6)
-    np.testing.assert_array_equal(np.nan_to_num(np.array(fig.data[0].z, dtype=float), nan=-1),
-                                  np.nan_to_num(codes, nan=-1))
+    np.testing.assert_array_equal(
+        np.nan_to_num(np.array(fig.data[0].z, dtype=float), nan=-1), np.nan_to_num(codes, nan=-1)
+    )
     with pytest.raises(ValueError, match="columns"):
         map_grid(m, columns=0)
 
@@ -138,7 +162,15 @@ def test_pipeline_view_names_its_traces_and_shows_hazards():
     log, moments = toy_moments(holds=False)
     hazard = next(m for m in moments if m.count(SlotState.CONFLICT))
     fig = pipeline_view(log, hazard, columns=3, divergence=([0, 1], [1.0, 0.5], [0.0, 0.1]))
-    for name in ("stage events", "this moment", "now", "slots", "Train hit rate", "|loss - baseline loss|", "batch now"):
+    for name in (
+        "stage events",
+        "this moment",
+        "now",
+        "slots",
+        "Train hit rate",
+        "|loss - baseline loss|",
+        "batch now",
+    ):
         by_name(fig, name)
     assert by_name(fig, "batch now").x == (hazard.event.batch,) * 2
     codes = np.array(by_name(fig, "slots").z, dtype=float).ravel()

@@ -1,4 +1,5 @@
 """The widgets, driven from Python as a learner's clicks would: the figures' data must change."""
+
 import re
 import threading
 import time
@@ -25,8 +26,9 @@ def trace_named(fig, name):
 
 @pytest.fixture(scope="module")
 def explorer():
-    curves = HitCurves(DataConfig(table_sizes=(800,), pooling=2, batch_size=16, num_batches=50),
-                       num_batches=10, points=8)
+    curves = HitCurves(
+        DataConfig(table_sizes=(800,), pooling=2, batch_size=16, num_batches=50), num_batches=10, points=8
+    )
     return CacheExplorer(curves, policies=("lru", "static", "lookahead"), load_factor=0.05, zipf=1.0, depth=2)
 
 
@@ -107,15 +109,16 @@ def test_visualizer_steps_forward_and_back(visualizer):
     assert visualizer.moment.value == 1
     assert trace_named(visualizer.figure, "this moment").to_plotly_json() != first
     m = visualizer.current
-    assert m.words.split(":")[0].split(",")[0] in visualizer.words.value   # e.g. "Plan(1)"
+    assert m.words.split(":")[0].split(",")[0] in visualizer.words.value  # e.g. "Plan(1)"
     visualizer.back.click()
-    visualizer.back.click()                                              # stays at 0
+    visualizer.back.click()  # stays at 0
     assert visualizer.moment.value == 0
     assert trace_named(visualizer.figure, "this moment").to_plotly_json() == first
 
 
 def test_visualizer_map_is_the_replayed_moment(visualizer):
     from scratchkit.course.viz.pipeline import map_grid
+
     visualizer.moment.value = len(visualizer.moments) // 2
     codes, _ = map_grid(visualizer.current, visualizer.columns)
     shown = np.array(trace_named(visualizer.figure, "slots").z, dtype=float)
@@ -127,14 +130,13 @@ def test_visualizer_map_is_the_replayed_moment(visualizer):
 def test_visualizer_hazard_switch_reruns(visualizer):
     assert "Every invariant held" in visualizer.verdict.value
     first = visualizer.result
-    visualizer.holds.value = False              # unticking reruns at once: the figure changes
+    visualizer.holds.value = False  # unticking reruns at once: the figure changes
     assert visualizer.result is not first and visualizer.result.hazards.holds is False
     before = visualizer.result
     visualizer.rerun.click()
     assert visualizer.result is not before and visualizer.result.hazards.holds is False
     assert len(trace_named(visualizer.figure, "stage events").x) == len(visualizer.result.events.stages)
-    np.testing.assert_allclose(trace_named(visualizer.figure, "|loss - baseline loss|").y,
-                               visualizer.result.loss_gap)
+    np.testing.assert_allclose(trace_named(visualizer.figure, "|loss - baseline loss|").y, visualizer.result.loss_gap)
     assert visualizer.verdict.value.startswith("Invariant") or "Every invariant" in visualizer.verdict.value
     visualizer.holds.value = True
 
@@ -142,8 +144,9 @@ def test_visualizer_hazard_switch_reruns(visualizer):
 @pytest.fixture
 def dashboard(tiny_config):
     config = tiny_config.replace(data=replace(tiny_config.data, num_batches=5000))
-    board = TrainingDashboard(config, steps=15, every=0.0, trainers=["hybrid", "lru", "scratchpipe"],
-                              load_factor=0.5, depth=2)
+    board = TrainingDashboard(
+        config, steps=15, every=0.0, trainers=["hybrid", "lru", "scratchpipe"], load_factor=0.5, depth=2
+    )
     yield board
     board.end()
 
@@ -166,7 +169,7 @@ def test_dashboard_stop_and_restart_on_a_slider(dashboard):
     dashboard.trainer.value = "lru"
     dashboard.start.click()
     first = dashboard.run
-    dashboard.depth.value = 3                   # while running: restart with the new depth
+    dashboard.depth.value = 3  # while running: restart with the new depth
     second = dashboard.run
     assert second is not first and first.closed and not first.running
     dashboard.stop.click()
@@ -175,7 +178,7 @@ def test_dashboard_stop_and_restart_on_a_slider(dashboard):
 
 
 def test_dashboard_shows_a_trainers_error(dashboard):
-    dashboard.load_factor.value = 0.02       # too small a scratchpad for depth 2
+    dashboard.load_factor.value = 0.02  # too small a scratchpad for depth 2
     dashboard.trainer.value = "scratchpipe"
     dashboard.start.click()
     dashboard.run.join(60)
@@ -231,8 +234,9 @@ def test_visualizer_shows_a_run_already_trained_without_training_again():
     recorded = lab.run()
     calls = []
     # any training for the run shown would be seen (the runs one click away train in the background)
-    lab.run = lambda *a, **k: (calls.append(a) if threading.current_thread() is threading.main_thread()
-                               else None) or recorded
+    lab.run = lambda *a, **k: (
+        (calls.append(a) if threading.current_thread() is threading.main_thread() else None) or recorded
+    )
     shown = PipelineVisualizer(lab, columns=10, result=recorded)
     assert shown.result is recorded and calls == [] and shown.progress.value == 6
     with pytest.raises(ValueError, match="switches start with every rule on"):
@@ -262,7 +266,7 @@ def test_dashboard_made_without_steps_trains_until_stopped_or_the_data_ends(tiny
         assert board.run.running and board.progress.max == 5000
         assert "of 5,000 (stop ends it)" in board.status.value
         first = board.run
-        board.load_factor.value = 0.5               # mid-run: restarts with the new setting
+        board.load_factor.value = 0.5  # mid-run: restarts with the new setting
         assert board.run is not first and board.run.running
         board.stop.click()
         assert not board.run.running and "stopped, trainer closed" in board.status.value
@@ -277,8 +281,9 @@ def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing
     uids = [t.uid for t in visualizer.figure.data]
     sent = []
     update = visualizer.figure.plotly_update
-    monkeypatch.setattr(visualizer.figure, "plotly_update",
-                        lambda *a, **k: (sent.append(visualizer.rerun.disabled), update(*a, **k)))
+    monkeypatch.setattr(
+        visualizer.figure, "plotly_update", lambda *a, **k: (sent.append(visualizer.rerun.disabled), update(*a, **k))
+    )
     visualizer.rerun.click()
     assert [t.uid for t in visualizer.figure.data] == uids
     # a run trained here draws each step as it goes; one trained ahead is drawn once
@@ -290,15 +295,17 @@ def test_visualizer_rerun_updates_the_figure_in_place_in_one_message_per_drawing
 def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monkeypatch):
     """After a run is drawn, the runs one click away (each switch flipped, and a rerun of the same
     setting) train in the background; a click then draws one of them and trains nothing itself."""
-    trained_here, replayed_here = [], []    # runs trained, and replayed for drawing, on the thread
-    run = visualizer.lab.run                # that handles the clicks
+    trained_here, replayed_here = [], []  # runs trained, and replayed for drawing, on the thread
+    run = visualizer.lab.run  # that handles the clicks
     here = lambda done, a: done.append(a) if threading.current_thread() is threading.main_thread() else None
     monkeypatch.setattr(visualizer.lab, "run", lambda *a, **k: (here(trained_here, a), run(*a, **k))[1])
     replay = visualizer_module.replay
     monkeypatch.setattr(visualizer_module, "replay", lambda *a, **k: (here(replayed_here, a), replay(*a, **k))[1])
-    for click, next_holds in ((lambda: setattr(visualizer.holds, "value", False), False),
-                              (visualizer.rerun.click, False),
-                              (lambda: setattr(visualizer.holds, "value", True), True)):
+    for click, next_holds in (
+        (lambda: setattr(visualizer.holds, "value", False), False),
+        (visualizer.rerun.click, False),
+        (lambda: setattr(visualizer.holds, "value", True), True),
+    ):
         visualizer.ahead.wait(Hazards(holds=next_holds), timeout=120)
         before = visualizer.result
         click()

@@ -6,6 +6,7 @@ and records what it did in an EventLog. With `holds=False` it evicts slots that 
 still use: the hazard the replay must flag. It also returns its own final slot map and the holds
 at every tick, so tests compare the replay with a second, independent account.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,7 @@ def toy_log(batches: list[np.ndarray], capacity: int, depth: int, holds: bool = 
     log = EventLog(origin=0.0)
     slot_of: dict[int, int] = {}
     slot_ids = np.full(capacity, -1, dtype=np.int64)
-    in_flight: dict[int, np.ndarray] = {}   # batch -> its slots
+    in_flight: dict[int, np.ndarray] = {}  # batch -> its slots
     last_use = np.full(capacity, -1, dtype=np.int64)
     held_at = {}
     clock = 0.0
@@ -46,8 +47,10 @@ def toy_log(batches: list[np.ndarray], capacity: int, depth: int, holds: bool = 
             held = set(int(s) for ss in in_flight.values() for s in ss) if holds else set()
             mine = set(slot_of[u] for u in uniq[hit])
             free = [s for s in range(capacity) if slot_ids[s] < 0]
-            victims = sorted((s for s in range(capacity) if slot_ids[s] >= 0 and s not in held and s not in mine),
-                             key=lambda s: last_use[s])
+            victims = sorted(
+                (s for s in range(capacity) if slot_ids[s] >= 0 and s not in held and s not in mine),
+                key=lambda s: last_use[s],
+            )
             slots = np.empty(uniq.size, dtype=np.int64)
             victim_ids, victim_slots = [], []
             for i, u in enumerate(uniq):
@@ -68,11 +71,20 @@ def toy_log(batches: list[np.ndarray], capacity: int, depth: int, holds: bool = 
                 slots[i] = s
             last_use[slots] = b
             held_before = np.array(sorted(set(int(s) for ss in in_flight.values() for s in ss)), dtype=np.int64)
-            log.plan(PlanDecision(b, table, uniq.astype(np.int64), slots, hit,
-                                  np.array(victim_ids, dtype=np.int64), np.array(victim_slots, dtype=np.int64),
-                                  held_before))
+            log.plan(
+                PlanDecision(
+                    b,
+                    table,
+                    uniq.astype(np.int64),
+                    slots,
+                    hit,
+                    np.array(victim_ids, dtype=np.int64),
+                    np.array(victim_slots, dtype=np.int64),
+                    held_before,
+                )
+            )
             in_flight[b] = slots
-            for stage in HOST_STAGES:   # what each moment should show: holds including b's
+            for stage in HOST_STAGES:  # what each moment should show: holds including b's
                 held_at[(stage, b)] = holders()
                 event(b, stage)
         t = tick - depth

@@ -32,6 +32,7 @@ Where torch has CUDA (or when given a `Device`), the device and the link are mea
 with the same torch measurements run on the device (`measure_device`); without one the device
 is the CPU itself (`device_is_host`) and nothing crosses a link.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,33 +48,57 @@ from scratchkit.allocator import keep_step_memory
 from scratchkit.embedding.table_batched import native_available
 from scratchkit.calibration.co_run import co_run_cores
 from scratchkit.costmodel.hardware import MB, Hardware, RowCurve
-from scratchkit.calibration.kit_timings import (CALL_ROWS, FOOTPRINTS, ROW_BYTES, SORT_SIZES, Bench,
-                                            activation_rate, call_latencies, coalesce_rates, link_rates, matmul_rates,
-                                            row_curves, stream_bandwidth)
-from scratchkit.calibration.plan_timings import (device_plan_table_seconds, handoff_call_seconds, map_probe_rate, plan_call_seconds, plan_rates,
-                                             plan_slot_rate)
+from scratchkit.calibration.kit_timings import (
+    CALL_ROWS,
+    FOOTPRINTS,
+    ROW_BYTES,
+    SORT_SIZES,
+    Bench,
+    activation_rate,
+    call_latencies,
+    coalesce_rates,
+    link_rates,
+    matmul_rates,
+    row_curves,
+    stream_bandwidth,
+)
+from scratchkit.calibration.plan_timings import (
+    device_plan_table_seconds,
+    handoff_call_seconds,
+    map_probe_rate,
+    plan_call_seconds,
+    plan_rates,
+    plan_slot_rate,
+)
 from scratchkit.calibration.tbe_timings import TBE_LOOKUPS, tbe_curves
-from scratchkit.calibration.numpy_timings import (numpy_call_latencies, numpy_row_points, numpy_select_rate,
-                                               numpy_sort_rate, numpy_stream_bandwidth)
+from scratchkit.calibration.numpy_timings import (
+    numpy_call_latencies,
+    numpy_row_points,
+    numpy_select_rate,
+    numpy_sort_rate,
+    numpy_stream_bandwidth,
+)
 
 Progress = Callable[[str], None]
 
 
-def calibrate(quick: bool = False, progress: Progress | None = None, device=None,
-              repeats: int | None = None) -> Hardware:
+def calibrate(
+    quick: bool = False, progress: Progress | None = None, device=None, repeats: int | None = None
+) -> Hardware:
     """Measure this machine (tens of seconds; `quick`: fewer sizes and repeats, a few seconds).
     `device`: a `scratchkit.device.Device` to measure as the device (None: CUDA where torch has
     it, else the CPU is the device). `progress(text)` hears each step as it starts. `repeats`:
     timed runs per figure on the host (default 7, quick 3; validation takes several calibrations
     of 3 on either side of a workload's trainers and their median: hardware.median_hardware)."""
     say = progress or (lambda _: None)
-    keep_step_memory()          # the allocator the trainers run with (scratchkit/allocator.py)
+    keep_step_memory()  # the allocator the trainers run with (scratchkit/allocator.py)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         host, sources = measure_host(quick, say, repeats)
         if device is None and torch.cuda.is_available():
             from scratchkit.device import Device
+
             device = Device("cuda")
         if device is None:
             say("the scratchpad's hash map, as scratchpipe-device probes it on this CPU")
@@ -88,8 +113,9 @@ def calibrate(quick: bool = False, progress: Progress | None = None, device=None
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return replace(hw, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
-                   native_builds=loop_builds())
+    return replace(
+        hw, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}", native_builds=loop_builds()
+    )
 
 
 def loop_builds() -> dict[str, str]:
@@ -121,13 +147,18 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     say("host memory: random rows from tables of 256 KiB to 256 MiB")
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     id_gathers, id_scatters = numpy_row_points(bench, quick)
-    host["host_gather"], host["host_scatter"] = RowCurve(tuple(gathers + id_gathers)), RowCurve(tuple(scatters + id_scatters))
+    host["host_gather"], host["host_scatter"] = (
+        RowCurve(tuple(gathers + id_gathers)),
+        RowCurve(tuple(scatters + id_scatters)),
+    )
     host["host_lookup"], host["host_update"] = RowCurve(tuple(lookups)), RowCurve(tuple(updates))
     say("the fixed cost of each kit call (tiny inputs)")
     calls = call_latencies(bench) | numpy_call_latencies(bench)
     if native_available():
         say("the table-batched C++ calls (lookup, backward, SGD) over 8 tables")
-        tbe_calls, host["host_tbe_lookup"], host["host_tbe_backward"], host["host_tbe_update"] = tbe_curves(bench, quick)
+        tbe_calls, host["host_tbe_lookup"], host["host_tbe_backward"], host["host_tbe_update"] = tbe_curves(
+            bench, quick
+        )
         calls |= tbe_calls
     say("sorting: embedding_backward and np.unique at 512 to 128k ids")
     host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
@@ -138,17 +169,29 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     host["activations"] = activation_rate(bench, quick, calls, host["mm"], host["bmm"], host["host_scatter"])
     say("ScratchPipe's planner on a synthetic stream")
     host["host_plan_slot_rate"], slot_source = plan_slot_rate(quick)
-    (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"],
-     plan_source) = plan_rates(quick, host["host_plan_slot_rate"])
-    (calls["plan_table"], calls["plan_batch"], calls["plan_victims"], calls["plan_table_few"],
-     calls["plan_victims_few"]) = plan_call_seconds(bench, host)
+    (host["host_plan_lookup_rate"], host["host_plan_id_rate"], host["host_plan_miss_rate"], plan_source) = plan_rates(
+        quick, host["host_plan_slot_rate"]
+    )
+    (
+        calls["plan_table"],
+        calls["plan_batch"],
+        calls["plan_victims"],
+        calls["plan_table_few"],
+        calls["plan_victims_few"],
+    ) = plan_call_seconds(bench, host)
     calls |= handoff_call_seconds(bench, host["host_stream_bw"])
     say("the cores two processes get at once (ScratchPipe's two sides on a CPU run)")
     host["co_run_cores"], co_run_source = co_run_cores(quick)
-    host |= {"host_calls": calls, "host_op_latency": calls["op"], "host_numpy_op_latency": calls["numpy"],
-             "host_cores": os.cpu_count() or 1}
-    rows = f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} " \
-           f"KiB to {FOOTPRINTS[not quick][-1] // MB} MiB, less the same call's time on 2 rows"
+    host |= {
+        "host_calls": calls,
+        "host_op_latency": calls["op"],
+        "host_numpy_op_latency": calls["numpy"],
+        "host_cores": os.cpu_count() or 1,
+    }
+    rows = (
+        f"of {CALL_ROWS[not quick]} random rows a call from tables of {FOOTPRINTS[not quick][0] // 1024} "
+        f"KiB to {FOOTPRINTS[not quick][-1] // MB} MiB, less the same call's time on 2 rows"
+    )
     sources = {
         "host_stream_bw": f"np.copyto of 64 MiB, read + write bytes, {how}",
         "host_gather": f"torch index_select (rows of {ROW_BYTES[not quick]} B) and np.take (8 B ids) {rows}, {how}",
@@ -159,21 +202,25 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
         "host_op_latency": f"a torch index_select of 3 rows (the kit's generic host op), {how}",
         "host_numpy_op_latency": "mean of tiny NumPy calls: take, fancy assignment, flatnonzero, zeros",
         "host_sort": f"embedding_backward at {SORT_SIZES[not quick]} lookups less its time on 2 lookups "
-                     "and its per-float cost: keys x log2 n per second",
+        "and its per-float cost: keys x log2 n per second",
         "host_sort_value_rate": "embedding_backward's extra time at dim 64 over dim 16, per float",
         "host_numpy_sort": "np.unique(return_inverse, return_counts), less its fixed cost",
         "host_numpy_select": f"np.partition of int64 keys at 512-128k keys, less its time on 16, {how}",
-        "host_plan_lookup_rate": plan_source, "host_plan_id_rate": plan_source,
-        "host_plan_miss_rate": plan_source, "host_plan_slot_rate": slot_source,
+        "host_plan_lookup_rate": plan_source,
+        "host_plan_id_rate": plan_source,
+        "host_plan_miss_rate": plan_source,
+        "host_plan_slot_rate": slot_source,
         "host_cores": "os.cpu_count()",
         "co_run_cores": co_run_source,
     }
     if "host_tbe_lookup" in host:
         tbe = f"over 8 tables at {TBE_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"
-        sources |= {"host_tbe_lookup": f"table_batched.pooled_lookup_tables (C++, bags of 8) {tbe}",
-                    "host_tbe_backward": f"table_batched.embedding_backward_tables (C++) into a workspace, ids "
-                                             f"drawn from 4x and 1/8 of a table's lookups {tbe}",
-                    "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}"}
+        sources |= {
+            "host_tbe_lookup": f"table_batched.pooled_lookup_tables (C++, bags of 8) {tbe}",
+            "host_tbe_backward": f"table_batched.embedding_backward_tables (C++) into a workspace, ids "
+            f"drawn from 4x and 1/8 of a table's lookups {tbe}",
+            "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}",
+        }
     return host, sources
 
 
@@ -182,26 +229,49 @@ def cpu_as_device(host: dict, sources: dict[str, str]) -> Hardware:
     same = "the CPU is the device (no GPU here)"
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
     return Hardware(
-        name="this-cpu", description=f"this machine: {machine_name()}, no GPU (device = CPU)",
+        name="this-cpu",
+        description=f"this machine: {machine_name()}, no GPU (device = CPU)",
         device_activation_rate=host["activations"],
-        **own, pcie_bw=float("inf"), pcie_latency=0.0,
-        device_stream_bw=host["host_stream_bw"], device_gather=host["host_gather"],
-        device_scatter=host["host_scatter"], device_lookup=host["host_lookup"], device_update=host["host_update"],
+        **own,
+        pcie_bw=float("inf"),
+        pcie_latency=0.0,
+        device_stream_bw=host["host_stream_bw"],
+        device_gather=host["host_gather"],
+        device_scatter=host["host_scatter"],
+        device_lookup=host["host_lookup"],
+        device_update=host["host_update"],
         device_op_latency=host["host_op_latency"],
-        device_calls=host["host_calls"], device_sort=host["host_sort"],
-        device_sort_value_rate=host["host_sort_value_rate"], device_flops=host["mm"],
-        device_bmm_flops=host["bmm"], device_is_host=True,
-        sources=sources | {
+        device_calls=host["host_calls"],
+        device_sort=host["host_sort"],
+        device_sort_value_rate=host["host_sort_value_rate"],
+        device_flops=host["mm"],
+        device_bmm_flops=host["bmm"],
+        device_is_host=True,
+        sources=sources
+        | {
             "pcie_bw": "no copy: on a CPU-only machine device memory is host memory",
             "pcie_latency": "no copy",
             "device_flops": "torch.mm at the MLPs' shapes, less the op's fixed cost, CPU time",
             "device_bmm_flops": "torch.bmm of 1024 (T+1) x dim matrices, less the op's fixed cost, CPU time",
             "device_activation_rate": "the kit's dense step at the MLPs' shapes, inside gpu-only's steps: "
-                                      "what its fixed costs and matmuls leave, over the floats its "
-                                      "elementwise ops move, the stage timer reading CPU time"}
-        | {k: same for k in ("device_stream_bw", "device_gather", "device_scatter", "device_lookup", "device_update",
-                             "device_op_latency",
-                             "device_calls", "device_sort", "device_sort_value_rate")})
+            "what its fixed costs and matmuls leave, over the floats its "
+            "elementwise ops move, the stage timer reading CPU time",
+        }
+        | {
+            k: same
+            for k in (
+                "device_stream_bw",
+                "device_gather",
+                "device_scatter",
+                "device_lookup",
+                "device_update",
+                "device_op_latency",
+                "device_calls",
+                "device_sort",
+                "device_sort_value_rate",
+            )
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------ device
@@ -218,11 +288,24 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     gathers, scatters, lookups, updates = row_curves(bench, quick)
     say(f"device {dev.torch}: the fixed cost of each kit call")
     calls = call_latencies(bench, device=dev)
-    calls |= {k: host["host_calls"][k] for k in ("numpy", "unique", "plan_table", "plan_table_few", "plan_batch",
-                                                 "plan_victims", "plan_victims_few",
-                                                 "send_batch", "send_table", "receive_batch", "receive_table")}   # on the host
-    calls["kernel"] = calls["op"]   # assumption: a CuPy kernel's launch costs what a torch op's does
-    calls["device_plan_table"] = host["host_calls"]["device_plan_table"]   # Python: on the host
+    calls |= {
+        k: host["host_calls"][k]
+        for k in (
+            "numpy",
+            "unique",
+            "plan_table",
+            "plan_table_few",
+            "plan_batch",
+            "plan_victims",
+            "plan_victims_few",
+            "send_batch",
+            "send_table",
+            "receive_batch",
+            "receive_table",
+        )
+    }  # on the host
+    calls["kernel"] = calls["op"]  # assumption: a CuPy kernel's launch costs what a torch op's does
+    calls["device_plan_table"] = host["host_calls"]["device_plan_table"]  # Python: on the host
     say(f"device {dev.torch}: sorting and FLOPs")
     sort, value_rate = coalesce_rates(bench, quick)
     mm, bmm = matmul_rates(bench, quick, calls["op"])
@@ -232,16 +315,28 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
     own = {k: v for k, v in host.items() if k not in ("mm", "bmm", "activations")}
     name = device_name(dev)
     return Hardware(
-        name="this-cpu", description=f"this machine: {machine_name()} + {name}",
-        **own, pcie_bw=min(up, down), pcie_latency=copy_latency,
-        device_stream_bw=stream, device_gather=RowCurve(tuple(gathers)), device_scatter=RowCurve(tuple(scatters)),
-        device_lookup=RowCurve(tuple(lookups)), device_update=RowCurve(tuple(updates)),
-        device_op_latency=calls["op"], device_calls=calls, device_sort=sort,
-        device_sort_value_rate=value_rate, device_flops=mm, device_bmm_flops=bmm,
-        device_activation_rate=activations, device_is_host=False,
-        sources=sources | {
+        name="this-cpu",
+        description=f"this machine: {machine_name()} + {name}",
+        **own,
+        pcie_bw=min(up, down),
+        pcie_latency=copy_latency,
+        device_stream_bw=stream,
+        device_gather=RowCurve(tuple(gathers)),
+        device_scatter=RowCurve(tuple(scatters)),
+        device_lookup=RowCurve(tuple(lookups)),
+        device_update=RowCurve(tuple(updates)),
+        device_op_latency=calls["op"],
+        device_calls=calls,
+        device_sort=sort,
+        device_sort_value_rate=value_rate,
+        device_flops=mm,
+        device_bmm_flops=bmm,
+        device_activation_rate=activations,
+        device_is_host=False,
+        sources=sources
+        | {
             "pcie_bw": f"pinned {'16' if quick else '64'} MiB copies: host->device {up / 1e9:.1f} GB/s, "
-                       f"device->host {down / 1e9:.1f} GB/s (the smaller kept), {how}",
+            f"device->host {down / 1e9:.1f} GB/s (the smaller kept), {how}",
             "pcie_latency": "a non-blocking copy of 8 bytes from pinned memory, per copy",
             "device_stream_bw": f"torch copy_ of 64 MiB on {name}, read + write bytes, {how}",
             "device_gather": f"torch index_select on {name}, same sizes as the host's, {how}",
@@ -254,7 +349,9 @@ def measure_device(dev, host: dict, sources: dict[str, str], quick: bool, say: P
             "device_sort_value_rate": f"embedding_backward on {name}, dim 64 over dim 16",
             "device_flops": f"torch.mm at the MLPs' shapes on {name}",
             "device_bmm_flops": f"torch.bmm of 1024 (T+1) x dim matrices on {name}",
-            "device_activation_rate": f"the kit's dense step at the MLPs' shapes inside gpu-only's steps on {name}"})
+            "device_activation_rate": f"the kit's dense step at the MLPs' shapes inside gpu-only's steps on {name}",
+        },
+    )
 
 
 def device_name(dev) -> str:

@@ -21,6 +21,7 @@ memory: what the processes contend for beyond the cores (caches, the memory bus)
 nor a parallel loop's wait for its slowest thread. The figure is the machine's in the minutes it
 was measured, and its neighbours' (docs/costmodel.md has the runs).
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -35,10 +36,10 @@ from scratchkit.scratchpipe.schedule import HOST_STAGES
 
 # the stages a CPU run's forked host process runs: Plan and the host stages after it
 HOST_PROCESS_STAGES = tuple(stage.value for stage in (Stage.PLAN, *HOST_STAGES))
-ROUNDS = (3, 7)           # alternating rounds, one alone then two at once (quick, full)
-LOOP = 1_500_000          # iterations of a worker's loop: ~0.1 s of one core here
+ROUNDS = (3, 7)  # alternating rounds, one alone then two at once (quick, full)
+LOOP = 1_500_000  # iterations of a worker's loop: ~0.1 s of one core here
 
-Run = Callable[[int], float]    # processes at once -> the mean of their seconds
+Run = Callable[[int], float]  # processes at once -> the mean of their seconds
 
 
 def co_run_cores(quick: bool) -> tuple[float, str]:
@@ -49,9 +50,11 @@ def co_run_cores(quick: bool) -> tuple[float, str]:
     rounds = ROUNDS[not quick]
     with multiprocessing.get_context("fork").Pool(cores) as pool:
         got = cores_at_once(lambda n: float(np.mean(pool.map(busy, [LOOP] * n))), rounds, cores)
-    source = (f"an interpreter loop of {LOOP:,} steps in a forked process alone against {cores} at "
-              f"once: median of {rounds} alternating rounds of {cores} x (seconds alone) / (seconds "
-              f"at once), within 1..{cores}")
+    source = (
+        f"an interpreter loop of {LOOP:,} steps in a forked process alone against {cores} at "
+        f"once: median of {rounds} alternating rounds of {cores} x (seconds alone) / (seconds "
+        f"at once), within 1..{cores}"
+    )
     return got, source
 
 

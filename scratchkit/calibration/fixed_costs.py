@@ -21,6 +21,7 @@ On a CPU the trainer would do every table's lookup, backward and update in one C
 (embedding/table_batched.py, priced by its own curves, tbe_timings.py); these per-table costs
 price the per-table torch ops, so the runs here switch the C++ loops off (`SCRATCHKIT_NATIVE=0`).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,15 +32,17 @@ import numpy as np
 
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig
 
-FEW, MANY = 2, 8          # tables
-SHALLOW, DEEP = 1, 4      # Linear layers of each MLP (2 and 8 in all)
+FEW, MANY = 2, 8  # tables
+SHALLOW, DEEP = 1, 4  # Linear layers of each MLP (2 and 8 in all)
 
 
 def tiny_config(tables: int, depth: int, optimizer: OptimizerKind) -> TrainConfig:
     return TrainConfig(
         data=DataConfig(table_sizes=(64,) * tables, pooling=1, batch_size=4, num_dense=4, zipf=0.0),
         model=ModelConfig(dim=4, bottom_mlp=(4,) * depth, top_mlp=(4,) * (depth - 1) + (1,)),
-        optimizer=OptimizerConfig(kind=optimizer), cache=CacheParams(capacity=64))
+        optimizer=OptimizerConfig(kind=optimizer),
+        cache=CacheParams(capacity=64),
+    )
 
 
 @contextmanager
@@ -56,8 +59,9 @@ def per_table_ops():
             os.environ["SCRATCHKIT_NATIVE"] = before
 
 
-def stage_times(config: TrainConfig, steps: int, statistic, device=None, warmup: int = 3,
-                clock=time.perf_counter) -> dict[str, float]:
+def stage_times(
+    config: TrainConfig, steps: int, statistic, device=None, warmup: int = 3, clock=time.perf_counter
+) -> dict[str, float]:
     """Each stage's seconds per step of `gpu-only` on `config` (`statistic` over the timed steps
     after `warmup` untimed ones), with the per-table torch ops (the module note). `clock`: the
     stage timer's (the calibration's Bench.clock: CPU time on a CPU, as every other constant,
@@ -74,14 +78,20 @@ def step_fixed_costs(steps: int = 15, statistic=np.median, device=None, clock=ti
     """The fixed costs (hardware.CALL_OPS names) of the torch calls the trainers make per table
     and per step, from tiny training runs (the module note), timed by `clock`."""
     run = lambda tables, depth=SHALLOW, opt=OptimizerKind.SGD: stage_times(
-        tiny_config(tables, depth, opt), steps, statistic, device, clock=clock)
+        tiny_config(tables, depth, opt), steps, statistic, device, clock=clock
+    )
     few, many, deep = run(FEW), run(MANY), run(FEW, DEEP)
     per_table = lambda stage: max((many[stage] - few[stage]) / (MANY - FEW), 0.0)
-    costs = {"lookup": per_table("embedding_forward"), "backward": per_table("embedding_backward"),
-             "update_sgd": per_table("update")}
-    for stage, call, name in (("embedding_forward", "lookup", "forward_stage"),
-                              ("embedding_backward", "backward", "backward_stage"),
-                              ("update", "update_sgd", "update_stage")):
+    costs = {
+        "lookup": per_table("embedding_forward"),
+        "backward": per_table("embedding_backward"),
+        "update_sgd": per_table("update"),
+    }
+    for stage, call, name in (
+        ("embedding_forward", "lookup", "forward_stage"),
+        ("embedding_backward", "backward", "backward_stage"),
+        ("update", "update_sgd", "update_stage"),
+    ):
         costs[name] = max(few[stage] - FEW * costs[call], 0.0)
     for kind in (OptimizerKind.ADAGRAD, OptimizerKind.ROWWISE_ADAGRAD):
         costs[f"update_{kind.value}"] = max(run(MANY, opt=kind)["update"] - costs["update_stage"], 0.0) / MANY

@@ -14,6 +14,7 @@ follows a flush (4 MiB streamed: more than the private L1 + L2 of current server
 part of their shared last-level cache), a call's fixed cost is timed over 8 tables' inputs in turn
 (as the trainers loop over tables), and each figure is the median of its runs.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,16 +30,25 @@ from scratchkit.costmodel.hardware import MB, RateCurve, RowCurve, sort_units
 ROW_BYTES = ((64, 256), (64, 256, 512))
 FOOTPRINTS = ((2**18, 2**22, 2**26), (2**18, 2**20, 2**22, 2**25, 2**28))
 SORT_SIZES = ((2048, 32768), (512, 2048, 8192, 32768, 131072))
-MM_SHAPES = (((256, 64, 64), (2048, 128, 128)),
-             ((256, 64, 16), (256, 64, 64), (1024, 128, 64), (2048, 128, 128), (4096, 128, 128),
-              (4096, 416, 128), (512, 16, 64)))
+MM_SHAPES = (
+    ((256, 64, 64), (2048, 128, 128)),
+    (
+        (256, 64, 16),
+        (256, 64, 64),
+        (1024, 128, 64),
+        (2048, 128, 128),
+        (4096, 128, 128),
+        (4096, 416, 128),
+        (512, 16, 64),
+    ),
+)
 BMM_SHAPES = (((9, 16), (27, 64)), ((9, 16), (9, 64), (9, 128), (27, 16), (27, 64)))
-CALL_ROWS = ((512, 8192), (256, 2048, 16384))      # rows moved by one call
-ROWS_PER_RUN = 2**14                                # rows moved by one timed run
-MAX_CALLS = 64                                      # calls of one timed run, at most
+CALL_ROWS = ((512, 8192), (256, 2048, 16384))  # rows moved by one call
+ROWS_PER_RUN = 2**14  # rows moved by one timed run
+MAX_CALLS = 64  # calls of one timed run, at most
 
 FLUSH_BYTES = 4 * MB
-TABLES = 8        # inputs a call's fixed cost is timed over, in turn
+TABLES = 8  # inputs a call's fixed cost is timed over, in turn
 
 
 @dataclass
@@ -52,7 +62,7 @@ class Bench:
     clock: Callable[[], float] = time.thread_time
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     _junk: np.ndarray = field(default_factory=lambda: np.ones(FLUSH_BYTES // 8), repr=False)
-    statistic = staticmethod(np.median)   # of the timed runs (the median: robust to a noisy neighbour)
+    statistic = staticmethod(np.median)  # of the timed runs (the median: robust to a noisy neighbour)
 
     def flush(self) -> None:
         """Stream 4 MiB through the core, as a step's other stages do between two calls."""
@@ -106,37 +116,74 @@ def row_curves(bench: Bench, quick: bool) -> tuple[list, list, list, list]:
     rows_out = lambda n, width: bench.to_device(torch.empty(n, width))
     for row in ROW_BYTES[not quick]:
         for footprint in footprints:
-            tables = [buffer[r * footprint // 4: (r + 1) * footprint // 4].view(-1, row // 4)
-                      for r in range(buffer.numel() * 4 // footprint)]
+            tables = [
+                buffer[r * footprint // 4 : (r + 1) * footprint // 4].view(-1, row // 4)
+                for r in range(buffer.numel() * 4 // footprint)
+            ]
             fresh = lambda n: bench.randint(tables[0].shape[0], n)
             out = lambda n: rows_out(n, row // 4)
             bags = lambda n: bench.to_device(torch.arange(0, n, 8))
-            gathers += row_points(bench, quick, row, footprint, len(tables), out, fresh,
-                                  lambda r, index, o: torch.index_select(tables[r], 0, index, out=o))
-            scatters += row_points(bench, quick, row, footprint, len(tables), out, fresh,
-                                   lambda r, index, o: tables[r].index_copy_(0, index, o))
-            lookups += row_points(bench, quick, row, footprint, len(tables), bags, fresh,
-                                  lambda r, index, offsets: pooled_lookup(tables[r], index, offsets))
-            distinct = lambda n: torch.unique(fresh(n))           # coalesced rows: sorted, distinct
-            updates += row_points(bench, quick, row, footprint, len(tables), out, distinct,
-                                  lambda r, index, grads: apply_update(tables[r], None, index, grads[:len(index)], sgd),
-                                  warm=lambda r, index: torch.index_select(tables[r], 0, index))
+            gathers += row_points(
+                bench,
+                quick,
+                row,
+                footprint,
+                len(tables),
+                out,
+                fresh,
+                lambda r, index, o: torch.index_select(tables[r], 0, index, out=o),
+            )
+            scatters += row_points(
+                bench,
+                quick,
+                row,
+                footprint,
+                len(tables),
+                out,
+                fresh,
+                lambda r, index, o: tables[r].index_copy_(0, index, o),
+            )
+            lookups += row_points(
+                bench,
+                quick,
+                row,
+                footprint,
+                len(tables),
+                bags,
+                fresh,
+                lambda r, index, offsets: pooled_lookup(tables[r], index, offsets),
+            )
+            distinct = lambda n: torch.unique(fresh(n))  # coalesced rows: sorted, distinct
+            updates += row_points(
+                bench,
+                quick,
+                row,
+                footprint,
+                len(tables),
+                out,
+                distinct,
+                lambda r, index, grads: apply_update(tables[r], None, index, grads[: len(index)], sgd),
+                warm=lambda r, index: torch.index_select(tables[r], 0, index),
+            )
     return gathers, scatters, lookups, updates
 
 
-def row_points(bench: Bench, quick: bool, row: int, footprint: int, regions: int, make_out, fresh,
-               move, warm=None) -> list:
+def row_points(
+    bench: Bench, quick: bool, row: int, footprint: int, regions: int, make_out, fresh, move, warm=None
+) -> list:
     """(row, footprint, n, seconds per row) at each call size n. A timed run makes calls of n
     rows, `move(table, index, out)`, on as many different tables (up to `regions`) as it takes
     to move ~16k rows (64 calls at most), as a stage loops over its tables; indices are fresh
     for each call. `warm(table, index)`: done to each call's rows after the flush, untimed (the
     rows an update writes were just read by the step's lookups)."""
+
     def seconds(n: int) -> float:
         calls = max(1, min(regions, ROWS_PER_RUN // n, MAX_CALLS))
         index = [[fresh(n) for _ in range(calls)] for _ in range(bench.repeats)]
         out = make_out(n)
         prepare = None if warm is None else (lambda k: [warm(r, index[k][r]) for r in range(calls)])
         return bench.median(lambda k: [move(r, index[k][r], out) for r in range(calls)], prepare) / calls
+
     fixed = seconds(2)
     return [(row, footprint, n, max(seconds(n) - fixed, 1e-3 * fixed) / n) for n in CALL_ROWS[not quick]]
 
@@ -151,9 +198,11 @@ def call_latencies(bench: Bench, device=None, steps: int = 15) -> dict[str, floa
     d = bench.to_device
     ids = [d(torch.tensor([1, 2, 2, 3]) + t) for t in range(TABLES)]
     rows, index = [d(torch.randn(16, 16)) for _ in range(TABLES)], d(torch.tensor([1, 2, 3]))
-    return {"slots_of_unique": bench.per_call(lambda t: slots_of_unique(index + t, ids[t], ids[t])),
-            "op": bench.per_call(lambda t: rows[t].index_select(0, index)),
-            **step_fixed_costs(steps, bench.statistic, device, clock=bench.clock)}
+    return {
+        "slots_of_unique": bench.per_call(lambda t: slots_of_unique(index + t, ids[t], ids[t])),
+        "op": bench.per_call(lambda t: rows[t].index_select(0, index)),
+        **step_fixed_costs(steps, bench.statistic, device, clock=bench.clock),
+    }
 
 
 def coalesce_rates(bench: Bench, quick: bool) -> tuple[RateCurve, float]:
@@ -164,7 +213,7 @@ def coalesce_rates(bench: Bench, quick: bool) -> tuple[RateCurve, float]:
     from scratchkit.embedding.optim import embedding_backward
 
     def seconds(n: int, dim: int) -> float:
-        tables = max(1, min(TABLES, 2**16 // n))                   # a table's ids each, as in a step
+        tables = max(1, min(TABLES, 2**16 // n))  # a table's ids each, as in a step
         ids = [bench.randint(4 * n, n) for _ in range(tables)]
         offsets = bench.to_device(torch.arange(0, n, 8))
         grad = bench.to_device(torch.randn(len(offsets), dim))
@@ -174,7 +223,7 @@ def coalesce_rates(bench: Bench, quick: bool) -> tuple[RateCurve, float]:
     fixed = seconds(2, 16)
     times = {(n, dim): seconds(n, dim) for n in sizes for dim in (16, 64)}
     slopes = [(48 * n) / max(times[n, 64] - times[n, 16], 1e-9) for n in sizes]
-    value_rate = float(np.median(slopes))            # floats per second
+    value_rate = float(np.median(slopes))  # floats per second
     points = []
     for n in sizes:
         sort = max(times[n, 16] - fixed - 16 * n / value_rate, 0.1 * times[n, 16])
@@ -207,16 +256,25 @@ def matmul_rates(bench: Bench, quick: bool, op: float) -> tuple[RateCurve, RateC
 # trainer. Its lookups stay in the caches (3 tables of a few hundred rows), so its point's do
 # too: behind 16k-row tables the same dense step runs slower than behind tiny's
 TINY_SHAPE = (32, 3, 8, 16, 512, 2)
-DENSE_SHAPES = ((TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
-                (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (512, 26, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8),
-                 (4096, 8, 128, 128, 2**14, 8), (4096, 26, 64, 128, 2**14, 8)))
+DENSE_SHAPES = (
+    (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
+    (
+        TINY_SHAPE,
+        (256, 8, 16, 64, 2**14, 8),
+        (512, 26, 16, 64, 2**14, 8),
+        (2048, 8, 64, 128, 2**14, 8),
+        (4096, 8, 128, 128, 2**14, 8),
+        (4096, 26, 64, 128, 2**14, 8),
+    ),
+)
 # timed steps, and warm-up steps by batch: the first steps of a ~1 ms dense step run slower than
 # its steady state, so a small batch warms up longer; a big batch's first steps are few
 DENSE_STEPS, DENSE_WARMUP = lambda repeats: 2 * repeats + 1, lambda batch: 20 if batch <= 512 else 3
 
 
-def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve,
-                    scatter: RowCurve, device=None) -> RateCurve:
+def activation_rate(
+    bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: RateCurve, scatter: RowCurve, device=None
+) -> RateCurve:
     """Floats per second of the dense step's elementwise work (kit.dense_activations), by the
     floats of a step, from the kit's dense step at the MLPs' shapes (batch, tables, dim, width):
     what its fixed costs, its matmuls and the pairs' scatter leave of each step's time.
@@ -235,17 +293,23 @@ def activation_rate(bench: Bench, quick: bool, calls: dict, mm: RateCurve, bmm: 
 
     points = []
     for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:
-        config = TrainConfig(data=DataConfig(table_sizes=(rows,) * tables, pooling=pooling,
-                                             batch_size=batch, num_dense=13),
-                             model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)))
+        config = TrainConfig(
+            data=DataConfig(table_sizes=(rows,) * tables, pooling=pooling, batch_size=batch, num_dense=13),
+            model=ModelConfig(dim=dim, bottom_mlp=(width, dim), top_mlp=(width, 1)),
+        )
         w = StepWork.from_config(config, batches=1)
-        step = stage_times(config, DENSE_STEPS(bench.repeats), bench.statistic, device,
-                           warmup=DENSE_WARMUP(batch), clock=bench.clock)["mlp"]
+        step = stage_times(
+            config, DENSE_STEPS(bench.repeats), bench.statistic, device, warmup=DENSE_WARMUP(batch), clock=bench.clock
+        )["mlp"]
         matmuls, batched = kit.dense_matmuls(w)
         vectors = tables + 1
-        known = (calls["dense_base"] + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]
-                 + sum(n * f / mm.at(f) for f, n in matmuls) + sum(n * f / bmm.at(f) for f, n in batched)
-                 + scatter.seconds(batch * tables * vectors // 2, 4, batch * vectors * vectors * 4))
+        known = (
+            calls["dense_base"]
+            + (len(w.bottom) + len(w.top) - 2) * calls["dense_layer"]
+            + sum(n * f / mm.at(f) for f, n in matmuls)
+            + sum(n * f / bmm.at(f) for f, n in batched)
+            + scatter.seconds(batch * tables * vectors // 2, 4, batch * vectors * vectors * 4)
+        )
         floats = kit.dense_activations(w)
         points.append((floats, floats / max(step - known, 0.05 * step)))
     return RateCurve(tuple(points))

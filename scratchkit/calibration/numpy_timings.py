@@ -2,6 +2,7 @@
 its streaming copy, its gathers and scatters of 8-byte ids by map size, the fixed cost of its
 calls (and of one kernel of the .cu files as this CPU runs it), np.unique's sort rate and
 np.partition's select rate. calibration/calibrate.py gathers them into the host's `Hardware`."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 
 
 def numpy_stream_bandwidth(bench: Bench) -> float:
-    src = np.ones(8 * MB)                       # 64 MiB of float64: beyond any last-level cache
+    src = np.ones(8 * MB)  # 64 MiB of float64: beyond any last-level cache
     dst = np.empty_like(src)
     return 2 * src.nbytes / bench.median(lambda _: np.copyto(dst, src))
 
@@ -25,33 +26,41 @@ def numpy_row_points(bench: Bench, quick: bool) -> tuple[list, list]:
     gathers, scatters = [], []
     out = lambda n: np.empty(n, dtype=np.int64)
     for footprint in footprints:
-        maps = [ids[r * footprint // 8: (r + 1) * footprint // 8] for r in range(ids.nbytes // footprint)]
+        maps = [ids[r * footprint // 8 : (r + 1) * footprint // 8] for r in range(ids.nbytes // footprint)]
         fresh = lambda n: bench.rng.integers(0, len(maps[0]), n)
-        gathers += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
-                              lambda r, i, o: np.take(maps[r], i, out=o))
-        scatters += row_points(bench, quick, 8, footprint, len(maps), out, fresh,
-                               lambda r, i, o: maps[r].__setitem__(i, o))
+        gathers += row_points(
+            bench, quick, 8, footprint, len(maps), out, fresh, lambda r, i, o: np.take(maps[r], i, out=o)
+        )
+        scatters += row_points(
+            bench, quick, 8, footprint, len(maps), out, fresh, lambda r, i, o: maps[r].__setitem__(i, o)
+        )
     return gathers, scatters
 
 
 def numpy_call_latencies(bench: Bench) -> dict[str, float]:
     small, pick = [np.arange(16) + t for t in range(TABLES)], np.array([1, 2])
-    kinds = (lambda t: small[t][pick], lambda t: small[t].__setitem__(pick, 3),
-             lambda t: np.flatnonzero(small[t] > 3), lambda t: np.zeros(16, dtype=bool))
+    kinds = (
+        lambda t: small[t][pick],
+        lambda t: small[t].__setitem__(pick, 3),
+        lambda t: np.flatnonzero(small[t] > 3),
+        lambda t: np.zeros(16, dtype=bool),
+    )
     # a kernel of the .cu files as this CPU runs it (the host build, else the NumPy twin): to_local
     engine = make_engine(resolve(EngineKind.AUTO, "cpu"))
     starts, of_slot = np.array([0, 8, 16]), np.repeat(np.arange(2), 8)
-    return {"numpy": float(np.mean([bench.per_call(f) for f in kinds])),
-            "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
-            "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
-            "device_plan_table": 0.0}   # measured last, beyond what the finished hardware prices
+    return {
+        "numpy": float(np.mean([bench.per_call(f) for f in kinds])),
+        "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
+        "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
+        "device_plan_table": 0.0,
+    }  # measured last, beyond what the finished hardware prices
 
 
 def numpy_sort_rate(bench: Bench, quick: bool, unique_fixed: float) -> RateCurve:
     points = []
     for n in SORT_SIZES[not quick]:
         tables = max(1, min(TABLES, 2**16 // n))
-        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]    # a table's ids each
+        ids = [bench.rng.integers(0, 4 * n, n) for _ in range(tables)]  # a table's ids each
         t = bench.per_call(lambda k: np.unique(ids[k], return_inverse=True, return_counts=True), tables)
         points.append((n, sort_units(n) / max(t - unique_fixed, 0.1 * t)))
     return RateCurve(tuple(points))

@@ -15,12 +15,13 @@ in bursts: a part of a validation run's noise, not most of it.
 The share is of the busy ticks (all but idle and iowait) plus steal: a trainer on one of two
 cores that lost a fifth of its time reads 0.2 however idle the other core was.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
-IDLE, IOWAIT, STEAL = 3, 4, 7   # fields after "cpu": user nice system idle iowait irq softirq steal ...
+IDLE, IOWAIT, STEAL = 3, 4, 7  # fields after "cpu": user nice system idle iowait irq softirq steal ...
 
 
 def read_cpu_ticks(path: Path = PROC_STAT) -> tuple[int, int] | None:
@@ -35,7 +36,7 @@ def read_cpu_ticks(path: Path = PROC_STAT) -> tuple[int, int] | None:
     ticks = [int(x) for x in fields[1:]]
     idle = ticks[IDLE] + ticks[IOWAIT]
     # guest and guest_nice (fields 9-10) are already counted in user and nice
-    return ticks[STEAL], sum(ticks[:STEAL + 1]) - idle
+    return ticks[STEAL], sum(ticks[: STEAL + 1]) - idle
 
 
 class StealMeter:

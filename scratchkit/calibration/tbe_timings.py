@@ -21,6 +21,7 @@ table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is t
                         fast a row as a sparse one; a curve by rows of the call priced them all
                         alike
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,76 +33,89 @@ from scratchkit.costmodel.work import TBE_BAG
 
 # lookups of one call, all tables together (quick, full)
 TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768, 262144))
-BAG = TBE_BAG     # lookups a bag (the cost model prices other bags apart: costmodel/work.py)
-DENSITIES = ((0.1, 0.6, 0.95), (0.05, 0.25, 0.6, 0.85, 0.98))   # of the update (quick, full)
-UPDATE_ROWS = 2**20    # at most this many rows a call: the densest points of big tables are left out
-FEW = 2       # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
+BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: costmodel/work.py)
+DENSITIES = ((0.1, 0.6, 0.95), (0.05, 0.25, 0.6, 0.85, 0.98))  # of the update (quick, full)
+UPDATE_ROWS = 2**20  # at most this many rows a call: the densest points of big tables are left out
+FEW = 2  # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
 
 
 def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
     """(fixed costs {"tbe_forward", "tbe_backward", "tbe_sgd"} per call and the same + "_table" per
     table of the call, lookup, backward and update curves)."""
     from scratchkit.config import OptimizerConfig
-    from scratchkit.embedding.table_batched import (BackwardWorkspace, apply_updates, embedding_backward_tables,
-                                                    pooled_lookup_tables)
+    from scratchkit.embedding.table_batched import (
+        BackwardWorkspace,
+        apply_updates,
+        embedding_backward_tables,
+        pooled_lookup_tables,
+    )
 
     footprints, sizes, sgd = FOOTPRINTS[not quick], TBE_LOOKUPS[not quick], OptimizerConfig()
     buffer = torch.ones(TABLES * footprints[-1] // 4)
     offsets = lambda n: torch.arange(0, n, BAG)
 
-    def lookups(weights, n):              # seconds of one call of n lookups a table, fresh ids each run
+    def lookups(weights, n):  # seconds of one call of n lookups a table, fresh ids each run
         ids = [[bench.randint(weights[0].shape[0], n) for _ in weights] for _ in range(bench.repeats)]
         return bench.median(lambda k: pooled_lookup_tables(weights, ids[k], [offsets(n)] * len(weights)))
 
     workspace = BackwardWorkspace()
 
-    def backward(dim, n, T=TABLES, spread=4.0):   # -> (seconds, lookups per distinct id)
+    def backward(dim, n, T=TABLES, spread=4.0):  # -> (seconds, lookups per distinct id)
         ids = [[bench.randint(max(int(spread * n), 1), n) for _ in range(T)] for _ in range(bench.repeats)]
         repeats = n * T * bench.repeats / sum(len(torch.unique(i)) for k in ids for i in k)
         grad = torch.randn(len(offsets(n)), T, dim)
-        return bench.median(lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T,
-                                                                workspace=workspace)), repeats
+        return bench.median(
+            lambda k: embedding_backward_tables(ids[k], [offsets(n)] * T, grad, [4 * n] * T, workspace=workspace)
+        ), repeats
 
-    def update(weights, n):   # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
+    def update(weights, n):  # -> (seconds, rows): up to n distinct rows a table, read just before (untimed)
         rows, T = weights[0].shape[0], len(weights)
-        coalesced = [embedding_backward_tables([torch.unique(bench.randint(rows, max(n, 1))) for _ in weights],
-                                               [torch.zeros(1, dtype=torch.int64)] * T,
-                                               torch.randn(1, T, weights[0].shape[1]), [rows] * T)
-                     for _ in range(bench.repeats)]
+        coalesced = [
+            embedding_backward_tables(
+                [torch.unique(bench.randint(rows, max(n, 1))) for _ in weights],
+                [torch.zeros(1, dtype=torch.int64)] * T,
+                torch.randn(1, T, weights[0].shape[1]),
+                [rows] * T,
+            )
+            for _ in range(bench.repeats)
+        ]
         moved = sum(float(c.flat.counts[t]) for c in coalesced for t in range(T)) / bench.repeats
         warm = lambda k: [w.index_select(0, index) for w, (index, _) in zip(weights, coalesced[k])]
         return bench.median(lambda k: apply_updates(weights, [None] * T, coalesced[k], sgd), warm), moved
 
     fixed = {}
 
-    def fixed_costs(name, few, many):    # a call's time on 2 lookups a table: at FEW and TABLES tables
+    def fixed_costs(name, few, many):  # a call's time on 2 lookups a table: at FEW and TABLES tables
         per_table = max((many - few) / (TABLES - FEW), 0.0)
         fixed.setdefault(f"tbe_{name}", []).append(max(few - FEW * per_table, 0.0))
         fixed.setdefault(f"tbe_{name}_table", []).append(per_table)
+
     lookup_points, backward_points, update_points = [], [], []
     for row in ROW_BYTES[not quick]:
         # a call's time on 2 lookups a table, the part of every call that is not per lookup: the
         # median over the footprints (and three runs of the backward), so one slow run of it does
         # not turn every point measured against it into nothing
-        tables = {f: [buffer[t * f // 4:(t + 1) * f // 4].view(-1, row // 4) for t in range(TABLES)]
-                  for f in footprints}
+        tables = {
+            f: [buffer[t * f // 4 : (t + 1) * f // 4].view(-1, row // 4) for t in range(TABLES)] for f in footprints
+        }
         fixed_b = float(np.median([backward(row // 4, 2)[0] for _ in range(3)]))
         fixed_l = float(np.median([lookups(tables[f], 2) for f in footprints]))
         fixed_u = float(np.median([update(tables[f], 2)[0] for f in footprints]))
-        for spread in (4.0, 1 / 8):   # one axis value per spread (the median repeats), so the
-            timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in sizes]   # grid is whole
+        for spread in (4.0, 1 / 8):  # one axis value per spread (the median repeats), so the
+            timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in sizes]  # grid is whole
             repeats = float(np.median([r for _, _, r in timed]))
             per = _no_cheaper_when_fewer([max(seconds - fixed_b, 1e-3 * fixed_b) / n for n, seconds, _ in timed])
             backward_points += [(row, repeats, n // TABLES, p) for (n, _, _), p in zip(timed, per)]
         for footprint, weights in tables.items():
-            per = _no_cheaper_when_fewer([max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n
-                                          for n in sizes])
+            per = _no_cheaper_when_fewer(
+                [max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n for n in sizes]
+            )
             lookup_points += [(row, footprint, n, p) for n, p in zip(sizes, per)]
             rows, timed = footprint // row, []
             for density in DENSITIES[not quick]:
                 if density * rows * TABLES > UPDATE_ROWS:
                     break
-                seconds, moved = update(weights, round(-np.log1p(-density) * rows))   # draws for that share
+                seconds, moved = update(weights, round(-np.log1p(-density) * rows))  # draws for that share
                 timed.append((moved / (TABLES * rows), max(seconds - fixed_u, 1e-3 * fixed_u) / moved))
             update_points += sparse_no_cheaper(row, footprint, timed)
             fixed_costs("forward", lookups(weights[:FEW], 2), lookups(weights, 2))

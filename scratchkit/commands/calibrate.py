@@ -3,6 +3,7 @@
 The `this-cpu` projections (`bench --project this-cpu`, `bench --validate`) then use the saved
 hardware; without one they measure a quick one at each run.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,23 @@ from pathlib import Path
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("calibrate", help="measure this machine's constants for the cost model "
-                                                "and save them (the this-cpu hardware)")
-    p.add_argument("--out", type=Path, default=None, metavar="PATH",
-                   help="where to save the hardware (default: hardware.json in the kit's cache "
-                        "folder, where this-cpu looks; $SCRATCHKIT_HARDWARE overrides it)")
+    p = subparsers.add_parser(
+        "calibrate", help="measure this machine's constants for the cost model and save them (the this-cpu hardware)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="where to save the hardware (default: hardware.json in the kit's cache "
+        "folder, where this-cpu looks; $SCRATCHKIT_HARDWARE overrides it)",
+    )
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats: a few seconds, rougher")
-    p.add_argument("--device", default=None, help="torch device to measure as the GPU (default: cuda "
-                                                  "if torch has it, else none: the CPU is the device)")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device to measure as the GPU (default: cuda if torch has it, else none: the CPU is the device)",
+    )
     p.add_argument("--json", action="store_true", help="print the hardware as JSON instead of a summary")
     p.set_defaults(run=run)
 
@@ -35,10 +45,11 @@ def run(args) -> int:
     device = None
     if args.device is not None:
         from scratchkit.device import Device
+
         device = Device(args.device)
     started = time.perf_counter()
 
-    def say(step: str) -> None:      # progress on stderr, so --json's stdout stays one document
+    def say(step: str) -> None:  # progress on stderr, so --json's stdout stays one document
         print(f"calibrate [{time.perf_counter() - started:5.1f} s] {step}", file=sys.stderr, flush=True)
 
     hw = calibrate(quick=args.quick, progress=say, device=device)
@@ -48,6 +59,8 @@ def run(args) -> int:
         print(json.dumps(hw.to_json(), indent=2))
     else:
         print(describe_hardware(hw))
-        print(f"saved to {path}; this-cpu projections use it from now on "
-              f"({'the default place' if path == saved_hardware_path() else 'set SCRATCHKIT_HARDWARE to use it'})")
+        print(
+            f"saved to {path}; this-cpu projections use it from now on "
+            f"({'the default place' if path == saved_hardware_path() else 'set SCRATCHKIT_HARDWARE to use it'})"
+        )
     return 0

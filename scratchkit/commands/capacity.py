@@ -13,6 +13,7 @@ counted over the whole run at once, from the windows each cache must hold
 
 `--capacity min` (ScratchPipe's minimum at --depth >= 1) is never below any of them.
 """
+
 from __future__ import annotations
 
 from scratchkit.scratchpipe.capacity import minimum_capacities
@@ -25,7 +26,7 @@ DEMAND_FILLED_DEPTH = {TrainerKind.LRU: 0, TrainerKind.LFU: 0, TrainerKind.PREFE
 def window_depth(trainer: str, config) -> int | None:
     """The depth of the window `trainer`'s cache must hold; None: no cache to fill."""
     if pipelined(trainer):
-        return trainer_config(trainer, config).cache.depth   # --depth, or the one its entry fixes
+        return trainer_config(trainer, config).cache.depth  # --depth, or the one its entry fixes
     return DEMAND_FILLED_DEPTH.get(priced_as(trainer))
 
 
@@ -33,8 +34,8 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
     """Refuse a cache smaller than a trainer needs over batches 0..batches-1, naming the fewest
     rows that fit every trainer here and `--capacity min`; `run` says which batches, in words."""
     if args.capacity == "min" or (args.capacity is None and args.load_factor is None):
-        return            # the minimum itself, or the data's or profile's own cache size
-    needs, depths = {}, {}      # trainer -> rows per table it needs, the depth of its window
+        return  # the minimum itself, or the data's or profile's own cache size
+    needs, depths = {}, {}  # trainer -> rows per table it needs, the depth of its window
     for name in trainers:
         depths[name] = depth = window_depth(name, config)
         if depth is not None:
@@ -43,16 +44,21 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
     if not needs:
         return
     fits = max(max(per_table) for per_table in needs.values())
-    short = [(need, name, t, have) for name, per_table in needs.items()
-             for t, need in enumerate(per_table)
-             if need > (have := config.cache.capacity_for(int(source.table_sizes[t])))]
+    short = [
+        (need, name, t, have)
+        for name, per_table in needs.items()
+        for t, need in enumerate(per_table)
+        if need > (have := config.cache.capacity_for(int(source.table_sizes[t])))
+    ]
     if short:
-        need, name, t, have = max(short)      # the most any of them needs: say that one
+        need, name, t, have = max(short)  # the most any of them needs: say that one
         instead = " instead of --load-factor" if args.capacity is None else ""
-        raise ValueError(f"{_asked(args, t, have)} is too small for {name} on {run}: "
-                         f"{_window(depths[name])} up to {need} distinct rows of table {t}; "
-                         f"use --capacity {fits}{instead} (the fewest every trainer and table here "
-                         f"accept) or --capacity min")
+        raise ValueError(
+            f"{_asked(args, t, have)} is too small for {name} on {run}: "
+            f"{_window(depths[name])} up to {need} distinct rows of table {t}; "
+            f"use --capacity {fits}{instead} (the fewest every trainer and table here "
+            f"accept) or --capacity min"
+        )
 
 
 def _window(depth: int) -> str:

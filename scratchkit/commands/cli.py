@@ -1,4 +1,5 @@
 """The `scratchkit` command line: one subcommand per module in `scratchkit.commands`."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser, and each subcommand's by name (whose usage a wrong flag shows)."""
     parser = argparse.ArgumentParser(
-        prog="scratchkit",
-        description="Train, verify, benchmark and simulate embedding caches and ScratchPipe.")
+        prog="scratchkit", description="Train, verify, benchmark and simulate embedding caches and ScratchPipe."
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         try:
@@ -49,7 +50,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
-    args.argv = argv   # `--world-size N` hands them to the ranks (commands/distributed.py)
+    args.argv = argv  # `--world-size N` hands them to the ranks (commands/distributed.py)
     try:
         return int(args.run(args) or 0)
     except (ValueError, OSError) as err:  # bad input, a path not there or not writable: one line

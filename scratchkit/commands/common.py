@@ -1,4 +1,5 @@
 """Arguments every training subcommand shares, and the TrainConfig they describe."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,8 +12,8 @@ from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, get_profile, scalable_profiles
 
-BENCH_STEPS, BENCH_WARMUP = 100, 5     # bench's timed and warm-up steps when not given
-QUICK = (10, 2)                         # --quick's: a smoke run
+BENCH_STEPS, BENCH_WARMUP = 100, 5  # bench's timed and warm-up steps when not given
+QUICK = (10, 2)  # --quick's: a smoke run
 
 
 def add_config_args(parser, default_profile: str = "small") -> None:
@@ -24,13 +25,18 @@ def add_config_args(parser, default_profile: str = "small") -> None:
 def add_data_args(parser, default_profile: str = "small") -> None:
     """Which batches: a synthetic profile, or --data (trace takes only these)."""
     parser.set_defaults(default_profile=default_profile)
-    parser.add_argument("--profile", default=None,
-                        help=f"one of {', '.join(PROFILES)} (default {default_profile})")
-    parser.add_argument("--scale", type=float, default=None,
-                        help=f"share of the full-size table rows, for {', '.join(scalable_profiles())} "
-                             "(default: the profile's; criteo-like 0.01, criteo-skew 0.25, the others 1)")
+    parser.add_argument("--profile", default=None, help=f"one of {', '.join(PROFILES)} (default {default_profile})")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help=f"share of the full-size table rows, for {', '.join(scalable_profiles())} "
+        "(default: the profile's; criteo-like 0.01, criteo-skew 0.25, the others 1)",
+    )
     parser.add_argument("--zipf", type=float, default=None, help="locality: Zipf exponent of the ids (0 = uniform)")
-    parser.add_argument("--batch-size", type=int, default=None, help="samples per batch (default: the profile's; 128 for --data)")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="samples per batch (default: the profile's; 128 for --data)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="initial weights and data seed")
     data_args.add_arguments(parser)
 
@@ -38,23 +44,36 @@ def add_data_args(parser, default_profile: str = "small") -> None:
 def add_training_args(parser) -> None:
     parser.add_argument("--optimizer", default="sgd", help="sgd, adagrad or rowwise_adagrad")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default 0.05)")
-    parser.add_argument("--summation-order", default=SummationOrder.TORCH.value, choices=[o.value for o in SummationOrder],
-                        help="the order a CPU run sums each id's gradients in: torch's (bit for bit "
-                             "PyTorch, the default) or by-id (lookup order, a faster sort; SGD only, "
-                             "PyTorch's result to float rounding)")
-    parser.add_argument("--capacity", type=capacity_arg, default=None,
-                        help="cache/scratchpad rows per table, or 'min': the fewest ScratchPipe "
-                             "accepts for this data and depth")
+    parser.add_argument(
+        "--summation-order",
+        default=SummationOrder.TORCH.value,
+        choices=[o.value for o in SummationOrder],
+        help="the order a CPU run sums each id's gradients in: torch's (bit for bit "
+        "PyTorch, the default) or by-id (lookup order, a faster sort; SGD only, "
+        "PyTorch's result to float rounding)",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=capacity_arg,
+        default=None,
+        help="cache/scratchpad rows per table, or 'min': the fewest ScratchPipe accepts for this data and depth",
+    )
     parser.add_argument("--load-factor", type=float, default=None, help="cache rows as a share of each table")
     parser.add_argument("--depth", type=int, default=2, help="ScratchPipe look-ahead depth D >= 1 (default 2)")
-    parser.add_argument("--plan-stripes", type=int, default=1,
-                        help="ScratchPipe planners per table, each on its own core (default 1)")
-    parser.add_argument("--threads", type=int, default=None, metavar="N",
-                        help=f"threads for the host's embedding work (hybrid's lookups, backward and "
-                             f"update; the C++ loops of every CPU run), over tables and bags, "
-                             f"bit-exact at any N (default: every core this process may use, "
-                             f"{default_threads()} here, less one for ScratchPipe's host stages on a "
-                             f"CPU run)")
+    parser.add_argument(
+        "--plan-stripes", type=int, default=1, help="ScratchPipe planners per table, each on its own core (default 1)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"threads for the host's embedding work (hybrid's lookups, backward and "
+        f"update; the C++ loops of every CPU run), over tables and bags, "
+        f"bit-exact at any N (default: every core this process may use, "
+        f"{default_threads()} here, less one for ScratchPipe's host stages on a "
+        f"CPU run)",
+    )
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
 
@@ -66,7 +85,6 @@ def capacity_arg(text: str):
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of rows or 'min', got {text!r}") from None
-
 
 
 def source_and_config(args, steps: int, warmup: int = 0):
@@ -99,7 +117,7 @@ def fitted_run(args, trainers: list[str], steps: int, warmup: int | None = None)
     """(source, config, name, steps, warmup) of a training run (bench; verify, which has no
     warm-up: None): the steps fitted to a shorter source and said so, the caches checked over
     every batch the run trains, and a note where timed figures include start-up costs."""
-    from scratchkit.commands.capacity import check_capacity   # torch: only once a command runs
+    from scratchkit.commands.capacity import check_capacity  # torch: only once a command runs
     from scratchkit.commands.notes import fit_bench, fit_steps, startup_note
 
     source, config, name = open_source(args)
@@ -109,8 +127,14 @@ def fitted_run(args, trainers: list[str], steps: int, warmup: int | None = None)
         (steps, warmup), timed = fit_bench(source, steps, warmup), True
     batches = steps + warmup
     config = train_config(args, config, source, batches)
-    check_capacity(args, trainers, source, config, batches, f"the {batches} batches this run trains"
-                   + (" (warm-up included)" if warmup else ""))
+    check_capacity(
+        args,
+        trainers,
+        source,
+        config,
+        batches,
+        f"the {batches} batches this run trains" + (" (warm-up included)" if warmup else ""),
+    )
     if timed:
         startup_note(steps, warmup)
     return source, config, name, steps, warmup
@@ -124,8 +148,10 @@ def run_length(args) -> tuple[int, int]:
     if getattr(args, "quick", False):
         given = [flag for flag, value in (("--steps", steps), ("--warmup", warmup)) if value is not None]
         if given:
-            raise ValueError(f"--quick runs {QUICK[0]} timed steps after {QUICK[1]} warm-up: "
-                             f"drop {' and '.join(given)}, or drop --quick")
+            raise ValueError(
+                f"--quick runs {QUICK[0]} timed steps after {QUICK[1]} warm-up: "
+                f"drop {' and '.join(given)}, or drop --quick"
+            )
         return QUICK
     return (BENCH_STEPS if steps is None else steps, BENCH_WARMUP if warmup is None else warmup)
 
@@ -152,27 +178,34 @@ def _training(args, config, source, batches: int):
         raise ValueError(f"--plan-stripes must be >= 1, got {args.plan_stripes}")
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
-    optimizer = OptimizerConfig(kind=OptimizerKind.parse(args.optimizer),
-                                **({"lr": args.lr} if args.lr is not None else {}))
+    optimizer = OptimizerConfig(
+        kind=OptimizerKind.parse(args.optimizer), **({"lr": args.lr} if args.lr is not None else {})
+    )
     capacity = args.capacity
     if capacity == "min":
         per_table = minimum_capacities(source, args.depth, 0, batches, args.plan_stripes)
         capacity = max(per_table)
-        print(f"capacity min = {capacity} rows (per table: {per_table}) for depth {args.depth} "
-              f"over {batches} batches", file=sys.stderr)
-    if capacity is None and args.load_factor is None:   # the profile's (or data's) own cache size
+        print(
+            f"capacity min = {capacity} rows (per table: {per_table}) for depth {args.depth} over {batches} batches",
+            file=sys.stderr,
+        )
+    if capacity is None and args.load_factor is None:  # the profile's (or data's) own cache size
         cache = replace(config.cache, depth=args.depth, plan_stripes=args.plan_stripes)
     else:
-        cache = CacheParams(capacity=capacity, load_factor=args.load_factor, depth=args.depth,
-                            victim_policy=config.cache.victim_policy, plan_stripes=args.plan_stripes)
-    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order,
-                          threads=args.threads)
+        cache = CacheParams(
+            capacity=capacity,
+            load_factor=args.load_factor,
+            depth=args.depth,
+            victim_policy=config.cache.victim_policy,
+            plan_stripes=args.plan_stripes,
+        )
+    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order, threads=args.threads)
 
 
 def parse_trainer_list(text: str) -> list[str]:
     """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
     trainers (trainers/registry.py)."""
-    from scratchkit.trainers import TRAINERS   # torch: only once a command runs
+    from scratchkit.trainers import TRAINERS  # torch: only once a command runs
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -187,9 +220,11 @@ def in_cli_words(error: Exception) -> str:
     from scratchkit.scratchpipe.capacity import ScratchpadTooSmall
 
     if isinstance(error, ScratchpadTooSmall):
-        return (f"{error.problem()} --capacity {error.fits_all} fits every table (--capacity min "
-                f"finds it), or use a smaller --depth.")
-    if isinstance(error, OSError) and error.filename is not None:   # not "[Errno 2] ..."
+        return (
+            f"{error.problem()} --capacity {error.fits_all} fits every table (--capacity min "
+            f"finds it), or use a smaller --depth."
+        )
+    if isinstance(error, OSError) and error.filename is not None:  # not "[Errno 2] ..."
         return f"{error.filename}: {error.strerror}"
     return str(error)
 

@@ -9,6 +9,7 @@ With `--sample R` (fixed rate) or `--sample-size S` (at most S ids; starts at R,
 LRU curve is SHARDS's estimate; `--vs-exact` computes the exact curve too and reports the mean
 and largest hit-rate error at capacities >= 1/R, where the sample is to be trusted.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,16 +22,25 @@ LRU, OPT = "lru", "opt"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--capacities", help="--mrc: comma-separated capacities for OPT "
-                                        "(default: 8 spaced from 1 to the unique ids)")
-    p.add_argument("--points", type=int, default=24, help="--mrc table: rows shown (default 24; "
-                                                          "--json prints every capacity)")
-    p.add_argument("--sample", type=float, help="--mrc: SHARDS sampling rate R in (0, 1] for the "
-                                                "LRU curve (about 1/R times less work)")
-    p.add_argument("--sample-size", type=int, help="--mrc: SHARDS with at most this many ids "
-                                                   "kept (constant memory); starts at --sample")
-    p.add_argument("--vs-exact", action="store_true", help="--mrc with --sample: also compute "
-                                                           "the exact curve and report the error")
+    p.add_argument(
+        "--capacities", help="--mrc: comma-separated capacities for OPT (default: 8 spaced from 1 to the unique ids)"
+    )
+    p.add_argument(
+        "--points", type=int, default=24, help="--mrc table: rows shown (default 24; --json prints every capacity)"
+    )
+    p.add_argument(
+        "--sample",
+        type=float,
+        help="--mrc: SHARDS sampling rate R in (0, 1] for the LRU curve (about 1/R times less work)",
+    )
+    p.add_argument(
+        "--sample-size",
+        type=int,
+        help="--mrc: SHARDS with at most this many ids kept (constant memory); starts at --sample",
+    )
+    p.add_argument(
+        "--vs-exact", action="store_true", help="--mrc with --sample: also compute the exact curve and report the error"
+    )
 
 
 def run_curves(args) -> int:
@@ -45,8 +55,10 @@ def run_curves(args) -> int:
     if not wanted <= {LRU, OPT}:
         raise ValueError(f"--mrc draws {LRU} and {OPT} curves, not {args.policy}")
     if sampled and OPT in wanted:
-        raise ValueError("--sample and --sample-size sample the LRU curve; OPT needs the whole "
-                         "trace (drop --sample, or use --policy lru)")
+        raise ValueError(
+            "--sample and --sample-size sample the LRU curve; OPT needs the whole "
+            "trace (drop --sample, or use --policy lru)"
+        )
     if args.points < 1:
         raise ValueError(f"--points must be >= 1, got {args.points}")
     lru, exact, error = _lru_curves(args) if LRU in wanted else (None, None, None)
@@ -59,16 +71,26 @@ def run_curves(args) -> int:
         return 0
     _table(lookups, unique, lru, opt, args.points)
     if error is not None:
-        print(f"sampled vs exact LRU hit rate at {error['from_capacity']:,}..{error['to_capacity']:,}"
-              f" rows: mean |error| {error['mae']:.5f}, largest {error['max']:.5f}")
+        print(
+            f"sampled vs exact LRU hit rate at {error['from_capacity']:,}..{error['to_capacity']:,}"
+            f" rows: mean |error| {error['mae']:.5f}, largest {error['max']:.5f}"
+        )
     return 0
 
 
 def _refuse_stray(args) -> None:
-    stray = [flag for flag, value in (("--capacity", args.capacity), ("--batch-size", args.batch_size),
-                                      ("--depth", args.depth), ("--horizon", args.horizon),
-                                      ("--ways", args.ways), ("--prefix-share", args.prefix_share))
-             if value is not None]
+    stray = [
+        flag
+        for flag, value in (
+            ("--capacity", args.capacity),
+            ("--batch-size", args.batch_size),
+            ("--depth", args.depth),
+            ("--horizon", args.horizon),
+            ("--ways", args.ways),
+            ("--prefix-share", args.prefix_share),
+        )
+        if value is not None
+    ]
     if stray:
         raise ValueError(f"--mrc does not take {', '.join(stray)}")
     if args.sample is not None and not 0.0 < args.sample <= 1.0:
@@ -76,8 +98,7 @@ def _refuse_stray(args) -> None:
     if args.sample_size is not None and args.sample_size < 1:
         raise ValueError(f"--sample-size must be an integer >= 1, got {args.sample_size}")
     if args.vs_exact and args.sample is None and args.sample_size is None:
-        raise ValueError("--vs-exact compares a sampled curve with the exact one: add --sample "
-                         "or --sample-size")
+        raise ValueError("--vs-exact compares a sampled curve with the exact one: add --sample or --sample-size")
 
 
 def _lru_curves(args):
@@ -114,8 +135,12 @@ def _json(lookups, unique, lru, opt, error, args) -> dict:
     if lru is not None:
         out["lru"] = lru
         if lru.rate < 1.0 or args.sample_size is not None:
-            out["sample"] = {"rate": lru.rate, "requested_rate": args.sample,
-                             "size": args.sample_size, "estimated_unique_ids": lru.unique_ids}
+            out["sample"] = {
+                "rate": lru.rate,
+                "requested_rate": args.sample,
+                "size": args.sample_size,
+                "estimated_unique_ids": lru.unique_ids,
+            }
     if error is not None:
         out["error_vs_exact"] = error
     if opt is not None:
@@ -130,8 +155,7 @@ def _dumps(out: dict) -> str:
 
     def rows(curve) -> str:
         lines = zip(curve.capacities.tolist(), curve.hits.tolist(), curve.hit_rate.tolist())
-        return "[" + ", ".join(f'{{"capacity": {c}, "hits": {h}, "hit_rate": {r!r}}}'
-                               for c, h, r in lines) + "]"
+        return "[" + ", ".join(f'{{"capacity": {c}, "hits": {h}, "hit_rate": {r!r}}}' for c, h, r in lines) + "]"
 
     def text(value) -> str:
         return rows(value) if isinstance(value, Curve) else json.dumps(value)
@@ -142,8 +166,10 @@ def _dumps(out: dict) -> str:
 def _table(lookups, unique, lru, opt, points) -> None:
     print(f"{lookups:,} lookups, {unique:,} unique ids")
     if lru is not None and lru.rate < 1.0:
-        print(f"LRU sampled by SHARDS at rate {lru.rate:.4g}: estimates, trusted from "
-              f"{math.ceil(1 / lru.rate):,} rows ({lru.unique_ids:,} unique ids estimated)")
+        print(
+            f"LRU sampled by SHARDS at rate {lru.rate:.4g}: estimates, trusted from "
+            f"{math.ceil(1 / lru.rate):,} rows ({lru.unique_ids:,} unique ids estimated)"
+        )
     shown = set(_spaced(unique, points)) if lru is not None else set()
     shown |= set(opt.capacities.tolist()) if opt is not None else set()
     opt_hits = dict(zip(opt.capacities.tolist(), opt.hits.tolist())) if opt is not None else {}
@@ -159,8 +185,7 @@ def _table(lookups, unique, lru, opt, points) -> None:
             row += f"  {opt_hits[c]:>12}  {_rate(opt_hits[c], lookups):>8}"
         print(row)
     if lru is not None and lru.rate < 1.0:
-        print(f"(LRU is estimated at every capacity, a step function; --json prints its "
-              f"{lru.capacities.size:,} steps)")
+        print(f"(LRU is estimated at every capacity, a step function; --json prints its {lru.capacities.size:,} steps)")
     elif lru is not None:
         print(f"(LRU is known at every capacity 1..{lru.unique_ids:,}; --json prints all of them)")
 

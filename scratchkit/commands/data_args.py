@@ -9,6 +9,7 @@ The model and table sizes come from the data (`scratchkit.data.open`), so --data
 --profile, --scale and --zipf; --max-rows, --max-samples, --cache-dir and --bad-lines apply to
 --data only.
 """
+
 from __future__ import annotations
 
 from scratchkit.commands.notes import batches_held, bench_length, load_note
@@ -17,31 +18,55 @@ from scratchkit.data.lines import MalformedLineError
 
 def add_arguments(parser, batch_size: bool = True) -> None:
     group = parser.add_argument_group("your own data (instead of --profile)")
-    group.add_argument("--data", metavar="KIND:PATH",
-                       help="criteo:FILE (Criteo TSV, .gz too), movielens:FILE (u.data, "
-                            "ratings.csv) or criteo-npy:DIR (TorchRec's preprocessed .npy)")
-    group.add_argument("--max-rows", type=int, metavar="N",
-                       help="at most N rows a table: features with more values are hashed "
-                            "(default: a row per distinct value)")
+    group.add_argument(
+        "--data",
+        metavar="KIND:PATH",
+        help="criteo:FILE (Criteo TSV, .gz too), movielens:FILE (u.data, "
+        "ratings.csv) or criteo-npy:DIR (TorchRec's preprocessed .npy)",
+    )
+    group.add_argument(
+        "--max-rows",
+        type=int,
+        metavar="N",
+        help="at most N rows a table: features with more values are hashed (default: a row per distinct value)",
+    )
     group.add_argument("--max-samples", type=int, metavar="N", help="read only the first N samples")
-    group.add_argument("--cache-dir", metavar="DIR", help="keep the converted columns here and "
-                                                          "reuse them next time (default: a temporary folder)")
-    group.add_argument("--bad-lines", choices=("raise", "skip"), default="raise",
-                       help="a malformed line stops with its file and line number (raise, the "
-                            "default), or is left out and counted (skip)")
+    group.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep the converted columns here and reuse them next time (default: a temporary folder)",
+    )
+    group.add_argument(
+        "--bad-lines",
+        choices=("raise", "skip"),
+        default="raise",
+        help="a malformed line stops with its file and line number (raise, the "
+        "default), or is left out and counted (skip)",
+    )
 
 
 def open_from_args(args, depth: int = 2):
     """(source, config, a few words naming the data) from --data and its flags."""
     from scratchkit.data.open_data import open_data
 
-    stray = [flag for flag, value in (("--profile", getattr(args, "profile", None)),
-                                      ("--scale", getattr(args, "scale", None)),
-                                      ("--zipf", getattr(args, "zipf", None))) if value is not None]
+    stray = [
+        flag
+        for flag, value in (
+            ("--profile", getattr(args, "profile", None)),
+            ("--scale", getattr(args, "scale", None)),
+            ("--zipf", getattr(args, "zipf", None)),
+        )
+        if value is not None
+    ]
     if stray:
         raise ValueError(f"--data derives the model from the data: drop {', '.join(stray)}")
-    options = {"batch_size": getattr(args, "batch_size", None), "max_rows": args.max_rows,
-               "max_samples": args.max_samples, "seed": getattr(args, "seed", 0), "depth": depth}
+    options = {
+        "batch_size": getattr(args, "batch_size", None),
+        "max_rows": args.max_rows,
+        "max_samples": args.max_samples,
+        "seed": getattr(args, "seed", 0),
+        "depth": depth,
+    }
     if not args.data.startswith("criteo-npy:"):
         options |= {"errors": args.bad_lines, "cache_dir": args.cache_dir}
     elif args.cache_dir is not None or args.bad_lines != "raise":
@@ -69,8 +94,15 @@ def bad_line_advice(spec: str, error) -> str:
 
 
 def refuse_without_data(args) -> None:
-    stray = [flag for flag, value in (("--max-rows", args.max_rows), ("--max-samples", args.max_samples),
-                                      ("--cache-dir", args.cache_dir)) if value is not None]
+    stray = [
+        flag
+        for flag, value in (
+            ("--max-rows", args.max_rows),
+            ("--max-samples", args.max_samples),
+            ("--cache-dir", args.cache_dir),
+        )
+        if value is not None
+    ]
     if args.bad_lines != "raise":
         stray.append("--bad-lines")
     if stray:
@@ -84,5 +116,6 @@ def check_batches(source, steps: int, warmup: int = 0) -> None:
     fit_steps, fit_warmup = bench_length(len(source), steps, warmup)
     asked = f"--steps {steps} and --warmup {warmup} ask" if warmup else f"--steps {steps} asks"
     fits = f"--steps {fit_steps} --warmup {fit_warmup}" if warmup else f"--steps {fit_steps}"
-    raise ValueError(f"{asked} for {steps + warmup} batches; {batches_held(source)}: use {fits} "
-                     f"or fewer, or a smaller --batch-size")
+    raise ValueError(
+        f"{asked} for {steps + warmup} batches; {batches_held(source)}: use {fits} or fewer, or a smaller --batch-size"
+    )

@@ -6,24 +6,40 @@ rank 0's output: the same JSON rows or lines as one process, for the whole job. 
 `--hang-timeout` and `--inject-fault` go with it. When a rank fails, the error names it and says
 how long the job took to stop.
 """
+
 from __future__ import annotations
 
 import sys
 
 
 def add_sharding_args(parser) -> None:
-    parser.add_argument("--world-size", type=int, default=None, metavar="N",
-                        help="train sharded over N ranks started on this machine (torch.distributed: "
-                             "gloo on a CPU, NCCL on GPUs); default: one process, unsharded")
-    parser.add_argument("--sharding", default="row",
-                        help="with --world-size: table (each table whole on one rank) or row (each "
-                             "table in row blocks, one per rank) (default row)")
-    parser.add_argument("--hang-timeout", type=float, default=60.0, metavar="S",
-                        help="with --world-size: seconds a rank waits for a silent peer before the "
-                             "job stops (default 60)")
-    parser.add_argument("--inject-fault", default=None, metavar="KIND@RANK:STEP",
-                        help="with --world-size, for tests: raise, kill or hang rank RANK as step "
-                             "STEP trains, e.g. raise@1:3")
+    parser.add_argument(
+        "--world-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train sharded over N ranks started on this machine (torch.distributed: "
+        "gloo on a CPU, NCCL on GPUs); default: one process, unsharded",
+    )
+    parser.add_argument(
+        "--sharding",
+        default="row",
+        help="with --world-size: table (each table whole on one rank) or row (each "
+        "table in row blocks, one per rank) (default row)",
+    )
+    parser.add_argument(
+        "--hang-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="with --world-size: seconds a rank waits for a silent peer before the job stops (default 60)",
+    )
+    parser.add_argument(
+        "--inject-fault",
+        default=None,
+        metavar="KIND@RANK:STEP",
+        help="with --world-size, for tests: raise, kill or hang rank RANK as step STEP trains, e.g. raise@1:3",
+    )
 
 
 def check_sharding_args(args) -> None:
@@ -45,16 +61,19 @@ def check_sharding_args(args) -> None:
         except ValueError as error:
             raise ValueError(f"--inject-fault: {error}") from None
     if getattr(args, "project", None):
-        raise ValueError("--project with --world-size: the sharded projection is "
-                         "scratchkit.distributed.sharded_cost (notebook 07)")
+        raise ValueError(
+            "--project with --world-size: the sharded projection is scratchkit.distributed.sharded_cost (notebook 07)"
+        )
     if args.world_size is not None:
         from scratchkit.commands.common import config_from_args
 
         config = config_from_args(args)
-        plan_shards(args.sharding, config.data.table_sizes, args.world_size)   # every rank owns rows
+        plan_shards(args.sharding, config.data.table_sizes, args.world_size)  # every rank owns rows
         if config.data.batch_size % args.world_size:
-            raise ValueError(f"--world-size {args.world_size} does not divide the batch of "
-                             f"{config.data.batch_size} samples: choose a --batch-size that it divides")
+            raise ValueError(
+                f"--world-size {args.world_size} does not divide the batch of "
+                f"{config.data.batch_size} samples: choose a --batch-size that it divides"
+            )
 
 
 def run_sharded(command: str, args) -> int:

@@ -1,4 +1,5 @@
 """`scratchkit info`: versions, devices, and whether CuPy kernels can run."""
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,5 @@ def run(args) -> int:
 
     backend = detect()
     versions = {"scratchkit_version": kit_version(), "python_version": platform.python_version()}
-    print(json.dumps(versions | asdict(backend) | {"device": backend.device}) if args.json
-          else backend.describe())
+    print(json.dumps(versions | asdict(backend) | {"device": backend.device}) if args.json else backend.describe())
     return 0

@@ -6,6 +6,7 @@ A command on data shorter than asked runs on the batches there are and says so, 
 refusing: a first file of a few hundred rows holds a few batches, and the README's commands must
 run on it as written.
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,8 +37,10 @@ def fit_bench(source, steps: int, warmup: int) -> tuple[int, int]:
     anything shrank."""
     kept_steps, kept_warmup = bench_length(len(source), steps, warmup)
     if (kept_steps, kept_warmup) != (steps, warmup):
-        note(f"{batches_held(source)}, fewer than the {warmup} warm-up and {steps} timed steps "
-             f"asked for: bench runs {kept_warmup} warm-up and {kept_steps} timed steps")
+        note(
+            f"{batches_held(source)}, fewer than the {warmup} warm-up and {steps} timed steps "
+            f"asked for: bench runs {kept_warmup} warm-up and {kept_steps} timed steps"
+        )
     return kept_steps, kept_warmup
 
 
@@ -56,8 +59,10 @@ def startup_note(steps: int, warmup: int) -> None:
     if warmup > 0 and steps >= STEADY_STEPS:
         return
     what = f"{steps} timed step{'s' * (steps != 1)}" + (" and no warm-up" if warmup == 0 else "")
-    note(f"{what}: the figures include start-up costs (first allocations, caches filling); "
-         f"{STEADY_STEPS} or more timed steps after a warm-up give steady-state figures")
+    note(
+        f"{what}: the figures include start-up costs (first allocations, caches filling); "
+        f"{STEADY_STEPS} or more timed steps after a warm-up give steady-state figures"
+    )
 
 
 def load_note(report, skipping: bool) -> None:
@@ -70,5 +75,4 @@ def load_note(report, skipping: bool) -> None:
     if report.rows_dropped:
         parts.append(f"{report.rows_dropped:,} rows of the incomplete last batch left out")
     if parts:
-        note(f"{report.source}: {', '.join(parts)}; {report.rows_in_batches:,} rows in batches "
-             f"of {report.batch_size}")
+        note(f"{report.source}: {', '.join(parts)}; {report.rows_in_batches:,} rows in batches of {report.batch_size}")

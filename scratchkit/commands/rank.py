@@ -8,6 +8,7 @@ the results as one process would. `train` trains one trainer with per-shard chec
 difference (rank 0); 2 bad input; 3 this rank failed (one line on stderr, the report in the job's
 store: scratchkit/distributed/failure.py). The launcher tells a failure from a verdict by it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,11 @@ from scratchkit.commands.distributed import add_sharding_args, check_sharding_ar
 
 
 def build_rank_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m scratchkit.distributed",
-                                     description="One rank of a sharded job (start it with torchrun, "
-                                                 "or with scratchkit bench/verify --world-size N).")
+    parser = argparse.ArgumentParser(
+        prog="python -m scratchkit.distributed",
+        description="One rank of a sharded job (start it with torchrun, "
+        "or with scratchkit bench/verify --world-size N).",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     bench.add_parser(subparsers)
     verify.add_parser(subparsers)
@@ -33,8 +36,9 @@ def build_rank_parser() -> argparse.ArgumentParser:
     train.add_argument("--trainers", default="scratchpipe", help="the trainer (default scratchpipe)")
     train.add_argument("--steps", type=int, default=100, help="steps to train (default 100)")
     train.add_argument("--checkpoint-dir", default=None, help="folder of the per-shard checkpoints")
-    train.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
-                       help="save every K steps (default: only at the end)")
+    train.add_argument(
+        "--checkpoint-every", type=int, default=0, metavar="K", help="save every K steps (default: only at the end)"
+    )
     train.add_argument("--resume", action="store_true", help="start from the newest complete checkpoint")
     train.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_sharding_args(train)
@@ -43,7 +47,7 @@ def build_rank_parser() -> argparse.ArgumentParser:
     return parser
 
 
-FAILED = 3   # this rank failed (a verdict of verify's is 1)
+FAILED = 3  # this rank failed (a verdict of verify's is 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"scratchkit.distributed {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except Exception:   # noqa: BLE001 - not a verdict: say so by the status, keep the traceback
+    except Exception:  # noqa: BLE001 - not a verdict: say so by the status, keep the traceback
         traceback.print_exc()
         status = FAILED
     return status
@@ -76,20 +80,25 @@ def run_rank_command(args) -> int:
     if args.command == "verify" and args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     steps, warmup = run_length(args)
-    spec = JobSpec(config=config_from_args(args), trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),
-                   sharding=Sharding.parse(args.sharding),
-                   steps=steps, warmup=warmup,
-                   device=rank_device(args.device, env.local_rank),
-                   tolerance=getattr(args, "tolerance", None), hang_timeout=args.hang_timeout,
-                   fault=Fault.parse(args.inject_fault) if args.inject_fault else None,
-                   checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                   checkpoint_every=getattr(args, "checkpoint_every", 0),
-                   resume=getattr(args, "resume", False))
+    spec = JobSpec(
+        config=config_from_args(args),
+        trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),
+        sharding=Sharding.parse(args.sharding),
+        steps=steps,
+        warmup=warmup,
+        device=rank_device(args.device, env.local_rank),
+        tolerance=getattr(args, "tolerance", None),
+        hang_timeout=args.hang_timeout,
+        fault=Fault.parse(args.inject_fault) if args.inject_fault else None,
+        checkpoint_dir=getattr(args, "checkpoint_dir", None),
+        checkpoint_every=getattr(args, "checkpoint_every", 0),
+        resume=getattr(args, "resume", False),
+    )
     try:
         result = run_rank(args.command, spec, env)
     except RankFailed as failed:
         print(f"scratchkit.distributed rank {env.rank}: error: {failed}", file=sys.stderr)
-        if "TORCHELASTIC_ERROR_FILE" in os.environ:   # torchrun's summary then quotes it
+        if "TORCHELASTIC_ERROR_FILE" in os.environ:  # torchrun's summary then quotes it
             record_for_torchrun(failed, os.environ["TORCHELASTIC_ERROR_FILE"])
         return FAILED
     return 0 if result is None else show(args, spec, result)
@@ -120,9 +129,11 @@ def show(args, spec, result) -> int:
         print(json.dumps(result, indent=2))
         return 0
     if args.command == "train":
-        print(f"trained {result['trainer']} on {result['world_size']} ranks ({result['sharding']}-wise): "
-              f"batches {result['from_batch']}..{result['to_batch'] - 1}, last loss {result['loss'][-1]:.4f}"
-              + (f"; checkpoints in {', '.join(result['checkpoints'])}" if result["checkpoints"] else ""))
+        print(
+            f"trained {result['trainer']} on {result['world_size']} ranks ({result['sharding']}-wise): "
+            f"batches {result['from_batch']}..{result['to_batch'] - 1}, last loss {result['loss'][-1]:.4f}"
+            + (f"; checkpoints in {', '.join(result['checkpoints'])}" if result["checkpoints"] else "")
+        )
         return 0
     from scratchkit.commands.tables import format_table
     from scratchkit.measure.bench import BenchResult
@@ -130,12 +141,16 @@ def show(args, spec, result) -> int:
     fields = BenchResult.__dataclass_fields__
     rows = [BenchResult(**{k: v for k, v in row.items() if k in fields}) for row in result]
     config, first = spec.config, result[0]
-    print(f"profile {args.profile}: {len(config.data.table_sizes)} tables, global batch "
-          f"{config.data.batch_size} over {first['world_size']} ranks ({first['sharding']}-wise, "
-          f"{first['backend']}), pooling {config.data.pooling}, {spec.steps} timed steps")
+    print(
+        f"profile {args.profile}: {len(config.data.table_sizes)} tables, global batch "
+        f"{config.data.batch_size} over {first['world_size']} ranks ({first['sharding']}-wise, "
+        f"{first['backend']}), pooling {config.data.pooling}, {spec.steps} timed steps"
+    )
     print(format_table(rows))
-    print("samples/s: the whole job's (global batch / step time of the slowest rank); stage ms: "
-          "the mean over ranks; all_to_all_* and all_gather_dense run inside the trainers' mlp "
-          "(or train) stage. Bytes sent between ranks per step: "
-          + ", ".join(f"{r['trainer']} {r['sent_bytes_per_step']:,.0f}" for r in result))
+    print(
+        "samples/s: the whole job's (global batch / step time of the slowest rank); stage ms: "
+        "the mean over ranks; all_to_all_* and all_gather_dense run inside the trainers' mlp "
+        "(or train) stage. Bytes sent between ranks per step: "
+        + ", ".join(f"{r['trainer']} {r['sent_bytes_per_step']:,.0f}" for r in result)
+    )
     return 0

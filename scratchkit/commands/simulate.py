@@ -13,6 +13,7 @@ is the smallest scratchpad ScratchPipe accepts at `--depth` (default 2), as in b
 the most distinct ids that D+1 consecutive batches of `--batch-size` lookups touch together
 (`scratchkit/sim/window.py`), here over the trace's one id space.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,34 +25,60 @@ from scratchkit.sim.policies import POLICIES, policy_name
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "simulate", help="simulate a cache policy on an access trace (.npy), or its miss-ratio curves",
+        "simulate",
+        help="simulate a cache policy on an access trace (.npy), or its miss-ratio curves",
         description="Simulate a cache of CAPACITY rows on a trace (1-D int64 .npy of ids, as "
-                    "`scratchkit trace` writes) and print lookups, hits, misses, fetched and "
-                    "written-back rows. With --mrc, print LRU hits at every capacity (exact, or "
-                    "SHARDS-sampled with --sample) and OPT at a few.")
+        "`scratchkit trace` writes) and print lookups, hits, misses, fetched and "
+        "written-back rows. With --mrc, print LRU hits at every capacity (exact, or "
+        "SHARDS-sampled with --sample) and OPT at a few.",
+    )
     p.add_argument("--trace", help="access trace: a 1-D int64 .npy of row ids")
-    p.add_argument("--data", metavar="KIND:PATH", help="simulate on a data file's trace instead "
-                   "(criteo:, movielens:, criteo-npy:), written by `scratchkit trace`'s writer")
+    p.add_argument(
+        "--data",
+        metavar="KIND:PATH",
+        help="simulate on a data file's trace instead "
+        "(criteo:, movielens:, criteo-npy:), written by `scratchkit trace`'s writer",
+    )
     p.add_argument("--steps", type=int, help="--data: batches to trace (default: all)")
     p.add_argument("--max-rows", type=int, metavar="N", help="--data: at most N rows a table")
     p.add_argument("--max-samples", type=int, metavar="N", help="--data: only the first N samples")
     p.add_argument("--cache-dir", metavar="DIR", help="--data: keep the converted columns here")
-    p.add_argument("--bad-lines", choices=("raise", "skip"), default="raise",
-                   help="--data: stop at a malformed line (raise) or skip and count it")
-    p.add_argument("--policy", help=f"{', '.join(POLICIES)} "
-                                    "(with --mrc: lru or opt to print only that curve)")
-    p.add_argument("--capacity", type=capacity_arg, help="cache rows, or 'min': the fewest "
-                   "ScratchPipe accepts at --depth for batches of --batch-size lookups")
-    p.add_argument("--batch-size", type=int, help="lookahead, --capacity min: lookups per batch "
-                   "(a trace from `scratchkit trace` has samples x tables x pooling per batch; "
-                   "default with --data: the data's)")
-    p.add_argument("--depth", type=int, help="lookahead, --capacity min: look-ahead depth D >= 1, "
-                   "batches planned ahead of training (default 2, as in bench and verify)")
-    p.add_argument("--horizon", type=int, help="lookahead: batches past the plan the victim "
-                                               "choice may read (default: the whole trace; 0 = LRU)")
+    p.add_argument(
+        "--bad-lines",
+        choices=("raise", "skip"),
+        default="raise",
+        help="--data: stop at a malformed line (raise) or skip and count it",
+    )
+    p.add_argument("--policy", help=f"{', '.join(POLICIES)} (with --mrc: lru or opt to print only that curve)")
+    p.add_argument(
+        "--capacity",
+        type=capacity_arg,
+        help="cache rows, or 'min': the fewest ScratchPipe accepts at --depth for batches of --batch-size lookups",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        help="lookahead, --capacity min: lookups per batch "
+        "(a trace from `scratchkit trace` has samples x tables x pooling per batch; "
+        "default with --data: the data's)",
+    )
+    p.add_argument(
+        "--depth",
+        type=int,
+        help="lookahead, --capacity min: look-ahead depth D >= 1, "
+        "batches planned ahead of training (default 2, as in bench and verify)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=int,
+        help="lookahead: batches past the plan the victim choice may read (default: the whole trace; 0 = LRU)",
+    )
     p.add_argument("--ways", type=int, help="setassoc: rows per set (default 32)")
-    p.add_argument("--prefix-share", type=float, help="static: share of the trace profiled for "
-                                                      "the hot set (default 0.1; 1.0 = oracle)")
+    p.add_argument(
+        "--prefix-share",
+        type=float,
+        help="static: share of the trace profiled for the hot set (default 0.1; 1.0 = oracle)",
+    )
     p.add_argument("--mrc", action="store_true", help="print miss-ratio curves instead of one run")
     curves.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -62,9 +89,16 @@ def run(args) -> int:
     if (args.trace is None) == (args.data is None):
         raise ValueError("give --trace FILE.npy or --data KIND:PATH (one of them)")
     if args.data is None:
-        stray = [flag for flag, value in (("--steps", args.steps), ("--max-rows", args.max_rows),
-                                          ("--max-samples", args.max_samples),
-                                          ("--cache-dir", args.cache_dir)) if value is not None]
+        stray = [
+            flag
+            for flag, value in (
+                ("--steps", args.steps),
+                ("--max-rows", args.max_rows),
+                ("--max-samples", args.max_samples),
+                ("--cache-dir", args.cache_dir),
+            )
+            if value is not None
+        ]
         if stray:
             raise ValueError(f"{', '.join(stray)} apply to --data only")
         return _simulate(args)
@@ -73,7 +107,7 @@ def run(args) -> int:
     from scratchkit.commands.trace import write_from_args
 
     with tempfile.TemporaryDirectory(prefix="scratchkit-trace-") as folder:
-        data_batch = args.batch_size                      # lookups, not samples: keep it aside
+        data_batch = args.batch_size  # lookups, not samples: keep it aside
         args.batch_size = None
         path, accesses, batches = write_from_args(args, f"{folder}/trace.npy")
         args.trace = str(path)
@@ -91,8 +125,7 @@ def _simulate(args) -> int:
     from scratchkit.data.trace import check_trace_file, read_trace
     from scratchkit.sim import simulate
 
-    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, "
-                                      "movielens:, criteo-npy:)")
+    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, movielens:, criteo-npy:)")
     if args.depth is not None and args.depth < 1:
         raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
     if args.batch_size is not None and args.batch_size < 1:
@@ -101,8 +134,15 @@ def _simulate(args) -> int:
         raise ValueError(f"--capacity must be >= 1 (rows in the cache), got {args.capacity}")
     if args.mrc:
         return curves.run_curves(args)
-    stray = [flag for flag, value in (("--sample", args.sample), ("--sample-size", args.sample_size),
-                                      ("--capacities", args.capacities)) if value is not None]
+    stray = [
+        flag
+        for flag, value in (
+            ("--sample", args.sample),
+            ("--sample-size", args.sample_size),
+            ("--capacities", args.capacities),
+        )
+        if value is not None
+    ]
     if stray or args.vs_exact:
         raise ValueError(f"{', '.join(stray) or '--vs-exact'} applies to --mrc curves only")
     if args.policy is None or args.capacity is None:
@@ -134,22 +174,29 @@ def _policy_options(args) -> dict:
     `depth`): a flag the policy does not take, one it needs and lacks."""
     name = policy_name(args.policy)
     spec = POLICIES[name]
-    given = {"batch_size": args.batch_size, "depth": args.depth, "horizon": args.horizon,
-             "ways": args.ways, "prefix_share": args.prefix_share}
+    given = {
+        "batch_size": args.batch_size,
+        "depth": args.depth,
+        "horizon": args.horizon,
+        "ways": args.ways,
+        "prefix_share": args.prefix_share,
+    }
     for_min = ("batch_size", "depth") if args.capacity == "min" else ()
-    stray = [_flag(n) for n, v in given.items()
-             if v is not None and n not in spec.options and n not in for_min]
+    stray = [_flag(n) for n, v in given.items() if v is not None and n not in spec.options and n not in for_min]
     if stray:
         takes = ", ".join(_flag(n) for n in spec.options) or "no options"
         raise ValueError(f"--policy {name} does not take {', '.join(stray)} (it takes {takes})")
     if "depth" in spec.needs and args.depth is None:
-        args.depth = 2                                   # the default everywhere
+        args.depth = 2  # the default everywhere
     if (spec.batched or args.capacity == "min") and args.batch_size is None:
         what = f"--policy {name}" if spec.batched else "--capacity min"
-        raise ValueError(f"{what} needs --batch-size: the trace is cut into batches of that many "
-                         f"lookups (samples x tables x pooling for a trace of `scratchkit trace`)")
-    return {n: given[n] if n != "depth" else args.depth for n in spec.options
-            if n in spec.needs or given[n] is not None}
+        raise ValueError(
+            f"{what} needs --batch-size: the trace is cut into batches of that many "
+            f"lookups (samples x tables x pooling for a trace of `scratchkit trace`)"
+        )
+    return {
+        n: given[n] if n != "depth" else args.depth for n in spec.options if n in spec.needs or given[n] is not None
+    }
 
 
 def _minimum_capacity(trace, batch_size: int, depth: int) -> int:
@@ -159,8 +206,10 @@ def _minimum_capacity(trace, batch_size: int, depth: int) -> int:
 
     from scratchkit.sim.window import minimum_capacity
 
-    sets = [np.unique(trace[i:i + batch_size]) for i in range(0, trace.size, batch_size)]
+    sets = [np.unique(trace[i : i + batch_size]) for i in range(0, trace.size, batch_size)]
     need = minimum_capacity(sets, depth)
-    print(f"capacity min = {need} rows for depth {depth} over {len(sets)} batches of "
-          f"{batch_size} lookups", file=sys.stderr)
+    print(
+        f"capacity min = {need} rows for depth {depth} over {len(sets)} batches of {batch_size} lookups",
+        file=sys.stderr,
+    )
     return need

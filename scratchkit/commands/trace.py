@@ -1,5 +1,6 @@
 """`scratchkit trace`: write the access trace of a profile's or a data file's batches as a
 `.npy` of int64 ids, a batch at a time (memory: one batch, whatever the length)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,9 +12,13 @@ from scratchkit.commands.notes import fit_steps
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("trace", help="write an access trace (.npy int64 ids) for the simulators")
     add_data_args(p)
-    p.add_argument("--steps", type=int, default=None,
-                   help="batches to include (default: 100 of a profile, every batch of --data; "
-                        "at most the data's batches, said on stderr)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="batches to include (default: 100 of a profile, every batch of --data; "
+        "at most the data's batches, said on stderr)",
+    )
     p.add_argument("--out", required=True, help="output path, e.g. ids.npy")
     p.set_defaults(run=run)
 
@@ -48,5 +53,6 @@ def check_folder(out) -> None:
     """Refuse an --out whose folder is missing before any batch is read, naming the folder."""
     folder = Path(out).parent
     if not folder.is_dir():
-        raise ValueError(f"--out {out}: there is no folder {folder} to write it in: mkdir -p "
-                         f"{folder} first, or give another --out")
+        raise ValueError(
+            f"--out {out}: there is no folder {folder} to write it in: mkdir -p {folder} first, or give another --out"
+        )

@@ -6,6 +6,7 @@ stage, 15% a step; what scripts/gpu_check.sh checks on a quiet GPU server) and t
 spread between its rounds (measure/round_checks.py: ratios to gpu-only, bounds, stages), which a
 busy machine can resolve.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from argparse import Namespace
 from scratchkit.commands.common import config_from_args, parse_trainer_list, progress, run_length
 from scratchkit.profiles import PROFILES, scalable_profiles
 
-ROUNDS = 5          # --rounds' default: parts each trainer's timed steps are taken in, in turn
+ROUNDS = 5  # --rounds' default: parts each trainer's timed steps are taken in, in turn
 
 
 def profiles_of(args) -> list[str]:
@@ -41,7 +42,7 @@ def run_validation(args) -> int:
     from scratchkit.trainers import available_trainers
 
     record = RunRecord("scratchkit " + shlex.join(sys.argv[1:])) if args.record else None
-    load = os.getloadavg()[0]      # how busy the machine was: a record of a shared VM says so
+    load = os.getloadavg()[0]  # how busy the machine was: a record of a shared VM says so
     rounds = ROUNDS if args.rounds is None else args.rounds
     if rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {rounds}")
@@ -49,29 +50,54 @@ def run_validation(args) -> int:
     steps, warmup = run_length(args)
     names = profiles_of(args)
     configs = []
-    for name in names:      # every config built (and checked) before anything trains
-        scale = args.scale if name in scalable_profiles() or len(names) == 1 else None   # one profile: checked
+    for name in names:  # every config built (and checked) before anything trains
+        scale = args.scale if name in scalable_profiles() or len(names) == 1 else None  # one profile: checked
         configs.append((name, config_from_args(Namespace(**{**vars(args), "profile": name, "scale": scale}))))
     validation = Validation()
     for name, config in configs:
-        validation += validate_trainers(config, trainers, steps, warmup=warmup, profile=name, device=args.device,
-                                        rounds=rounds, wrap=lambda it, n, t: progress(it, n, f"{name} {t}"))
+        validation += validate_trainers(
+            config,
+            trainers,
+            steps,
+            warmup=warmup,
+            profile=name,
+            device=args.device,
+            rounds=rounds,
+            wrap=lambda it, n, t: progress(it, n, f"{name} {t}"),
+        )
     worst = validation.worst()
     checks = validation.round_check()
-    out = {"hardware": validation.hardware, "verdict": validation.verdict(), "passed": validation.passed,
-           "worst": worst.to_dict() if worst else None, "rows": validation.to_json(),
-           "rounds": rounds, "steps": steps, "warmup": warmup, **checks.to_json()}
+    out = {
+        "hardware": validation.hardware,
+        "verdict": validation.verdict(),
+        "passed": validation.passed,
+        "worst": worst.to_dict() if worst else None,
+        "rows": validation.to_json(),
+        "rounds": rounds,
+        "steps": steps,
+        "warmup": warmup,
+        **checks.to_json(),
+    }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         print(format_validation(validation))
         print(format_round_check(checks))
     if record is not None:
-        figures = {"profiles": ", ".join(names), "scale": args.scale, "trainers": ", ".join(trainers),
-                   "rounds": rounds, "steps": steps, "warmup": warmup, "hardware": validation.hardware,
-                   "load": f"{load:.1f} as it started, {os.getloadavg()[0]:.1f} as it ended (the 1-minute load "
-                           f"average; {os.cpu_count()} cores)",
-                   "verdict": validation.verdict(), "spread_verdict": checks.verdict(), **recorded(checks)}
+        figures = {
+            "profiles": ", ".join(names),
+            "scale": args.scale,
+            "trainers": ", ".join(trainers),
+            "rounds": rounds,
+            "steps": steps,
+            "warmup": warmup,
+            "hardware": validation.hardware,
+            "load": f"{load:.1f} as it started, {os.getloadavg()[0]:.1f} as it ended (the 1-minute load "
+            f"average; {os.cpu_count()} cores)",
+            "verdict": validation.verdict(),
+            "spread_verdict": checks.verdict(),
+            **recorded(checks),
+        }
         print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
     return 1 if args.strict and not validation.passed else 0
 
@@ -80,16 +106,38 @@ def recorded(checks) -> dict[str, dict[str, dict]]:
     """The round checks as a record's tables (scripts/render_results.py renders a dict of dicts):
     every ratio, every bound, and every stage a bound applies to, figures rounded."""
     pct = lambda x: None if x is None else round(100 * x, 1)
-    ratios = {f"{r.profile} {r.trainer} / {r.reference}": {
-        "measured": round(r.measured_ratio, 3), "predicted": round(r.predicted_ratio, 3), "error %": pct(r.error),
-        "spread %": pct(r.spread), "bound %": pct(r.bound), "bound from": r.bound_from.value, "within": r.within}
-        for r in checks.ratio_rows}
-    bounds = {f"{b.profile} {b.trainer}": {
-        "model": b.predicted_stage + (f" ({b.predicted_resource})" if b.predicted_resource else ""),
-        "run": b.measured_stage + (f" ({b.measured_resource})" if b.measured_resource else ""), "agree": b.agree}
-        for b in checks.bound_rows}
-    stages = {f"{r.profile} {r.trainer} {r.stage}": {
-        "measured ms": round(1000 * r.measured_s, 3), "predicted ms": round(1000 * r.predicted_s, 3),
-        "error %": pct(r.error), "of step %": pct(r.share), "spread %": pct(r.spread), "bound %": pct(r.bound),
-        "bound from": r.bound_from.value, "within": r.within} for r in checks.stage_rows if r.within is not None}
+    ratios = {
+        f"{r.profile} {r.trainer} / {r.reference}": {
+            "measured": round(r.measured_ratio, 3),
+            "predicted": round(r.predicted_ratio, 3),
+            "error %": pct(r.error),
+            "spread %": pct(r.spread),
+            "bound %": pct(r.bound),
+            "bound from": r.bound_from.value,
+            "within": r.within,
+        }
+        for r in checks.ratio_rows
+    }
+    bounds = {
+        f"{b.profile} {b.trainer}": {
+            "model": b.predicted_stage + (f" ({b.predicted_resource})" if b.predicted_resource else ""),
+            "run": b.measured_stage + (f" ({b.measured_resource})" if b.measured_resource else ""),
+            "agree": b.agree,
+        }
+        for b in checks.bound_rows
+    }
+    stages = {
+        f"{r.profile} {r.trainer} {r.stage}": {
+            "measured ms": round(1000 * r.measured_s, 3),
+            "predicted ms": round(1000 * r.predicted_s, 3),
+            "error %": pct(r.error),
+            "of step %": pct(r.share),
+            "spread %": pct(r.spread),
+            "bound %": pct(r.bound),
+            "bound from": r.bound_from.value,
+            "within": r.within,
+        }
+        for r in checks.stage_rows
+        if r.within is not None
+    }
     return {"ratios": ratios, "bounds": bounds, "stages": stages}

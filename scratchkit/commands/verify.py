@@ -1,4 +1,5 @@
 """`scratchkit verify`: every trainer against a plain PyTorch reference, parameter by parameter."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,20 @@ from scratchkit.config import SummationOrder
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("verify", help="compare trainers' final parameters with plain PyTorch")
-    add_config_args(p, default_profile="tiny")           # trains in about a second
+    add_config_args(p, default_profile="tiny")  # trains in about a second
     p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
-    p.add_argument("--steps", type=int, default=20,
-                   help="training steps (default 20; fewer where the data has fewer batches, said on stderr)")
-    p.add_argument("--tolerance", type=float, default=None, help="max abs difference allowed "
-                   "(default 0 on CPU: deterministic runs agree bit for bit; 1e-4 on CUDA)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=20,
+        help="training steps (default 20; fewer where the data has fewer batches, said on stderr)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="max abs difference allowed (default 0 on CPU: deterministic runs agree bit for bit; 1e-4 on CUDA)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list instead of lines")
     add_sharding_args(p)
     p.set_defaults(run=run)
@@ -31,8 +40,13 @@ def run(args) -> int:
         return run_sharded("verify", args)
     trainers = parse_trainer_list(args.trainers)
     source, config, _, steps, _ = fitted_run(args, trainers, args.steps)
-    results = list(progress(verify(config, trainers, steps, source=source, device=args.device,
-                                   tolerance=args.tolerance), len(trainers), "verify"))
+    results = list(
+        progress(
+            verify(config, trainers, steps, source=source, device=args.device, tolerance=args.tolerance),
+            len(trainers),
+            "verify",
+        )
+    )
     return show(results, args.json, by_id=config.summation_order is SummationOrder.BY_ID)
 
 
@@ -46,15 +60,24 @@ def show(results, as_json: bool, by_id: bool = False) -> int:
             exact = " (bit-exact)" if r.max_abs_diff == 0.0 else ""
             extra = "".join(f", {k} {v:.6f}" for k, v in r.extras.items() if isinstance(v, float))
             against = r.extras.get("reference", "plain PyTorch")
-            ranks = (f" on {r.extras['world_size']} ranks ({r.extras['sharding']}-wise, "
-                     f"{r.extras['backend']})" if "world_size" in r.extras else "")
+            ranks = (
+                f" on {r.extras['world_size']} ranks ({r.extras['sharding']}-wise, {r.extras['backend']})"
+                if "world_size" in r.extras
+                else ""
+            )
             threads = f", {r.extras['threads']} host threads" if "threads" in r.extras else ""
-            print(f"{r.trainer:12s} max |diff| {r.max_abs_diff:.3e}{exact} vs {against} after "
-                  f"{r.steps} steps{ranks} on {r.device}{threads} (tolerance {r.tolerance:g}){extra}: {verdict}")
+            print(
+                f"{r.trainer:12s} max |diff| {r.max_abs_diff:.3e}{exact} vs {against} after "
+                f"{r.steps} steps{ranks} on {r.device}{threads} (tolerance {r.tolerance:g}){extra}: {verdict}"
+            )
         if results and results[0].tolerance == 0.0:
-            print("On the CPU in deterministic mode the kit and the reference do the same float "
-                  "operations in the same order, so every difference must be exactly 0.0.")
+            print(
+                "On the CPU in deterministic mode the kit and the reference do the same float "
+                "operations in the same order, so every difference must be exactly 0.0."
+            )
         elif by_id:
-            print("--summation-order by-id adds each id's gradients in lookup order, not in torch's: "
-                  "the sums differ from PyTorch's in their last bits, so the tolerance is not 0.")
+            print(
+                "--summation-order by-id adds each id's gradients in lookup order, not in torch's: "
+                "the sums differ from PyTorch's in their last bits, so the tolerance is not 0."
+            )
     return 0 if all(r.passed for r in results) else 1

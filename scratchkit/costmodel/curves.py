@@ -11,6 +11,7 @@ from a datasheet) at a few sizes and interpolated.
 Both interpolate log-linearly between their points and hold the end values beyond them: no
 extrapolation past what was measured.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,10 @@ class RowCurve:
 
     def __post_init__(self):
         if not self.points or any(len(p) != 4 or not all(x > 0 for x in p) for p in self.points):
-            raise ValueError(f"a row curve needs points of four positive numbers (row_bytes, "
-                             f"footprint, rows, seconds), got {self.points!r}")
+            raise ValueError(
+                f"a row curve needs points of four positive numbers (row_bytes, "
+                f"footprint, rows, seconds), got {self.points!r}"
+            )
 
     def seconds_per_row(self, row_bytes: float, footprint: float, rows: float = 1.0) -> float:
         """Interpolated in the call's rows and the footprint at each measured row size, then in
@@ -62,8 +65,10 @@ class RowCurve:
             if r == row:
                 grid.setdefault(f, []).append((n, sec))
         feet = sorted(grid)
-        per_foot = [interp_log([n for n, _ in sorted(grid[f])], [sec for _, sec in sorted(grid[f])],
-                                max(rows, 1e-9)) for f in feet]   # rows, or the update's density
+        per_foot = [
+            interp_log([n for n, _ in sorted(grid[f])], [sec for _, sec in sorted(grid[f])], max(rows, 1e-9))
+            for f in feet
+        ]  # rows, or the update's density
         return interp_log(feet, per_foot, max(footprint, 1.0))
 
     def seconds(self, rows: float, row_bytes: float, footprint: float) -> float:
@@ -75,8 +80,7 @@ class RowCurve:
         return row_bytes / self.seconds_per_row(row_bytes, footprint, rows)
 
     @classmethod
-    def from_bandwidths(cls, in_cache_bw: float, beyond_bw: float, cache_bytes: float,
-                        line_bytes: int) -> "RowCurve":
+    def from_bandwidths(cls, in_cache_bw: float, beyond_bw: float, cache_bytes: float, line_bytes: int) -> "RowCurve":
         """A curve from three figures: rows inside a cache of `cache_bytes` move at `in_cache_bw`,
         rows of a table 8x larger at `beyond_bw` (log-interpolated between), whatever the rows of
         the call; a row costs at least one `line_bytes` access (a cache line, a GPU sector)."""

@@ -23,6 +23,7 @@ the tables are small next to the batch (a mark per lookup, a pass over the rows)
 there. Plan's Python per table (cutting each table's plan out) is a host call on both; Train's
 check runs on the row stores' host books there, as scratchpipe's does.
 """
+
 from __future__ import annotations
 
 from scratchkit.costmodel import kit
@@ -33,16 +34,16 @@ from scratchkit.embedding.working_sets import WorkingSets
 # Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
 # fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
 # a sync):
-PLAN_OPS = 47              # array ops a batch, every table at once: see, shortfall, plan, retire
-PLAN_KERNELS = 12          # and the .cu files' kernels: 2 map queries, an insert, an erase, 7 table-local
-                           # cuts, the misses' slots
-PLAN_SYNCS = 11            # waits for the device a batch (lengths, the tables' bounds)
-VICTIM_OPS = 24            # more ops a batch that evicts, beyond those per batch of the horizon,
-VICTIM_KERNELS = 1         # and the victims' keys
-HORIZON_OPS = 1            # per batch of the horizon: a scatter of urgencies,
-HORIZON_KERNELS = 1        # and a probe of the map
-VICTIM_SYNCS = 4           # the hits' slots, the candidates, their count per table, the chosen
-UNIQUE_PASSES = 6          # unique(return_inverse): the sort, then ~6 passes of n int64
+PLAN_OPS = 47  # array ops a batch, every table at once: see, shortfall, plan, retire
+PLAN_KERNELS = 12  # and the .cu files' kernels: 2 map queries, an insert, an erase, 7 table-local
+# cuts, the misses' slots
+PLAN_SYNCS = 11  # waits for the device a batch (lengths, the tables' bounds)
+VICTIM_OPS = 24  # more ops a batch that evicts, beyond those per batch of the horizon,
+VICTIM_KERNELS = 1  # and the victims' keys
+HORIZON_OPS = 1  # per batch of the horizon: a scatter of urgencies,
+HORIZON_KERNELS = 1  # and a probe of the map
+VICTIM_SYNCS = 4  # the hits' slots, the candidates, their count per table, the chosen
+UNIQUE_PASSES = 6  # unique(return_inverse): the sort, then ~6 passes of n int64
 
 
 def _probe(ids: float, slots: float) -> Work:
@@ -82,21 +83,31 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool
     S = sum(t.capacity for t in w.tables)
     N, U, M = w.lookups, w.unique_rows, sum(fetched)
     f, H = w.victim_share, w.plan_horizon
-    work = (_working_set(N, U, w.table_rows, cpu)
-            + _probe(2 * U, S) + kit.stream(True, 4 * S * ID_BYTES)           # shortfall, plan; free, held
-            + _probe(M, S) + _slot_writes(3 * M + 2 * U, S)                   # insert; ids, dirty, marks, retire
-            + kit.gather(True, N, ID_BYTES, U * ID_BYTES)                     # every lookup's slot
-            + _ops(PLAN_OPS, cpu) + _kernels(PLAN_KERNELS)
-            + kit.calls(False, "device_plan_table", len(w.tables))                # each table's plan cut out
-            + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS))                # the ids in
+    work = (
+        _working_set(N, U, w.table_rows, cpu)
+        + _probe(2 * U, S)
+        + kit.stream(True, 4 * S * ID_BYTES)  # shortfall, plan; free, held
+        + _probe(M, S)
+        + _slot_writes(3 * M + 2 * U, S)  # insert; ids, dirty, marks, retire
+        + kit.gather(True, N, ID_BYTES, U * ID_BYTES)  # every lookup's slot
+        + _ops(PLAN_OPS, cpu)
+        + _kernels(PLAN_KERNELS)
+        + kit.calls(False, "device_plan_table", len(w.tables))  # each table's plan cut out
+        + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS)
+    )  # the ids in
     evicting = [(t, v) for t, v in zip(w.tables, written) if v]
     if evicting:
         candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
-        work += (kit.stream(True, f * 8 * S * ID_BYTES) + _probe(f * H * U, S)   # candidates, keys; urgencies
-                 + _slot_writes(f * H * U, S) + _sort(candidates, f, cpu)
-                 + _probe(f * sum(v for _, v in evicting), S)                    # the victims out of the map
-                 + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu) + _kernels(f * (VICTIM_KERNELS + HORIZON_KERNELS * H))
-                 + Work(pcie_copies=f * VICTIM_SYNCS))
+        work += (
+            kit.stream(True, f * 8 * S * ID_BYTES)
+            + _probe(f * H * U, S)  # candidates, keys; urgencies
+            + _slot_writes(f * H * U, S)
+            + _sort(candidates, f, cpu)
+            + _probe(f * sum(v for _, v in evicting), S)  # the victims out of the map
+            + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu)
+            + _kernels(f * (VICTIM_KERNELS + HORIZON_KERNELS * H))
+            + Work(pcie_copies=f * VICTIM_SYNCS)
+        )
     return work
 
 
@@ -111,18 +122,34 @@ def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> di
         for width in (w.dim, w.state_width):
             if width:
                 rb = width * FLOAT_BYTES
-                collect += (_ops(2, cpu) + Work(pcie=m * rb)          # read over the link
-                            + kit.gather(True, m, rb, t.rows * rb))                # from the host table
+                collect += (
+                    _ops(2, cpu)
+                    + Work(pcie=m * rb)  # read over the link
+                    + kit.gather(True, m, rb, t.rows * rb)
+                )  # from the host table
                 insert += kit.scatter(True, m, rb, t.capacity * rb) + _ops(1, cpu)
                 if v:
-                    write_back += (_ops(2, cpu) + kit.gather(True, v, rb, t.capacity * rb)
-                                   + Work(pcie=v * rb)                            # written over the link
-                                   + kit.scatter(True, v, rb, t.rows * rb))       # into the host table
-        insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)                 # dirty bits, ids
-    if not cpu:                           # Train's hit check and marks, on the device's bookkeeping
+                    write_back += (
+                        _ops(2, cpu)
+                        + kit.gather(True, v, rb, t.capacity * rb)
+                        + Work(pcie=v * rb)  # written over the link
+                        + kit.scatter(True, v, rb, t.rows * rb)
+                    )  # into the host table
+        insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)  # dirty bits, ids
+    if not cpu:  # Train's hit check and marks, on the device's bookkeeping
         for t in w.tables:
-            train += (kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES) + kit.stream(True, 2 * t.unique * ID_BYTES)
-                      + _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 4))
-        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)   # every table's check as one answer
-    return {"plan": plan_work(w, fetched, written, cpu), "collect": collect, "write_back": write_back,
-            "transfer": Work(), "insert": insert, "train": train}
+            train += (
+                kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES)
+                + kit.stream(True, 2 * t.unique * ID_BYTES)
+                + _slot_writes(2 * t.unique, t.capacity)
+                + kit.calls(True, "op", 4)
+            )
+        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)  # every table's check as one answer
+    return {
+        "plan": plan_work(w, fetched, written, cpu),
+        "collect": collect,
+        "write_back": write_back,
+        "transfer": Work(),
+        "insert": insert,
+        "train": train,
+    }

@@ -5,6 +5,7 @@ they are small curves (costmodel/curves.py: `RowCurve` by row and table bytes, `
 size of a call). Hardware round-trips through JSON (`to_json`, `from_json`); `load_hardware` reads
 a saved one and names the file in any error.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,45 +27,57 @@ MB = 2**20
 # datasheet's hardware prices a call as ops x its launch cost; `calibrate` times each call where it
 # occurs (scratchkit/calibration/fixed_costs.py) or on tiny inputs (calibration/kit_timings.py).
 CALL_OPS = {
-    "forward_stage": 1,       # once per stage of lookups: the stack of the pooled vectors (and, timed
-    "backward_stage": 0,      # in a step, the first call's colder caches); likewise once per stage of
-    "update_stage": 0,        # backwards and of updates (no op of their own)
-    "lookup": 1,              # pooled_lookup: one embedding_bag
-    "backward": 9,            # embedding_backward: diff, arange, repeat_interleave, sparse tensor, coalesce
-    "slots_of_unique": 3,     # searchsorted, empty_like, index_put_
-    "update_sgd": 3,          # apply_update: index_select, add_, index_copy_
+    "forward_stage": 1,  # once per stage of lookups: the stack of the pooled vectors (and, timed
+    "backward_stage": 0,  # in a step, the first call's colder caches); likewise once per stage of
+    "update_stage": 0,  # backwards and of updates (no op of their own)
+    "lookup": 1,  # pooled_lookup: one embedding_bag
+    "backward": 9,  # embedding_backward: diff, arange, repeat_interleave, sparse tensor, coalesce
+    "slots_of_unique": 3,  # searchsorted, empty_like, index_put_
+    "update_sgd": 3,  # apply_update: index_select, add_, index_copy_
     "update_adagrad": 10,
     "update_rowwise_adagrad": 11,
-    "dense_base": 40,         # the dense step less its layers: interaction, loss, backward engine, optimizer
-    "dense_layer": 16,        # one Linear (+ ReLU) forward, backward, gradient and update
-    "op": 1,                  # any other torch op
-    "numpy": 1,               # a NumPy call (host only)
-    "unique": 8,              # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
-    "plan_table": 16,         # the planner's calls per table and batch around its loop (NumPy, host)
-    "plan_table_few": 16,     # the same at 64 lookups a table (plan_timings.plan_table_weights)
-    "plan_batch": 40,         # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
-    "plan_victims": 8,        # and per table that evicts: its victim choice beyond the pass over the slots
-    "plan_victims_few": 8,    # the same at 64 lookups a table into a scratchpad of 256 slots (tiny's shape)
-    "kernel": 1,              # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
-                              # host build's call on a CPU (ctypes, its arrays' checks: ~5x a NumPy call)
-    "device_plan_table": 8,   # scratchpipe-device's Plan, per table (host Python): its part of the plan
-    "send_batch": 10,         # a CPU run's host process hands Plan(b) to Train (pickle, the ring, the
-    "send_table": 4,          # pipe; scratchpipe/ring.py): per batch and per table in the host process,
-    "receive_batch": 8,       # and in the trainer's, as it receives and unpacks it (host); the arrays'
-    "receive_table": 1,       # bytes priced apart, as copies
+    "dense_base": 40,  # the dense step less its layers: interaction, loss, backward engine, optimizer
+    "dense_layer": 16,  # one Linear (+ ReLU) forward, backward, gradient and update
+    "op": 1,  # any other torch op
+    "numpy": 1,  # a NumPy call (host only)
+    "unique": 8,  # np.unique(return_inverse, return_counts): argsort, take, diff, cumsum...
+    "plan_table": 16,  # the planner's calls per table and batch around its loop (NumPy, host)
+    "plan_table_few": 16,  # the same at 64 lookups a table (plan_timings.plan_table_weights)
+    "plan_batch": 40,  # and per batch: the batch's bookkeeping, retiring, the shortfall (host)
+    "plan_victims": 8,  # and per table that evicts: its victim choice beyond the pass over the slots
+    "plan_victims_few": 8,  # the same at 64 lookups a table into a scratchpad of 256 slots (tiny's shape)
+    "kernel": 1,  # a kernel of kernels/*.cu (scratchpipe-device): a launch on a GPU, the
+    # host build's call on a CPU (ctypes, its arrays' checks: ~5x a NumPy call)
+    "device_plan_table": 8,  # scratchpipe-device's Plan, per table (host Python): its part of the plan
+    "send_batch": 10,  # a CPU run's host process hands Plan(b) to Train (pickle, the ring, the
+    "send_table": 4,  # pipe; scratchpipe/ring.py): per batch and per table in the host process,
+    "receive_batch": 8,  # and in the trainer's, as it receives and unpacks it (host); the arrays'
+    "receive_table": 1,  # bytes priced apart, as copies
 }
 
 
 # calls hardware saved by an earlier kit lacks: `this-cpu` measures afresh rather than refuse it
-LATER_CALLS = frozenset({"plan_batch", "plan_victims", "plan_table_few", "plan_victims_few", "kernel", "device_plan_table",
-                         "send_batch", "send_table", "receive_batch", "receive_table"})
+LATER_CALLS = frozenset(
+    {
+        "plan_batch",
+        "plan_victims",
+        "plan_table_few",
+        "plan_victims_few",
+        "kernel",
+        "device_plan_table",
+        "send_batch",
+        "send_table",
+        "receive_batch",
+        "receive_table",
+    }
+)
 
 
 class OutdatedHardwareError(ValueError):
     """Saved hardware from an earlier kit: it lacks calls this one prices (LATER_CALLS)."""
 
 
-TBE_CALLS = ("forward", "backward", "sgd")   # the table-batched calls: one each per step, all tables
+TBE_CALLS = ("forward", "backward", "sgd")  # the table-batched calls: one each per step, all tables
 
 
 def calls_from_ops(op_latency: float) -> dict[str, float]:
@@ -85,36 +98,36 @@ class Hardware:
 
     name: str
     description: str
-    host_cores: int                  # cores the host's threads (pipeline stages, planners) can use
-    host_stream_bw: float            # host DRAM, large sequential copies (read + write bytes)
-    host_gather: RowCurve            # random rows read (torch index_select, embedding_bag, NumPy fancy index)
-    host_scatter: RowCurve           # random rows written (index_copy_, NumPy fancy assignment)
-    host_lookup: RowCurve            # rows looked up and summed into bags (embedding_bag)
-    host_update: RowCurve            # rows updated in place by SGD (apply_update: gather, add, scatter)
-    host_op_latency: float           # fixed cost of one host torch op (dispatch, allocation)
-    host_numpy_op_latency: float     # fixed cost of one NumPy call
-    host_calls: dict[str, float]     # fixed cost of each kit call on the host (CALL_OPS names)
-    host_sort: RateCurve             # the kit's coalesce on the host: keys x log2 n per second, at n keys
-    host_sort_value_rate: float      # floats per second coalesce moves and sums beside its keys
-    host_numpy_sort: RateCurve       # np.unique / argsort: keys x log2 n per second, at n keys
+    host_cores: int  # cores the host's threads (pipeline stages, planners) can use
+    host_stream_bw: float  # host DRAM, large sequential copies (read + write bytes)
+    host_gather: RowCurve  # random rows read (torch index_select, embedding_bag, NumPy fancy index)
+    host_scatter: RowCurve  # random rows written (index_copy_, NumPy fancy assignment)
+    host_lookup: RowCurve  # rows looked up and summed into bags (embedding_bag)
+    host_update: RowCurve  # rows updated in place by SGD (apply_update: gather, add, scatter)
+    host_op_latency: float  # fixed cost of one host torch op (dispatch, allocation)
+    host_numpy_op_latency: float  # fixed cost of one NumPy call
+    host_calls: dict[str, float]  # fixed cost of each kit call on the host (CALL_OPS names)
+    host_sort: RateCurve  # the kit's coalesce on the host: keys x log2 n per second, at n keys
+    host_sort_value_rate: float  # floats per second coalesce moves and sums beside its keys
+    host_numpy_sort: RateCurve  # np.unique / argsort: keys x log2 n per second, at n keys
     host_plan_lookup_rate: RateCurve  # ScratchPipe's planner, per core, by table rows: lookups/s seeing a batch,
-    host_plan_id_rate: RateCurve      # distinct ids/s planning (hit or miss, hold, remap), and
-    host_plan_miss_rate: RateCurve    # misses/s beyond that (a victim chosen, the map updated)
-    pcie_bw: float                   # host <-> device copies, per direction
-    pcie_latency: float              # fixed cost of one host <-> device copy
-    device_stream_bw: float          # device memory, streaming
-    device_gather: RowCurve          # device memory, random rows read
-    device_scatter: RowCurve         # device memory, random rows written
-    device_lookup: RowCurve          # device memory, rows looked up and summed into bags
-    device_update: RowCurve          # device memory, rows updated in place by SGD
-    device_op_latency: float         # fixed cost of one device kernel (eager launch)
-    device_calls: dict[str, float]   # fixed cost of each kit call on the device
-    device_sort: RateCurve           # coalesce on the device: keys x log2 n per second, at n keys
-    device_sort_value_rate: float    # floats per second coalesce moves beside its keys
-    device_flops: RateCurve          # float32 matmul FLOP/s, by FLOPs per call
-    device_bmm_flops: RateCurve      # float32 batched small matmuls (the interaction), by FLOPs per matrix
+    host_plan_id_rate: RateCurve  # distinct ids/s planning (hit or miss, hold, remap), and
+    host_plan_miss_rate: RateCurve  # misses/s beyond that (a victim chosen, the map updated)
+    pcie_bw: float  # host <-> device copies, per direction
+    pcie_latency: float  # fixed cost of one host <-> device copy
+    device_stream_bw: float  # device memory, streaming
+    device_gather: RowCurve  # device memory, random rows read
+    device_scatter: RowCurve  # device memory, random rows written
+    device_lookup: RowCurve  # device memory, rows looked up and summed into bags
+    device_update: RowCurve  # device memory, rows updated in place by SGD
+    device_op_latency: float  # fixed cost of one device kernel (eager launch)
+    device_calls: dict[str, float]  # fixed cost of each kit call on the device
+    device_sort: RateCurve  # coalesce on the device: keys x log2 n per second, at n keys
+    device_sort_value_rate: float  # floats per second coalesce moves beside its keys
+    device_flops: RateCurve  # float32 matmul FLOP/s, by FLOPs per call
+    device_bmm_flops: RateCurve  # float32 batched small matmuls (the interaction), by FLOPs per matrix
     device_activation_rate: RateCurve  # floats/s the dense step's elementwise ops move, by floats a step
-    device_is_host: bool = False     # True: no GPU, the "device" stages share the host's cores
+    device_is_host: bool = False  # True: no GPU, the "device" stages share the host's cores
     # the table-batched C++ calls (scratchkit/embedding/table_batched.py), which the trainers make
     # on a CPU instead of optim.py's per-table ops: seconds per lookup (forward: by row bytes,
     # table bytes and lookups of the call; backward: by row bytes, lookups per distinct id in the
@@ -147,8 +160,8 @@ class Hardware:
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
     # library -> its build name): hardware of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
-    sources: dict[str, str] = field(default_factory=dict, compare=False)   # field -> why this number
-    origin: str = field(default="", compare=False)   # where the hardware came from (file, date, machine)
+    sources: dict[str, str] = field(default_factory=dict, compare=False)  # field -> why this number
+    origin: str = field(default="", compare=False)  # where the hardware came from (file, date, machine)
 
     def __post_init__(self):
         for f in fields(self):
@@ -158,14 +171,19 @@ class Hardware:
             if f.type == "float" and f.name.endswith("_latency") and not value >= 0:
                 raise ValueError(f"hardware {self.name!r}: {f.name} must be >= 0, got {value}")
         if self.host_tbe_update is not None and any(p[2] > 1 for p in self.host_tbe_update.points):
-            raise OutdatedHardwareError(f"hardware {self.name!r}: host_tbe_update is by rows of the call; "
-                                       "this kit prices an update by the share of the table it updates")
+            raise OutdatedHardwareError(
+                f"hardware {self.name!r}: host_tbe_update is by rows of the call; "
+                "this kit prices an update by the share of the table it updates"
+            )
         if self.co_run_cores is not None and not 1 <= self.co_run_cores <= self.host_cores:
-            raise ValueError(f"hardware {self.name!r}: co_run_cores must be 1 to host_cores "
-                             f"({self.host_cores}) or None, got {self.co_run_cores}")
+            raise ValueError(
+                f"hardware {self.name!r}: co_run_cores must be 1 to host_cores "
+                f"({self.host_cores}) or None, got {self.co_run_cores}"
+            )
         if self.host_memory_line_rate is not None and not self.host_memory_line_rate > 0:
-            raise ValueError(f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, "
-                             f"got {self.host_memory_line_rate}")
+            raise ValueError(
+                f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, got {self.host_memory_line_rate}"
+            )
         if self.host_cores < 1:
             raise ValueError(f"hardware {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):
@@ -173,15 +191,18 @@ class Hardware:
             missing = [c for c in CALL_OPS if c not in calls]
             if missing or any(not v >= 0 for v in calls.values()):
                 error = OutdatedHardwareError if missing and set(missing) <= LATER_CALLS else ValueError
-                raise error(f"hardware {self.name!r}: {side} needs a fixed cost >= 0 for each of "
-                                 f"{', '.join(CALL_OPS)}; missing {missing or 'none'}")
+                raise error(
+                    f"hardware {self.name!r}: {side} needs a fixed cost >= 0 for each of "
+                    f"{', '.join(CALL_OPS)}; missing {missing or 'none'}"
+                )
 
     @property
     def batched_host(self) -> bool:
         """Whether the host's embedding stages run (and are priced) as table-batched calls."""
         curves = (self.host_tbe_lookup, self.host_tbe_backward, self.host_tbe_update)
         return all(c is not None for c in curves) and all(
-            f"tbe_{k}{part}" in self.host_calls for k in TBE_CALLS for part in ("", "_table"))
+            f"tbe_{k}{part}" in self.host_calls for k in TBE_CALLS for part in ("", "_table")
+        )
 
     def call(self, on_device: bool, name: str) -> float:
         """The fixed cost of one kit call `name` (a CALL_OPS key) on the device or the host."""
@@ -190,7 +211,7 @@ class Hardware:
     # ---- JSON
     def to_json(self) -> dict:
         data = asdict(self)
-        for f in fields(self):   # curves as lists of points; infinities as strings JSON can hold
+        for f in fields(self):  # curves as lists of points; infinities as strings JSON can hold
             value = getattr(self, f.name)
             if isinstance(value, (RowCurve, RateCurve)):
                 data[f.name] = [list(p) for p in value.points]
@@ -203,9 +224,10 @@ class Hardware:
         """The inverse of `to_json`. A missing or extra field, or a bad value, raises ValueError."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-        if "host_co_run" in data:     # the two sides' slowdown factors, before the cores they get
-            raise OutdatedHardwareError("it prices ScratchPipe's two sides by slowdown factors, not by "
-                                       "the cores they get at once")
+        if "host_co_run" in data:  # the two sides' slowdown factors, before the cores they get
+            raise OutdatedHardwareError(
+                "it prices ScratchPipe's two sides by slowdown factors, not by the cores they get at once"
+            )
         names = {f.name: f for f in fields(cls)}
         missing = [n for n, f in names.items() if n not in data and f.default is f.default_factory is _MISSING]
         unknown = sorted(set(data) - set(names))
@@ -239,7 +261,7 @@ def field_from_json(name: str, value):
         raise ValueError(f"field {name!r}: {err}") from None
 
 
-_MISSING = fields(Hardware)[0].default   # dataclasses.MISSING, without importing a private name
+_MISSING = fields(Hardware)[0].default  # dataclasses.MISSING, without importing a private name
 
 
 def median_hardware(machines: list[Hardware]) -> Hardware:
@@ -283,5 +305,6 @@ def load_hardware(path: Path) -> Hardware:
     except OutdatedHardwareError as err:
         raise OutdatedHardwareError(f"hardware {path} was saved by an earlier scratchkit ({err})") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError) as err:
-        raise ValueError(f"hardware {path}: cannot be read ({err}); run `scratchkit "
-                         "calibrate` to write it again, or delete it") from None
+        raise ValueError(
+            f"hardware {path}: cannot be read ({err}); run `scratchkit calibrate` to write it again, or delete it"
+        ) from None

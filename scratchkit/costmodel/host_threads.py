@@ -25,6 +25,7 @@ known, as for a calibrated CPU: no cap). A step's DRAM lines, per table (`memory
 
 The rest of a stage (the link, the device) is not the host's and is left as it is.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,10 +36,10 @@ from scratchkit.costmodel.work import FLOAT_BYTES, Work
 from scratchkit.costmodel.step import StepWork
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
-LINE_BYTES = 64     # a cache line: what DRAM serves per random access
-MIN_BAGS = 64       # fewest bags a thread's run of the forward takes (table_batched.cpp)
-MIN_ROWS = 256      # fewest rows a thread's run of the SGD update takes (table_batched.cpp)
-HOST_MEMORY = "host memory"   # the name of the cap when it binds
+LINE_BYTES = 64  # a cache line: what DRAM serves per random access
+MIN_BAGS = 64  # fewest bags a thread's run of the forward takes (table_batched.cpp)
+MIN_ROWS = 256  # fewest rows a thread's run of the SGD update takes (table_batched.cpp)
+HOST_MEMORY = "host memory"  # the name of the cap when it binds
 
 
 def host_threads(w: StepWork, hw: Hardware) -> float:
@@ -77,8 +78,8 @@ def memory_lines(stage: str, w: StepWork) -> float:
 class HostSpread:
     """One host stage on the threads: its seconds, and which limit set them."""
 
-    cores_seconds: float     # its calls' fixed costs + the rest of one core's seconds over the threads
-    memory_seconds: float    # its calls' fixed costs + its DRAM lines at the host's line rate
+    cores_seconds: float  # its calls' fixed costs + the rest of one core's seconds over the threads
+    memory_seconds: float  # its calls' fixed costs + its DRAM lines at the host's line rate
 
     @property
     def seconds(self) -> float:
@@ -105,11 +106,14 @@ def spread(stage: str, part: Work, w: StepWork, hw: Hardware) -> HostSpread:
     return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
 
 
-def hybrid_stage_seconds(parts: dict[str, Work], w: StepWork, hw: Hardware
-                         ) -> tuple[dict[str, float], dict[str, HostSpread]]:
+def hybrid_stage_seconds(
+    parts: dict[str, Work], w: StepWork, hw: Hardware
+) -> tuple[dict[str, float], dict[str, HostSpread]]:
     """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
     stages' HostSpread (which limit binds it)."""
     spreads = {s: spread(s, parts[s], w, hw) for s in HOST_EMBEDDING_STAGES if s in parts}
-    seconds = {s: (part.seconds(hw) - part.host_seconds(hw) + spreads[s].seconds if s in spreads
-                   else part.seconds(hw)) for s, part in parts.items()}
+    seconds = {
+        s: (part.seconds(hw) - part.host_seconds(hw) + spreads[s].seconds if s in spreads else part.seconds(hw))
+        for s, part in parts.items()
+    }
     return seconds, spreads

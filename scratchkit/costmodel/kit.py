@@ -4,6 +4,7 @@ Each function says what one call of the kit does, as its code does it, on the de
 (`device=True`) or the host; the stages of the trainers (stages.py) are sums of these. Sizes:
 n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,11 @@ def lookup(device: bool, n: float, u: float, bags: int, row_bytes: int, table_by
     """`pooled_lookup`: one embedding_bag of n lookups of u distinct rows: each distinct row
     fetched from the table, each repeat found in the core's cache (priced as a table of 256 KiB),
     ids read, bags written."""
-    return (calls(device, "lookup")
-            + on(device, rows=(("lookup", u, row_bytes, table_bytes), ("lookup", n - u, row_bytes, CACHED)))
-            + stream(device, n * ID_BYTES + bags * (row_bytes + ID_BYTES)))
+    return (
+        calls(device, "lookup")
+        + on(device, rows=(("lookup", u, row_bytes, table_bytes), ("lookup", n - u, row_bytes, CACHED)))
+        + stream(device, n * ID_BYTES + bags * (row_bytes + ID_BYTES))
+    )
 
 
 def backward(device: bool, n: float, bags: int, dim: int) -> Work:
@@ -54,23 +57,28 @@ def backward(device: bool, n: float, bags: int, dim: int) -> Work:
 def slots_of_unique(device: bool, n: float, u: float) -> Work:
     """searchsorted of n ids in u sorted ids (n x log2 u dependent probes, priced as the
     coalesce's sort of n keys going log2 u deep), then one write per lookup."""
-    return (calls(device, "slots_of_unique") + on(device, sorts=(("torch", n, 1, log2(u)),))
-            + scatter(device, n, ID_BYTES, u * ID_BYTES))
+    return (
+        calls(device, "slots_of_unique")
+        + on(device, sorts=(("torch", n, 1, log2(u)),))
+        + scatter(device, n, ID_BYTES, u * ID_BYTES)
+    )
 
 
 # elementwise passes over u x dim floats beyond SGD's (in the calibrated update curve): Adagrad's
 # accumulate, sqrt, divide and add about 11 more, row-wise Adagrad's about 6
 EXTRA_UPDATE_PASSES = {OptimizerKind.SGD: 0, OptimizerKind.ADAGRAD: 11, OptimizerKind.ROWWISE_ADAGRAD: 6}
-CACHED = CACHED_BYTES   # bytes: a table this small stays in a core's cache (the curves' smallest)
+CACHED = CACHED_BYTES  # bytes: a table this small stays in a core's cache (the curves' smallest)
 
 
-def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind,
-           table_rows: float) -> Work:
+def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind, table_rows: float) -> Work:
     """`apply_update`: the u touched rows gathered, updated and scattered back (the calibrated
     SGD update of a row), their optimizer state likewise, Adagrad's extra elementwise passes."""
     row, state = dim * FLOAT_BYTES, state_width * FLOAT_BYTES
-    work = (calls(device, f"update_{optimizer.value}") + on(device, rows=(("update", u, row, table_rows * row),))
-            + stream(device, EXTRA_UPDATE_PASSES[optimizer] * u * row))
+    work = (
+        calls(device, f"update_{optimizer.value}")
+        + on(device, rows=(("update", u, row, table_rows * row),))
+        + stream(device, EXTRA_UPDATE_PASSES[optimizer] * u * row)
+    )
     if state:
         work = work + gather(device, u, state, table_rows * state) + scatter(device, u, state, table_rows * state)
     return work
@@ -91,8 +99,9 @@ def lookup_tables(device: bool, tables, row_bytes: int, footprints, bags: int) -
     rows from the table (`footprints[t]` bytes), its repeats by how far back their row was last
     looked up (`TableWork.reuse`), a pooled row written per bag."""
     n = sum(t.lookups for t in tables)
-    return tbe_calls(device, "forward", len(tables)) + tbe(device, *(("lookup", t.lookups, t.unique, row_bytes, f, n,
-                                                                      t.reuse, bags) for t, f in zip(tables, footprints)))
+    return tbe_calls(device, "forward", len(tables)) + tbe(
+        device, *(("lookup", t.lookups, t.unique, row_bytes, f, n, t.reuse, bags) for t, f in zip(tables, footprints))
+    )
 
 
 def backward_tables(device: bool, tables, row_bytes: int, bags: int) -> Work:
@@ -100,18 +109,20 @@ def backward_tables(device: bool, tables, row_bytes: int, bags: int) -> Work:
     them and their gradients summed by id (addresses, for a cache, looked up in the same walk),
     each lookup's bag's gradient read from the [bags, tables, dim] gradient."""
     grad, n = bags * len(tables) * row_bytes, sum(t.lookups for t in tables)
-    return tbe_calls(device, "backward", len(tables)) + tbe(device, *(("backward", t.lookups, t.unique, row_bytes,
-                                                                       bags, grad, n) for t in tables))
+    return tbe_calls(device, "backward", len(tables)) + tbe(
+        device, *(("backward", t.lookups, t.unique, row_bytes, bags, grad, n) for t in tables)
+    )
 
 
 def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     """`apply_updates` with SGD: one C++ call updating each table's distinct rows in place."""
     u = sum(t.unique for t in tables)
-    return tbe_calls(device, "sgd", len(tables)) + tbe(device, *(("sgd", t.unique, row_bytes, f, u)
-                                                    for t, f in zip(tables, footprints)))
+    return tbe_calls(device, "sgd", len(tables)) + tbe(
+        device, *(("sgd", t.unique, row_bytes, f, u) for t, f in zip(tables, footprints))
+    )
 
 
-PLAN_LOOKUPS = (64, 2048)   # lookups a table ScratchPipe's planner's per-table cost is timed at
+PLAN_LOOKUPS = (64, 2048)  # lookups a table ScratchPipe's planner's per-table cost is timed at
 
 
 def plan_tables(lookups, call: str = "plan_table", weight: float = 1.0) -> Work:
@@ -122,15 +133,17 @@ def plan_tables(lookups, call: str = "plan_table", weight: float = 1.0) -> Work:
     each `weight` times (the share of batches a table evicts in)."""
     few, many = PLAN_LOOKUPS
     shares = [min(max(math.log(max(n, 1.0) / few) / math.log(many / few), 0.0), 1.0) for n in lookups]
-    return (calls(False, call, weight * sum(shares))
-            + calls(False, f"{call}_few", weight * (len(shares) - sum(shares))))
+    return calls(False, call, weight * sum(shares)) + calls(False, f"{call}_few", weight * (len(shares) - sum(shares)))
 
 
 def index_rows(device: bool, rows: float, row_bytes: float, from_rows: float, to_rows: float) -> Work:
     """Rows copied between two tables by index: index_select from one, index_copy_ into the other
     (a cache fill or eviction, a write-back), two torch ops."""
-    return (calls(device, "op", 2) + gather(device, rows, row_bytes, from_rows * row_bytes)
-            + scatter(device, rows, row_bytes, to_rows * row_bytes))
+    return (
+        calls(device, "op", 2)
+        + gather(device, rows, row_bytes, from_rows * row_bytes)
+        + scatter(device, rows, row_bytes, to_rows * row_bytes)
+    )
 
 
 def dense_matmuls(w) -> tuple[tuple, tuple]:
@@ -164,9 +177,12 @@ def dense_step(w) -> Work:
     pairs = w.num_tables * vectors // 2
     layers = len(w.bottom) + len(w.top) - 2
     mm, bmm = dense_matmuls(w)
-    return (calls(True, "dense_base") + calls(True, "dense_layer", layers)
-            + scatter(True, B * pairs, FLOAT_BYTES, B * vectors * vectors * FLOAT_BYTES)
-            + Work(device_mm=mm, device_bmm=bmm, device_activations=dense_activations(w)))
+    return (
+        calls(True, "dense_base")
+        + calls(True, "dense_layer", layers)
+        + scatter(True, B * pairs, FLOAT_BYTES, B * vectors * vectors * FLOAT_BYTES)
+        + Work(device_mm=mm, device_bmm=bmm, device_activations=dense_activations(w))
+    )
 
 
 # ---------------------------------------------------------------------------------- NumPy calls
@@ -184,12 +200,16 @@ def bitmap_working_set(device: bool, n: float, u: float, rows: float, counts: bo
     """WorkingSets' bitmap (embedding/working_sets.py) for n lookups of u distinct ids of a table
     of `rows`: n marks, a pass over the bitmap to read it and u marks cleared, u positions
     written and n read back; `counts`: a bincount of the n positions into u counters."""
-    work = (scatter(device, n, 1, rows) + stream(device, 2 * rows) + scatter(device, u, ID_BYTES, rows * ID_BYTES)
-            + gather(device, n, ID_BYTES, rows * ID_BYTES))
+    work = (
+        scatter(device, n, 1, rows)
+        + stream(device, 2 * rows)
+        + scatter(device, u, ID_BYTES, rows * ID_BYTES)
+        + gather(device, n, ID_BYTES, rows * ID_BYTES)
+    )
     return work + scatter(device, n, ID_BYTES, u * ID_BYTES) if counts else work
 
 
-BITMAP_CALLS = 6      # NumPy calls of the bitmap's path: mark, flatnonzero, clear, arange, positions, inverse
+BITMAP_CALLS = 6  # NumPy calls of the bitmap's path: mark, flatnonzero, clear, arange, positions, inverse
 
 
 def working_set(n: float, u: float, rows: float, counts: bool = False) -> Work:

@@ -35,6 +35,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
   loaded-latency benchmarks of random 64 B reads (Intel MLC's class) reach about half a channel's
   peak (assumption).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,7 @@ from functools import cache
 from pathlib import Path
 
 from scratchkit.choices import Registry
-from scratchkit.costmodel.hardware import (GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops,
-                                          field_from_json)
+from scratchkit.costmodel.hardware import GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops, field_from_json
 
 HOST_CORE_FILE = Path(__file__).with_name("host_core.json")
 
@@ -58,11 +58,15 @@ def host_core() -> tuple[dict, dict[str, str]]:
     def source(name: str) -> str:
         machine = machines.get(name, machines["default"])
         note = f"; {data['notes'][name]}" if name in data["notes"] else ""
-        return (f"{data['command']} on {machine}, {data['date']}{note} ({HOST_CORE_FILE.name}); "
-                "assumption: a server core of these generations runs it alike")
+        return (
+            f"{data['command']} on {machine}, {data['date']}{note} ({HOST_CORE_FILE.name}); "
+            "assumption: a server core of these generations runs it alike"
+        )
 
-    return ({name: field_from_json(name, value) for name, value in data["fields"].items()},
-            {name: source(name) for name in data["fields"]})
+    return (
+        {name: field_from_json(name, value) for name, value in data["fields"].items()},
+        {name: source(name) for name in data["fields"]},
+    )
 
 
 def _sort_curve(keys_per_s: float) -> RateCurve:
@@ -74,49 +78,78 @@ def _sort_curve(keys_per_s: float) -> RateCurve:
 # (pinned copies reach 80% of it); `launch`: the eager op's fixed cost on that server's cores.
 # A server of your own: `SERVERS.register(name, dict(...))` with the same keys; every command's
 # machines, the projection and the benchmarks read this registry.
-SERVERS: Registry[dict] = Registry("hardware ", {
-    "v100-pcie3": dict(
-        description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
-        cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
-        memory=(3, 2933e6, "Xeon Gold 6248 datasheet: 6 channels of DDR4-2933 per socket; 2 sockets for 4 GPUs"),
-        stream=(750 * GB, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
-                          "Microbenchmarking': 750 GB/s measured (datasheet: 900 GB/s HBM2)"),
-        l2=(6 * MB, 2155 * GB, "V100 datasheet: 6 MB L2; Jia et al. 2018: 2155 GB/s L2 bandwidth"),
-        fp32=(14e12, "V100 PCIe datasheet: 14 TFLOP/s float32"),
-        sort=(1.0e9, "assumption: CUB radix sort of 64-bit (key, value) pairs, ~1G pairs/s on a V100"),
-        link=(15.75 * GB, "PCIe 3.0 x16: 15.75 GB/s per direction"), launch=8 * US, copy_latency=10 * US),
-    "a100-pcie4": dict(
-        description="A100 80GB PCIe on PCIe 4.0 x16; 2x EPYC 7742 (Rome, 64 cores, DDR4-3200)",
-        cores=(16, "DGX A100 datasheet: 2x 64-core EPYC 7742 for 8 GPUs, 16 cores per GPU"),
-        memory=(2, 3200e6, "EPYC 7742 datasheet: 8 channels of DDR4-3200 per socket; 2 sockets for 8 GPUs"),
-        stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
-        l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
-        fp32=(19.5e12, "A100 datasheet: 19.5 TFLOP/s float32 (no TF32: torch's default for float32 matmul)"),
-        sort=(2.0e9, "assumption: CUB radix sort of 64-bit pairs, ~2G pairs/s on an A100"),
-        link=(31.5 * GB, "PCIe 4.0 x16: 31.5 GB/s per direction"), launch=6 * US, copy_latency=8 * US),
-    "h100-pcie5": dict(
-        description="H100 80GB PCIe on PCIe 5.0 x16; 2x Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, DDR5-4800)",
-        cores=(14, "DGX H100 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
-        memory=(2, 4800e6, "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs"),
-        stream=(0.85 * 2000 * GB, "H100 PCIe datasheet: 2.0 TB/s HBM2e; assumption: 85% reached by copies"),
-        l2=(50 * MB, 5500 * GB, "H100 datasheet: 50 MB L2; assumption: ~5.5 TB/s L2 bandwidth"),
-        fp32=(51e12, "H100 PCIe datasheet: 51 TFLOP/s float32"),
-        sort=(3.0e9, "assumption: CUB radix sort of 64-bit pairs, ~3G pairs/s on an H100"),
-        link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"), launch=5 * US, copy_latency=8 * US),
-    "h200": dict(
-        description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
-        cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
-        memory=(2, 4800e6, "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs"),
-        stream=(4300 * GB, "read on an H200 of this workplace: a torch device "
-                           "copy moved 4.3 TB/s read + write (datasheet: 4.8 TB/s HBM3e)"),
-        l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
-        fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),
-        sort=(3.5e9, "assumption: CUB radix sort of 64-bit pairs, ~3.5G pairs/s (an H100's, more bandwidth)"),
-        link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"), launch=5 * US, copy_latency=8 * US),
-})
+SERVERS: Registry[dict] = Registry(
+    "hardware ",
+    {
+        "v100-pcie3": dict(
+            description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
+            cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
+            memory=(3, 2933e6, "Xeon Gold 6248 datasheet: 6 channels of DDR4-2933 per socket; 2 sockets for 4 GPUs"),
+            stream=(
+                750 * GB,
+                "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
+                "Microbenchmarking': 750 GB/s measured (datasheet: 900 GB/s HBM2)",
+            ),
+            l2=(6 * MB, 2155 * GB, "V100 datasheet: 6 MB L2; Jia et al. 2018: 2155 GB/s L2 bandwidth"),
+            fp32=(14e12, "V100 PCIe datasheet: 14 TFLOP/s float32"),
+            sort=(1.0e9, "assumption: CUB radix sort of 64-bit (key, value) pairs, ~1G pairs/s on a V100"),
+            link=(15.75 * GB, "PCIe 3.0 x16: 15.75 GB/s per direction"),
+            launch=8 * US,
+            copy_latency=10 * US,
+        ),
+        "a100-pcie4": dict(
+            description="A100 80GB PCIe on PCIe 4.0 x16; 2x EPYC 7742 (Rome, 64 cores, DDR4-3200)",
+            cores=(16, "DGX A100 datasheet: 2x 64-core EPYC 7742 for 8 GPUs, 16 cores per GPU"),
+            memory=(2, 3200e6, "EPYC 7742 datasheet: 8 channels of DDR4-3200 per socket; 2 sockets for 8 GPUs"),
+            stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
+            l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
+            fp32=(19.5e12, "A100 datasheet: 19.5 TFLOP/s float32 (no TF32: torch's default for float32 matmul)"),
+            sort=(2.0e9, "assumption: CUB radix sort of 64-bit pairs, ~2G pairs/s on an A100"),
+            link=(31.5 * GB, "PCIe 4.0 x16: 31.5 GB/s per direction"),
+            launch=6 * US,
+            copy_latency=8 * US,
+        ),
+        "h100-pcie5": dict(
+            description="H100 80GB PCIe on PCIe 5.0 x16; 2x Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, DDR5-4800)",
+            cores=(14, "DGX H100 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+            memory=(
+                2,
+                4800e6,
+                "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs",
+            ),
+            stream=(0.85 * 2000 * GB, "H100 PCIe datasheet: 2.0 TB/s HBM2e; assumption: 85% reached by copies"),
+            l2=(50 * MB, 5500 * GB, "H100 datasheet: 50 MB L2; assumption: ~5.5 TB/s L2 bandwidth"),
+            fp32=(51e12, "H100 PCIe datasheet: 51 TFLOP/s float32"),
+            sort=(3.0e9, "assumption: CUB radix sort of 64-bit pairs, ~3G pairs/s on an H100"),
+            link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"),
+            launch=5 * US,
+            copy_latency=8 * US,
+        ),
+        "h200": dict(
+            description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
+            cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+            memory=(
+                2,
+                4800e6,
+                "Xeon Platinum 8480+ datasheet: 8 channels of DDR5-4800 per socket; 2 sockets for 8 GPUs",
+            ),
+            stream=(
+                4300 * GB,
+                "read on an H200 of this workplace: a torch device "
+                "copy moved 4.3 TB/s read + write (datasheet: 4.8 TB/s HBM3e)",
+            ),
+            l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
+            fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),
+            sort=(3.5e9, "assumption: CUB radix sort of 64-bit pairs, ~3.5G pairs/s (an H100's, more bandwidth)"),
+            link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"),
+            launch=5 * US,
+            copy_latency=8 * US,
+        ),
+    },
+)
 
 
-RANDOM_LINE_SHARE = 0.5   # of a DRAM channel's peak that random 64 B lines reach (module note)
+RANDOM_LINE_SHARE = 0.5  # of a DRAM channel's peak that random 64 B lines reach (module note)
 LINE_BYTES = 64
 
 
@@ -135,36 +168,52 @@ def server(name: str) -> Hardware:
     fp32, fp32_source = f["fp32"]
     link, link_source = f["link"]
     device_rows = RowCurve.from_bandwidths(0.5 * l2_bw, 0.5 * stream, l2, line_bytes=32)
-    updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)   # read and written
+    updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)  # read and written
     host, host_sources = host_core()
     return Hardware(
-        name=name, description=f["description"], host_cores=cores, **host,
+        name=name,
+        description=f["description"],
+        host_cores=cores,
+        **host,
         host_memory_line_rate=memory_line_rate(channels, transfers),
-        pcie_bw=0.8 * link, pcie_latency=f["copy_latency"], device_stream_bw=stream,
-        device_gather=device_rows, device_scatter=device_rows, device_lookup=device_rows, device_update=updated,
-        device_op_latency=f["launch"], device_calls=calls_from_ops(f["launch"]),
-        device_sort=_sort_curve(f["sort"][0]), device_sort_value_rate=stream / (3 * 4),
-        device_flops=RateCurve.constant(0.8 * fp32), device_bmm_flops=RateCurve.constant(0.1 * fp32),
+        pcie_bw=0.8 * link,
+        pcie_latency=f["copy_latency"],
+        device_stream_bw=stream,
+        device_gather=device_rows,
+        device_scatter=device_rows,
+        device_lookup=device_rows,
+        device_update=updated,
+        device_op_latency=f["launch"],
+        device_calls=calls_from_ops(f["launch"]),
+        device_sort=_sort_curve(f["sort"][0]),
+        device_sort_value_rate=stream / (3 * 4),
+        device_flops=RateCurve.constant(0.8 * fp32),
+        device_bmm_flops=RateCurve.constant(0.1 * fp32),
         device_activation_rate=RateCurve.constant(stream / 8),
         origin="datasheets and published microbenchmarks (scratchkit/costmodel/servers.py)",
-        sources=host_sources | {
-            "host_cores": cores_source, "device_stream_bw": stream_source,
+        sources=host_sources
+        | {
+            "host_cores": cores_source,
+            "device_stream_bw": stream_source,
             "host_memory_line_rate": f"{memory_source}: {channels} channels per GPU x {transfers / 1e6:.0f} MT/s "
-                                     f"x 8 B x {RANDOM_LINE_SHARE:g} (assumption: random lines reach half "
-                                     f"a channel's peak) / {LINE_BYTES} B", "device_sort": f["sort"][1],
+            f"x 8 B x {RANDOM_LINE_SHARE:g} (assumption: random lines reach half "
+            f"a channel's peak) / {LINE_BYTES} B",
+            "device_sort": f["sort"][1],
             "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it",
             "pcie_latency": f"assumption: a small cudaMemcpyAsync costs ~{f['copy_latency'] / US:.0f} us end to end",
             "device_op_latency": f"assumption: CUDA's launch (~4 us) + PyTorch's dispatch on the host core: "
-                                 f"{f['launch'] / US:.0f} us",
+            f"{f['launch'] / US:.0f} us",
             "device_gather": "assumption: random rows at half the streaming bandwidth beyond the L2, half "
-                             f"the L2's inside it (two 32 B sectors of a 128 B line per 64 B row); {l2_source}",
+            f"the L2's inside it (two 32 B sectors of a 128 B line per 64 B row); {l2_source}",
             "device_scatter": "assumption: as the gather",
             "device_lookup": "assumption: as the gather (an embedding bag reads each row once)",
             "device_update": "assumption: as the gather, twice (each row read, then written back)",
             "device_calls": "each kit call's kernels (hardware.CALL_OPS) x the launch cost",
             "device_sort_value_rate": "assumption: the coalesce passes over its values 3 times at the "
-                                      "streaming bandwidth (read, permute, reduce)",
+            "streaming bandwidth (read, permute, reduce)",
             "device_flops": f"assumption: 80% of the float32 peak (cuBLAS SGEMM on large shapes); {fp32_source}",
             "device_bmm_flops": f"assumption: 10% of the float32 peak for batches of tiny matrices; {fp32_source}",
             "device_activation_rate": "assumption: each activation float read and written once per pass "
-                                      "at the streaming bandwidth (8 bytes a float)"})
+            "at the streaming bandwidth (8 bytes a float)",
+        },
+    )

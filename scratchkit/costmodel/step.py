@@ -1,6 +1,7 @@
 """What one training step touches, the cost model's input: per table its rows, lookups, distinct
 ids and cache (`TableWork`), and for the whole model the batch, the dense layers and the rows moved
 (`StepWork`). `costmodel/stages.py` turns it into each stage's `Work` (costmodel/work.py)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -10,6 +11,7 @@ import numpy as np
 from scratchkit.config import OptimizerKind, TrainConfig
 from scratchkit.costmodel.work import FLOAT_BYTES
 
+
 @dataclass(frozen=True)
 class TableWork:
     """One table in one step: its size, its lookups and distinct ids, its cache or scratchpad."""
@@ -17,7 +19,7 @@ class TableWork:
     rows: int
     lookups: float
     unique: float
-    capacity: int        # slots of a cache or scratchpad (capped at the table)
+    capacity: int  # slots of a cache or scratchpad (capped at the table)
     # its repeats by LRU stack distance within the batch (`reuse_bins`): ((distance in rows, repeats
     # per step), ...) by powers of two, each bin at its upper edge; () not known
     reuse: tuple = ()
@@ -33,7 +35,7 @@ def reuse_bins(ids: np.ndarray) -> dict[int, float]:
         return {}
     curve = lru_mrc(ids)
     edges = 2 ** np.arange(0, int(np.ceil(np.log2(max(curve.unique_ids, 2)))) + 1)
-    hits = curve.hits_over(edges)                      # repeats at distance below each edge
+    hits = curve.hits_over(edges)  # repeats at distance below each edge
     counts = np.diff(np.concatenate([[0], hits]))
     return {int(d): float(c) for d, c in zip(edges, counts) if c}
 
@@ -44,18 +46,18 @@ class StepWork:
 
     batch_size: int
     dim: int
-    state_width: int         # optimizer floats per row
+    state_width: int  # optimizer floats per row
     optimizer: OptimizerKind
     num_dense: int
     tables: tuple[TableWork, ...]
     bottom: tuple[int, ...]  # the bottom MLP's widths, its input first
-    top: tuple[int, ...]     # the top MLP's widths, its input (dim + pairs) first
-    fetched_rows: float = 0.0        # rows host -> device per step (caches, scratchpipe)
-    written_back_rows: float = 0.0   # rows device -> host per step
-    evicting_tables: float | None = None   # tables whose victim choice runs, per step (None: every
-                                     # table whose cache is smaller than it, every step)
-    plan_horizon: int = 0            # batches ScratchPipe's Plan looks ahead for victims' next use
-    planners: int | None = None      # tables (or stripes) ScratchPipe plans at once; None: one per table
+    top: tuple[int, ...]  # the top MLP's widths, its input (dim + pairs) first
+    fetched_rows: float = 0.0  # rows host -> device per step (caches, scratchpipe)
+    written_back_rows: float = 0.0  # rows device -> host per step
+    evicting_tables: float | None = None  # tables whose victim choice runs, per step (None: every
+    # table whose cache is smaller than it, every step)
+    plan_horizon: int = 0  # batches ScratchPipe's Plan looks ahead for victims' next use
+    planners: int | None = None  # tables (or stripes) ScratchPipe plans at once; None: one per table
     host_threads: int | None = None  # the run's threads for the host's embedding loops (TrainConfig.threads)
 
     # ---- totals over the tables
@@ -100,6 +102,7 @@ class StepWork:
         """Lookups and working sets averaged over batches start .. start+batches-1."""
         if source is None:
             from scratchkit.data.synthetic import SyntheticSource
+
             source = SyntheticSource(config.data)
         if batches <= 0:
             raise ValueError(f"batches must be positive, got {batches}")
@@ -108,30 +111,50 @@ class StepWork:
             raise ValueError(f"the source has {len(source)} batches; none from batch {start}")
         sizes = config.data.table_sizes
 
-        def reuse(t: int) -> tuple:      # the batches' repeats by distance, averaged
+        def reuse(t: int) -> tuple:  # the batches' repeats by distance, averaged
             total: dict[int, float] = {}
             for b in taken:
                 for d, c in reuse_bins(np.asarray(b.ids[t])).items():
                     total[d] = total.get(d, 0.0) + c / len(taken)
             return tuple(sorted(total.items()))
-        tables = tuple(TableWork(rows=n, lookups=float(np.mean([len(b.ids[t]) for b in taken])),
-                                 unique=float(np.mean([len(np.unique(b.ids[t])) for b in taken])),
-                                 capacity=config.cache.capacity_for(n), reuse=reuse(t)) for t, n in enumerate(sizes))
+
+        tables = tuple(
+            TableWork(
+                rows=n,
+                lookups=float(np.mean([len(b.ids[t]) for b in taken])),
+                unique=float(np.mean([len(np.unique(b.ids[t])) for b in taken])),
+                capacity=config.cache.capacity_for(n),
+                reuse=reuse(t),
+            )
+            for t, n in enumerate(sizes)
+        )
         m, num_dense, T = config.model, source.num_dense, len(sizes)
         horizon = 4 * (config.cache.depth + 1) if config.cache.victim_policy == "furthest" else 0
-        return cls(batch_size=config.data.batch_size, dim=m.dim,
-                   state_width=config.optimizer.state_width(m.dim), optimizer=config.optimizer.kind,
-                   num_dense=num_dense, tables=tables, bottom=(max(num_dense, 1), *m.bottom_mlp),
-                   top=(m.dim + (T + 1) * T // 2, *m.top_mlp), plan_horizon=horizon,
-                   planners=T * config.cache.plan_stripes,    # each table's stripes plan at once
-                   host_threads=config.host_threads())
+        return cls(
+            batch_size=config.data.batch_size,
+            dim=m.dim,
+            state_width=config.optimizer.state_width(m.dim),
+            optimizer=config.optimizer.kind,
+            num_dense=num_dense,
+            tables=tables,
+            bottom=(max(num_dense, 1), *m.bottom_mlp),
+            top=(m.dim + (T + 1) * T // 2, *m.top_mlp),
+            plan_horizon=horizon,
+            planners=T * config.cache.plan_stripes,  # each table's stripes plan at once
+            host_threads=config.host_threads(),
+        )
 
-    def with_counters(self, fetched_rows: float, written_back_rows: float,
-                      evicting_tables: float | None = None) -> "StepWork":
+    def with_counters(
+        self, fetched_rows: float, written_back_rows: float, evicting_tables: float | None = None
+    ) -> "StepWork":
         """The measured rows moved per step (a bench run's StepRecord counters), and the tables
         that chose victims (a cache still filling chooses none)."""
-        return replace(self, fetched_rows=float(fetched_rows), written_back_rows=float(written_back_rows),
-                       evicting_tables=None if evicting_tables is None else float(evicting_tables))
+        return replace(
+            self,
+            fetched_rows=float(fetched_rows),
+            written_back_rows=float(written_back_rows),
+            evicting_tables=None if evicting_tables is None else float(evicting_tables),
+        )
 
     @property
     def victim_share(self) -> float:

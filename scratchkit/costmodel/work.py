@@ -28,6 +28,7 @@ units the hardware prices:
 `kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
 np.unique...), and `stages.py` adds them up stage by stage for each trainer, as its code runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,10 +39,10 @@ from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
 from scratchkit.costmodel.hardware import Hardware, sort_units
 
 FLOAT_BYTES = 4
-ID_BYTES = 8              # int64 ids, offsets and slots
-CACHED_BYTES = 2.0**18    # a table this small stays in a core's cache (the curves' smallest)
-TBE_BAG = 8               # lookups a bag in the table-batched curves' timings (calibration/tbe_timings.py)
-BUCKET_BYTES = 16         # a bucket of the scratchpad's hash map: key and slot, int64 each
+ID_BYTES = 8  # int64 ids, offsets and slots
+CACHED_BYTES = 2.0**18  # a table this small stays in a core's cache (the curves' smallest)
+TBE_BAG = 8  # lookups a bag in the table-batched curves' timings (calibration/tbe_timings.py)
+BUCKET_BYTES = 16  # a bucket of the scratchpad's hash map: key and slot, int64 each
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,14 @@ class Work:
     """One stage's work in one step, on the host and on the device (see the module note)."""
 
     host_stream: float = 0.0
-    host_rows: tuple = ()         # (gather|scatter|lookup|update, rows of one call, row bytes, table bytes)
-    host_sorts: tuple = ()        # ("torch" | "numpy", n keys, sorts[, depth])
+    host_rows: tuple = ()  # (gather|scatter|lookup|update, rows of one call, row bytes, table bytes)
+    host_sorts: tuple = ()  # ("torch" | "numpy", n keys, sorts[, depth])
     host_sort_values: float = 0.0
-    host_calls: tuple = ()        # (call name, count)
-    host_plan: tuple = ()         # ScratchPipe's planner, per table: (table rows, lookups, ids, misses,
-                                  # slots, passes of its victim choice over them a step: 0 to 1)
+    host_calls: tuple = ()  # (call name, count)
+    host_plan: tuple = ()  # ScratchPipe's planner, per table: (table rows, lookups, ids, misses,
+    # slots, passes of its victim choice over them a step: 0 to 1)
     host_tbe: tuple = ()
-    host_pinned: float = 0.0      # bytes copied into pinned memory (only where there is a GPU)
+    host_pinned: float = 0.0  # bytes copied into pinned memory (only where there is a GPU)
     pcie: float = 0.0
     pcie_copies: float = 0.0
     device_stream: float = 0.0
@@ -64,12 +65,12 @@ class Work:
     device_sorts: tuple = ()
     device_sort_values: float = 0.0
     device_calls: tuple = ()
-    device_tbe: tuple = ()        # only where the device is the host's CPU (`device_is_host`)
-    device_mm: tuple = ()         # (FLOPs per call, calls)
-    device_bmm: tuple = ()        # (FLOPs per matrix, matrices)
-    device_activations: float = 0.0   # floats the dense step's elementwise ops move
-    device_probes: tuple = ()     # (ids, map slots): probes of the scratchpad's hash map (hashmap.cu)
-    touched_rows: float = 0.0     # distinct rows the whole step touches (0: not known)
+    device_tbe: tuple = ()  # only where the device is the host's CPU (`device_is_host`)
+    device_mm: tuple = ()  # (FLOPs per call, calls)
+    device_bmm: tuple = ()  # (FLOPs per matrix, matrices)
+    device_activations: float = 0.0  # floats the dense step's elementwise ops move
+    device_probes: tuple = ()  # (ids, map slots): probes of the scratchpad's hash map (hashmap.cu)
+    touched_rows: float = 0.0  # distinct rows the whole step touches (0: not known)
 
     def __add__(self, other: "Work") -> "Work":
         summed = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
@@ -86,10 +87,20 @@ class Work:
 
     def on_host(self) -> "Work":
         """The same work done by the host instead of the device (hybrid's embedding stages)."""
-        moved = {f"host_{k}": getattr(self, f"host_{k}") + getattr(self, f"device_{k}")
-                 for k in ("stream", "rows", "sorts", "sort_values", "calls", "tbe")}
-        return replace(self, **moved, device_stream=0.0, device_rows=(), device_sorts=(),
-                       device_sort_values=0.0, device_calls=(), device_tbe=())
+        moved = {
+            f"host_{k}": getattr(self, f"host_{k}") + getattr(self, f"device_{k}")
+            for k in ("stream", "rows", "sorts", "sort_values", "calls", "tbe")
+        }
+        return replace(
+            self,
+            **moved,
+            device_stream=0.0,
+            device_rows=(),
+            device_sorts=(),
+            device_sort_values=0.0,
+            device_calls=(),
+            device_tbe=(),
+        )
 
     def bytes(self) -> float:
         """Bytes moved through memories and the link: streams, rows, PCIe."""
@@ -98,50 +109,71 @@ class Work:
 
     def seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         """Time on `hw`, nothing overlapped; the planner's work spread over `planners` cores."""
-        return (self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw))
+        return self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw)
 
     def host_seconds(self, hw: Hardware, planners: float = 1.0) -> float:
         scan = hw.host_plan_slot_rate
-        plan = sum(n / hw.host_plan_lookup_rate.at(rows) + u / hw.host_plan_id_rate.at(rows)
-                   + m / hw.host_plan_miss_rate.at(rows) + (passes * slots / scan.at(slots) if scan and passes else 0.0)
-                   for rows, n, u, m, slots, passes in self.host_plan)
-        return (self.host_stream / hw.host_stream_bw
-                + self._rows(self.host_rows, {"gather": hw.host_gather, "scatter": hw.host_scatter,
-                                              "lookup": hw.host_lookup, "update": hw.host_update})
-                + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort, hw.host_numpy_select)
-                + self.host_sort_values / hw.host_sort_value_rate + self._tbe(self.host_tbe, hw)
-                + sum(count * hw.call(False, name) for name, count in self.host_calls)
-                + plan / max(planners, 1.0)
-                + (0.0 if hw.device_is_host else self.host_pinned / hw.host_stream_bw))
+        plan = sum(
+            n / hw.host_plan_lookup_rate.at(rows)
+            + u / hw.host_plan_id_rate.at(rows)
+            + m / hw.host_plan_miss_rate.at(rows)
+            + (passes * slots / scan.at(slots) if scan and passes else 0.0)
+            for rows, n, u, m, slots, passes in self.host_plan
+        )
+        return (
+            self.host_stream / hw.host_stream_bw
+            + self._rows(
+                self.host_rows,
+                {
+                    "gather": hw.host_gather,
+                    "scatter": hw.host_scatter,
+                    "lookup": hw.host_lookup,
+                    "update": hw.host_update,
+                },
+            )
+            + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort, hw.host_numpy_select)
+            + self.host_sort_values / hw.host_sort_value_rate
+            + self._tbe(self.host_tbe, hw)
+            + sum(count * hw.call(False, name) for name, count in self.host_calls)
+            + plan / max(planners, 1.0)
+            + (0.0 if hw.device_is_host else self.host_pinned / hw.host_stream_bw)
+        )
 
     def _rows(self, rows: tuple, curves: dict) -> float:
-        return sum(curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
-                   for kind, n, row_bytes, footprint in rows)
+        return sum(
+            curves[kind].seconds(n, row_bytes, self._footprint(footprint, row_bytes))
+            for kind, n, row_bytes, footprint in rows
+        )
 
     def _tbe(self, entries: tuple, hw: Hardware) -> float:
         """The table-batched calls' per-lookup and per-row work (their fixed costs are calls)."""
         if entries and not hw.batched_host:
-            raise ValueError(f"hardware {hw.name!r} has no table-batched rates (host_tbe_*): run "
-                             "`scratchkit calibrate` on a machine with a C++ compiler")
+            raise ValueError(
+                f"hardware {hw.name!r} has no table-batched rates (host_tbe_*): run "
+                "`scratchkit calibrate` on a machine with a C++ compiler"
+            )
         if not entries:
             return 0.0
         total = 0.0
-        longest = max(p[2] for p in hw.host_tbe_backward.points)   # the backward's most lookups a table timed
+        longest = max(p[2] for p in hw.host_tbe_backward.points)  # the backward's most lookups a table timed
         for kind, *size in entries:
-            if kind == "lookup":       # each distinct row from the table, each repeat from as
-                n, u, row, table, call, reuse, bags = size    # far back as it was last looked up:
+            if kind == "lookup":  # each distinct row from the table, each repeat from as
+                n, u, row, table, call, reuse, bags = size  # far back as it was last looked up:
                 # a repeat whose row was last looked up d distinct rows ago is a random row of a
                 # footprint of d rows, not a row still in the core's cache (timed on the
                 # embedding-bound profiles' batches, a repeat cost about twice the cached price at
                 # 256 B rows and three times at 512 B). Without its distances (`reuse`), as far
                 # back as the table's working set in the batch
                 price = lambda rows: hw.host_tbe_lookup.seconds_per_row(
-                    row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call)
+                    row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call
+                )
                 bins = reuse or ((u, n - u),)
-                total += (u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
-                          + sum(count * price(d) for d, count in bins)
-                          + _bags_beyond_the_curves(n, bags) * row / hw.host_stream_bw)
-            elif kind == "backward":   # the curve's middle axis: lookups per distinct id
+                total += (
+                    u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
+                    + sum(count * price(d) for d, count in bins)
+                    + _bags_beyond_the_curves(n, bags) * row / hw.host_stream_bw
+                )
+            elif kind == "backward":  # the curve's middle axis: lookups per distinct id
                 n, u, row, bags, grad, call = size
                 # each lookup reads its bag's gradient row, in the order of its sorted id: a random
                 # row of the [bags, tables, dim] gradient, where the curve's was one of n rows (8
@@ -155,7 +187,7 @@ class Work:
                 row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
                 gathered = max(row_at(grad) - row_at(timed), 0.0)
                 total += n * (hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
-            else:                      # the curve's last axis: the share of the table updated
+            else:  # the curve's last axis: the share of the table updated
                 u, row, table, call = size
                 density = min(u * row / max(table, 1.0), 1.0)
                 total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
@@ -170,16 +202,26 @@ class Work:
         return sum(count * hw.call(True, name) for name, count in self.device_calls)
 
     def device_seconds(self, hw: Hardware) -> float:
-        return (self.device_stream / hw.device_stream_bw
-                + self._rows(self.device_rows, {"gather": hw.device_gather, "scatter": hw.device_scatter,
-                                                "lookup": hw.device_lookup, "update": hw.device_update})
-                + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort, hw.host_numpy_select)
-                + self.device_sort_values / hw.device_sort_value_rate + self._tbe(self.device_tbe, hw)
-                + sum(count * hw.call(True, name) for name, count in self.device_calls)
-                + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
-                + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
-                + self.device_activations / hw.device_activation_rate.at(self.device_activations)
-                + self._probes(hw))
+        return (
+            self.device_stream / hw.device_stream_bw
+            + self._rows(
+                self.device_rows,
+                {
+                    "gather": hw.device_gather,
+                    "scatter": hw.device_scatter,
+                    "lookup": hw.device_lookup,
+                    "update": hw.device_update,
+                },
+            )
+            + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort, hw.host_numpy_select)
+            + self.device_sort_values / hw.device_sort_value_rate
+            + self._tbe(self.device_tbe, hw)
+            + sum(count * hw.call(True, name) for name, count in self.device_calls)
+            + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
+            + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
+            + self.device_activations / hw.device_activation_rate.at(self.device_activations)
+            + self._probes(hw)
+        )
 
     def _probes(self, hw: Hardware) -> float:
         """The hash map's probes: at the measured rate by the map's slots where there is one,

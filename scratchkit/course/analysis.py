@@ -10,6 +10,7 @@ already produces, so a learner can check any of them by hand on a tiny example:
     Amdahl         a step whose hits run s times faster is at most 1 / (1 - hit rate) faster
     sampling       what a SHARDS-sampled LRU curve costs in accuracy against the exact one
 """
+
 from __future__ import annotations
 
 import time
@@ -37,7 +38,7 @@ def access_cdf(trace, points: int = 200) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("access_cdf of an empty trace: there are no lookups to count")
     if points < 2:
         raise ValueError(f"points must be >= 2, got {points}")
-    counts = np.sort(np.unique(trace, return_counts=True)[1])[::-1]   # [distinct], hottest first
+    counts = np.sort(np.unique(trace, return_counts=True)[1])[::-1]  # [distinct], hottest first
     served = np.cumsum(counts) / trace.size
     share = np.arange(1, counts.size + 1) / counts.size
     keep = np.unique(np.linspace(0, counts.size - 1, min(points, counts.size)).round().astype(np.int64))
@@ -68,8 +69,7 @@ def working_sets(source, table: int, num_batches: int, start: int = 0) -> list[n
     if num_batches <= 0:
         raise ValueError(f"num_batches must be positive, got {num_batches}")
     if start < 0 or start + num_batches > len(source):
-        raise ValueError(f"batches {start}..{start + num_batches - 1} are outside the source's "
-                         f"{len(source)} batches")
+        raise ValueError(f"batches {start}..{start + num_batches - 1} are outside the source's {len(source)} batches")
     return [np.unique(source.batch(b).ids[table]) for b in range(start, start + num_batches)]
 
 
@@ -77,8 +77,9 @@ def consecutive_reuse(sets: list[np.ndarray]) -> np.ndarray:
     """[n-1]: for b = 1..n-1, the share of U_b that U_b-1 also touched (0 when U_b is empty)."""
     if len(sets) < 2:
         raise ValueError(f"reuse needs at least 2 batches, got {len(sets)}")
-    return np.array([np.isin(cur, prev, assume_unique=True).mean() if cur.size else 0.0
-                     for prev, cur in zip(sets[:-1], sets[1:])])
+    return np.array(
+        [np.isin(cur, prev, assume_unique=True).mean() if cur.size else 0.0 for prev, cur in zip(sets[:-1], sets[1:])]
+    )
 
 
 def window_working_set(sets: list[np.ndarray], depth: int) -> np.ndarray:
@@ -99,10 +100,10 @@ def window_working_set(sets: list[np.ndarray], depth: int) -> np.ndarray:
 class WindowSizes:
     """Working-set size of a look-ahead window, per depth, for one table."""
 
-    depths: np.ndarray       # [k]
-    mean: np.ndarray         # [k] mean over windows
-    max: np.ndarray          # [k] largest window: what the scratchpad must hold
-    no_reuse: np.ndarray     # [k] (D+1) * B * L, the bound if no id ever repeated
+    depths: np.ndarray  # [k]
+    mean: np.ndarray  # [k] mean over windows
+    max: np.ndarray  # [k] largest window: what the scratchpad must hold
+    no_reuse: np.ndarray  # [k] (D+1) * B * L, the bound if no id ever repeated
 
 
 def window_sizes(source, table: int, depths, num_batches: int) -> WindowSizes:
@@ -112,9 +113,10 @@ def window_sizes(source, table: int, depths, num_batches: int) -> WindowSizes:
         raise ValueError("give at least one depth")
     sets = working_sets(source, table, num_batches)
     sizes = [window_working_set(sets, int(d)) for d in depths]
-    lookups = source.batch(0).ids[table].size          # B * L for fixed pooling
-    return WindowSizes(depths, np.array([s.mean() for s in sizes]),
-                       np.array([s.max() for s in sizes]), (depths + 1) * lookups)
+    lookups = source.batch(0).ids[table].size  # B * L for fixed pooling
+    return WindowSizes(
+        depths, np.array([s.mean() for s in sizes]), np.array([s.max() for s in sizes]), (depths + 1) * lookups
+    )
 
 
 # --- time ------------------------------------------------------------------------------------
@@ -152,10 +154,10 @@ class Sampled:
 
     rate: float
     curve: Curve
-    seconds: float               # fastest of `repeats` runs
-    trusted_from: int            # capacities below 1/rate rows are not to be trusted
-    mae: float                   # mean |hit rate - exact hit rate| over the trusted capacities
-    max_error: float             # largest such difference
+    seconds: float  # fastest of `repeats` runs
+    trusted_from: int  # capacities below 1/rate rows are not to be trusted
+    mae: float  # mean |hit rate - exact hit rate| over the trusted capacities
+    max_error: float  # largest such difference
 
 
 def sampled_lru(trace, rates=(1.0, 0.1, 0.01), repeats: int = 3) -> list[Sampled]:

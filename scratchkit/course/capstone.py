@@ -1,13 +1,14 @@
 """Notebook 09, the capstone: your planner in the real ScratchPipe trainer, beside the kit's.
 
-    ready(plan_batch)             your planner once it passes its check, else the stand-in (the
-                                  exercises' references, composed) so the notebook runs through
-    side_by_side(config, steps, planner)
-                                  yours and the kit's planner on the same batches and the same
-                                  driver (threads): samples/s, the rows each moved, where the time went
-    first_held_victim(result)     the hazard lab's run in words: the first Plan that evicted a slot a
-                                  batch in flight still held (which batch, which slot, which rows)
+ready(plan_batch)             your planner once it passes its check, else the stand-in (the
+                              exercises' references, composed) so the notebook runs through
+side_by_side(config, steps, planner)
+                              yours and the kit's planner on the same batches and the same
+                              driver (threads): samples/s, the rows each moved, where the time went
+first_held_victim(result)     the hazard lab's run in words: the first Plan that evicted a slot a
+                              batch in flight still held (which batch, which slot, which rows)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,10 @@ def ready(plan_batch):
     if passed:
         print("plan_batch passes its check: the runs below use your planner")
         return plan_batch
-    print("plan_batch is not written yet (or fails its check): the runs below use a stand-in in its "
-          "place; write it, then run the notebook again")
+    print(
+        "plan_batch is not written yet (or fails its check): the runs below use a stand-in in its "
+        "place; write it, then run the notebook again"
+    )
     return stand_in_plan_batch
 
 
@@ -41,15 +44,17 @@ class PlannerRun:
     """One planner's run: its speed, the rows it moved and where a step's time went."""
 
     name: str
-    samples_per_s: float          # past the first step (the threads' start)
-    fetched_rows: int             # rows collected from the host tables
-    written_back_rows: int        # dirty victims' rows sent home
-    hit_rate: float               # Train's lookups that found their row (1.0: invariant 1)
-    stage_seconds: dict           # stage -> mean seconds per step
+    samples_per_s: float  # past the first step (the threads' start)
+    fetched_rows: int  # rows collected from the host tables
+    written_back_rows: int  # dirty victims' rows sent home
+    hit_rate: float  # Train's lookups that found their row (1.0: invariant 1)
+    stage_seconds: dict  # stage -> mean seconds per step
 
     def line(self) -> str:
-        return (f"{self.name}: {self.samples_per_s:,.0f} samples/s, {self.fetched_rows:,} rows fetched, "
-                f"{self.written_back_rows:,} written back, Train's hit rate {self.hit_rate:.3f}")
+        return (
+            f"{self.name}: {self.samples_per_s:,.0f} samples/s, {self.fetched_rows:,} rows fetched, "
+            f"{self.written_back_rows:,} written back, Train's hit rate {self.hit_rate:.3f}"
+        )
 
 
 def _run(name: str, config, steps: int, planner) -> PlannerRun:
@@ -57,10 +62,14 @@ def _run(name: str, config, steps: int, planner) -> PlannerRun:
         records = list(trainer.train(steps))
     timed = records[1:] or records
     stages = sorted({s for r in timed for s in r.stage_seconds})
-    return PlannerRun(name, sum(r.samples for r in timed) / sum(r.seconds for r in timed),
-                      sum(r.fetched_rows for r in records), sum(r.written_back_rows for r in records),
-                      sum(r.hits for r in records) / sum(r.lookups for r in records),
-                      {s: float(np.mean([r.stage_seconds.get(s, 0.0) for r in timed])) for s in stages})
+    return PlannerRun(
+        name,
+        sum(r.samples for r in timed) / sum(r.seconds for r in timed),
+        sum(r.fetched_rows for r in records),
+        sum(r.written_back_rows for r in records),
+        sum(r.hits for r in records) / sum(r.lookups for r in records),
+        {s: float(np.mean([r.stage_seconds.get(s, 0.0) for r in timed])) for s in stages},
+    )
 
 
 def side_by_side(config, steps: int, planner) -> list[PlannerRun]:
@@ -70,8 +79,10 @@ def side_by_side(config, steps: int, planner) -> list[PlannerRun]:
 
 
 def breakdown_figure(runs: list[PlannerRun]):
-    return stage_breakdown({run.name: run.stage_seconds for run in runs},
-                           title="Where a step's time goes, per planner (Plan runs beside Train)")
+    return stage_breakdown(
+        {run.name: run.stage_seconds for run in runs},
+        title="Where a step's time goes, per planner (Plan runs beside Train)",
+    )
 
 
 def first_held_victim(result: LabResult, table: int = 0) -> str:
@@ -82,6 +93,8 @@ def first_held_victim(result: LabResult, table: int = 0) -> str:
             d = moment.decision
             slot = int(np.flatnonzero(moment.states == SlotState.CONFLICT)[0])
             evicted = int(d.victim_ids[np.flatnonzero(d.victim_slots == slot)[0]])
-            return (f"{moment.words}\nslot {slot}: row {evicted} was evicted while a batch in flight "
-                    f"still needed it; row {int(moment.slot_ids[slot])} of batch {d.batch} took its place.")
+            return (
+                f"{moment.words}\nslot {slot}: row {evicted} was evicted while a batch in flight "
+                f"still needed it; row {int(moment.slot_ids[slot])} of batch {d.batch} took its place."
+            )
     return "no held slot was evicted in this run"

@@ -16,6 +16,7 @@ process), so until its first step the start button is busy and the status says s
 counts the steps. A refusal of a scratchpad too small for the depth is said in the dashboard's own
 terms: where to move the load-factor slider (`slider_words`), not a CLI flag or a Python parameter.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,11 +34,11 @@ from scratchkit.profiles import get_profile
 from scratchkit.scratchpipe.capacity import ScratchpadTooSmall
 from scratchkit.trainers import available_trainers, make_trainer
 
-LABEL = {"description_width": "130px"}     # wide enough for "look-ahead depth" in JupyterLab's font
+LABEL = {"description_width": "130px"}  # wide enough for "look-ahead depth" in JupyterLab's font
 WIDE = widgets.Layout(width="470px")
 LOAD_FACTOR_STEP = 0.01
-SHOWN = 2000        # steps drawn: the latest, so a long run's redraws stay small
-CHUNK = 300         # steps a trainer is asked for at a time: ScratchPipe plans them all before its first
+SHOWN = 2000  # steps drawn: the latest, so a long run's redraws stay small
+CHUNK = 300  # steps a trainer is asked for at a time: ScratchPipe plans them all before its first
 
 
 def slider_words(error: BaseException, table_sizes, step: float = LOAD_FACTOR_STEP) -> str:
@@ -51,8 +52,10 @@ def slider_words(error: BaseException, table_sizes, step: float = LOAD_FACTOR_ST
         return f"{error.problem()} No load factor fits at this depth: lower the look-ahead depth."
     load_factor = math.ceil(round(share / step, 9)) * step
     rows = max(1, round(load_factor * min(table_sizes)))
-    return (f"{error.problem()} To train, move the load factor slider to {load_factor:.2f} or more "
-            f"({rows:,} rows of the smallest table), or lower the look-ahead depth.")
+    return (
+        f"{error.problem()} To train, move the load factor slider to {load_factor:.2f} or more "
+        f"({rows:,} rows of the smallest table), or lower the look-ahead depth."
+    )
 
 
 class TrainingDashboard(widgets.VBox):
@@ -62,22 +65,42 @@ class TrainingDashboard(widgets.VBox):
     ends the run after its current step and closes the trainer, which flushes its scratchpad.
     """
 
-    def __init__(self, config: TrainConfig | None = None, steps: int | None = None, every: float = 0.1,
-                 trainers: list[str] | None = None, load_factor: float = 0.25, depth: int = 2):
+    def __init__(
+        self,
+        config: TrainConfig | None = None,
+        steps: int | None = None,
+        every: float = 0.1,
+        trainers: list[str] | None = None,
+        load_factor: float = 0.25,
+        depth: int = 2,
+    ):
         self.config = config or get_profile("small")
         self.steps, self.every = steps, every
         names = trainers or available_trainers()
-        self.trainer = widgets.Dropdown(options=names, value="scratchpipe" if "scratchpipe" in names else names[0],
-                                        description="trainer", style=LABEL)
-        self.load_factor = widgets.FloatSlider(value=load_factor, min=0.02, max=1.0, step=LOAD_FACTOR_STEP,
-                                               description="load factor", continuous_update=False,
-                                               style=LABEL, layout=WIDE)
-        self.depth = widgets.IntSlider(value=depth, min=1, max=8, description="look-ahead depth",
-                                       continuous_update=False, style=LABEL, layout=WIDE)
+        self.trainer = widgets.Dropdown(
+            options=names,
+            value="scratchpipe" if "scratchpipe" in names else names[0],
+            description="trainer",
+            style=LABEL,
+        )
+        self.load_factor = widgets.FloatSlider(
+            value=load_factor,
+            min=0.02,
+            max=1.0,
+            step=LOAD_FACTOR_STEP,
+            description="load factor",
+            continuous_update=False,
+            style=LABEL,
+            layout=WIDE,
+        )
+        self.depth = widgets.IntSlider(
+            value=depth, min=1, max=8, description="look-ahead depth", continuous_update=False, style=LABEL, layout=WIDE
+        )
         self.start = widgets.Button(description="start", icon="play", button_style="success")
         self.stop = widgets.Button(description="stop", icon="stop", button_style="danger")
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="steps", style=LABEL,
-                                            layout=widgets.Layout(width="300px"))
+        self.progress = widgets.IntProgress(
+            value=0, min=0, max=1, description="steps", style=LABEL, layout=widgets.Layout(width="300px")
+        )
         self.status = widgets.HTML("Pick a trainer and press start.")
         self.figure = go.FigureWidget(training_curves(trainers=names, title="Live training"))
         self.figure.layout.height = 520
@@ -89,35 +112,50 @@ class TrainingDashboard(widgets.VBox):
             control.observe(self._on_setting, names="value")
         self.trainer.observe(lambda _: self._title(), names="value")
         self._title()
-        super().__init__([widgets.HBox([self.trainer, self.start, self.stop, self.progress]),
-                          widgets.HBox([self.load_factor, self.depth]), self.status, self.figure])
+        super().__init__(
+            [
+                widgets.HBox([self.trainer, self.start, self.stop, self.progress]),
+                widgets.HBox([self.load_factor, self.depth]),
+                self.status,
+                self.figure,
+            ]
+        )
 
     def train_config(self) -> TrainConfig:
-        cache = CacheParams(load_factor=self.load_factor.value, depth=self.depth.value,
-                            victim_policy=self.config.cache.victim_policy)
+        cache = CacheParams(
+            load_factor=self.load_factor.value, depth=self.depth.value, victim_policy=self.config.cache.victim_policy
+        )
         return self.config.replace(cache=cache)
 
     def _title(self, running: str | None = None) -> None:
         what = running or f"next: {self.trainer.value}"
-        self.figure.layout.title.text = (f"Live training ({what}, load factor {self.load_factor.value:.2f}, "
-                                         f"depth {self.depth.value})")
+        self.figure.layout.title.text = (
+            f"Live training ({what}, load factor {self.load_factor.value:.2f}, depth {self.depth.value})"
+        )
 
     def begin(self, stop_after: int | None = None) -> BackgroundRun:
         """Stop any run going, then train the picked trainer in a background thread (stopped
         after `stop_after` steps, as the stop button would, if given)."""
         self.end()
         name, config = self.trainer.value, self.train_config()
-        steps = min(self.steps or config.data.num_batches, config.data.num_batches)   # nor outlast its data
+        steps = min(self.steps or config.data.num_batches, config.data.num_batches)  # nor outlast its data
         self.progress.max, self.progress.value = steps, 0
         self.start.disabled, self.start.description = True, "starting..."
-        self.status.value = (f"starting <b>{html.escape(name)}</b> (load factor {self.load_factor.value:.2f}, "
-                             f"depth {self.depth.value}): building the trainer, its first step comes in about a "
-                             f"second; it trains {steps:,} steps unless you press stop")
+        self.status.value = (
+            f"starting <b>{html.escape(name)}</b> (load factor {self.load_factor.value:.2f}, "
+            f"depth {self.depth.value}): building the trainer, its first step comes in about a "
+            f"second; it trains {steps:,} steps unless you press stop"
+        )
         self._title(running=f"training {name}")
-        self.run = BackgroundRun(lambda: make_trainer(name, config), steps,
-                                 on_records=lambda records: self._draw(name, records), every=self.every,
-                                 on_finish=lambda run: self._finished(name, run), stop_after=stop_after,
-                                 chunk=CHUNK)
+        self.run = BackgroundRun(
+            lambda: make_trainer(name, config),
+            steps,
+            on_records=lambda records: self._draw(name, records),
+            every=self.every,
+            on_finish=lambda run: self._finished(name, run),
+            stop_after=stop_after,
+            chunk=CHUNK,
+        )
         return self.run.start()
 
     def end(self) -> None:
@@ -141,7 +179,9 @@ class TrainingDashboard(widgets.VBox):
             words = slider_words(run.error, self.config.data.table_sizes)
             self.status.value = f"<b>{html.escape(name)} stopped with an error</b>: {html.escape(words)}"
         else:
-            self.status.value += f" &mdash; {'stopped' if len(run.records) < run.steps else 'finished'}, trainer closed."
+            self.status.value += (
+                f" &mdash; {'stopped' if len(run.records) < run.steps else 'finished'}, trainer closed."
+            )
 
     def _on_setting(self, change) -> None:
         self._title()
@@ -162,6 +202,8 @@ class TrainingDashboard(widgets.VBox):
             self.progress.value = len(records)
             last = records[-1]
             hit = "-" if last.hits is None else f"{last.hits / max(last.lookups, 1):.3f}"
-            self.status.value = (f"<b>{html.escape(name)}</b>: step {len(records):,} of {self.progress.max:,} "
-                                 f"(stop ends it), {series['samples_per_s'][-1]:,.0f} samples/s, "
-                                 f"loss {last.loss:.4f}, hit rate {hit}")
+            self.status.value = (
+                f"<b>{html.escape(name)}</b>: step {len(records):,} of {self.progress.max:,} "
+                f"(stop ends it), {series['samples_per_s'][-1]:,.0f} samples/s, "
+                f"loss {last.loss:.4f}, hit rate {hit}"
+            )

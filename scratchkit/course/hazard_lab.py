@@ -14,6 +14,7 @@ needs bad timing to show up: with the write-back ordering off, `slow_write_back`
 every Write-back play a busy host and make the race show in a few steps. (With the ordering on,
 Collect waits for the write-back however slow it is, so the sleep would change only the timeline.)
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,15 +39,15 @@ from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
 class LabResult:
     hazards: Hazards
     records: list[StepRecord]
-    baseline_losses: np.ndarray     # [steps]
-    max_abs_diff: float             # largest difference of any final embedding row vs the baseline
+    baseline_losses: np.ndarray  # [steps]
+    max_abs_diff: float  # largest difference of any final embedding row vs the baseline
     events: EventLog
-    capacities: list[int]           # scratchpad slots per table
+    capacities: list[int]  # scratchpad slots per table
 
     @property
     def loss_gap(self) -> np.ndarray:
         """[steps] |loss - baseline loss|: zero while the run is exact."""
-        return np.abs(np.array([r.loss for r in self.records]) - self.baseline_losses[:len(self.records)])
+        return np.abs(np.array([r.loss for r in self.records]) - self.baseline_losses[: len(self.records)])
 
     @property
     def train_hit_rate(self) -> np.ndarray:
@@ -68,17 +69,23 @@ class LabResult:
         lines = []
         wrong = int(sum(r.lookups - r.hits for r in self.records))
         if wrong:
-            lines.append(f"Invariant 1 (100% hits in Train) broke: {wrong} lookups found another id "
-                         f"in their slot, because Plan evicted slots still held by a batch in flight "
-                         f"(invariant 4).")
+            lines.append(
+                f"Invariant 1 (100% hits in Train) broke: {wrong} lookups found another id "
+                f"in their slot, because Plan evicted slots still held by a batch in flight "
+                f"(invariant 4)."
+            )
         if self.stale_reads:
-            lines.append(f"Invariant 3 (no stale reads) broke: {self.stale_reads} rows were read from "
-                         f"the host before their write-back had landed.")
+            lines.append(
+                f"Invariant 3 (no stale reads) broke: {self.stale_reads} rows were read from "
+                f"the host before their write-back had landed."
+            )
         if self.max_abs_diff > 0:
             step = self.first_divergence
             where = f"; the loss first differs at step {step}" if step is not None else ""
-            lines.append(f"Invariant 2 (exactness) broke: the final rows differ from the baseline's by "
-                         f"up to {self.max_abs_diff:.2e}{where}.")
+            lines.append(
+                f"Invariant 2 (exactness) broke: the final rows differ from the baseline's by "
+                f"up to {self.max_abs_diff:.2e}{where}."
+            )
         return lines or ["Every invariant held: the run equals the baseline bit for bit."]
 
 
@@ -93,8 +100,9 @@ class HazardLab:
         self.steps, self.slow_write_back = steps, slow_write_back
         minimum = max(minimum_capacities(SyntheticSource(config.data), config.cache.depth, 0, steps))
         # the smallest scratchpad the data allows: Plan must evict on most batches
-        self.config = config.replace(cache=CacheParams(capacity=minimum, depth=config.cache.depth,
-                                                       victim_policy=config.cache.victim_policy))
+        self.config = config.replace(
+            cache=CacheParams(capacity=minimum, depth=config.cache.depth, victim_policy=config.cache.victim_policy)
+        )
         self._baseline: tuple[np.ndarray, list] | None = None
         # one run at a time: a run trained ahead (RunsAhead) and one asked for now would share the
         # CPU, and the baseline is trained by whichever comes first
@@ -113,8 +121,12 @@ class HazardLab:
         if stage is Stage.WRITE_BACK and self.slow_write_back:
             time.sleep(self.slow_write_back)
 
-    def run(self, hazards: Hazards = Hazards(),
-            on_step: Callable[[list[StepRecord]], None] | None = None, planner=PlanIn.AUTO) -> LabResult:
+    def run(
+        self,
+        hazards: Hazards = Hazards(),
+        on_step: Callable[[list[StepRecord]], None] | None = None,
+        planner=PlanIn.AUTO,
+    ) -> LabResult:
         """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
         called after every step (a widget draws its progress and the partial result); `planner`:
         the trainer's (a planner of your own: scratchpipe/own_planner.py)."""
@@ -149,8 +161,9 @@ class RunsAhead:
     the same setting gets a new one.
     """
 
-    def __init__(self, lab: HazardLab, prepare: Callable[[LabResult], object] = lambda result: None,
-                 pause: float = 0.0):
+    def __init__(
+        self, lab: HazardLab, prepare: Callable[[LabResult], object] = lambda result: None, pause: float = 0.0
+    ):
         """`pause`: seconds the background waits before the runs each `expect` queues, so that the
         page draws what a click sent without a training run taking the CPU from it."""
         self.lab, self.prepare, self.pause = lab, prepare, pause
@@ -174,6 +187,7 @@ class RunsAhead:
                     left.pop()
                     if not left:
                         then()
+
             for future in list(left):
                 future.add_done_callback(one_done)
 
@@ -183,14 +197,15 @@ class RunsAhead:
         if future is not None:
             future.exception(timeout=timeout)
 
-    def take(self, hazards: Hazards, on_step: Callable[[list[StepRecord]], None] | None = None
-             ) -> tuple[LabResult, object, bool]:
+    def take(
+        self, hazards: Hazards, on_step: Callable[[list[StepRecord]], None] | None = None
+    ) -> tuple[LabResult, object, bool]:
         future = self._queued.pop(hazards, None)
-        if future is not None and not future.cancel():     # under way or done: its run, or its error
+        if future is not None and not future.cancel():  # under way or done: its run, or its error
             try:
                 return (*future.result(), True)
             except Exception:
-                pass                                        # trained again below, where it is seen
+                pass  # trained again below, where it is seen
         return (*self._run_and_prepare(hazards, on_step), False)
 
     def _run_and_prepare(self, hazards: Hazards, on_step=None) -> tuple[LabResult, object]:

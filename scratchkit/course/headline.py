@@ -11,6 +11,7 @@ host's memory serves): the peers of trainers/registry.py.
     headline_markdown(record)    both as Markdown tables (the README, by scripts/render_results.py)
     recorded()                   the record itself, read from the repository's results/
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,15 @@ from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER, TrainerKind, v
 
 RECORD = Path(__file__).resolve().parents[2] / "results" / "projections.json"
 SERVER = "h100-pcie5"
-PIPELINE = TrainerKind.SCRATCHPIPE_DEVICE.value   # the ratios: ScratchPipe as its authors build it, on the GPU
-DESIGNS = (BASELINE, TrainerKind.PREFETCH_LRU.value, PRODUCTION_PEER, TrainerKind.SCRATCHPIPE.value, PIPELINE,
-           TrainerKind.GPU_ONLY.value)
+PIPELINE = TrainerKind.SCRATCHPIPE_DEVICE.value  # the ratios: ScratchPipe as its authors build it, on the GPU
+DESIGNS = (
+    BASELINE,
+    TrainerKind.PREFETCH_LRU.value,
+    PRODUCTION_PEER,
+    TrainerKind.SCRATCHPIPE.value,
+    PIPELINE,
+    TrainerKind.GPU_ONLY.value,
+)
 
 
 def recorded(path: Path = RECORD) -> dict:
@@ -43,8 +50,10 @@ def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[l
     return head, rows
 
 
-PEER_CAPTION = (f"{PIPELINE}'s samples/s over {PRODUCTION_PEER}'s on each server of the same run "
-                f"(in brackets, the stage that bounds {PRODUCTION_PEER})")
+PEER_CAPTION = (
+    f"{PIPELINE}'s samples/s over {PRODUCTION_PEER}'s on each server of the same run "
+    f"(in brackets, the stage that bounds {PRODUCTION_PEER})"
+)
 
 
 def peer_rows(record: dict) -> tuple[list[str], list[list[str]]]:
@@ -52,17 +61,25 @@ def peer_rows(record: dict) -> tuple[list[str], list[list[str]]]:
     peer's, and the stage that bounds the peer there (where the two differ, why)."""
     servers = list(next(iter(record["figures"].values()))[PIPELINE])
     head = ["workload"] + servers
-    rows = [[workload] + [f"{trainers[PIPELINE][s][versus(PRODUCTION_PEER)]:.2f} "
-                          f"({trainers[PRODUCTION_PEER][s]['bound_stage']})" for s in servers]
-            for workload, trainers in record["figures"].items()]
+    rows = [
+        [workload]
+        + [
+            f"{trainers[PIPELINE][s][versus(PRODUCTION_PEER)]:.2f} ({trainers[PRODUCTION_PEER][s]['bound_stage']})"
+            for s in servers
+        ]
+        for workload, trainers in record["figures"].items()
+    ]
     return head, rows
 
 
 def caption(record: dict, server: str = SERVER, dated: bool = True) -> str:
     """Where the figures come from: the run that recorded them (undated for a guide, whose runs'
     dates live in docs/results.md)."""
-    run = (f"`{record['command']}`, commit {record['commit']}, {record['date']}" if dated else
-           "results/projections.json, whose command, commit and date docs/results.md gives")
+    run = (
+        f"`{record['command']}`, commit {record['commit']}, {record['date']}"
+        if dated
+        else "results/projections.json, whose command, commit and date docs/results.md gives"
+    )
     return f"projected on {server}: thousands of samples/s and the stage that bounds each; {run}"
 
 
@@ -81,5 +98,8 @@ def markdown(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def headline_markdown(record: dict, server: str = SERVER) -> str:
-    return "\n".join(markdown(*headline_rows(record, server)) + ["", caption(record, server, dated=False) + ".", "",
-                                                                     PEER_CAPTION + ":", ""] + markdown(*peer_rows(record)))
+    return "\n".join(
+        markdown(*headline_rows(record, server))
+        + ["", caption(record, server, dated=False) + ".", "", PEER_CAPTION + ":", ""]
+        + markdown(*peer_rows(record))
+    )

@@ -11,6 +11,7 @@ per trace:
     lookahead  ScratchPipe's look-forward cache hits 100% once the capacity holds the working set
                of the D+1 batches in flight (`scratchkit.sim.min_capacity`), and cannot run below
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -40,14 +41,14 @@ class HitCurves:
             raise ValueError(f"points must be >= 2, got {points}")
         self.data, self.table, self.num_batches = data, table, num_batches
         self.num_rows = int(data.table_sizes[table])
-        self.batch_lookups = data.batch_size * data.pooling       # B * L lookups per batch
+        self.batch_lookups = data.batch_size * data.pooling  # B * L lookups per batch
         low = max(1, self.num_rows // 200)
         self.capacities = np.unique(np.geomspace(low, self.num_rows, points).round().astype(np.int64))
         self._traces: dict[float, np.ndarray] = {}
         self._curves: dict[tuple, np.ndarray] = {}
         self._lru: dict[float, np.ndarray] = {}
         self._needed: dict[tuple, int] = {}
-        self._rates: dict[tuple, float] = {}     # (zipf, policy, capacity) -> exact hit rate, once
+        self._rates: dict[tuple, float] = {}  # (zipf, policy, capacity) -> exact hit rate, once
 
     @property
     def load_factors(self) -> np.ndarray:
@@ -58,8 +59,7 @@ class HitCurves:
         zipf = round(float(zipf), 6)
         if zipf not in self._traces:
             source = SyntheticSource(replace(self.data, zipf=zipf))
-            self._traces[zipf] = np.concatenate([source.batch(b).ids[self.table]
-                                                 for b in range(self.num_batches)])
+            self._traces[zipf] = np.concatenate([source.batch(b).ids[self.table] for b in range(self.num_batches)])
         return self._traces[zipf]
 
     def needed(self, zipf: float, depth: int) -> int:
@@ -75,7 +75,7 @@ class HitCurves:
         if key not in self._lru:
             curve = lru_mrc(self.trace(zipf))
             hits = np.full(self.num_rows, curve.hits[-1] if curve.hits.size else 0, dtype=np.int64)
-            hits[:curve.hits.size] = curve.hits[:self.num_rows]
+            hits[: curve.hits.size] = curve.hits[: self.num_rows]
             self._lru[key] = hits
         return self._lru[key]
 
@@ -101,9 +101,9 @@ class HitCurves:
 
     def _static_hits(self, trace: np.ndarray) -> np.ndarray:
         """Static hits at every grid capacity: pin the K hottest profiled ids; count their lookups."""
-        ranked = hot_set(trace, int(self.capacities[-1]), DEFAULT_PREFIX_SHARE)   # hottest first
+        ranked = hot_set(trace, int(self.capacities[-1]), DEFAULT_PREFIX_SHARE)  # hottest first
         ids, counts = np.unique(trace, return_counts=True)
-        where = np.searchsorted(ids, ranked)                    # every ranked id occurs in the trace
+        where = np.searchsorted(ids, ranked)  # every ranked id occurs in the trace
         served = np.concatenate([[0], np.cumsum(counts[where])])
         return served[np.minimum(self.capacities, ranked.size)]
 
@@ -120,7 +120,7 @@ class HitCurves:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
         key = (round(float(zipf), 6), policy, capacity)
-        if key not in self._rates:       # one simulation (lfu ~30 ms, opt ~50 ms), then remembered
+        if key not in self._rates:  # one simulation (lfu ~30 ms, opt ~50 ms), then remembered
             self._rates[key] = simulate(trace, policy, capacity).hit_rate
         return self._rates[key]
 

@@ -10,6 +10,7 @@ trainer's `close()` (which flushes a cache or scratchpad to the host tables) alw
 `BenchProgress` is one progress bar over a `run_bench` call's trainers (its `wrap` argument), so a
 benchmark cell that takes seconds shows how far it is.
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,10 +39,16 @@ class BackgroundRun:
             as long at each chunk's start.
     """
 
-    def __init__(self, make_trainer: Callable[[], Trainer], steps: int,
-                 on_records: Callable[[list[StepRecord]], None] | None = None, every: float = 0.1,
-                 on_finish: Callable[["BackgroundRun"], None] | None = None, stop_after: int | None = None,
-                 chunk: int | None = None):
+    def __init__(
+        self,
+        make_trainer: Callable[[], Trainer],
+        steps: int,
+        on_records: Callable[[list[StepRecord]], None] | None = None,
+        every: float = 0.1,
+        on_finish: Callable[["BackgroundRun"], None] | None = None,
+        stop_after: int | None = None,
+        chunk: int | None = None,
+    ):
         if steps <= 0:
             raise ValueError(f"steps must be positive, got {steps}")
         if every < 0:
@@ -55,7 +62,7 @@ class BackgroundRun:
         self.chunk = chunk or steps
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
-        self.closed = False          # True once the trainer's close() has run
+        self.closed = False  # True once the trainer's close() has run
         self.trainer: Trainer | None = None
 
     @property
@@ -95,10 +102,10 @@ class BackgroundRun:
                 while len(self._records) < self.steps and not self._stopping():
                     last = self._train_chunk(min(self.chunk, self.steps - len(self._records)), last)
             finally:
-                self.trainer.close()       # flush: the host tables are complete again
+                self.trainer.close()  # flush: the host tables are complete again
                 self.closed = True
             self._notify()
-        except BaseException as error:     # noqa: BLE001 - kept for the caller, never printed
+        except BaseException as error:  # noqa: BLE001 - kept for the caller, never printed
             self.error = error
         finally:
             if self._on_finish is not None:
@@ -106,7 +113,6 @@ class BackgroundRun:
                     self._on_finish(self)
                 except BaseException as error:  # noqa: BLE001
                     self.error = self.error or error
-
 
     def _stopping(self) -> bool:
         return self._stop.is_set() or len(self._records) == self._stop_after
@@ -124,7 +130,7 @@ class BackgroundRun:
                 if self._stopping():
                     break
         finally:
-            steps.close()                  # end the trainer's loop (a pipeline stops its threads)
+            steps.close()  # end the trainer's loop (a pipeline stops its threads)
         return last
 
 

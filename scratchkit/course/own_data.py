@@ -5,6 +5,7 @@ rows). The real 7,200-row Criteo Kaggle sample is read where you place it
 (`datasets/real/criteo-kaggle-sample/train.tsv`, scratchkit/data/samples.py) when it is there; a user's
 own file wins over both.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,8 +33,7 @@ def lru_and_opt(trace: np.ndarray, points: int = 12):
     lru = profile_lru(trace)
     capacities = np.unique(np.geomspace(1, lru.unique_ids, points).astype(np.int64))
     opt = opt_mrc(trace, capacities)
-    lru_hits = np.array([lru.hits[min(c, lru.hits.size) - 1] if lru.hits.size else 0
-                         for c in capacities])
+    lru_hits = np.array([lru.hits[min(c, lru.hits.size) - 1] if lru.hits.size else 0 for c in capacities])
     return capacities, {"LRU": lru_hits / trace.size, "OPT": np.asarray(opt.hits) / trace.size}
 
 

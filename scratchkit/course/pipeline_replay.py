@@ -12,6 +12,7 @@ Other events are in effect once they have ended by the moment's time; the moment
 shown as it happens (a Plan's victims, an Insert's new rows, a Write-back's outgoing rows). A
 victim that a batch in flight still holds is a CONFLICT: invariant 4 broken (the hazard lab).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,25 +26,25 @@ STAGE_ORDER = list(Stage)
 
 
 class SlotState(IntEnum):
-    FREE = 0        # no row yet
-    RESIDENT = 1    # holds a row that no batch in flight needs: a candidate victim
-    HELD = 2        # used by a planned batch that has not trained yet (see `holders`)
-    VICTIM = 3      # this moment's Plan evicts it / this Write-back sends its old row home
-    INSERTED = 4    # this moment's Insert wrote a fetched row here
-    CONFLICT = 5    # a victim that a batch in flight still holds: a hazard
+    FREE = 0  # no row yet
+    RESIDENT = 1  # holds a row that no batch in flight needs: a candidate victim
+    HELD = 2  # used by a planned batch that has not trained yet (see `holders`)
+    VICTIM = 3  # this moment's Plan evicts it / this Write-back sends its old row home
+    INSERTED = 4  # this moment's Insert wrote a fetched row here
+    CONFLICT = 5  # a victim that a batch in flight still holds: a hazard
 
 
 @dataclass(frozen=True)
 class Moment:
-    index: int                      # position among the stage events, in start order
-    event: StageEvent               # the event this moment shows
-    time: float                     # its start, seconds since the log's origin
-    stage_batches: dict             # Stage -> (batch, running: bool) of the latest event started
-    slot_ids: np.ndarray            # [capacity] id in each slot, -1 = free
-    holders: np.ndarray             # [capacity] newest batch holding each slot, -1 = none
-    states: np.ndarray              # [capacity] SlotState values
-    decision: PlanDecision | None   # Plan's decision for the event's batch and this table
-    words: str                      # the event in a sentence
+    index: int  # position among the stage events, in start order
+    event: StageEvent  # the event this moment shows
+    time: float  # its start, seconds since the log's origin
+    stage_batches: dict  # Stage -> (batch, running: bool) of the latest event started
+    slot_ids: np.ndarray  # [capacity] id in each slot, -1 = free
+    holders: np.ndarray  # [capacity] newest batch holding each slot, -1 = none
+    states: np.ndarray  # [capacity] SlotState values
+    decision: PlanDecision | None  # Plan's decision for the event's batch and this table
+    words: str  # the event in a sentence
 
     def count(self, state: SlotState) -> int:
         return int((self.states == state).sum())
@@ -67,9 +68,11 @@ class _Pad:
         for name in ("slots", "victim_slots"):
             s = getattr(d, name)
             if s.size and (s.min() < 0 or s.max() >= cap):
-                raise ValueError(f"plan of batch {d.batch}, table {d.table}: {name} hold slot "
-                                 f"{int(s.max() if s.max() >= cap else s.min())}, outside the "
-                                 f"capacity {cap}; pass the scratchpad's real capacity")
+                raise ValueError(
+                    f"plan of batch {d.batch}, table {d.table}: {name} hold slot "
+                    f"{int(s.max() if s.max() >= cap else s.min())}, outside the "
+                    f"capacity {cap}; pass the scratchpad's real capacity"
+                )
 
     def plan(self, d: PlanDecision) -> None:
         self.check(d)
@@ -90,14 +93,18 @@ def _words(event: StageEvent, d: PlanDecision | None, table: int, conflicts: np.
         return f"{stage.value.replace('_', '-').title()}({b}): no plan recorded for table {table}."
     free = d.misses - d.victim_ids.size
     if stage is Stage.PLAN:
-        text = (f"Plan({b}), table {table}: {d.unique_ids.size} unique ids, {d.hits} hits, "
-                f"{d.misses} misses. {free} misses take free slots")
+        text = (
+            f"Plan({b}), table {table}: {d.unique_ids.size} unique ids, {d.hits} hits, "
+            f"{d.misses} misses. {free} misses take free slots"
+        )
         if d.victim_ids.size:
-            text += (f", {d.victim_ids.size} evict victims (ids {_ids_text(d.victim_ids)})")
+            text += f", {d.victim_ids.size} evict victims (ids {_ids_text(d.victim_ids)})"
         text += f". All {d.unique_ids.size} slots are now held by batch {b}."
         if conflicts.size:
-            text += (f" HAZARD: victim slots {_ids_text(conflicts)} are still held by a batch in "
-                     f"flight (invariant 4, no eviction of held slots).")
+            text += (
+                f" HAZARD: victim slots {_ids_text(conflicts)} are still held by a batch in "
+                f"flight (invariant 4, no eviction of held slots)."
+            )
         return text
     if stage is Stage.COLLECT:
         return f"Collect({b}): gather the {d.misses} missed rows from the host tables into a staging buffer."
@@ -110,8 +117,10 @@ def _words(event: StageEvent, d: PlanDecision | None, table: int, conflicts: np.
         if not d.victim_ids.size:
             return f"Write-back({b}): no victims, nothing to write back."
         return f"Write-back({b}): scatter {d.victim_ids.size} victim rows (ids {_ids_text(d.victim_ids)}) into the host tables."
-    return (f"Train({b}): forward, backward and update through {d.unique_ids.size} slots, "
-            f"every lookup a hit; then batch {b}'s holds are released.")
+    return (
+        f"Train({b}): forward, backward and update through {d.unique_ids.size} slots, "
+        f"every lookup a hit; then batch {b}'s holds are released."
+    )
 
 
 def replay(log: EventLog, table: int = 0, capacity: int | None = None) -> list[Moment]:
@@ -133,8 +142,10 @@ def replay(log: EventLog, table: int = 0, capacity: int | None = None) -> list[M
     # effects: a Plan's decision and a Train's release, each in force once the event has ended and
     # never before the event itself (zero-length events in a hand-made log keep their order)
     position = {id(e): i for i, e in enumerate(events)}
-    pending = sorted((e for e in events if e.stage in (Stage.PLAN, Stage.TRAIN) and e.batch in decisions),
-                     key=lambda e: (e.end, position[id(e)]))
+    pending = sorted(
+        (e for e in events if e.stage in (Stage.PLAN, Stage.TRAIN) and e.batch in decisions),
+        key=lambda e: (e.end, position[id(e)]),
+    )
     pad, moments = _Pad(capacity), []
     for index, event in enumerate(events):
         ready = [e for e in pending if e.end <= event.start and position[id(e)] < index]
@@ -163,8 +174,19 @@ def replay(log: EventLog, table: int = 0, capacity: int | None = None) -> list[M
         states[holders >= 0] = SlotState.HELD
         for state, slots in marks.items():
             states[slots] = state
-        moments.append(Moment(index, event, event.start, _stage_batches(events[:index + 1], event.start),
-                              slot_ids, holders, states, d, _words(event, d, table, conflicts)))
+        moments.append(
+            Moment(
+                index,
+                event,
+                event.start,
+                _stage_batches(events[: index + 1], event.start),
+                slot_ids,
+                holders,
+                states,
+                d,
+                _words(event, d, table, conflicts),
+            )
+        )
     return moments
 
 
@@ -178,5 +200,6 @@ def _stage_batches(started: list[StageEvent], time: float) -> dict:
 
 def describe_stages(moment: Moment) -> str:
     """'plan: batch 4 (running) | collect: batch 3 (done) | ...' for the stages seen so far."""
-    return " | ".join(f"{s.value}: batch {b} ({'running' if running else 'done'})"
-                      for s, (b, running) in moment.stage_batches.items())
+    return " | ".join(
+        f"{s.value}: batch {b} ({'running' if running else 'done'})" for s, (b, running) in moment.stage_batches.items()
+    )

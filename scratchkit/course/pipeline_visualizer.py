@@ -8,6 +8,7 @@ moments pipeline_replay.py's, its figure viz/pipeline.py's; this class only wire
 the figure. A rerun slower than about half a second disables its controls, says it is working,
 and draws what it has as it goes.
 """
+
 from __future__ import annotations
 
 import html
@@ -28,15 +29,18 @@ from scratchkit.trainers.scratchpipe import Hazards
 
 
 def _swatch(colour: str, text: str) -> str:
-    return (f'<span style="display:inline-block;width:0.9em;height:0.9em;background:{colour};'
-            f'border:1px solid #888;vertical-align:middle;margin-right:3px"></span>{html.escape(text)}')
+    return (
+        f'<span style="display:inline-block;width:0.9em;height:0.9em;background:{colour};'
+        f'border:1px solid #888;vertical-align:middle;margin-right:3px"></span>{html.escape(text)}'
+    )
 
 
 def visualizer_config() -> TrainConfig:
     """A run small enough to read slot by slot: 2 tables, 8 samples of 2 ids, depth 2."""
     config = get_profile("tiny")
-    return config.replace(data=replace(config.data, table_sizes=(200, 100), batch_size=8, pooling=2),
-                          cache=CacheParams(depth=2))
+    return config.replace(
+        data=replace(config.data, table_sizes=(200, 100), batch_size=8, pooling=2), cache=CacheParams(depth=2)
+    )
 
 
 class PipelineVisualizer(widgets.VBox):
@@ -52,28 +56,43 @@ class PipelineVisualizer(widgets.VBox):
     click away are trained.
     """
 
-    def __init__(self, lab: HazardLab | None = None, table: int = 0, columns: int = 12,
-                 result: LabResult | None = None):
+    def __init__(
+        self, lab: HazardLab | None = None, table: int = 0, columns: int = 12, result: LabResult | None = None
+    ):
         """`result`: a run of `lab` already trained (with every rule on) to show first, instead
         of training one now (about 2 s)."""
         self.lab = lab or HazardLab(visualizer_config(), steps=12)
         self.ahead = RunsAhead(self.lab, prepare=self._drawing, pause=1.0)
-        self.trained_ahead = False       # whether the run shown was trained before it was asked for
+        self.trained_ahead = False  # whether the run shown was trained before it was asked for
         self._runs_asked = 0
         self.table, self.columns = table, columns
-        self.holds = widgets.Checkbox(value=True, description="holds (invariant 4)", indent=False,
-                                      layout=widgets.Layout(width="170px"))
-        self.write_back_order = widgets.Checkbox(value=True, description="write-back before collect (invariant 3)",
-                                                 indent=False, layout=widgets.Layout(width="300px"))
-        self.rerun = widgets.Button(description="rerun", icon="refresh", tooltip="train the run again",
-                                    layout=widgets.Layout(width="110px"))
+        self.holds = widgets.Checkbox(
+            value=True, description="holds (invariant 4)", indent=False, layout=widgets.Layout(width="170px")
+        )
+        self.write_back_order = widgets.Checkbox(
+            value=True,
+            description="write-back before collect (invariant 3)",
+            indent=False,
+            layout=widgets.Layout(width="300px"),
+        )
+        self.rerun = widgets.Button(
+            description="rerun", icon="refresh", tooltip="train the run again", layout=widgets.Layout(width="110px")
+        )
         self.progress = widgets.IntProgress(value=0, min=0, max=self.lab.steps, layout=widgets.Layout(width="160px"))
-        self.back = widgets.Button(description="step back", icon="step-backward", tooltip="step back",
-                                   layout=widgets.Layout(width="110px"))
-        self.forward = widgets.Button(description="step", icon="step-forward", tooltip="step forward",
-                                      layout=widgets.Layout(width="90px"))
-        self.moment = widgets.IntSlider(value=0, min=0, max=1, description="moment",
-                                        style={"description_width": "60px"}, layout=widgets.Layout(width="430px"))
+        self.back = widgets.Button(
+            description="step back", icon="step-backward", tooltip="step back", layout=widgets.Layout(width="110px")
+        )
+        self.forward = widgets.Button(
+            description="step", icon="step-forward", tooltip="step forward", layout=widgets.Layout(width="90px")
+        )
+        self.moment = widgets.IntSlider(
+            value=0,
+            min=0,
+            max=1,
+            description="moment",
+            style={"description_width": "60px"},
+            layout=widgets.Layout(width="430px"),
+        )
         self.play = widgets.Play(value=0, min=0, max=1, interval=600, description="play")
         widgets.link((self.play, "value"), (self.moment, "value"))
         self.stages = widgets.HTML()
@@ -91,10 +110,26 @@ class PipelineVisualizer(widgets.VBox):
         if result is not None and result.hazards != Hazards():
             raise ValueError(f"result was trained with {result.hazards}; the switches start with every rule on")
         self.run(result)
-        super().__init__([widgets.HBox([self.back, self.forward, self.play, self.moment]),
-                          widgets.HBox([widgets.HTML('<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")),
-                                        self.holds, self.write_back_order, self.rerun, self.progress]),
-                          self.stages, self.words, self.figure, self.verdict])
+        super().__init__(
+            [
+                widgets.HBox([self.back, self.forward, self.play, self.moment]),
+                widgets.HBox(
+                    [
+                        widgets.HTML(
+                            '<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")
+                        ),
+                        self.holds,
+                        self.write_back_order,
+                        self.rerun,
+                        self.progress,
+                    ]
+                ),
+                self.stages,
+                self.words,
+                self.figure,
+                self.verdict,
+            ]
+        )
 
     @property
     def current(self) -> Moment:
@@ -131,13 +166,16 @@ class PipelineVisualizer(widgets.VBox):
         # the runs one click away: each switch flipped, then a rerun of this setting; the bar
         # turns green once they are trained (a click then only draws)
         asked = self._runs_asked
-        self.ahead.expect(replace(hazards, holds=not hazards.holds),
-                          replace(hazards, write_back_order=not hazards.write_back_order), hazards,
-                          then=lambda: self._ready(asked))
+        self.ahead.expect(
+            replace(hazards, holds=not hazards.holds),
+            replace(hazards, write_back_order=not hazards.write_back_order),
+            hazards,
+            then=lambda: self._ready(asked),
+        )
         return self.result
 
     def _ready(self, asked: int) -> None:
-        if asked == self._runs_asked:       # no other run asked for since
+        if asked == self._runs_asked:  # no other run asked for since
             self.progress.bar_style = "success"
 
     def _drawing(self, result: LabResult) -> tuple[list[Moment], go.Figure]:
@@ -155,7 +193,7 @@ class PipelineVisualizer(widgets.VBox):
         if first:
             self.figure = go.FigureWidget(fresh)
         with self.figure.batch_update():
-            if not first:    # the data only: a trace given a new uid is dropped and drawn anew
+            if not first:  # the data only: a trace given a new uid is dropped and drawn anew
                 for old, new in zip(self.figure.data, fresh.data):
                     old.update({k: v for k, v in new.to_plotly_json().items() if k not in ("uid", "type")})
                 self._gap_axis(self.result.loss_gap)
@@ -163,7 +201,7 @@ class PipelineVisualizer(widgets.VBox):
             if self.moment.value == 0:
                 self.show()
             else:
-                self.moment.value = 0          # shows it (the slider's observer)
+                self.moment.value = 0  # shows it (the slider's observer)
         self.verdict.value = "<br>".join(html.escape(line) for line in self.result.verdict())
 
     def _partial(self, records) -> None:
@@ -171,7 +209,7 @@ class PipelineVisualizer(widgets.VBox):
         self.progress.value, self.rerun.description = len(records), "training..."
         if self.figure is None:
             return
-        losses = self.lab.baseline()[0][:len(records)]
+        losses = self.lab.baseline()[0][: len(records)]
         steps = [r.step for r in records]
         with self.figure.batch_update():
             hit = trace_named(self.figure, "Train hit rate")
@@ -204,8 +242,14 @@ class PipelineVisualizer(widgets.VBox):
                 state = "running" if running else "done"
                 chips.append(_swatch(batch_colour(b), f"{stage.value}: batch {b} ({state})"))
         self.stages.value = " &nbsp; ".join(chips)
-        counts = [(FREE, "free", SlotState.FREE), (RESIDENT, "resident", SlotState.RESIDENT),
-                  (batch_colour(m.event.batch), "held", SlotState.HELD), (VICTIM, "victim", SlotState.VICTIM),
-                  (INSERTED, "just inserted", SlotState.INSERTED), (CONFLICT, "hazard", SlotState.CONFLICT)]
-        self.words.value = (f"<b>{html.escape(m.words)}</b><br>slots now: " +
-                            " &nbsp; ".join(_swatch(c, f"{m.count(s)} {n}") for c, n, s in counts))
+        counts = [
+            (FREE, "free", SlotState.FREE),
+            (RESIDENT, "resident", SlotState.RESIDENT),
+            (batch_colour(m.event.batch), "held", SlotState.HELD),
+            (VICTIM, "victim", SlotState.VICTIM),
+            (INSERTED, "just inserted", SlotState.INSERTED),
+            (CONFLICT, "hazard", SlotState.CONFLICT),
+        ]
+        self.words.value = f"<b>{html.escape(m.words)}</b><br>slots now: " + " &nbsp; ".join(
+            _swatch(c, f"{m.count(s)} {n}") for c, n, s in counts
+        )

@@ -9,6 +9,7 @@ the working sets of its batches, and the rows the kit's own planner and a batch-
 move), so a notebook draws the whole map in seconds. `course.viz.projections.speedup_figure`
 draws it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -31,16 +32,21 @@ class SpeedupGrid:
     profile: str
     zipfs: tuple[float, ...]
     table_rows: tuple[int, ...]
-    capacity: int                                   # cache and scratchpad rows per table
-    peer: str = PRODUCTION_PEER                     # whose speed `over_peer` divides by
+    capacity: int  # cache and scratchpad rows per table
+    peer: str = PRODUCTION_PEER  # whose speed `over_peer` divides by
     speedup: dict[str, np.ndarray] = field(default_factory=dict)
-    over_peer: dict[str, np.ndarray] = field(default_factory=dict)   # samples/s over the production peer's
-    bound: dict[str, list[list[str]]] = field(default_factory=dict)   # the stage that bounds each point
+    over_peer: dict[str, np.ndarray] = field(default_factory=dict)  # samples/s over the production peer's
+    bound: dict[str, list[list[str]]] = field(default_factory=dict)  # the stage that bounds each point
 
 
-def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
-                 zipfs=(0.6, 0.8, 1.0, 1.2), scales=(0.05, 0.25, 1.0), trainers=COMPARED,
-                 batches: int = 8) -> SpeedupGrid:
+def speedup_grid(
+    hardware: str = "h100-pcie5",
+    profile: str = "embedding-bound",
+    zipfs=(0.6, 0.8, 1.0, 1.2),
+    scales=(0.05, 0.25, 1.0),
+    trainers=COMPARED,
+    batches: int = 8,
+) -> SpeedupGrid:
     """The profile at each `scale` (its tables' rows; the cache keeps its rows per table) and each
     Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's (`speedup`) and
     over the production peer's (`over_peer`). The tables of the embedding-bound profiles are
@@ -58,7 +64,7 @@ def speedup_grid(hardware: str = "h100-pcie5", profile: str = "embedding-bound",
             config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))
             projected = project_config(config, [*peers, *trainers], [hardware], batches, sample_tables=1)
             speed = {row[hardware].trainer: row[hardware].samples_per_s for row in projected}
-            for row in projected[len(peers):]:
+            for row in projected[len(peers) :]:
                 name = row[hardware].trainer
                 grid.speedup[name][i, j] = speed[name] / speed[BASELINE]
                 grid.over_peer[name][i, j] = speed[name] / speed[PRODUCTION_PEER]

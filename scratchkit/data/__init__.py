@@ -5,10 +5,11 @@
 `open` (scratchkit/data/open_data.py) reads Criteo TSV, MovieLens and TorchRec's Criteo `.npy`
 files, streaming, and derives the TrainConfig that matches the data.
 """
+
 from scratchkit.data.batch import Batch
 
 
-def open(kind, path=None, **options):   # noqa: A001 (scratchkit.data.open, as the issue names it)
+def open(kind, path=None, **options):  # noqa: A001 (scratchkit.data.open, as the issue names it)
     """(source, config) for a data file: see `scratchkit.data.open_data.open_data`."""
     from scratchkit.data.open_data import open_data
 

@@ -1,4 +1,5 @@
 """One mini-batch of a DLRM-style model, in EmbeddingBag's (ids, offsets) convention."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,10 +15,10 @@ class Batch:
     to the end of `ids[t]`), exactly what `torch.nn.functional.embedding_bag` takes.
     """
 
-    dense: np.ndarray               # [B, num_dense] float32
-    ids: tuple[np.ndarray, ...]     # per table t: int64 [nnz_t], rows in [0, table_sizes[t])
-    offsets: tuple[np.ndarray, ...] # per table t: int64 [B], start of each bag in ids[t]
-    labels: np.ndarray              # [B] float32 in {0, 1}
+    dense: np.ndarray  # [B, num_dense] float32
+    ids: tuple[np.ndarray, ...]  # per table t: int64 [nnz_t], rows in [0, table_sizes[t])
+    offsets: tuple[np.ndarray, ...]  # per table t: int64 [B], start of each bag in ids[t]
+    labels: np.ndarray  # [B] float32 in {0, 1}
 
     @property
     def batch_size(self) -> int:
@@ -40,8 +41,10 @@ def micro_batch(batch: Batch, part: int, parts: int) -> Batch:
     """
     size = batch.batch_size
     if parts <= 0 or size % parts:
-        raise ValueError(f"a batch of {size} samples does not split into {parts} equal micro-batches: "
-                         f"the batch size must be a multiple of the number of parts (ranks)")
+        raise ValueError(
+            f"a batch of {size} samples does not split into {parts} equal micro-batches: "
+            f"the batch size must be a multiple of the number of parts (ranks)"
+        )
     if not 0 <= part < parts:
         raise ValueError(f"part {part} is out of range [0, {parts})")
     lo, hi = part * size // parts, (part + 1) * size // parts

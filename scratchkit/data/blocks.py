@@ -9,6 +9,7 @@ Memory: one block (`block_bytes`, and the rest of its last line). Lines are coun
 Python's universal newlines split them ("\\n", "\\r\\n" and a lone "\\r" each end a line), so
 that a block read again line by line (`block.text_lines()`) numbers its lines as the file does.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -18,14 +19,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-BLOCK_BYTES = 32 << 20     # 32 MB: ~130k Criteo lines; large enough for Arrow's threads
+BLOCK_BYTES = 32 << 20  # 32 MB: ~130k Criteo lines; large enough for Arrow's threads
 
 
 @dataclass(frozen=True)
 class Block:
     data: bytes
     first_line: int
-    lines: int            # as Python's text mode counts them (count_lines)
+    lines: int  # as Python's text mode counts them (count_lines)
 
     @cached_property
     def lone_cr(self) -> bool:
@@ -43,7 +44,7 @@ class Block:
 def count_lines(data: bytes) -> int:
     """Lines in `data` as Python's text mode splits them (a last line without newline counts)."""
     ends = data.count(b"\n")
-    if b"\r" in data:                               # Windows endings, or a lone "\r"
+    if b"\r" in data:  # Windows endings, or a lone "\r"
         ends += data.count(b"\r") - data.count(b"\r\n")
     return ends + (1 if data and not data.endswith((b"\n", b"\r")) else 0)
 
@@ -57,9 +58,13 @@ def open_binary(path: str | Path):
     return raw, raw
 
 
-def read_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES, first_line: int = 1,
-                skip_bytes: int = 0,
-                on_bytes: Callable[[int], object] | None = None) -> Iterator[Block]:
+def read_blocks(
+    path: str | Path,
+    block_bytes: int = BLOCK_BYTES,
+    first_line: int = 1,
+    skip_bytes: int = 0,
+    on_bytes: Callable[[int], object] | None = None,
+) -> Iterator[Block]:
     """Blocks of whole lines of `path` (plain or `.gz`), from `skip_bytes` (decompressed) on.
 
     `on_bytes(n)` is told how many bytes of the file on disk each block took (progress bars).
@@ -71,7 +76,7 @@ def read_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES, first_line: in
         told = raw.tell()
         while data := stream.read(block_bytes):
             if not data.endswith(b"\n"):
-                data += stream.readline()               # the rest of its last line (or the file)
+                data += stream.readline()  # the rest of its last line (or the file)
             block = Block(data, first_line, count_lines(data))
             first_line += block.lines
             if on_bytes is not None:

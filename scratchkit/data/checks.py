@@ -23,6 +23,7 @@ The checks are a few vectorised reductions over all tables at once (each table's
 its offsets' steps): with 26 tables a reduction per table cost a tenth of a `criteo-like` step.
 Only a batch they find wrong is walked table by table, for the message.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,10 @@ class BadBatchError(ValueError):
 def check_batch(batch, table_sizes, index: int) -> None:
     """Raise BadBatchError for the first problem of batch `index`, or return silently."""
     if len(batch.ids) != len(table_sizes) or len(batch.offsets) != len(table_sizes):
-        raise BadBatchError(f"batch {index}: {len(batch.ids)} tables of ids and {len(batch.offsets)} "
-                            f"of offsets, but the model has {len(table_sizes)} tables")
+        raise BadBatchError(
+            f"batch {index}: {len(batch.ids)} tables of ids and {len(batch.offsets)} "
+            f"of offsets, but the model has {len(table_sizes)} tables"
+        )
     samples = _check_samples(batch, index)
     if not _tables_fine(batch.ids, batch.offsets, table_sizes, samples):
         _check_tables(batch, table_sizes, samples, index)
@@ -52,18 +55,23 @@ def _tables_fine(ids, offsets, table_sizes, samples: int) -> bool:
             return False
         if not all(type(o) is np.ndarray and o.dtype == np.int64 and o.shape == (samples,) for o in offsets):
             return False
-        lengths = np.array([i.size for i in ids])                                   # [T]
-        full = np.flatnonzero(lengths)                                              # tables with ids
+        lengths = np.array([i.size for i in ids])  # [T]
+        full = np.flatnonzero(lengths)  # tables with ids
         if full.size:
-            every = np.concatenate(ids)                                             # [sum n_t]
+            every = np.concatenate(ids)  # [sum n_t]
             starts = (np.cumsum(lengths) - lengths)[full]
-            if (np.minimum.reduceat(every, starts).min() < 0
-                    or (np.maximum.reduceat(every, starts) >= np.asarray(table_sizes, dtype=np.int64)[full]).any()):
+            if (
+                np.minimum.reduceat(every, starts).min() < 0
+                or (np.maximum.reduceat(every, starts) >= np.asarray(table_sizes, dtype=np.int64)[full]).any()
+            ):
                 return False
-        stacked = np.stack(offsets)                                                 # [T, B]
-        return bool((stacked[:, 0] == 0).all() and (stacked[:, -1] <= lengths).all()
-                    and (stacked[:, 1:] >= stacked[:, :-1]).all())
-    except (TypeError, ValueError, OverflowError):   # sizes beyond int64, odd objects: walk them
+        stacked = np.stack(offsets)  # [T, B]
+        return bool(
+            (stacked[:, 0] == 0).all()
+            and (stacked[:, -1] <= lengths).all()
+            and (stacked[:, 1:] >= stacked[:, :-1]).all()
+        )
+    except (TypeError, ValueError, OverflowError):  # sizes beyond int64, odd objects: walk them
         return False
 
 
@@ -81,8 +89,10 @@ def _check_samples(batch, index: int) -> int:
     _check_dtype(labels, np.float32, "labels", f"batch {index}", "labels.astype(np.float32)")
     _check_dtype(dense, np.float32, "dense values", f"batch {index}", "dense.astype(np.float32)")
     if labels.ndim != 1 or dense.ndim != 2 or dense.shape[0] != labels.shape[0]:
-        raise BadBatchError(f"batch {index}: labels of shape {labels.shape} and dense values of "
-                            f"shape {dense.shape}; the kit takes labels [B] and dense values [B, D]")
+        raise BadBatchError(
+            f"batch {index}: labels of shape {labels.shape} and dense values of "
+            f"shape {dense.shape}; the kit takes labels [B] and dense values [B, D]"
+        )
     if labels.shape[0] == 0:
         raise BadBatchError(f"batch {index}: the batch has no samples; a batch needs at least one")
     return labels.shape[0]
@@ -97,8 +107,7 @@ def _check_dtype(array: np.ndarray, dtype, what: str, where: str, convert: str) 
 def _check_ids(ids: np.ndarray, size: int, where: str) -> None:
     _check_dtype(ids, np.int64, "ids", where, "ids.astype(np.int64) converts ids in range exactly")
     if ids.ndim != 1:
-        raise BadBatchError(f"{where}: ids of shape {ids.shape}; the kit takes one flat array of "
-                            "ids per table")
+        raise BadBatchError(f"{where}: ids of shape {ids.shape}; the kit takes one flat array of ids per table")
     if ids.size == 0:
         return
     low, high = int(ids.min()), int(ids.max())
@@ -112,27 +121,29 @@ def _check_offsets(offsets: np.ndarray, samples: int, lookups: int, where: str) 
     """EmbeddingBag's offsets [B]: where each sample's bag starts in the table's ids."""
     _check_dtype(offsets, np.int64, "offsets", where, "offsets.astype(np.int64)")
     if offsets.shape != (samples,):
-        raise BadBatchError(f"{where}: offsets of shape {offsets.shape}; the kit takes one per "
-                            f"sample, [{samples}]")
-    starts = np.diff(offsets, prepend=0)                      # offsets[0], then each bag's size
+        raise BadBatchError(f"{where}: offsets of shape {offsets.shape}; the kit takes one per sample, [{samples}]")
+    starts = np.diff(offsets, prepend=0)  # offsets[0], then each bag's size
     wrong = (starts < 0) | (offsets > lookups)
     wrong[0] = offsets[0] != 0
     if wrong.any():
         sample = int(np.flatnonzero(wrong)[0])
-        raise BadBatchError(f"{where}: offsets must start at 0, never decrease and stay within the "
-                            f"{lookups} ids; offset {offsets[sample]} at sample {sample}")
+        raise BadBatchError(
+            f"{where}: offsets must start at 0, never decrease and stay within the "
+            f"{lookups} ids; offset {offsets[sample]} at sample {sample}"
+        )
 
 
 def _check_dense(dense: np.ndarray, index: int) -> None:
-    finite = np.isfinite(dense)                               # [B, num_dense]
+    finite = np.isfinite(dense)  # [B, num_dense]
     if not finite.all():
         sample, feature = (int(i) for i in np.argwhere(~finite)[0])
-        raise BadBatchError(f"batch {index}: dense value {dense[sample, feature]} at sample {sample}, "
-                            f"feature {feature} is not finite")
+        raise BadBatchError(
+            f"batch {index}: dense value {dense[sample, feature]} at sample {sample}, feature {feature} is not finite"
+        )
 
 
 def _check_labels(labels: np.ndarray, index: int) -> None:
-    bad = np.flatnonzero((labels != 0) & (labels != 1))      # NaN fails both tests: caught too
+    bad = np.flatnonzero((labels != 0) & (labels != 1))  # NaN fails both tests: caught too
     if bad.size:
         sample = int(bad[0])
         raise BadBatchError(f"batch {index}: label {labels[sample]} at sample {sample} is not 0 or 1")

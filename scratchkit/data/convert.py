@@ -11,6 +11,7 @@ tests hold them equal.
 
 Memory: one block, its columns and the chunk; the output goes to disk as it is made.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ from scratchkit.data.blocks import BLOCK_BYTES, read_blocks
 from scratchkit.data.lines import parse_lines
 from scratchkit.data.npy_files import NpyAppender
 
-FORMAT_VERSION = 1    # of the converted folder: a cached folder of another version is remade
+FORMAT_VERSION = 1  # of the converted folder: a cached folder of another version is remade
 
 
 @dataclass
@@ -43,8 +44,7 @@ class Chunk:
         return int(self.labels.shape[0])
 
     def head(self, n: int) -> "Chunk":
-        return Chunk(self.labels[:n], self.dense[:n], self.sparse[:n],
-                     {k: v[:n] for k, v in self.marks.items()})
+        return Chunk(self.labels[:n], self.dense[:n], self.sparse[:n], {k: v[:n] for k, v in self.marks.items()})
 
 
 def arrow_csv():
@@ -57,7 +57,7 @@ def arrow_csv():
     return pyarrow.csv
 
 
-ARROW_BLOCK_BYTES = 8 << 20   # pyarrow parses a 32 MB block as 4 pieces, on as many threads
+ARROW_BLOCK_BYTES = 8 << 20  # pyarrow parses a 32 MB block as 4 pieces, on as many threads
 
 
 def read_columns(data: bytes, names: list[str], delimiter: str, integers: tuple[str, ...] = ()):
@@ -78,13 +78,14 @@ def read_columns(data: bytes, names: list[str], delimiter: str, integers: tuple[
     try:
         return csv.read_csv(
             io.BytesIO(data),
-            read_options=csv.ReadOptions(column_names=names, use_threads=True,
-                                         block_size=ARROW_BLOCK_BYTES),
-            parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False,
-                                           double_quote=False, escape_char=False,
-                                           ignore_empty_lines=False),
-            convert_options=csv.ConvertOptions(column_types=types, null_values=[""],
-                                               strings_can_be_null=False, check_utf8=False))
+            read_options=csv.ReadOptions(column_names=names, use_threads=True, block_size=ARROW_BLOCK_BYTES),
+            parse_options=csv.ParseOptions(
+                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=csv.ConvertOptions(
+                column_types=types, null_values=[""], strings_can_be_null=False, check_utf8=False
+            ),
+        )
     except (pa.ArrowInvalid, pa.ArrowException):
         return None
 
@@ -105,9 +106,13 @@ class ColumnFiles:
         self.sparse = NpyAppender(folder / "sparse.npy", np.uint32, (num_tables,))
 
     def append(self, chunk: Chunk) -> None:
-        if len(chunk) and chunk.sparse.dtype.itemsize > 4 and self.sparse.dtype == np.uint32 \
-                and int(chunk.sparse.max()) > np.iinfo(np.uint32).max:
-            self.sparse.widen(np.uint64)             # a value past 32 bits: rare, once
+        if (
+            len(chunk)
+            and chunk.sparse.dtype.itemsize > 4
+            and self.sparse.dtype == np.uint32
+            and int(chunk.sparse.max()) > np.iinfo(np.uint32).max
+        ):
+            self.sparse.widen(np.uint64)  # a value past 32 bits: rare, once
         self.labels.append(chunk.labels)
         self.dense.append(chunk.dense)
         self.sparse.append(chunk.sparse)
@@ -117,9 +122,20 @@ class ColumnFiles:
             f.close()
 
 
-def convert(path, fmt, files: ColumnFiles, report, *, errors, max_samples: int | None,
-            first_line: int = 1, skip_bytes: int = 0, on_bytes=None, on_chunk=None,
-            block_bytes: int | None = None) -> int:
+def convert(
+    path,
+    fmt,
+    files: ColumnFiles,
+    report,
+    *,
+    errors,
+    max_samples: int | None,
+    first_line: int = 1,
+    skip_bytes: int = 0,
+    on_bytes=None,
+    on_chunk=None,
+    block_bytes: int | None = None,
+) -> int:
     """Stream `path` through `fmt` into `files`; returns the rows written.
 
     `fmt` has `split(block)` (the work done ahead: a decoded Chunk, pyarrow's columns, or
@@ -131,8 +147,7 @@ def convert(path, fmt, files: ColumnFiles, report, *, errors, max_samples: int |
     """
     remaining, rows = max_samples, 0
     block_bytes = block_bytes or getattr(fmt, "block_bytes", BLOCK_BYTES)
-    for block, columns in _split_ahead(read_blocks(path, block_bytes, first_line, skip_bytes,
-                                                   on_bytes), fmt):
+    for block, columns in _split_ahead(read_blocks(path, block_bytes, first_line, skip_bytes, on_bytes), fmt):
         if remaining == 0:
             report.stopped_at_max_samples = True
             break
@@ -144,9 +159,16 @@ def convert(path, fmt, files: ColumnFiles, report, *, errors, max_samples: int |
             report.lines_read += len(chunk)
             report.rows_loaded += len(chunk)
         else:
-            chunk = fmt.rows_to_chunk(parse_lines(block.text_lines(), fmt.parse_line, report,
-                                                  errors=errors, max_samples=remaining,
-                                                  first_line_number=block.first_line))
+            chunk = fmt.rows_to_chunk(
+                parse_lines(
+                    block.text_lines(),
+                    fmt.parse_line,
+                    report,
+                    errors=errors,
+                    max_samples=remaining,
+                    first_line_number=block.first_line,
+                )
+            )
         fmt.count(chunk, report)
         files.append(chunk)
         if on_chunk is not None and len(chunk):
@@ -179,8 +201,11 @@ def _split_ahead(blocks, fmt):
 def cache_key(path: str | Path, fmt_name: str, options: dict) -> str:
     """Names a conversion: the file (resolved path, size, modification time) and the options."""
     stat = Path(path).stat()
-    text = json.dumps([FORMAT_VERSION, str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns,
-                       fmt_name, options], sort_keys=True, default=str)
+    text = json.dumps(
+        [FORMAT_VERSION, str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, fmt_name, options],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -214,8 +239,15 @@ def progress_bar(path: str | Path, enabled: bool):
     only once reading has taken 2 s (small files never show one)."""
     from tqdm import tqdm
 
-    return tqdm(total=Path(path).stat().st_size, desc=f"reading {Path(path).name}", unit="B",
-                unit_scale=True, delay=2.0, leave=False, disable=None if enabled else True)
+    return tqdm(
+        total=Path(path).stat().st_size,
+        desc=f"reading {Path(path).name}",
+        unit="B",
+        unit_scale=True,
+        delay=2.0,
+        leave=False,
+        disable=None if enabled else True,
+    )
 
 
 __all__ = ["Chunk", "ColumnFiles", "convert", "cache_key"]

@@ -28,6 +28,7 @@ is found, pyarrow splits the block into columns and NumPy checks them, `fields.p
 anything odd is read again line by line by `parse_line`, which names the line. The columns go to
 disk as they are made (`scratchkit/data/file_source.py`), so memory does not grow with the file.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,14 +45,12 @@ from scratchkit.data.file_source import FileSource
 from scratchkit.data.in_memory import table_sizes_from
 from scratchkit.data.lines import MalformedLineError, OnBadLine, positive_int, show_value
 from scratchkit.data.loading import convert_file, open_columns
-from scratchkit.data.row_maps import (DistinctValues, Modulo, derive_row_maps, load_row_maps,
-                                      save_row_maps)
+from scratchkit.data.row_maps import DistinctValues, Modulo, derive_row_maps, load_row_maps, save_row_maps
 
 NUM_DENSE = 13
 NUM_CATEGORICAL = 26
 NUM_COLUMNS = 1 + NUM_DENSE + NUM_CATEGORICAL  # 40
-COLUMN_NAMES = ("label", *(f"I{j}" for j in range(1, NUM_DENSE + 1)),
-                *(f"C{t}" for t in range(1, NUM_CATEGORICAL + 1)))
+COLUMN_NAMES = ("label", *(f"I{j}" for j in range(1, NUM_DENSE + 1)), *(f"C{t}" for t in range(1, NUM_CATEGORICAL + 1)))
 # Blocks for the C++ loop: 8 MB (~33k lines) is one thread's work, and below glibc's 32 MB
 # limit for fresh pages from the kernel (mmap) on every block: at 32 MB, taking those pages
 # cost ~0.3 s of CPU per 1M lines, more than the loop; pyarrow keeps BLOCK_BYTES for its threads
@@ -79,13 +78,16 @@ def parse_line(line: str, source: str, line_number: int) -> list[str]:
 
 def _diagnose(line: str, source: str, line_number: int) -> None:
     """Raise for the first problem of a line that failed the one-test check, reading left to right."""
+
     def bad(kind: str, detail: str) -> MalformedLineError:
         return MalformedLineError(source, line_number, kind, detail)
 
     fields = line.split("\t")
     if len(fields) != NUM_COLUMNS:
-        raise bad("wrong column count", f"expected {NUM_COLUMNS} tab-separated columns "
-                  f"(label, I1-I13, C1-C26), found {len(fields)}")
+        raise bad(
+            "wrong column count",
+            f"expected {NUM_COLUMNS} tab-separated columns (label, I1-I13, C1-C26), found {len(fields)}",
+        )
     for column, (name, text) in enumerate(zip(COLUMN_NAMES, fields), start=1):
         where = f"column {column} ({name}) {show_value(text)}"
         if name == "label" and text not in ("0", "1"):
@@ -93,13 +95,15 @@ def _diagnose(line: str, source: str, line_number: int) -> None:
         if name.startswith("I") and text and not _INTEGER.fullmatch(text):
             raise bad("non-integer dense value", f"{where} is not an integer")
         if name.startswith("I") and len(text.lstrip("-")) > MAX_DENSE_DIGITS:
-            raise bad("dense value too large", f"{where} has {len(text.lstrip('-'))} digits: more than "
-                      f"a float64 holds ({MAX_DENSE_DIGITS}), it would load as inf")
+            raise bad(
+                "dense value too large",
+                f"{where} has {len(text.lstrip('-'))} digits: more than "
+                f"a float64 holds ({MAX_DENSE_DIGITS}), it would load as inf",
+            )
         if name.startswith("C") and text and not _HEX.fullmatch(text):
             raise bad("non-hex category", f"{where} is not hex")
         if name.startswith("C") and len(text) > MAX_HEX_DIGITS:
-            raise bad("category too long", f"{where} has {len(text)} hex digits: more than "
-                      f"{MAX_HEX_DIGITS} (64 bits)")
+            raise bad("category too long", f"{where} has {len(text)} hex digits: more than {MAX_HEX_DIGITS} (64 bits)")
     raise bad("malformed line", "line does not match the Criteo format")  # not reached
 
 
@@ -127,7 +131,7 @@ class CriteoFormat:
             return decode_block(block.data, block.lines)
         if not only_bytes(block.data, _BLOCK_BYTES):
             return None
-        return read_columns(block.data, list(COLUMN_NAMES), "\t", COLUMN_NAMES[1:1 + NUM_DENSE])
+        return read_columns(block.data, list(COLUMN_NAMES), "\t", COLUMN_NAMES[1 : 1 + NUM_DENSE])
 
     def fast(self, block, table=None) -> Chunk | None:
         """Every line of the block decoded at once, or None if any field is odd."""
@@ -137,28 +141,36 @@ class CriteoFormat:
         labels = _decoded(table, COLUMN_NAMES[0], decode_labels)
         if labels is None:
             return None
-        counts = [_int_column(table.column(name).combine_chunks())
-                  for name in COLUMN_NAMES[1:1 + NUM_DENSE]]
-        hexes = [_decoded(table, name, decode_hex) for name in COLUMN_NAMES[1 + NUM_DENSE:]]
+        counts = [_int_column(table.column(name).combine_chunks()) for name in COLUMN_NAMES[1 : 1 + NUM_DENSE]]
+        hexes = [_decoded(table, name, decode_hex) for name in COLUMN_NAMES[1 + NUM_DENSE :]]
         if any(h is None for h in hexes):
             return None
-        values = np.stack([v for v, _ in counts], axis=1)                            # int64 [n, 13]
-        return Chunk(labels, _log_dense(values),
-                     np.stack([v for v, _ in hexes], axis=1),                        # [n, 26]
-                     {"dense_missing": np.stack([m for _, m in counts], axis=1),   # [n, 13]
-                      "dense_negative": values < 0,
-                      "categorical_missing": np.stack([m for _, m in hexes], axis=1)})
+        values = np.stack([v for v, _ in counts], axis=1)  # int64 [n, 13]
+        return Chunk(
+            labels,
+            _log_dense(values),
+            np.stack([v for v, _ in hexes], axis=1),  # [n, 26]
+            {
+                "dense_missing": np.stack([m for _, m in counts], axis=1),  # [n, 13]
+                "dense_negative": values < 0,
+                "categorical_missing": np.stack([m for _, m in hexes], axis=1),
+            },
+        )
 
     def rows_to_chunk(self, rows: list[list[str]]) -> Chunk:
         """The slow twin: rows of 40 strings (checked by `parse_line`) to a Chunk."""
-        text = np.array(rows, dtype=str).reshape(len(rows), NUM_COLUMNS)          # [n, 40]
-        dense_text, cat_text = text[:, 1:1 + NUM_DENSE], text[:, 1 + NUM_DENSE:]
+        text = np.array(rows, dtype=str).reshape(len(rows), NUM_COLUMNS)  # [n, 40]
+        dense_text, cat_text = text[:, 1 : 1 + NUM_DENSE], text[:, 1 + NUM_DENSE :]
         values = np.where(dense_text == "", "0", dense_text).astype(np.float64)  # exact < 2**53
-        sparse = np.array([[int(h, 16) if h else 0 for h in row] for row in cat_text.tolist()],
-                          dtype=np.uint64).reshape(len(rows), NUM_CATEGORICAL)
-        return Chunk((text[:, 0] == "1").astype(np.uint8), _log_dense(values), sparse,
-                     {"dense_missing": dense_text == "", "dense_negative": values < 0,
-                      "categorical_missing": cat_text == ""})
+        sparse = np.array(
+            [[int(h, 16) if h else 0 for h in row] for row in cat_text.tolist()], dtype=np.uint64
+        ).reshape(len(rows), NUM_CATEGORICAL)
+        return Chunk(
+            (text[:, 0] == "1").astype(np.uint8),
+            _log_dense(values),
+            sparse,
+            {"dense_missing": dense_text == "", "dense_negative": values < 0, "categorical_missing": cat_text == ""},
+        )
 
     @staticmethod
     def count(chunk: Chunk, report) -> None:
@@ -167,8 +179,9 @@ class CriteoFormat:
         report.dense_defaulted += int(chunk.marks["dense_missing"].sum())
         report.dense_clipped += int(chunk.marks["dense_negative"].sum())
         report.categorical_missing += int(chunk.marks["categorical_missing"].sum())
-        missing = np.concatenate([chunk.marks["dense_missing"].sum(axis=0),
-                                  chunk.marks["categorical_missing"].sum(axis=0)])
+        missing = np.concatenate(
+            [chunk.marks["dense_missing"].sum(axis=0), chunk.marks["categorical_missing"].sum(axis=0)]
+        )
         for name, n in zip(COLUMN_NAMES[1:], missing.tolist()):
             if n:
                 report.missing_by_column[name] = report.missing_by_column.get(name, 0) + n
@@ -182,7 +195,7 @@ def _int_column(array) -> tuple[np.ndarray, np.ndarray]:
     values = np.frombuffer(data, np.int64, n, offset * 8).copy()
     if validity is None or array.null_count == 0:
         return values, np.zeros(n, bool)
-    bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[offset:offset + n]
+    bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[offset : offset + n]
     missing = bits == 0
     values[missing] = 0
     return values, missing
@@ -217,10 +230,17 @@ def _log_dense(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def load_criteo(path: str | Path, table_sizes: int | Sequence[int] | None = None,
-                batch_size: int = DEFAULT_BATCH_SIZE, *, max_rows: int | None = None,
-                max_samples: int | None = None, errors: OnBadLine | str = OnBadLine.RAISE,
-                cache_dir: str | Path | None = None, progress: bool = True) -> FileSource:
+def load_criteo(
+    path: str | Path,
+    table_sizes: int | Sequence[int] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    max_rows: int | None = None,
+    max_samples: int | None = None,
+    errors: OnBadLine | str = OnBadLine.RAISE,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> FileSource:
     """Read a Criteo Kaggle/Terabyte TSV file (plain or .gz) as a batch source, streaming.
 
     table_sizes: None (default): each table has a row per distinct value of its feature (the
@@ -238,8 +258,10 @@ def load_criteo(path: str | Path, table_sizes: int | Sequence[int] | None = None
     the incomplete last batch, which no batch contains.
     """
     if table_sizes is not None and max_rows is not None:
-        raise ValueError("give table_sizes (hash into those sizes) or max_rows (derive the sizes "
-                         "from the data, at most max_rows), not both")
+        raise ValueError(
+            "give table_sizes (hash into those sizes) or max_rows (derive the sizes "
+            "from the data, at most max_rows), not both"
+        )
     sizes = None if table_sizes is None else table_sizes_from(table_sizes, NUM_CATEGORICAL)
     batch_size = positive_int("batch_size", batch_size)
     errors = OnBadLine.parse(errors)
@@ -253,13 +275,18 @@ def load_criteo(path: str | Path, table_sizes: int | Sequence[int] | None = None
         return {"row_maps": save_row_maps(maps, folder)}
 
     folder, temporary, meta = convert_file(
-        path, CriteoFormat(str(path)), options={"table_sizes": sizes, "max_rows": max_rows},
-        errors=errors, max_samples=max_samples, cache_dir=cache_dir, progress=progress,
+        path,
+        CriteoFormat(str(path)),
+        options={"table_sizes": sizes, "max_rows": max_rows},
+        errors=errors,
+        max_samples=max_samples,
+        cache_dir=cache_dir,
+        progress=progress,
         on_chunk=(lambda chunk: distinct.add(chunk.sparse)) if distinct else (lambda chunk: None),
-        finish=finish)
+        finish=finish,
+    )
     maps = load_row_maps(meta.get("row_maps", []), folder)
     return open_columns(folder, temporary, meta, maps, batch_size)
 
 
-__all__ = ["load_criteo", "parse_line", "CriteoFormat", "COLUMN_NAMES", "NUM_DENSE",
-           "NUM_CATEGORICAL"]
+__all__ = ["load_criteo", "parse_line", "CriteoFormat", "COLUMN_NAMES", "NUM_DENSE", "NUM_CATEGORICAL"]

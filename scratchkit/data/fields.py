@@ -12,6 +12,7 @@ Why not let Arrow convert the numbers: it is more lenient than the kit's formats
 "0x10", " 3" and "3 " as integers, where a Criteo count is `-?[0-9]+`), so a line the kit
 refuses would load silently.
 """
+
 from __future__ import annotations
 
 import binascii
@@ -19,9 +20,9 @@ import binascii
 import numpy as np
 
 ZERO, MINUS, DOT = ord("0"), ord("-"), ord(".")
-MAX_INT_DIGITS = 18                   # 10**18 - 1 < 2**63: decoded in int64 without overflow
-MAX_HEX_DIGITS = 16                   # 64 bits
-_POWERS = 10 ** np.arange(MAX_INT_DIGITS - 1, -1, -1, dtype=np.int64)   # [18]
+MAX_INT_DIGITS = 18  # 10**18 - 1 < 2**63: decoded in int64 without overflow
+MAX_HEX_DIGITS = 16  # 64 bits
+_POWERS = 10 ** np.arange(MAX_INT_DIGITS - 1, -1, -1, dtype=np.int64)  # [18]
 
 
 def byte_table(chars: str) -> np.ndarray:
@@ -41,9 +42,9 @@ class Fields:
 
     def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, arrow=None):
         self.data, self.starts, self.lengths = data, starts, lengths
-        self.arrow = arrow                          # the Arrow array the bytes came from, if any
+        self.arrow = arrow  # the Arrow array the bytes came from, if any
         end = int(starts[-1] + lengths[-1]) if starts.size else 0
-        self.used = data[int(starts[0]) if starts.size else 0:end]   # every field's bytes, nothing else
+        self.used = data[int(starts[0]) if starts.size else 0 : end]  # every field's bytes, nothing else
 
     @classmethod
     def from_arrow(cls, array) -> "Fields":
@@ -77,7 +78,7 @@ class Fields:
         total = int(length.sum())
         if total:
             row = np.repeat(np.arange(len(self)), length)
-            j = np.arange(total) - np.repeat(np.cumsum(length) - length, length)   # place in field
+            j = np.arange(total) - np.repeat(np.cumsum(length) - length, length)  # place in field
             source = np.repeat(self.starts + skip, length) + j
             out.reshape(-1)[row * width + width - np.repeat(length, length) + j] = self.data[source]
         return out
@@ -101,7 +102,7 @@ def decode_ints(fields: Fields, signed: bool = True) -> tuple[np.ndarray, np.nda
         return None
     negative = fields.first_bytes() == MINUS
     digits = fields.lengths - negative
-    if int((fields.used == MINUS).sum()) != int(negative.sum()):   # a '-' not in first place
+    if int((fields.used == MINUS).sum()) != int(negative.sum()):  # a '-' not in first place
         return None
     if (negative & (digits < 1)).any() or (digits.max(initial=0) > MAX_INT_DIGITS):
         return None
@@ -114,7 +115,7 @@ def decode_ints(fields: Fields, signed: bool = True) -> tuple[np.ndarray, np.nda
         values = pc.cast(text.cast(pa.string()), pa.int64()).fill_null(0)
         return values.to_numpy(zero_copy_only=False), missing
     padded = fields.right_aligned(MAX_INT_DIGITS, skip=negative.astype(np.int64))
-    values = (padded - ZERO).astype(np.int64) @ _POWERS                            # [n]
+    values = (padded - ZERO).astype(np.int64) @ _POWERS  # [n]
     return np.where(negative, -values, values), missing
 
 
@@ -123,8 +124,8 @@ def decode_hex(fields: Fields) -> tuple[np.ndarray, np.ndarray] | None:
     0 (as `int("0", 16)` in the DLRM reference); None otherwise. Values are uint32 when every
     field has at most 8 digits (Criteo's hashes: half the bytes to move), else uint64."""
     missing = fields.lengths == 0
-    if ((fields.lengths == 8) | missing).all():        # Criteo's hashes: 8 digits, or none
-        try:                                           # a2b_hex refuses any non-hex byte
+    if ((fields.lengths == 8) | missing).all():  # Criteo's hashes: 8 digits, or none
+        try:  # a2b_hex refuses any non-hex byte
             hashes = np.frombuffer(binascii.a2b_hex(fields.used), ">u4")
         except (binascii.Error, ValueError):
             return None
@@ -148,10 +149,11 @@ def decode_decimals(fields: Fields) -> np.ndarray | None:
     if not fields.only(DECIMAL) or (fields.lengths == 0).any():
         return None
     dots = np.flatnonzero(fields.used == DOT) + (int(fields.starts[0]) if len(fields) else 0)
-    field = np.searchsorted(fields.starts, dots, side="right") - 1                 # [dots]
+    field = np.searchsorted(fields.starts, dots, side="right") - 1  # [dots]
     place = dots - fields.starts[field]
-    if np.unique(field).size != field.size or \
-            ((place == 0) | (place == fields.lengths[field] - 1)).any():           # '4.5.1', '.5', '4.'
+    if (
+        np.unique(field).size != field.size or ((place == 0) | (place == fields.lengths[field] - 1)).any()
+    ):  # '4.5.1', '.5', '4.'
         return None
     has_dot = np.zeros(len(fields), np.int64)
     has_dot[field] = 1
@@ -164,4 +166,4 @@ def decode_decimals(fields: Fields) -> np.ndarray | None:
         return None
     decimals = np.zeros(len(fields), np.int64)
     decimals[field] = fields.lengths[field] - 1 - place
-    return whole[0].astype(np.float64) / 10.0 ** decimals
+    return whole[0].astype(np.float64) / 10.0**decimals

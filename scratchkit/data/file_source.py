@@ -22,6 +22,7 @@ A temporary folder (the default) is deleted when the source is closed or garbage
 and only by the process that made it (ScratchPipe forks; a child must not delete its parent's
 files). A folder given as `cache_dir` is kept, and a later load of the same file reuses it.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,14 +43,16 @@ class ConcatRows:
 
     def __init__(self, parts: Sequence[NpyRows], limit: int | None = None):
         self.parts = list(parts)
-        self.limit = limit              # use only the first `limit` rows (None: all)
+        self.limit = limit  # use only the first `limit` rows (None: all)
         shapes = {p.row_shape for p in self.parts}
         if len(shapes) != 1:
-            raise ValueError(f"{self.parts[0].path.parent}: files with different row shapes: "
-                             + ", ".join(f"{p.path.name} {p.shape}" for p in self.parts))
+            raise ValueError(
+                f"{self.parts[0].path.parent}: files with different row shapes: "
+                + ", ".join(f"{p.path.name} {p.shape}" for p in self.parts)
+            )
         self.row_shape = self.parts[0].row_shape
         self.dtype = self.parts[0].dtype
-        self.bounds = np.cumsum([0] + [len(p) for p in self.parts])   # [files+1]
+        self.bounds = np.cumsum([0] + [len(p) for p in self.parts])  # [files+1]
 
     def __len__(self) -> int:
         return int(self.bounds[-1]) if self.limit is None else min(self.limit, int(self.bounds[-1]))
@@ -74,16 +77,29 @@ class FileSource:
     """Batch source (`table_sizes`, `num_dense`, `batch_size`, `num_batches`, `batch(i)`,
     iteration) over labels/dense/sparse column files, each a NpyRows or ConcatRows."""
 
-    def __init__(self, labels, dense, sparse, row_maps: Sequence, batch_size: int, *,
-                 report=None, dense_transform=None, name: str = "data",
-                 temporary_folder: str | Path | None = None):
+    def __init__(
+        self,
+        labels,
+        dense,
+        sparse,
+        row_maps: Sequence,
+        batch_size: int,
+        *,
+        report=None,
+        dense_transform=None,
+        name: str = "data",
+        temporary_folder: str | Path | None = None,
+    ):
         self._labels, self._dense, self._sparse = labels, dense, sparse
         if not len(labels) == len(dense) == len(sparse):
-            raise ValueError(f"{name}: columns of different lengths: labels {len(labels):,}, "
-                             f"dense {len(dense):,}, sparse {len(sparse):,} rows")
+            raise ValueError(
+                f"{name}: columns of different lengths: labels {len(labels):,}, "
+                f"dense {len(dense):,}, sparse {len(sparse):,} rows"
+            )
         if len(sparse.row_shape) != 1 or sparse.row_shape[0] != len(row_maps):
-            raise ValueError(f"{name}: sparse rows of shape {sparse.row_shape}, expected "
-                             f"({len(row_maps)},): one value per table")
+            raise ValueError(
+                f"{name}: sparse rows of shape {sparse.row_shape}, expected ({len(row_maps)},): one value per table"
+            )
         self.row_maps = list(row_maps)
         self._rows_of = RowMapper(self.row_maps)
         self.table_sizes = tuple(m.size for m in self.row_maps)
@@ -91,7 +107,7 @@ class FileSource:
         self.report = report
         self.name = name
         self._dense_transform = dense_transform
-        self._offsets = np.arange(self.batch_size, dtype=np.int64)   # a bag of one per sample
+        self._offsets = np.arange(self.batch_size, dtype=np.int64)  # a bag of one per sample
         self._cleanup = None
         if temporary_folder is not None:
             self._cleanup = weakref.finalize(self, _remove_folder, str(temporary_folder), os.getpid())
@@ -120,8 +136,8 @@ class FileSource:
         dense = self._dense.read(start, stop)
         if self._dense_transform is not None:
             dense = self._dense_transform(dense)
-        raw = self._sparse.read(start, stop)                                 # [n, tables]
-        ids = self._rows_of(raw)                                             # [tables, n]
+        raw = self._sparse.read(start, stop)  # [n, tables]
+        ids = self._rows_of(raw)  # [tables, n]
         labels = self._labels.read(start, stop).reshape(-1).astype(np.float32)
         return np.ascontiguousarray(dense, dtype=np.float32), ids, labels
 
@@ -130,8 +146,7 @@ class FileSource:
         if not 0 <= i < self.num_batches:
             raise IndexError(f"batch {i} out of range: this dataset has {self.num_batches} batches")
         dense, ids, labels = self.rows(i * self.batch_size, (i + 1) * self.batch_size)
-        return Batch(dense=dense, ids=tuple(ids), offsets=tuple(self._offsets.copy() for _ in ids),
-                     labels=labels)
+        return Batch(dense=dense, ids=tuple(ids), offsets=tuple(self._offsets.copy() for _ in ids), labels=labels)
 
     def __iter__(self) -> Iterator[Batch]:
         return (self.batch(i) for i in range(self.num_batches))
@@ -162,9 +177,11 @@ class FileSource:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self.name!r}: rows={self.num_rows:,}, batches="
-                f"{self.num_batches:,} of {self.batch_size}, tables={len(self.table_sizes)}, "
-                f"num_dense={self.num_dense})")
+        return (
+            f"{type(self).__name__}({self.name!r}: rows={self.num_rows:,}, batches="
+            f"{self.num_batches:,} of {self.batch_size}, tables={len(self.table_sizes)}, "
+            f"num_dense={self.num_dense})"
+        )
 
 
 __all__ = ["FileSource", "ConcatRows"]

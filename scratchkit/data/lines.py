@@ -4,6 +4,7 @@ Both real-format loaders (Criteo, MovieLens) share this loop: open the file (pla
 hand each line to a per-format parser, and on a malformed line either stop (`errors="raise"`)
 or skip it and count it (`errors="skip"`). Counting lives in `LoadReport`.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,7 +24,7 @@ class OnBadLine(str, Enum):
     """What a loader does with a malformed line."""
 
     RAISE = "raise"  # stop at the first bad line: the default, since one bad line often means a bad file
-    SKIP = "skip"    # leave the line out, count it, keep the first few messages in the report
+    SKIP = "skip"  # leave the line out, count it, keep the first few messages in the report
 
     @classmethod
     def parse(cls, name: "OnBadLine | str") -> "OnBadLine":
@@ -72,9 +73,14 @@ def positive_int(name: str, value) -> int:
     return number
 
 
-def parse_lines(lines: Iterator[str], parse: Callable[[str, int], Row], report,
-                errors: OnBadLine | str = OnBadLine.RAISE, max_samples: int | None = None,
-                first_line_number: int = 1) -> list[Row]:
+def parse_lines(
+    lines: Iterator[str],
+    parse: Callable[[str, int], Row],
+    report,
+    errors: OnBadLine | str = OnBadLine.RAISE,
+    max_samples: int | None = None,
+    first_line_number: int = 1,
+) -> list[Row]:
     """`parse(line, line_number)` on each line (newline removed); the rows it returns, in order.
 
     `parse` raises `MalformedLineError` for a bad line: re-raised under `errors="raise"`, counted

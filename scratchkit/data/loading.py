@@ -5,22 +5,33 @@ A conversion is named by the file (path, size, modification time) and every opti
 its output; with `cache_dir` the folder is kept and a second load of the same file with the same
 options reads it back instead of the text (`meta.json`, written last, says it is complete).
 """
+
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from scratchkit.data.convert import (ColumnFiles, cache_key, convert, output_folder, progress_bar,
-                                     read_meta, write_meta)
+from scratchkit.data.convert import ColumnFiles, cache_key, convert, output_folder, progress_bar, read_meta, write_meta
 from scratchkit.data.file_source import FileSource
 from scratchkit.data.npy_files import NpyRows
 from scratchkit.data.report import LoadReport
 
 
-def convert_file(path: str | Path, fmt, *, options: dict, errors, max_samples: int | None,
-                 cache_dir, progress: bool, on_chunk: Callable, finish: Callable[[Path], dict],
-                 first_line: int = 1, skip_bytes: int = 0) -> tuple[Path, bool, dict]:
+def convert_file(
+    path: str | Path,
+    fmt,
+    *,
+    options: dict,
+    errors,
+    max_samples: int | None,
+    cache_dir,
+    progress: bool,
+    on_chunk: Callable,
+    finish: Callable[[Path], dict],
+    first_line: int = 1,
+    skip_bytes: int = 0,
+) -> tuple[Path, bool, dict]:
     """(folder, whether it is temporary, meta) of `path` converted by `fmt`.
 
     `on_chunk(chunk)` sees each chunk kept; `finish(folder)` returns what the format needs to
@@ -38,11 +49,19 @@ def convert_file(path: str | Path, fmt, *, options: dict, errors, max_samples: i
         report = LoadReport(source=str(path), num_dense=fmt.num_dense, num_tables=fmt.num_tables)
         files = ColumnFiles(folder, fmt.num_dense, fmt.dense_dtype, fmt.num_tables)
         with progress_bar(path, progress) as bar:
-            rows = convert(path, fmt, files, report, errors=errors, max_samples=max_samples,
-                           first_line=first_line, skip_bytes=skip_bytes, on_bytes=bar.update,
-                           on_chunk=on_chunk)
-        meta = {"key": key, "rows": rows, "report": report.to_dict(),
-                **(finish(folder) if rows else {})}
+            rows = convert(
+                path,
+                fmt,
+                files,
+                report,
+                errors=errors,
+                max_samples=max_samples,
+                first_line=first_line,
+                skip_bytes=skip_bytes,
+                on_bytes=bar.update,
+                on_chunk=on_chunk,
+            )
+        meta = {"key": key, "rows": rows, "report": report.to_dict(), **(finish(folder) if rows else {})}
         write_meta(folder, meta)
     except BaseException:
         if temporary:
@@ -51,8 +70,9 @@ def convert_file(path: str | Path, fmt, *, options: dict, errors, max_samples: i
     return folder, temporary, meta
 
 
-def open_columns(folder: Path, temporary: bool, meta: dict, row_maps: list, batch_size: int,
-                 dense_transform=None) -> FileSource:
+def open_columns(
+    folder: Path, temporary: bool, meta: dict, row_maps: list, batch_size: int, dense_transform=None
+) -> FileSource:
     """The converted folder as a batch source of `batch_size`; fewer rows than one batch is an
     error that prints the report (it says what was skipped)."""
     report = LoadReport.from_dict(meta["report"])
@@ -61,12 +81,17 @@ def open_columns(folder: Path, temporary: bool, meta: dict, row_maps: list, batc
     if meta["rows"] < batch_size:
         if temporary:
             shutil.rmtree(folder, ignore_errors=True)
-        raise ValueError(f"{report.source}: {meta['rows']} rows loaded, fewer than one batch of "
-                         f"{batch_size}\n{report}")
+        raise ValueError(f"{report.source}: {meta['rows']} rows loaded, fewer than one batch of {batch_size}\n{report}")
     columns = [NpyRows(folder / f"{name}.npy") for name in ("labels", "dense", "sparse")]
-    return FileSource(*columns, row_maps, batch_size, report=report,
-                      dense_transform=dense_transform, name=report.source,
-                      temporary_folder=folder if temporary else None)
+    return FileSource(
+        *columns,
+        row_maps,
+        batch_size,
+        report=report,
+        dense_transform=dense_transform,
+        name=report.source,
+        temporary_folder=folder if temporary else None,
+    )
 
 
 __all__ = ["convert_file", "open_columns"]

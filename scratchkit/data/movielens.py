@@ -23,6 +23,7 @@ into columns, NumPy checks and decodes them, an odd block is read again line by 
 `parse_rating`; the columns go to disk (`file_source.py`), the raw timestamps with them, scaled
 as each batch is read. `max_rows` caps a table: ids at or past it are hashed (id % max_rows).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ from scratchkit.data.loading import convert_file, open_columns
 from scratchkit.data.row_maps import Modulo
 
 LIKE_THRESHOLD = 4.0  # 4 and 5 stars read as a click: the usual cut from ratings to implicit
-                      # feedback, keeping an average 3 out of the positives
+# feedback, keeping an average 3 out of the positives
 DEFAULT_BATCH_SIZE = 128  # as for Criteo: the DLRM reference's Kaggle mini-batch
 TABLE_NAMES = ("users", "movies")
 
@@ -56,7 +57,7 @@ _TIMESTAMP = re.compile(r"-?[0-9]+")
 class MovieLensFormat(str, Enum):
     """The two rating files the loader reads, named after the files that use them."""
 
-    U_DATA = "u.data"            # tab-separated, no header
+    U_DATA = "u.data"  # tab-separated, no header
     RATINGS_CSV = "ratings.csv"  # comma-separated, one header line
 
     @property
@@ -85,13 +86,16 @@ class MovieLensFormat(str, Enum):
             return cls.RATINGS_CSV
         if name.endswith((".data", ".tsv")):
             return cls.U_DATA
-        raise ValueError(f"{path}: cannot tell the MovieLens format from the file name; "
-                         f"pass format='u.data' or format='ratings.csv'")
+        raise ValueError(
+            f"{path}: cannot tell the MovieLens format from the file name; pass format='u.data' or format='ratings.csv'"
+        )
 
 
-def parse_rating(line: str, source: str, line_number: int, fmt: MovieLensFormat,
-                 table_sizes: tuple[int, int] | None) -> tuple[int, int, float, int]:
+def parse_rating(
+    line: str, source: str, line_number: int, fmt: MovieLensFormat, table_sizes: tuple[int, int] | None
+) -> tuple[int, int, float, int]:
     """(user, movie, rating, timestamp) of one line, or MalformedLineError naming what is wrong."""
+
     def bad(kind: str, detail: str) -> MalformedLineError:
         return MalformedLineError(source, line_number, kind, detail)
 
@@ -99,8 +103,7 @@ def parse_rating(line: str, source: str, line_number: int, fmt: MovieLensFormat,
     names = fmt.column_names
     if len(fields) != 4:
         sep = "tab" if fmt is MovieLensFormat.U_DATA else "comma"
-        raise bad("wrong column count", f"expected 4 {sep}-separated columns "
-                  f"({', '.join(names)}), found {len(fields)}")
+        raise bad("wrong column count", f"expected 4 {sep}-separated columns ({', '.join(names)}), found {len(fields)}")
     user, movie, rating, timestamp = fields
 
     def where(column: int) -> str:
@@ -117,14 +120,15 @@ def parse_rating(line: str, source: str, line_number: int, fmt: MovieLensFormat,
         raise bad("bad timestamp", f"{where(3)} is not an integer")
     if not math.isfinite(float(rating)):
         raise bad("bad rating", f"{where(2)} is too large for a floating-point number")
-    if not -2**63 <= int(timestamp) < 2**63:
+    if not -(2**63) <= int(timestamp) < 2**63:
         raise bad("bad timestamp", f"{where(3)} does not fit a 64-bit integer")
     ids = (int(user), int(movie))
     if table_sizes is not None:
         for column, (row, size) in enumerate(zip(ids, table_sizes)):
             if row >= size:
-                raise bad("id outside table", f"{where(column)} does not fit the "
-                          f"{TABLE_NAMES[column]} table of {size} rows")
+                raise bad(
+                    "id outside table", f"{where(column)} does not fit the {TABLE_NAMES[column]} table of {size} rows"
+                )
     return ids[0], ids[1], float(rating), int(timestamp)
 
 
@@ -132,7 +136,7 @@ class RatingsFormat:
     """u.data or ratings.csv for the streaming loop: a fast block reader and its line twin."""
 
     name = "movielens"
-    num_dense, num_tables, dense_dtype = 1, 2, np.int64     # dense: the raw timestamp
+    num_dense, num_tables, dense_dtype = 1, 2, np.int64  # dense: the raw timestamp
 
     def __init__(self, source: str, fmt: MovieLensFormat, sizes, like_threshold: float):
         self.source, self.fmt, self.sizes, self.threshold = source, fmt, sizes, like_threshold
@@ -148,9 +152,12 @@ class RatingsFormat:
         table = self.split(block) if table is None else table
         if table is None:
             return None
-        decoders = (lambda f: _whole(decode_ints(f, signed=False)),
-                    lambda f: _whole(decode_ints(f, signed=False)),
-                    decode_decimals, lambda f: _whole(decode_ints(f, signed=True)))
+        decoders = (
+            lambda f: _whole(decode_ints(f, signed=False)),
+            lambda f: _whole(decode_ints(f, signed=False)),
+            decode_decimals,
+            lambda f: _whole(decode_ints(f, signed=True)),
+        )
         columns = []
         for name, decode in zip(self.fmt.column_names, decoders):
             parts = [decode(Fields.from_arrow(chunk)) for chunk in table.column(name).chunks]
@@ -159,7 +166,7 @@ class RatingsFormat:
             columns.append(np.concatenate(parts) if parts else np.zeros(0))
         users, movies, ratings, times = columns
         if self.sizes is not None and ((users >= self.sizes[0]).any() or (movies >= self.sizes[1]).any()):
-            return None                                  # the line parser names the line
+            return None  # the line parser names the line
         return self._chunk(users, movies, ratings, times)
 
     def rows_to_chunk(self, rows) -> Chunk:
@@ -170,9 +177,11 @@ class RatingsFormat:
         return self._chunk(users, movies, ratings.astype(np.float64), times)
 
     def _chunk(self, users, movies, ratings, times) -> Chunk:
-        return Chunk((ratings >= self.threshold).astype(np.uint8),
-                     times.astype(np.int64)[:, None],                          # [n, 1]
-                     np.stack([users, movies], axis=1).astype(np.uint64))      # [n, 2]
+        return Chunk(
+            (ratings >= self.threshold).astype(np.uint8),
+            times.astype(np.int64)[:, None],  # [n, 1]
+            np.stack([users, movies], axis=1).astype(np.uint64),
+        )  # [n, 2]
 
     @staticmethod
     def count(chunk: Chunk, report) -> None:
@@ -213,13 +222,19 @@ class _Extent:
         self.t_max = high if self.t_max is None else max(self.t_max, high)
 
 
-def load_movielens(path: str | Path, batch_size: int = DEFAULT_BATCH_SIZE, *,
-                   table_sizes: Sequence[int] | None = None,
-                   like_threshold: float = LIKE_THRESHOLD,
-                   format: MovieLensFormat | str | None = None,
-                   max_rows: int | None = None, max_samples: int | None = None,
-                   errors: OnBadLine | str = OnBadLine.RAISE,
-                   cache_dir: str | Path | None = None, progress: bool = True) -> FileSource:
+def load_movielens(
+    path: str | Path,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    table_sizes: Sequence[int] | None = None,
+    like_threshold: float = LIKE_THRESHOLD,
+    format: MovieLensFormat | str | None = None,
+    max_rows: int | None = None,
+    max_samples: int | None = None,
+    errors: OnBadLine | str = OnBadLine.RAISE,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> FileSource:
     """Read MovieLens ratings (u.data or ratings.csv, plain or .gz) as a batch source, streaming.
 
     table_sizes:    (users, movies) table rows; None: largest id loaded + 1. An id that does not
@@ -248,8 +263,9 @@ def load_movielens(path: str | Path, batch_size: int = DEFAULT_BATCH_SIZE, *,
     if fmt.header is not None and Path(path).is_file():
         header, skip = first_line_of(path)
         if header.lstrip("\ufeff") != fmt.header:
-            raise MalformedLineError(source, 1, "bad header", f"expected the header "
-                                     f"{fmt.header!r}, found {show_value(header, 60)}")
+            raise MalformedLineError(
+                source, 1, "bad header", f"expected the header {fmt.header!r}, found {show_value(header, 60)}"
+            )
         first_line = 2
     extent = _Extent()
 
@@ -257,16 +273,29 @@ def load_movielens(path: str | Path, batch_size: int = DEFAULT_BATCH_SIZE, *,
         return {"top_ids": extent.top, "time_span": [extent.t_min, extent.t_max]}
 
     folder, temporary, meta = convert_file(
-        path, RatingsFormat(source, fmt, sizes, float(like_threshold)),
+        path,
+        RatingsFormat(source, fmt, sizes, float(like_threshold)),
         options={"format": fmt.value, "table_sizes": sizes, "like_threshold": like_threshold},
-        errors=errors, max_samples=max_samples, cache_dir=cache_dir, progress=progress,
-        on_chunk=extent, finish=finish, first_line=first_line, skip_bytes=skip)
+        errors=errors,
+        max_samples=max_samples,
+        cache_dir=cache_dir,
+        progress=progress,
+        on_chunk=extent,
+        finish=finish,
+        first_line=first_line,
+        skip_bytes=skip,
+    )
     if sizes is None and meta["rows"]:
-        sizes = tuple(top + 1 if max_rows is None else min(top + 1, max_rows)
-                      for top in meta["top_ids"])
+        sizes = tuple(top + 1 if max_rows is None else min(top + 1, max_rows) for top in meta["top_ids"])
     maps = [Modulo(n) for n in (sizes or (1, 1))]
-    return open_columns(folder, temporary, meta, maps, batch_size,
-                        dense_transform=ScaledTime(*meta["time_span"]) if meta["rows"] else None)
+    return open_columns(
+        folder,
+        temporary,
+        meta,
+        maps,
+        batch_size,
+        dense_transform=ScaledTime(*meta["time_span"]) if meta["rows"] else None,
+    )
 
 
 __all__ = ["load_movielens", "MovieLensFormat", "RatingsFormat", "parse_rating", "LIKE_THRESHOLD"]

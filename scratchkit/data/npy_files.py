@@ -11,24 +11,30 @@ memory) until the kernel wants them back, while plain reads leave nothing behind
 asked for. The header is written with room for any N (`HEADER_BYTES`), then rewritten in place
 with the real shape: the file is a plain `.npy`, `np.load` reads it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-MAGIC = b"\x93NUMPY\x01\x00"        # format version 1.0: a 2-byte header length follows
-HEADER_BYTES = 128                  # magic + length + the dict, padded: room for any shape here
+MAGIC = b"\x93NUMPY\x01\x00"  # format version 1.0: a 2-byte header length follows
+HEADER_BYTES = 128  # magic + length + the dict, padded: room for any shape here
 
 
 def _header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     """A version 1.0 header of exactly HEADER_BYTES bytes (numpy needs a multiple of 64)."""
-    text = repr({"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
-                 "shape": tuple(int(n) for n in shape)})
+    text = repr(
+        {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+            "fortran_order": False,
+            "shape": tuple(int(n) for n in shape),
+        }
+    )
     room = HEADER_BYTES - len(MAGIC) - 2
     if len(text) + 1 > room:
         raise ValueError(f"npy header for shape {shape} does not fit {HEADER_BYTES} bytes")
-    body = (text + " " * (room - 1 - len(text))).encode("latin1") + b"\n"   # spaces, then \n
+    body = (text + " " * (room - 1 - len(text))).encode("latin1") + b"\n"  # spaces, then \n
     return MAGIC + room.to_bytes(2, "little") + body
 
 
@@ -44,10 +50,9 @@ class NpyAppender:
         self._file.write(_header(self.dtype, (0, *self.row_shape)))
 
     def append(self, chunk: np.ndarray) -> None:
-        chunk = np.ascontiguousarray(chunk, dtype=self.dtype)        # [n, *row_shape]
+        chunk = np.ascontiguousarray(chunk, dtype=self.dtype)  # [n, *row_shape]
         if chunk.shape[1:] != self.row_shape:
-            raise ValueError(f"{self.path.name}: rows of shape {self.row_shape} expected, "
-                             f"got {chunk.shape[1:]}")
+            raise ValueError(f"{self.path.name}: rows of shape {self.row_shape} expected, got {chunk.shape[1:]}")
         self._file.write(chunk.tobytes())
         self.rows += chunk.shape[0]
 
@@ -94,8 +99,9 @@ class NpyRows:
         self.path = Path(path)
         with open(self.path, "rb") as f:
             version = np.lib.format.read_magic(f)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
             shape, fortran, dtype = read_header(f)
             self.offset = f.tell()
         if fortran and len(shape) > 1:
@@ -115,8 +121,9 @@ class NpyRows:
     def read(self, start: int, stop: int) -> np.ndarray:
         """[stop - start, *row_shape], a fresh array."""
         count = (stop - start) * self.row_items
-        data = np.fromfile(self.path, self.dtype, count,
-                           offset=self.offset + start * self.row_items * self.dtype.itemsize)
+        data = np.fromfile(
+            self.path, self.dtype, count, offset=self.offset + start * self.row_items * self.dtype.itemsize
+        )
         return data.reshape(stop - start, *self.row_shape)
 
     def chunks(self, rows: int = 1 << 18):

@@ -14,6 +14,7 @@ and `len()`).
 
 The command line's `--data KIND:PATH` is the same call (`parse_data_spec`).
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -22,15 +23,15 @@ from pathlib import Path
 from scratchkit.choices import parse_choice
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, TrainConfig
 
-DEFAULT_DEPTH = 2        # as the CLI's --depth and CacheParams
+DEFAULT_DEPTH = 2  # as the CLI's --depth and CacheParams
 
 
 class DataKind(str, Enum):
     """The real formats the kit reads."""
 
-    CRITEO = "criteo"            # Criteo Kaggle / Terabyte TSV (plain or .gz)
-    MOVIELENS = "movielens"      # MovieLens u.data or ratings.csv
-    CRITEO_NPY = "criteo-npy"    # a folder of TorchRec's preprocessed Criteo .npy files
+    CRITEO = "criteo"  # Criteo Kaggle / Terabyte TSV (plain or .gz)
+    MOVIELENS = "movielens"  # MovieLens u.data or ratings.csv
+    CRITEO_NPY = "criteo-npy"  # a folder of TorchRec's preprocessed Criteo .npy files
 
     @classmethod
     def parse(cls, name: "DataKind | str") -> "DataKind":
@@ -41,8 +42,10 @@ def parse_data_spec(spec: str) -> tuple[DataKind, Path]:
     """'criteo:PATH' -> (DataKind.CRITEO, Path(PATH))."""
     kind, sep, path = spec.partition(":")
     if not sep or not path:
-        raise ValueError(f"data {spec!r} is not KIND:PATH; KIND is one of "
-                         f"{', '.join(k.value for k in DataKind)} (e.g. criteo:train.tsv)")
+        raise ValueError(
+            f"data {spec!r} is not KIND:PATH; KIND is one of "
+            f"{', '.join(k.value for k in DataKind)} (e.g. criteo:train.tsv)"
+        )
     return DataKind.parse(kind), Path(path)
 
 
@@ -63,16 +66,26 @@ def guess_kind(path: str | Path) -> DataKind | None:
         first = lines.readline().rstrip("\r\n").lstrip("\ufeff")
     if len(first.split("\t")) == NUM_COLUMNS:
         return DataKind.CRITEO
-    if first == MovieLensFormat.RATINGS_CSV.header or any(len(first.split(f.separator)) == 4
-                                                           for f in MovieLensFormat):
+    if first == MovieLensFormat.RATINGS_CSV.header or any(len(first.split(f.separator)) == 4 for f in MovieLensFormat):
         return DataKind.MOVIELENS
     return None
 
 
-def open_data(kind: DataKind | str, path: str | Path | None = None, *, batch_size: int | None = None,
-              max_rows: int | None = None, max_samples: int | None = None, table_sizes=None,
-              errors: str = "raise", cache_dir: str | Path | None = None, progress: bool = True,
-              depth: int = DEFAULT_DEPTH, seed: int = 0, **options):
+def open_data(
+    kind: DataKind | str,
+    path: str | Path | None = None,
+    *,
+    batch_size: int | None = None,
+    max_rows: int | None = None,
+    max_samples: int | None = None,
+    table_sizes=None,
+    errors: str = "raise",
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    depth: int = DEFAULT_DEPTH,
+    seed: int = 0,
+    **options,
+):
     """(source, config) for a data file. `kind` is "criteo", "movielens" or "criteo-npy", or a
     whole "KIND:PATH" with `path` left out.
 
@@ -85,16 +98,17 @@ def open_data(kind: DataKind | str, path: str | Path | None = None, *, batch_siz
     if path is None:
         kind, path = parse_data_spec(str(kind))
     kind = DataKind.parse(kind)
-    shared = {"max_rows": max_rows, "max_samples": max_samples, "table_sizes": table_sizes,
-              "progress": progress}
+    shared = {"max_rows": max_rows, "max_samples": max_samples, "table_sizes": table_sizes, "progress": progress}
     if batch_size is not None:
         shared["batch_size"] = batch_size
     if kind is DataKind.CRITEO_NPY:
         from scratchkit.data.criteo_npy import load_criteo_npy
 
         if errors != "raise" or cache_dir is not None or options:
-            raise ValueError("criteo-npy reads the .npy files as they are: errors, cache_dir "
-                             f"and {', '.join(options) or 'other options'} do not apply")
+            raise ValueError(
+                "criteo-npy reads the .npy files as they are: errors, cache_dir "
+                f"and {', '.join(options) or 'other options'} do not apply"
+            )
         source = load_criteo_npy(path, **shared)
     elif kind is DataKind.CRITEO:
         from scratchkit.data.criteo import load_criteo
@@ -114,13 +128,22 @@ def config_for(source, *, depth: int = DEFAULT_DEPTH, seed: int = 0, dim: int = 
     pooling (the most ids a bag of batch 0 holds), the Criteo profiles' DLRM with embeddings of
     `dim`, and a scratchpad of (depth+1) x B x L rows a table (always enough for ScratchPipe)."""
     first = source.batch(0)
-    pooling = max(1, max(-(-len(ids) // first.batch_size) for ids in first.ids))   # ceil(nnz / B)
-    data = DataConfig(table_sizes=tuple(int(n) for n in source.table_sizes), pooling=pooling,
-                      batch_size=int(source.batch_size), num_dense=int(source.num_dense),
-                      num_batches=len(source), seed=seed)
+    pooling = max(1, max(-(-len(ids) // first.batch_size) for ids in first.ids))  # ceil(nnz / B)
+    data = DataConfig(
+        table_sizes=tuple(int(n) for n in source.table_sizes),
+        pooling=pooling,
+        batch_size=int(source.batch_size),
+        num_dense=int(source.num_dense),
+        num_batches=len(source),
+        seed=seed,
+    )
     worst = (depth + 1) * data.batch_size * pooling
-    return TrainConfig(data=data, model=ModelConfig(dim=dim, bottom_mlp=(64, dim), top_mlp=(64, 1)),
-                       cache=CacheParams(capacity=worst, depth=depth), seed=seed)
+    return TrainConfig(
+        data=data,
+        model=ModelConfig(dim=dim, bottom_mlp=(64, dim), top_mlp=(64, 1)),
+        cache=CacheParams(capacity=worst, depth=depth),
+        seed=seed,
+    )
 
 
 __all__ = ["open_data", "config_for", "parse_data_spec", "guess_kind", "DataKind"]

@@ -8,6 +8,7 @@ as a `LoadReport`, printable in one glance:
     train.tsv: 7,200 of 7,200 lines loaded as rows, 0 skipped
       dense values missing, set to 0: ...
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -20,19 +21,19 @@ from scratchkit.data.lines import FIRST_ERRORS_KEPT, MalformedLineError
 class LoadReport:
     """Counts of everything a loader skipped, filled in or changed while reading one file."""
 
-    source: str                 # the file, as the caller named it
-    num_dense: int = 0          # dense features per row, to turn counts into shares
-    num_tables: int = 0         # categorical features (= embedding tables) per row
-    lines_read: int = 0         # data lines looked at (a header is not counted)
-    rows_loaded: int = 0        # lines that became samples
+    source: str  # the file, as the caller named it
+    num_dense: int = 0  # dense features per row, to turn counts into shares
+    num_tables: int = 0  # categorical features (= embedding tables) per row
+    lines_read: int = 0  # data lines looked at (a header is not counted)
+    rows_loaded: int = 0  # lines that became samples
     skip_reasons: Counter = field(default_factory=Counter)  # kind -> lines skipped for it
     first_errors: list[str] = field(default_factory=list)  # the first FIRST_ERRORS_KEPT messages
-    dense_defaulted: int = 0    # missing dense values replaced by 0
-    dense_clipped: int = 0      # negative dense values clipped to 0 before the log transform
+    dense_defaulted: int = 0  # missing dense values replaced by 0
+    dense_clipped: int = 0  # negative dense values clipped to 0 before the log transform
     categorical_missing: int = 0  # missing categorical values, sent to row 0 of their table
     missing_by_column: dict[str, int] = field(default_factory=dict)  # column name -> missing values
     batch_size: int = 0
-    rows_dropped: int = 0       # rows of the incomplete last batch, left out of every batch
+    rows_dropped: int = 0  # rows of the incomplete last batch, left out of every batch
     stopped_at_max_samples: bool = False  # reading stopped early: max_samples rows were loaded
 
     @property
@@ -51,9 +52,11 @@ class LoadReport:
 
     def to_dict(self) -> dict:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return values | {"skip_reasons": dict(self.skip_reasons),
-                         "first_errors": list(self.first_errors),
-                         "missing_by_column": dict(self.missing_by_column)}
+        return values | {
+            "skip_reasons": dict(self.skip_reasons),
+            "first_errors": list(self.first_errors),
+            "missing_by_column": dict(self.missing_by_column),
+        }
 
     @classmethod
     def from_dict(cls, values: dict) -> "LoadReport":
@@ -63,16 +66,20 @@ class LoadReport:
 
     def __str__(self) -> str:
         stop = " (stopped at max_samples)" if self.stopped_at_max_samples else ""
-        lines = [f"{self.source}: {self.rows_loaded:,} of {self.lines_read:,} lines loaded as rows, "
-                 f"{self.rows_skipped:,} skipped{stop}"]
+        lines = [
+            f"{self.source}: {self.rows_loaded:,} of {self.lines_read:,} lines loaded as rows, "
+            f"{self.rows_skipped:,} skipped{stop}"
+        ]
         for kind, n in sorted(self.skip_reasons.items()):
             lines.append(f"  skipped, {kind}: {n:,}")
         lines += [f"    {message}" for message in self.first_errors]
         dense_total = self.rows_loaded * self.num_dense
         cat_total = self.rows_loaded * self.num_tables
-        changed = [("dense values missing, set to 0", self.dense_defaulted, dense_total),
-                   ("dense values negative, clipped to 0", self.dense_clipped, dense_total),
-                   ("categorical values missing, sent to row 0", self.categorical_missing, cat_total)]
+        changed = [
+            ("dense values missing, set to 0", self.dense_defaulted, dense_total),
+            ("dense values negative, clipped to 0", self.dense_clipped, dense_total),
+            ("categorical values missing, sent to row 0", self.categorical_missing, cat_total),
+        ]
         for what, n, total in changed:
             if n:
                 lines.append(f"  {what}: {_share(n, total)}")
@@ -82,8 +89,10 @@ class LoadReport:
             worst = sorted(self.missing_by_column.items(), key=lambda kv: -kv[1])[:6]
             lines.append("  most missing: " + ", ".join(f"{name} {n:,}" for name, n in worst))
         if self.batch_size:
-            lines.append(f"  batches of {self.batch_size}: {self.rows_in_batches // self.batch_size:,}; "
-                         f"rows dropped in the incomplete last batch: {self.rows_dropped:,}")
+            lines.append(
+                f"  batches of {self.batch_size}: {self.rows_in_batches // self.batch_size:,}; "
+                f"rows dropped in the incomplete last batch: {self.rows_dropped:,}"
+            )
         return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ keeps its dictionary. So no table has more than `max_rows` rows, and none has ro
 Memory: the distinct values (at most `max_rows` a table when capped: a table that overflows is
 dropped at once), never the file.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -61,8 +62,12 @@ class Dictionary:
 
 
 _PTR, _I64 = ctypes.c_void_p, ctypes.c_int64
-LOOP = CLibrary("row_maps", Path(__file__).resolve().parent, ("row_maps_loop.cpp",), {
-    "sk_rows_searched": (None, [_PTR, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR])})
+LOOP = CLibrary(
+    "row_maps",
+    Path(__file__).resolve().parent,
+    ("row_maps_loop.cpp",),
+    {"sk_rows_searched": (None, [_PTR, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR])},
+)
 
 
 class RowMapper:
@@ -75,18 +80,27 @@ class RowMapper:
 
     def __init__(self, maps: list, native: bool | None = None):
         self.maps, self._asked = list(maps), native
-        searched = [t for t, m in enumerate(self.maps) if isinstance(m, Dictionary)
-                    and m.values.dtype in (np.uint32, np.uint64)]
+        searched = [
+            t for t, m in enumerate(self.maps) if isinstance(m, Dictionary) and m.values.dtype in (np.uint32, np.uint64)
+        ]
         self.native = bool(searched) and (LOOP.available() if native is None else native)
         searched = searched if self.native else []
         self._rest = [(t, m) for t, m in enumerate(self.maps) if t not in searched]
         dicts = [self.maps[t].values for t in searched]
-        self._tables = (len(searched), np.array(searched, np.int64),            # held: C reads them
-                        (_PTR * len(dicts))(*[d.ctypes.data for d in dicts]),
-                        np.array([d.size for d in dicts], np.int64),
-                        np.array([d.dtype == np.uint64 for d in dicts], np.int64))
-        self._table_args = (self._tables[0], self._tables[1].ctypes.data, self._tables[2],
-                            self._tables[3].ctypes.data, self._tables[4].ctypes.data)
+        self._tables = (
+            len(searched),
+            np.array(searched, np.int64),  # held: C reads them
+            (_PTR * len(dicts))(*[d.ctypes.data for d in dicts]),
+            np.array([d.size for d in dicts], np.int64),
+            np.array([d.dtype == np.uint64 for d in dicts], np.int64),
+        )
+        self._table_args = (
+            self._tables[0],
+            self._tables[1].ctypes.data,
+            self._tables[2],
+            self._tables[3].ctypes.data,
+            self._tables[4].ctypes.data,
+        )
 
     def __reduce__(self):
         """Pickled as its maps (a source travels to another process): the pointers are remade."""
@@ -96,10 +110,16 @@ class RowMapper:
         n, num_tables = raw.shape
         ids = np.empty((num_tables, n), np.int64)
         if self.native and raw.dtype in (np.uint32, np.uint64) and n > 0:
-            raw, scratch = np.ascontiguousarray(raw), np.empty(n, np.int64)   # held for the call
-            LOOP.library.sk_rows_searched(address(raw, raw.dtype), int(raw.dtype == np.uint64), n,
-                                          num_tables, *self._table_args, ids.ctypes.data,
-                                          scratch.ctypes.data)
+            raw, scratch = np.ascontiguousarray(raw), np.empty(n, np.int64)  # held for the call
+            LOOP.library.sk_rows_searched(
+                address(raw, raw.dtype),
+                int(raw.dtype == np.uint64),
+                n,
+                num_tables,
+                *self._table_args,
+                ids.ctypes.data,
+                scratch.ctypes.data,
+            )
             rest = self._rest
         else:
             rest = enumerate(self.maps)
@@ -131,18 +151,17 @@ class DistinctValues:
         self.cap = cap
         self._merged: list[np.ndarray | None] = [None] * num_tables
         self._pending: list[list[np.ndarray]] = [[] for _ in range(num_tables)]
-        self._over = [False] * num_tables                  # more distinct values than the cap
+        self._over = [False] * num_tables  # more distinct values than the cap
 
     def add(self, raw: np.ndarray) -> None:
         for t in range(raw.shape[1]):
             if self._over[t]:
-                continue                                   # hashed anyway
+                continue  # hashed anyway
             if self._merged[t] is None:
                 self._merged[t] = np.zeros(0, raw.dtype)
             self._pending[t].append(_distinct(np.ascontiguousarray(raw[:, t])))
             waiting = sum(p.size for p in self._pending[t])
-            if waiting >= max(self._merged[t].size, 1 << 16) or \
-                    (self.cap is not None and waiting > self.cap):
+            if waiting >= max(self._merged[t].size, 1 << 16) or (self.cap is not None and waiting > self.cap):
                 self._merge(t)
 
     def _merge(self, t: int) -> None:
@@ -163,8 +182,10 @@ class DistinctValues:
 
 def derive_row_maps(distinct: list[np.ndarray | None], max_rows: int | None) -> list:
     """A Dictionary per table, or Modulo(max_rows) where the table had more distinct values."""
-    return [Modulo(max_rows) if values is None or (max_rows is not None and values.size > max_rows)
-            else Dictionary(values) for values in distinct]
+    return [
+        Modulo(max_rows) if values is None or (max_rows is not None and values.size > max_rows) else Dictionary(values)
+        for values in distinct
+    ]
 
 
 def save_row_maps(maps: list, folder: Path) -> list[dict]:
@@ -180,8 +201,9 @@ def save_row_maps(maps: list, folder: Path) -> list[dict]:
 
 
 def load_row_maps(described: list[dict], folder: Path) -> list:
-    return [Dictionary(np.load(folder / d["dictionary"])) if "dictionary" in d
-            else Modulo(d["modulo"]) for d in described]
+    return [
+        Dictionary(np.load(folder / d["dictionary"])) if "dictionary" in d else Modulo(d["modulo"]) for d in described
+    ]
 
 
 __all__ = ["Modulo", "Dictionary", "DistinctValues", "RowMapper", "derive_row_maps"]

@@ -17,6 +17,7 @@ table): above EXACT_RANKS ranks the sampler keeps the head's CDF exactly and dra
 continuous power law (x^-s on [K+1/2, N+1/2], the sum's integral): the tail's ranks are each about
 as rare as they should be, and no one row of it matters.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,7 +49,7 @@ class ZipfSampler:
     def __init__(self, num_rows: int, exponent: float):
         self.num_rows, self.exponent = num_rows, exponent
         head = min(num_rows, self.EXACT_RANKS)
-        self.cdf = zipf_cdf(head, exponent)                       # [head] the head, normalised
+        self.cdf = zipf_cdf(head, exponent)  # [head] the head, normalised
         self.guide = np.searchsorted(self.cdf, np.arange(head) / head, side="right")
         head_mass = float(np.sum(np.arange(1, head + 1, dtype=np.float64) ** -exponent))
         self.p_head = head_mass / (head_mass + self._tail_mass()) if num_rows > head else 1.0
@@ -71,7 +72,7 @@ class ZipfSampler:
     def _head(self, u: np.ndarray) -> np.ndarray:
         rank = self.guide[(u * len(self.guide)).astype(np.int64)]
         pending = np.flatnonzero(self.cdf[rank] <= u)
-        while pending.size:                      # a step or two: buckets hold ~1 rank each
+        while pending.size:  # a step or two: buckets hold ~1 rank each
             rank[pending] += 1
             pending = pending[self.cdf[rank[pending]] <= u[pending]]
         return rank
@@ -103,10 +104,14 @@ class SyntheticSource:
         self.num_dense = config.num_dense
         self.batch_size = config.batch_size
         self.num_batches = config.num_batches
-        self._samplers = [ZipfSampler(config.ranks(t), config.exponent(t)) if config.exponent(t) > 0
-                          else None for t in range(len(self.table_sizes))]
-        self._scatter = [(_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
-                         for t, n in enumerate(self.table_sizes)]
+        self._samplers = [
+            ZipfSampler(config.ranks(t), config.exponent(t)) if config.exponent(t) > 0 else None
+            for t in range(len(self.table_sizes))
+        ]
+        self._scatter = [
+            (_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
+            for t, n in enumerate(self.table_sizes)
+        ]
         label_rng = np.random.default_rng([config.seed, 2**31 - 1])
         self._dense_weights = label_rng.standard_normal(config.num_dense).astype(np.float32)
 
@@ -128,9 +133,9 @@ class SyntheticSource:
             u = rng.random(B * L)
             sampler = self._samplers[t]
             ranks = sampler.ranks(u) if sampler is not None else (u * n).astype(np.int64)
-            ranks %= n                                           # a scaled table folds its tail
+            ranks %= n  # a scaled table folds its tail
             a, c = self._scatter[t]
-            ids.append((ranks.astype(np.int64) * a + c) % n)     # [B*L], bag b = ids[b*L:(b+1)*L]
+            ids.append((ranks.astype(np.int64) * a + c) % n)  # [B*L], bag b = ids[b*L:(b+1)*L]
             offsets.append(np.arange(0, B * L, L, dtype=np.int64))  # [B]
         labels = self._labels(rng, dense, ids)
         return Batch(dense=dense, ids=tuple(ids), offsets=tuple(offsets), labels=labels)
@@ -140,7 +145,7 @@ class SyntheticSource:
         B, L = self.batch_size, self.config.pooling
         score = dense @ self._dense_weights / max(1.0, math.sqrt(self.num_dense))
         for t_ids in ids:
-            effect = ((t_ids * 2654435761) % 1000) / 1000.0 - 0.5   # [B*L] in [-0.5, 0.5)
+            effect = ((t_ids * 2654435761) % 1000) / 1000.0 - 0.5  # [B*L] in [-0.5, 0.5)
             score = score + effect.reshape(B, L).mean(axis=1)
         prob = 1.0 / (1.0 + np.exp(-2.0 * score))
         return (rng.random(B) < prob).astype(np.float32)

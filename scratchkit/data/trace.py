@@ -4,6 +4,7 @@ Order: rows (samples) in order, and within a row the tables in order, each bag's
 as a real dataset is read line by line. Each table's ids are offset by the sizes of the tables
 before it, so one trace covers all tables without collisions.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,12 +21,12 @@ def batch_trace(batch, offsets: np.ndarray) -> np.ndarray:
     """The global ids one batch touches, in access order (sample-major): [lookups]."""
     ids, sample, table = [], [], []
     for t, (t_ids, t_offsets) in enumerate(zip(batch.ids, batch.offsets)):
-        bag_sizes = np.diff(np.append(t_offsets, len(t_ids)))       # [B]
+        bag_sizes = np.diff(np.append(t_offsets, len(t_ids)))  # [B]
         ids.append(t_ids + offsets[t])
         sample.append(np.repeat(np.arange(batch.batch_size), bag_sizes))
         table.append(np.full(len(t_ids), t))
     ids, sample, table = (np.concatenate(a) for a in (ids, sample, table))
-    order = np.lexsort((table, sample))   # stable: keeps each bag's ids in bag order
+    order = np.lexsort((table, sample))  # stable: keeps each bag's ids in bag order
     return ids[order]
 
 
@@ -34,12 +35,10 @@ def make_trace(source, num_batches: int, start: int = 0) -> np.ndarray:
     if num_batches <= 0:
         raise ValueError(f"number of batches must be positive, got {num_batches}")
     offsets = table_offsets(source.table_sizes)
-    return np.concatenate([batch_trace(source.batch(i), offsets)
-                           for i in range(start, start + num_batches)])
+    return np.concatenate([batch_trace(source.batch(i), offsets) for i in range(start, start + num_batches)])
 
 
-def stream_trace(source, num_batches: int, path: str | Path, start: int = 0,
-                 on_batch=None) -> tuple[Path, int]:
+def stream_trace(source, num_batches: int, path: str | Path, start: int = 0, on_batch=None) -> tuple[Path, int]:
     """Write the trace of batches `start .. start+num_batches-1` to a `.npy` a batch at a time
     (memory: one batch, whatever the length); returns (the path written, accesses)."""
     from scratchkit.data.npy_files import NpyAppender
@@ -76,9 +75,9 @@ def check_trace_file(path: str | Path, hint: str = "") -> Path:
         raise ValueError(f"{path} is a folder, not a trace file: {WHAT_A_TRACE_IS}{hint}")
     with open(path, "rb") as file:
         magic = file.read(6)
-    if magic.startswith(b"PK"):                        # a zip: np.savez's archive of arrays
+    if magic.startswith(b"PK"):  # a zip: np.savez's archive of arrays
         raise ValueError(f"{path} is an .npz archive, not a single array: {WHAT_A_TRACE_IS}{hint}")
-    if magic != b"\x93NUMPY":                          # text, a TSV, a pickle, anything else
+    if magic != b"\x93NUMPY":  # text, a TSV, a pickle, anything else
         raise ValueError(f"{path} is not a .npy file ({_looks_like(path)}): {WHAT_A_TRACE_IS}{hint}")
     return path
 
@@ -89,19 +88,16 @@ def read_trace(path: str | Path) -> np.ndarray:
     path = check_trace_file(path)
     try:
         trace = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:   # Python objects inside, a truncated file
+    except (ValueError, OSError, EOFError) as error:  # Python objects inside, a truncated file
         reason = "it holds Python objects" if "pickle" in str(error) else str(error).split(". ")[0]
         raise ValueError(f"{path} is not a trace ({reason}): {WHAT_A_TRACE_IS}") from None
     if trace.ndim != 1 or not np.issubdtype(trace.dtype, np.integer):
-        raise ValueError(f"{path}: a trace is a 1-D integer array, got shape {trace.shape} "
-                         f"dtype {trace.dtype}")
+        raise ValueError(f"{path}: a trace is a 1-D integer array, got shape {trace.shape} dtype {trace.dtype}")
     if trace.size == 0:
         raise ValueError(f"{path}: the trace is empty: there are no accesses to simulate")
     if trace.min() < 0:
-        raise ValueError(f"{path}: ids must be >= 0; position {int(np.argmin(trace))} "
-                         f"holds {int(trace.min())}")
+        raise ValueError(f"{path}: ids must be >= 0; position {int(np.argmin(trace))} holds {int(trace.min())}")
     return trace.astype(np.int64, copy=False)
-
 
 
 def _looks_like(path: Path) -> str:

@@ -8,6 +8,7 @@ written atomically, the process group destroyed), and threads that gloo and the 
 in C++ can still be running: tearing down under them aborted a finished rank now and then
 ("terminate called without an active exception": a job that verified 0.0, reported as failed).
 """
+
 import os
 import sys
 

@@ -15,6 +15,7 @@ Resuming is exact: the rows, their optimizer state, the dense model and its opti
 next batch are all there, and every trainer equals the reference from any such state (its caches
 or scratchpad refill from the host tables).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ class ShardStart:
 
 
 def step_folder(folder: str | Path, step: int) -> Path:
-    return Path(folder) / f"step-{str(step).zfill(8)}"   # sorts by name as by number
+    return Path(folder) / f"step-{str(step).zfill(8)}"  # sorts by name as by number
 
 
 def save_shards(rank_trainer, folder: str | Path, sharding: str) -> Path:
@@ -51,21 +52,27 @@ def save_shards(rank_trainer, folder: str | Path, sharding: str) -> Path:
     step = rank_trainer.next_batch
     where = step_folder(folder, step)
     where.mkdir(parents=True, exist_ok=True)
-    content = {"next_batch": step, "shards": [asdict(s) for s in rank_trainer.shards],
-               "weights": [w.detach().cpu().clone() for w in rank_trainer.embedding_weights()],
-               "state": [s.detach().cpu().clone() if s is not None else None
-                         for s in rank_trainer.embedding_state()],
-               "dense": rank_trainer.replica.state()}
+    content = {
+        "next_batch": step,
+        "shards": [asdict(s) for s in rank_trainer.shards],
+        "weights": [w.detach().cpu().clone() for w in rank_trainer.embedding_weights()],
+        "state": [s.detach().cpu().clone() if s is not None else None for s in rank_trainer.embedding_state()],
+        "dense": rank_trainer.replica.state(),
+    }
     save_checkpoint_file(content, where / f"shard-{rank}-of-{world}.pt")
     try:
         dist.barrier()
     except RuntimeError as error:
         raise PeerLost(step, "checkpoint", error) from error
     if rank == 0:
-        manifest = {"next_batch": step, "world_size": world, "sharding": sharding,
-                    "table_sizes": list(rank_trainer.plan.table_sizes),
-                    "optimizer": rank_trainer.config.optimizer.kind.value,
-                    "files": [f"shard-{r}-of-{world}.pt" for r in range(world)]}
+        manifest = {
+            "next_batch": step,
+            "world_size": world,
+            "sharding": sharding,
+            "table_sizes": list(rank_trainer.plan.table_sizes),
+            "optimizer": rank_trainer.config.optimizer.kind.value,
+            "files": [f"shard-{r}-of-{world}.pt" for r in range(world)],
+        }
         temporary = where / f".{COMPLETE}.tmp"
         temporary.write_text(json.dumps(manifest, indent=1))
         os.replace(temporary, where / COMPLETE)
@@ -82,8 +89,10 @@ def read_step(where: str | Path) -> tuple[dict, list[dict]]:
     """A complete step's manifest and its shard files' contents."""
     where = Path(where)
     if not (where / COMPLETE).is_file():
-        raise FileNotFoundError(f"{where} is not a complete checkpoint (no {COMPLETE}: a job stopped "
-                                "while saving it); resume from the folder above it for the newest complete one")
+        raise FileNotFoundError(
+            f"{where} is not a complete checkpoint (no {COMPLETE}: a job stopped "
+            "while saving it); resume from the folder above it for the newest complete one"
+        )
     manifest = json.loads((where / COMPLETE).read_text())
     return manifest, [load_checkpoint_file(where / name) for name in manifest["files"]]
 
@@ -99,8 +108,8 @@ def gather_rows(files: list[dict], table: int, start: int, rows: int, what: str)
                 continue
             if out is None:
                 out = values.new_empty((rows, values.shape[1]))
-            out[lo - start:hi - start] = values[lo - shard["start"]:hi - shard["start"]]
-            filled[lo - start:hi - start] = True
+            out[lo - start : hi - start] = values[lo - shard["start"] : hi - shard["start"]]
+            filled[lo - start : hi - start] = True
     if out is not None and not filled.all():
         missing = int(torch.nonzero(~filled)[0]) + start
         raise ValueError(f"the checkpoint lacks row {missing} of table {table}")
@@ -112,9 +121,11 @@ def load_start(where: str | Path, shards: list[Shard], config) -> ShardStart:
     manifest, files = read_step(where)
     mine = ([int(n) for n in config.data.table_sizes], config.optimizer.kind.value)
     if (list(manifest["table_sizes"]), manifest["optimizer"]) != mine:
-        raise ValueError(f"the checkpoint in {where} has tables {manifest['table_sizes']} and optimizer "
-                         f"{manifest['optimizer']}, this job {mine[0]} and {mine[1]}: resume with the "
-                         "configuration that wrote it")
+        raise ValueError(
+            f"the checkpoint in {where} has tables {manifest['table_sizes']} and optimizer "
+            f"{manifest['optimizer']}, this job {mine[0]} and {mine[1]}: resume with the "
+            "configuration that wrote it"
+        )
     weights = [gather_rows(files, s.table, s.start, s.rows, "weights") for s in shards]
     state = [gather_rows(files, s.table, s.start, s.rows, "state") for s in shards]
     return ShardStart((weights, state), files[0]["dense"], int(manifest["next_batch"]))
@@ -124,7 +135,9 @@ def assemble(where: str | Path) -> dict:
     """A complete step as one process's state: whole tables, optimizer state, dense model."""
     manifest, files = read_step(where)
     sizes = manifest["table_sizes"]
-    return {"next_batch": manifest["next_batch"],
-            "weights": [gather_rows(files, t, 0, n, "weights") for t, n in enumerate(sizes)],
-            "state": [gather_rows(files, t, 0, n, "state") for t, n in enumerate(sizes)],
-            "dense": files[0]["dense"]}
+    return {
+        "next_batch": manifest["next_batch"],
+        "weights": [gather_rows(files, t, 0, n, "weights") for t, n in enumerate(sizes)],
+        "state": [gather_rows(files, t, 0, n, "state") for t, n in enumerate(sizes)],
+        "dense": files[0]["dense"],
+    }

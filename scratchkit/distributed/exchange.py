@@ -23,6 +23,7 @@ another array, and differ in the last bits (tests/test_distributed_exactness.py 
 The all-to-alls run on the default process group: gloo on a CPU (CPU tensors), NCCL on GPUs
 (tensors on this rank's device). `timed` holds the seconds each took this step.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,15 +39,17 @@ from scratchkit.distributed.routing import Route
 from scratchkit.distributed.sharding import ShardingPlan
 
 
-def all_to_all(send: torch.Tensor, send_splits: list[int], receive_splits: list[int], step: int,
-               phase: str) -> torch.Tensor:
+def all_to_all(
+    send: torch.Tensor, send_splits: list[int], receive_splits: list[int], step: int, phase: str
+) -> torch.Tensor:
     """`dist.all_to_all_single` with uneven splits along dim 0: send_splits[o] rows of `send` go to
     rank o; receive_splits[r] rows arrive from rank r, in rank order. -> [sum receive_splits, ...]
     A failure (a peer gone, or silent past the timeout) raises PeerLost naming step and phase."""
     received = send.new_empty((sum(receive_splits), *send.shape[1:]))
     try:
-        dist.all_to_all_single(received, send.contiguous(), output_split_sizes=receive_splits,
-                               input_split_sizes=send_splits)
+        dist.all_to_all_single(
+            received, send.contiguous(), output_split_sizes=receive_splits, input_split_sizes=send_splits
+        )
     except RuntimeError as error:
         raise PeerLost(step, phase, error) from error
     return received
@@ -57,8 +60,8 @@ class Arrivals:
     """What the owner received in `send_ids`: per (source rank, local table), positions in its
     shard's sorted distinct ids (the routed batch), and the splits of every later exchange."""
 
-    positions: list[list[torch.Tensor]]   # [N][local tables] positions into that shard's ids
-    counts: np.ndarray                    # [N, T] ids of table t received from rank r
+    positions: list[list[torch.Tensor]]  # [N][local tables] positions into that shard's ids
+    counts: np.ndarray  # [N, T] ids of table t received from rank r
 
     @property
     def splits(self) -> list[int]:
@@ -71,9 +74,9 @@ class Exchange:
     def __init__(self, plan: ShardingPlan, rank: int, device: torch.device, board=None):
         self.plan, self.rank, self.device = plan, rank, torch.device(device)
         self.shards = plan.shards_of(rank)
-        self.board = board                      # failure.py's ProgressBoard: where this rank is
+        self.board = board  # failure.py's ProgressBoard: where this rank is
         self.timed: dict[str, float] = defaultdict(float)
-        self.sent_bytes = 0                     # to other ranks, all exchanges so far
+        self.sent_bytes = 0  # to other ranks, all exchanges so far
 
     def _enter(self, phase: str, step: int) -> float:
         if self.board is not None:
@@ -99,13 +102,16 @@ class Exchange:
         phase = "all_to_all ids"
         started = self._enter(phase, step)
         N, T = route.counts.shape
-        counts = all_to_all(torch.from_numpy(route.counts.reshape(-1)).to(self.device), [T] * N, [T] * N,
-                            step, phase).cpu().numpy().reshape(N, T)       # [N, T] from rank r
+        counts = (
+            all_to_all(torch.from_numpy(route.counts.reshape(-1)).to(self.device), [T] * N, [T] * N, step, phase)
+            .cpu()
+            .numpy()
+            .reshape(N, T)
+        )  # [N, T] from rank r
         send = route.send_ids().to(self.device)
-        ids = all_to_all(send, route.split_sizes(), [int(n) for n in counts.sum(axis=1)], step,
-                         phase).cpu().numpy()
+        ids = all_to_all(send, route.split_sizes(), [int(n) for n in counts.sum(axis=1)], step, phase).cpu().numpy()
         self._count(send, route.split_sizes())
-        self.sent_bytes += 8 * T * (N - 1)                                 # the counts
+        self.sent_bytes += 8 * T * (N - 1)  # the counts
         self._took("all_to_all_ids", started)
         return Arrivals(self._positions(ids, counts, shard_ids, step), counts)
 
@@ -116,36 +122,40 @@ class Exchange:
             mine = []
             for local, shard in enumerate(self.shards):
                 t = shard.table
-                asked = ids[ends[r, t] - counts[r, t]:ends[r, t]] - shard.start
+                asked = ids[ends[r, t] - counts[r, t] : ends[r, t]] - shard.start
                 have = shard_ids[local]
                 where = np.searchsorted(have, asked)
                 if len(asked) and (where.max() >= len(have) or (have[where] != asked).any()):
-                    raise RuntimeError(f"step {step}: rank {r} asked rank {self.rank} for rows of "
-                                       f"table {t} that its routed batch does not hold: the routing "
-                                       "and the plan disagree")
+                    raise RuntimeError(
+                        f"step {step}: rank {r} asked rank {self.rank} for rows of "
+                        f"table {t} that its routed batch does not hold: the routing "
+                        "and the plan disagree"
+                    )
                 mine.append(torch.from_numpy(where).to(self.device))
             if counts[r].sum() != sum(len(p) for p in mine):
-                raise RuntimeError(f"step {step}: rank {r} sent rank {self.rank} ids of tables it "
-                                   "does not own")
+                raise RuntimeError(f"step {step}: rank {r} sent rank {self.rank} ids of tables it does not own")
             positions.append(mine)
         return positions
 
-    def send_rows(self, route: Route, arrivals: Arrivals, shard_rows: list[torch.Tensor],
-                  step: int) -> list[torch.Tensor]:
+    def send_rows(
+        self, route: Route, arrivals: Arrivals, shard_rows: list[torch.Tensor], step: int
+    ) -> list[torch.Tensor]:
         """The owner's rows of the ids that arrived, back to who asked. shard_rows: per local table
         [u_l, dim] the rows of the routed batch's ids. -> per global table [u_t, dim] the rows of
         this micro-batch's distinct ids."""
         phase = "all_to_all rows"
         started = self._enter(phase, step)
-        send = torch.cat([rows.index_select(0, where) for wanted in arrivals.positions
-                          for rows, where in zip(shard_rows, wanted)])     # [sum arrivals, dim]
+        send = torch.cat(
+            [rows.index_select(0, where) for wanted in arrivals.positions for rows, where in zip(shard_rows, wanted)]
+        )  # [sum arrivals, dim]
         received = all_to_all(send, arrivals.splits, route.split_sizes(), step, phase)
         self._count(send, arrivals.splits)
         self._took("all_to_all_rows", started)
         return route.by_table(received)
 
-    def send_grads(self, route: Route, arrivals: Arrivals, sums: list[torch.Tensor],
-                   shard_sizes: list[int], step: int) -> list[torch.Tensor]:
+    def send_grads(
+        self, route: Route, arrivals: Arrivals, sums: list[torch.Tensor], shard_sizes: list[int], step: int
+    ) -> list[torch.Tensor]:
         """Each micro-batch's coalesced gradients [u_t, dim] -> their owners, who add them up in
         rank order. -> per local table [u_l, dim] the summed gradient of each routed id."""
         phase = "all_to_all gradients"
@@ -155,9 +165,9 @@ class Exchange:
         self._count(send, route.split_sizes())
         self._took("all_to_all_grads", started)
         dim = received.shape[1]
-        totals = [received.new_zeros((n, dim)) for n in shard_sizes]        # per local table
+        totals = [received.new_zeros((n, dim)) for n in shard_sizes]  # per local table
         parts = iter(torch.split(received, [len(w) for wanted in arrivals.positions for w in wanted]))
-        for wanted in arrivals.positions:          # rank 0's sums first, then rank 1's, ...
+        for wanted in arrivals.positions:  # rank 0's sums first, then rank 1's, ...
             for total, where in zip(totals, wanted):
-                total.index_add_(0, where, next(parts))   # distinct rows: one addition each
+                total.index_add_(0, where, next(parts))  # distinct rows: one addition each
         return totals

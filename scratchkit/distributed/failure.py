@@ -18,6 +18,7 @@ reports are there to read. The launcher then stops what is left (launch.py state
 Faults for the tests: `Fault.parse("raise@1:3")` raises in rank 1 as Train(3) reaches the
 exchanges; "kill@1:3" SIGKILLs it there; "hang@1:3" makes it sleep forever.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,10 @@ from enum import Enum
 from scratchkit.choices import parse_choice
 
 PREFIX = "scratchkit/"
-POST_EVERY = 0.5     # seconds between a board's posts
-QUIET = 3.0          # a board silent this long belongs to a dead rank
+POST_EVERY = 0.5  # seconds between a board's posts
+QUIET = 3.0  # a board silent this long belongs to a dead rank
 # a step's phases in order: the rank furthest behind in (step, phase) is the one the others wait for
-PHASES = ("train", "all_to_all ids", "all_to_all rows", "dense", "all_gather dense",
-          "all_to_all gradients", "update")
+PHASES = ("train", "all_to_all ids", "all_to_all rows", "dense", "all_gather dense", "all_to_all gradients", "update")
 
 
 class PeerLost(RuntimeError):
@@ -90,9 +90,11 @@ class ProgressBoard:
             stop_if_orphaned(parent)
             step, phase, since = self.where
             try:
-                self.store.set(f"{PREFIX}progress/{self.rank}", json.dumps(
-                    {"step": step, "phase": phase, "since": since, "posted": time.time()}))
-            except Exception:   # noqa: BLE001 - the store is gone: the job is ending anyway
+                self.store.set(
+                    f"{PREFIX}progress/{self.rank}",
+                    json.dumps({"step": step, "phase": phase, "since": since, "posted": time.time()}),
+                )
+            except Exception:  # noqa: BLE001 - the store is gone: the job is ending anyway
                 return
             self._wake.wait(POST_EVERY)
             self._wake.clear()
@@ -120,7 +122,7 @@ def stop_if_orphaned(parent: int) -> None:
 def _read(store, key: str) -> dict | None:
     try:
         return json.loads(store.get(key)) if store.check([key]) else None
-    except Exception:   # noqa: BLE001 - a store that is gone reads as nothing
+    except Exception:  # noqa: BLE001 - a store that is gone reads as nothing
         return None
 
 
@@ -133,17 +135,25 @@ def read_reports(store, world_size: int) -> dict[int, dict]:
     return {r: report for r, report in reports.items() if report is not None}
 
 
-def report(store, rank: int, error: BaseException, step: int, phase: str,
-           blame: tuple[int | None, str] = (None, "")) -> dict:
+def report(
+    store, rank: int, error: BaseException, step: int, phase: str, blame: tuple[int | None, str] = (None, "")
+) -> dict:
     """Post this rank's failure: its own error ("raised"), or a peer's ("peer"; `blame`: the
     rank diagnosed, and why in words)."""
-    entry = {"rank": rank, "step": step, "phase": phase, "kind": "peer" if isinstance(error, PeerLost) else "raised",
-             "error": f"{type(error).__name__}: {error}", "blamed": blame[0], "blame": blame[1],
-             "time": time.time(),
-             "traceback": "".join(traceback.format_exception(error))[-4000:]}
+    entry = {
+        "rank": rank,
+        "step": step,
+        "phase": phase,
+        "kind": "peer" if isinstance(error, PeerLost) else "raised",
+        "error": f"{type(error).__name__}: {error}",
+        "blamed": blame[0],
+        "blame": blame[1],
+        "time": time.time(),
+        "traceback": "".join(traceback.format_exception(error))[-4000:],
+    }
     try:
         store.set(f"{PREFIX}error/{rank}", json.dumps(entry))
-    except Exception:   # noqa: BLE001 - no store: the launcher still sees the exit code
+    except Exception:  # noqa: BLE001 - no store: the launcher still sees the exit code
         pass
     return entry
 
@@ -159,8 +169,9 @@ def diagnose(store, world_size: int, me: int, wait: float = QUIET + POST_EVERY) 
     deadline = time.time() + wait
     while True:
         reports = read_reports(store, world_size)
-        raised = sorted((r for r, e in reports.items() if e["kind"] == "raised" and r != me),
-                        key=lambda r: reports[r]["time"])
+        raised = sorted(
+            (r for r, e in reports.items() if e["kind"] == "raised" and r != me), key=lambda r: reports[r]["time"]
+        )
         if raised:
             e = reports[raised[0]]
             return raised[0], f"rank {raised[0]} failed at step {e['step']} ({e['phase']}): {e['error']}"
@@ -168,15 +179,19 @@ def diagnose(store, world_size: int, me: int, wait: float = QUIET + POST_EVERY) 
         quiet = [r for r, p in progress.items() if r != me and p and now - p["posted"] > QUIET]
         if quiet:
             p = progress[quiet[0]]
-            return quiet[0], (f"rank {quiet[0]} is gone: no word from it for {now - p['posted']:.1f} s, "
-                              f"last at step {p['step']} ({p['phase']}); killed, or its process crashed")
+            return quiet[0], (
+                f"rank {quiet[0]} is gone: no word from it for {now - p['posted']:.1f} s, "
+                f"last at step {p['step']} ({p['phase']}); killed, or its process crashed"
+            )
         known = {r: p for r, p in progress.items() if p is not None}
         if len(known) == world_size and len({_order(p) for p in known.values()}) > 1:
             behind = min((r for r in known if r != me), key=lambda r: _order(known[r]))
             p = known[behind]
-            if now - p["since"] > QUIET or now >= deadline:   # stuck long, yet posting: hung
-                return behind, (f"rank {behind} stopped answering: in step {p['step']} ({p['phase']}) "
-                                f"for {now - p['since']:.1f} s while the others waited for it")
+            if now - p["since"] > QUIET or now >= deadline:  # stuck long, yet posting: hung
+                return behind, (
+                    f"rank {behind} stopped answering: in step {p['step']} ({p['phase']}) "
+                    f"for {now - p['since']:.1f} s while the others waited for it"
+                )
         if now >= deadline:
             break
         time.sleep(POST_EVERY / 2)
@@ -184,9 +199,9 @@ def diagnose(store, world_size: int, me: int, wait: float = QUIET + POST_EVERY) 
 
 
 class FaultKind(str, Enum):
-    RAISE = "raise"   # raise InjectedFault
-    KILL = "kill"     # SIGKILL this rank
-    HANG = "hang"     # sleep forever
+    RAISE = "raise"  # raise InjectedFault
+    KILL = "kill"  # SIGKILL this rank
+    HANG = "hang"  # sleep forever
 
 
 class InjectedFault(RuntimeError):
@@ -217,5 +232,5 @@ class Fault:
             raise InjectedFault(f"injected fault in rank {rank} at step {step}")
         if self.kind is FaultKind.KILL:
             os.kill(os.getpid(), signal.SIGKILL)
-        while True:   # HANG: alive, silent, until something kills it
+        while True:  # HANG: alive, silent, until something kills it
             time.sleep(1.0)

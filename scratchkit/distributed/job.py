@@ -10,6 +10,7 @@ every rank, the results gathered to rank 0, which alone returns them (the comman
 `run_rank` joins the job, runs one of them, and on any failure reports it (failure.py) and
 raises RankFailed; the command exits non-zero then, and the launcher stops the rest.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,8 +46,8 @@ class JobSpec:
     hang_timeout: float = DEFAULT_HANG_TIMEOUT
     fault: Fault | None = None
     checkpoint_dir: str | None = None
-    checkpoint_every: int = 0               # train: 0 = only at the end
-    resume: bool = False                    # train: from the newest complete checkpoint
+    checkpoint_every: int = 0  # train: 0 = only at the end
+    resume: bool = False  # train: from the newest complete checkpoint
     extras: dict = field(default_factory=dict)
 
 
@@ -56,8 +57,9 @@ class RankFailed(RuntimeError):
     def __init__(self, entry: dict):
         self.entry = entry
         blame = f" because {entry['blame']}" if entry["blame"] else ""
-        super().__init__(f"rank {entry['rank']} stopped at step {entry['step']} ({entry['phase']})"
-                         f"{blame}: {entry['error']}")
+        super().__init__(
+            f"rank {entry['rank']} stopped at step {entry['step']} ({entry['phase']}){blame}: {entry['error']}"
+        )
 
 
 def run_rank(command: str, spec: JobSpec, env: RankEnv):
@@ -80,8 +82,7 @@ def run_rank(command: str, spec: JobSpec, env: RankEnv):
 
 def _rank_trainer(name: str, spec: JobSpec, plan: ShardingPlan, rank: int, board, start=None):
     on_step = (lambda b: spec.fault(rank, b)) if spec.fault is not None else None
-    return RankTrainer(name, spec.config, plan, rank, device=spec.device, start=start, board=board,
-                       on_step=on_step)
+    return RankTrainer(name, spec.config, plan, rank, device=spec.device, start=start, board=board, on_step=on_step)
 
 
 def gather(value, step: int, what: str) -> list | None:
@@ -98,10 +99,10 @@ def gather(value, step: int, what: str) -> list | None:
 class Final(NamedTuple):
     """One rank's end of one trainer's run, as verify gathers it to rank 0."""
 
-    weights: list[torch.Tensor]          # its shards' rows, in its shards' order
-    state: list[torch.Tensor | None]     # their optimizer state
-    dense: list[torch.Tensor]            # its replica's parameters
-    hits: int                            # Train's hits and lookups over the run, its shards'
+    weights: list[torch.Tensor]  # its shards' rows, in its shards' order
+    state: list[torch.Tensor | None]  # their optimizer state
+    dense: list[torch.Tensor]  # its replica's parameters
+    hits: int  # Train's hits and lookups over the run, its shards'
     lookups: int
 
 
@@ -111,8 +112,10 @@ def whole_tables(plan: ShardingPlan, per_rank: list[list[torch.Tensor | None]]) 
     for rank, parts in enumerate(per_rank):
         for shard, part in zip(plan.shards_of(rank), parts):
             tables[shard.table].append((shard.start, part))
-    return [None if parts[0][1] is None else torch.cat([p for _, p in sorted(parts, key=lambda x: x[0])])
-            for parts in tables]
+    return [
+        None if parts[0][1] is None else torch.cat([p for _, p in sorted(parts, key=lambda x: x[0])])
+        for parts in tables
+    ]
 
 
 def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[VerifyResult] | None:
@@ -120,11 +123,14 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
     for name in spec.trainers:
         with _rank_trainer(name, spec, plan, rank, board) as trainer:
             records = list(trainer.train(spec.steps))
-            trainer.close()   # flush: the host tables complete
-            mine = Final([w.detach().cpu().clone() for w in trainer.embedding_weights()],
-                         [s.detach().cpu().clone() if s is not None else None for s in trainer.embedding_state()],
-                         [p.detach().cpu().clone() for p in trainer.model.parameters()],
-                         sum(r.hits or 0 for r in records), sum(r.lookups for r in records))
+            trainer.close()  # flush: the host tables complete
+            mine = Final(
+                [w.detach().cpu().clone() for w in trainer.embedding_weights()],
+                [s.detach().cpu().clone() if s is not None else None for s in trainer.embedding_state()],
+                [p.detach().cpu().clone() for p in trainer.model.parameters()],
+                sum(r.hits or 0 for r in records),
+                sum(r.lookups for r in records),
+            )
         finals.append(gather(mine, spec.steps, f"gather {name}"))
     if rank != 0:
         return None
@@ -133,21 +139,27 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
     reference.train(spec.steps, micro_batches=world)
     ref_emb, ref_state = reference.embedding_weights(), reference.embedding_state()
     ref_dense = reference.dense_parameters()
-    tolerance = spec.tolerance if spec.tolerance is not None else (
-        GPU_TOLERANCE if spec.device.type == "cuda" else CPU_TOLERANCE)
+    tolerance = (
+        spec.tolerance
+        if spec.tolerance is not None
+        else (GPU_TOLERANCE if spec.device.type == "cuda" else CPU_TOLERANCE)
+    )
     results = []
     for name, everyone in zip(spec.trainers, finals):
         emb = whole_tables(plan, [f.weights for f in everyone])
         state = whole_tables(plan, [f.state for f in everyone])
-        d = max(largest_difference(f.dense, ref_dense) for f in everyone)   # every replica
+        d = max(largest_difference(f.dense, ref_dense) for f in everyone)  # every replica
         e, s = largest_difference(emb, ref_emb), largest_difference(state, ref_state)
-        extras = {"world_size": world, "sharding": plan.kind.value, "backend": backend_for(spec.device),
-                  "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
-                               "gradients accumulated in rank order)"}
-        if pipelined(name):   # Train's hits / lookups, every shard together: always 1.0
+        extras = {
+            "world_size": world,
+            "sharding": plan.kind.value,
+            "backend": backend_for(spec.device),
+            "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
+            "gradients accumulated in rank order)",
+        }
+        if pipelined(name):  # Train's hits / lookups, every shard together: always 1.0
             extras["train_hit_rate"] = sum(f.hits for f in everyone) / max(sum(f.lookups for f in everyone), 1)
-        results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance,
-                                    str(spec.device), extras))
+        results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance, str(spec.device), extras))
     return results
 
 
@@ -157,7 +169,7 @@ def bench_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[dict]
     for name in spec.trainers:
         with _rank_trainer(name, spec, plan, rank, board) as trainer:
             if hasattr(trainer.trainer, "events"):
-                trainer.trainer.events.enabled = False   # the visualizer's trace is not measured
+                trainer.trainer.events.enabled = False  # the visualizer's trace is not measured
             steps_run = trainer.train(spec.warmup + spec.steps)
             for _ in range(spec.warmup):
                 next(steps_run)
@@ -178,24 +190,34 @@ def summarize(name: str, everyone: list, spec: JobSpec, plan: ShardingPlan) -> d
     """One bench row for the whole job from every rank's timed records (as `run_bench`'s rows,
     plus the world size, the sharding and the bytes each step sends between ranks)."""
     steps, world = spec.steps, plan.world_size
-    seconds = max(sum(r["seconds"] for r in records) for records, _ in everyone)   # the slowest rank
+    seconds = max(sum(r["seconds"] for r in records) for records, _ in everyone)  # the slowest rank
     stages: dict[str, float] = {}
-    for records, _ in everyone:      # mean over ranks, per step
+    for records, _ in everyone:  # mean over ranks, per step
         for r in records:
             for k, v in r["stage_seconds"].items():
                 stages[k] = stages.get(k, 0.0) + v / (steps * world)
     total = lambda key: sum(r[key] or 0 for records, _ in everyone for r in records)
     lookups = total("lookups")
-    result = BenchResult(name, steps, spec.config.data.batch_size * steps / seconds, seconds, stages,
-                         total("hits") / max(lookups, 1), lookups_per_step=lookups / steps,
-                         fetched_rows_per_step=total("fetched_rows") / steps,
-                         written_back_rows_per_step=total("written_back_rows") / steps)
-    return result.to_dict() | {"world_size": world, "sharding": plan.kind.value,
-                               "backend": backend_for(spec.device),
-                               "sent_bytes_per_step": sum(sent for _, sent in everyone) / steps,
-                               "rank_samples_per_s": [spec.config.data.batch_size // world * steps
-                                                      / sum(r["seconds"] for r in records)
-                                                      for records, _ in everyone]}
+    result = BenchResult(
+        name,
+        steps,
+        spec.config.data.batch_size * steps / seconds,
+        seconds,
+        stages,
+        total("hits") / max(lookups, 1),
+        lookups_per_step=lookups / steps,
+        fetched_rows_per_step=total("fetched_rows") / steps,
+        written_back_rows_per_step=total("written_back_rows") / steps,
+    )
+    return result.to_dict() | {
+        "world_size": world,
+        "sharding": plan.kind.value,
+        "backend": backend_for(spec.device),
+        "sent_bytes_per_step": sum(sent for _, sent in everyone) / steps,
+        "rank_samples_per_s": [
+            spec.config.data.batch_size // world * steps / sum(r["seconds"] for r in records) for records, _ in everyone
+        ],
+    }
 
 
 # --- train ---------------------------------------------------------------------------------------
@@ -217,13 +239,20 @@ def train_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> dict | Non
         for record in trainer.train(spec.steps):
             losses.append(record.loss)
             done = record.step + 1 - first
-            if spec.checkpoint_dir and (done == spec.steps or spec.checkpoint_every
-                                        and done % spec.checkpoint_every == 0):
+            if spec.checkpoint_dir and (
+                done == spec.steps or spec.checkpoint_every and done % spec.checkpoint_every == 0
+            ):
                 saved.append(str(checkpoint.save_shards(trainer, spec.checkpoint_dir, plan.kind.value)))
         last = trainer.next_batch
     everyone = gather(losses, last, "gather losses")
     if rank != 0:
         return None
-    return {"trainer": name, "world_size": plan.world_size, "sharding": plan.kind.value,
-            "from_batch": first, "to_batch": last, "checkpoints": saved,
-            "loss": [sum(ls) / len(ls) for ls in zip(*everyone)]}
+    return {
+        "trainer": name,
+        "world_size": plan.world_size,
+        "sharding": plan.kind.value,
+        "from_batch": first,
+        "to_batch": last,
+        "checkpoints": saved,
+        "loss": [sum(ls) / len(ls) for ls in zip(*everyone)],
+    }

@@ -22,6 +22,7 @@ group's, `--hang-timeout`, default 60 s), they spend up to 3.5 s naming it, and 
 SIGTERMs the rank they name at once (SIGKILL KILL_AFTER s later if it ignores that): hang timeout
 + 3.5 s + at most KILL_AFTER, hang timeout + 8.5 s in all.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -39,11 +40,11 @@ import torch.distributed as dist
 from scratchkit.distributed.failure import read_progress, read_reports
 from scratchkit.distributed.group import DEFAULT_HANG_TIMEOUT
 
-POLL = 0.05         # seconds between looks at the ranks
-GRACE = 5.0         # seconds the others get to stop by themselves after a rank failed
-KILL_AFTER = 5.0    # seconds between SIGTERM and SIGKILL
-SETTLE = 2.0        # seconds the processes a rank forked get to exit after it
-VERDICT = 1         # a rank's exit status when the job ran but verify found a difference
+POLL = 0.05  # seconds between looks at the ranks
+GRACE = 5.0  # seconds the others get to stop by themselves after a rank failed
+KILL_AFTER = 5.0  # seconds between SIGTERM and SIGKILL
+SETTLE = 2.0  # seconds the processes a rank forked get to exit after it
+VERDICT = 1  # a rank's exit status when the job ran but verify found a difference
 
 
 @dataclass
@@ -52,9 +53,9 @@ class RankExit:
     pid: int
     returncode: int
     stopped_by_launcher: bool
-    report: dict | None           # what the rank posted when it failed (failure.py)
-    progress: dict | None         # where it was last (failure.py's board)
-    stderr: str                   # its last lines
+    report: dict | None  # what the rank posted when it failed (failure.py)
+    progress: dict | None  # where it was last (failure.py's board)
+    stderr: str  # its last lines
 
     @property
     def how(self) -> str:
@@ -66,12 +67,12 @@ class RankExit:
 
 @dataclass
 class LaunchResult:
-    returncode: int                 # 0: every rank exited 0; 1: a rank failed, or verify's verdict
-    output: str                     # rank 0's stdout: the job's result
+    returncode: int  # 0: every rank exited 0; 1: a rank failed, or verify's verdict
+    output: str  # rank 0's stdout: the job's result
     ranks: list[RankExit]
-    failure: str = ""               # one line: which rank failed, and why
-    stopped_after: float | None = None   # seconds from the fault to the last process gone
-    left_behind: list[int] = field(default_factory=list)   # pids alive after the ranks had gone
+    failure: str = ""  # one line: which rank failed, and why
+    stopped_after: float | None = None  # seconds from the fault to the last process gone
+    left_behind: list[int] = field(default_factory=list)  # pids alive after the ranks had gone
 
     def describe(self) -> list[str]:
         """A line per rank that failed or was stopped, then how long the job took to stop."""
@@ -79,38 +80,65 @@ class LaunchResult:
         for r in self.ranks:
             if r.returncode == 0:
                 continue
-            said = (f": {r.report['error']}" + (f" (blames {r.report['blame']})" if r.report["blame"] else "")
-                    if r.report else "")
+            said = (
+                f": {r.report['error']}" + (f" (blames {r.report['blame']})" if r.report["blame"] else "")
+                if r.report
+                else ""
+            )
             lines.append(f"rank {r.rank} {r.how}{said}")
         if self.stopped_after is not None:
-            lines.append(f"every rank stopped {self.stopped_after:.1f} s after the fault; "
-                         + ("no process left behind" if not self.left_behind
-                            else f"{len(self.left_behind)} processes were left behind and killed"))
+            lines.append(
+                f"every rank stopped {self.stopped_after:.1f} s after the fault; "
+                + (
+                    "no process left behind"
+                    if not self.left_behind
+                    else f"{len(self.left_behind)} processes were left behind and killed"
+                )
+            )
         return lines
 
 
-def launch(rank_args: list[str], world_size: int, *, hang_timeout: float = DEFAULT_HANG_TIMEOUT,
-           environ: dict | None = None) -> LaunchResult:
+def launch(
+    rank_args: list[str], world_size: int, *, hang_timeout: float = DEFAULT_HANG_TIMEOUT, environ: dict | None = None
+) -> LaunchResult:
     """Run `python -m scratchkit.distributed RANK_ARGS` as `world_size` ranks; wait for them all."""
     if world_size < 1:
         raise ValueError(f"world size must be >= 1, got {world_size}")
-    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=max(60.0, hang_timeout)))
+    store = dist.TCPStore(
+        "127.0.0.1",
+        0,
+        world_size,
+        is_master=True,
+        wait_for_workers=False,
+        timeout=datetime.timedelta(seconds=max(60.0, hang_timeout)),
+    )
     with tempfile.TemporaryDirectory(prefix="scratchkit-job-") as logs:
         procs, files = [], []
         for rank in range(world_size):
             env = dict(environ if environ is not None else os.environ) | {
-                "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
-                "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(store.port), "SCRATCHKIT_LAUNCHER_STORE": "1",
-                "OMP_NUM_THREADS": "1"}
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": str(world_size),
+                "LOCAL_WORLD_SIZE": str(world_size),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(store.port),
+                "SCRATCHKIT_LAUNCHER_STORE": "1",
+                "OMP_NUM_THREADS": "1",
+            }
             out, err = (open(Path(logs) / f"rank{rank}.{x}", "w+") for x in ("out", "err"))
             files.append((out, err))
-            procs.append(subprocess.Popen([sys.executable, "-m", "scratchkit.distributed", *rank_args],
-                                          env=env, stdout=out, stderr=err, start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "scratchkit.distributed", *rank_args],
+                    env=env,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
+            )
         try:
             first_failure, launcher_stopped = _watch(procs, store)
-        except BaseException:            # Ctrl-C: stop the ranks, then let it through
+        except BaseException:  # Ctrl-C: stop the ranks, then let it through
             _stop(procs, signal.SIGTERM)
             _wait_or_kill(procs)
             raise
@@ -119,8 +147,17 @@ def launch(rank_args: list[str], world_size: int, *, hang_timeout: float = DEFAU
         exits = []
         for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
             err.seek(0)
-            exits.append(RankExit(rank, proc.pid, proc.returncode, rank in launcher_stopped,
-                                  None, None, "".join(err.readlines()[-20:])))
+            exits.append(
+                RankExit(
+                    rank,
+                    proc.pid,
+                    proc.returncode,
+                    rank in launcher_stopped,
+                    None,
+                    None,
+                    "".join(err.readlines()[-20:]),
+                )
+            )
         out0 = files[0][0]
         out0.seek(0)
         output = out0.read()
@@ -144,7 +181,7 @@ def _watch(procs, store) -> tuple[float | None, set[int]]:
     the launcher had to stop). A rank its peers blame (hung, failure.py) is stopped at once; the
     others get GRACE s to stop by themselves."""
     first_failure = None
-    terminated: dict[int, float] = {}      # rank -> when it got SIGTERM
+    terminated: dict[int, float] = {}  # rank -> when it got SIGTERM
     while True:
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
@@ -167,7 +204,7 @@ def _watch(procs, store) -> tuple[float | None, set[int]]:
 def _stop(procs, sig: signal.Signals) -> None:
     for p in procs:
         try:
-            os.killpg(p.pid, sig)       # the rank and what it forked
+            os.killpg(p.pid, sig)  # the rank and what it forked
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -192,7 +229,7 @@ def job_processes(groups: list[int]) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()      # after "pid (name) "
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (name) "
         if int(fields[2]) in groups and fields[0] != "Z":  # pgrp, not a zombie
             found.append(int(entry.name))
     return found
@@ -213,13 +250,14 @@ def _left_behind(groups: list[int]) -> list[int]:
 
 def _root_cause(exits: list[RankExit], hang_timeout: float) -> tuple[str, float | None]:
     """The rank to blame, in one line, and when its fault happened (None: unknown)."""
-    raised = sorted((e for e in exits if e.report and e.report["kind"] == "raised"),
-                    key=lambda e: e.report["time"])
+    raised = sorted((e for e in exits if e.report and e.report["kind"] == "raised"), key=lambda e: e.report["time"])
     if raised:
         e = raised[0]
-        return (f"rank {e.rank} failed at step {e.report['step']} ({e.report['phase']}): "
-                f"{e.report['error']}", e.report["time"])
-    where = lambda e: (f" at step {e.progress['step']} ({e.progress['phase']})" if e.progress else "")
+        return (
+            f"rank {e.rank} failed at step {e.report['step']} ({e.report['phase']}): {e.report['error']}",
+            e.report["time"],
+        )
+    where = lambda e: f" at step {e.progress['step']} ({e.progress['phase']})" if e.progress else ""
     killed = [e for e in exits if e.returncode < 0 and not e.stopped_by_launcher]
     if killed:
         e = killed[0]
@@ -228,8 +266,11 @@ def _root_cause(exits: list[RankExit], hang_timeout: float) -> tuple[str, float 
     hung = [e for e in exits if e.stopped_by_launcher]
     if peers and hung:
         e = min(hung, key=lambda e: (e.progress or {}).get("since", float("inf")))
-        return (f"rank {e.rank} hung{where(e)}: the others waited {hang_timeout:g} s (the hang "
-                f"timeout) for it, then stopped", e.progress["since"] if e.progress else None)
+        return (
+            f"rank {e.rank} hung{where(e)}: the others waited {hang_timeout:g} s (the hang "
+            f"timeout) for it, then stopped",
+            e.progress["since"] if e.progress else None,
+        )
     failed = [e for e in exits if e.returncode != 0]
     e = failed[0]
     return f"rank {e.rank} {e.how}{where(e)}", None

@@ -16,6 +16,7 @@ N ranks on global batch B end with the parameters of one process that trains B a
 micro-batches with gradient accumulation in rank order (scratchkit/measure/reference.py), bit for
 bit on a CPU: exchange.py and replica.py say why.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,20 +46,32 @@ class RankTrainer:
     board: failure.py's ProgressBoard, told where this rank is.
     """
 
-    def __init__(self, name: str, config: TrainConfig, plan: ShardingPlan, rank: int, *, source=None,
-                 device=None, start=None, board=None, on_step: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        name: str,
+        config: TrainConfig,
+        plan: ShardingPlan,
+        rank: int,
+        *,
+        source=None,
+        device=None,
+        start=None,
+        board=None,
+        on_step: Callable[[int], None] | None = None,
+    ):
         self.world_size = plan.world_size
-        if config.threads is None:    # this machine's cores shared by its ranks (torchrun's local ones)
+        if config.threads is None:  # this machine's cores shared by its ranks (torchrun's local ones)
             local = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
             config = config.replace(threads=max(1, default_threads() // max(local, 1)))
         self.name, self.config, self.plan, self.rank = name, config, plan, rank
         self.source = source if source is not None else SyntheticSource(config.data)
         if config.data.batch_size % self.world_size:
-            raise ValueError(f"a global batch of {config.data.batch_size} samples does not split "
-                             f"over {self.world_size} ranks: use a batch size that is a multiple of it")
+            raise ValueError(
+                f"a global batch of {config.data.batch_size} samples does not split "
+                f"over {self.world_size} ranks: use a batch size that is a multiple of it"
+            )
         if tuple(plan.table_sizes) != tuple(int(n) for n in config.data.table_sizes):
-            raise ValueError(f"the plan shards tables {plan.table_sizes}, the config has "
-                             f"{config.data.table_sizes}")
+            raise ValueError(f"the plan shards tables {plan.table_sizes}, the config has {config.data.table_sizes}")
         self.shards = plan.shards_of(rank)
         self.dev = as_device(device)
         self.on_step, self.board = on_step, board
@@ -85,29 +98,32 @@ class RankTrainer:
         batch b -> (this rank's micro-batch loss, their summed gradients, same shape)."""
         if self.on_step is not None:
             self.on_step(b)
-        batch = micro_batch(self.routed.whole(b), self.rank, self.world_size)   # my samples [B/N]
+        batch = micro_batch(self.routed.whole(b), self.rank, self.world_size)  # my samples [B/N]
         route = Route.of(batch, self.plan)
         arrivals = self.exchange.send_ids(route, list(routed.ids), b)
-        sizes = [len(ids) for ids in routed.ids]                    # per local table
+        sizes = [len(ids) for ids in routed.ids]  # per local table
         table_rows = self.exchange.send_rows(route, arrivals, [rows[:n, t] for t, n in enumerate(sizes)], b)
         on_device = lambda array: self.dev.to_device(torch.from_numpy(array))
         offsets = [on_device(o) for o in batch.offsets]
         inverse = [self.dev.to_device(i) for i in route.inverse]
-        pooled = torch.stack([pooled_lookup(r, i, o) for r, i, o in zip(table_rows, inverse, offsets)],
-                             dim=1)                                 # [B/N, T, dim]
-        loss, grad = self.replica.step(batch, pooled, b)            # grad [B/N, T, dim]
+        pooled = torch.stack(
+            [pooled_lookup(r, i, o) for r, i, o in zip(table_rows, inverse, offsets)], dim=1
+        )  # [B/N, T, dim]
+        loss, grad = self.replica.step(batch, pooled, b)  # grad [B/N, T, dim]
         sums = []
-        for t, ids in enumerate(batch.ids):   # coalesced on this micro-batch's ids, as the reference
-            unique, grad_sum = embedding_backward(on_device(ids), offsets[t], grad[:, t],
-                                                  self.config.data.table_sizes[t])
+        for t, ids in enumerate(batch.ids):  # coalesced on this micro-batch's ids, as the reference
+            unique, grad_sum = embedding_backward(
+                on_device(ids), offsets[t], grad[:, t], self.config.data.table_sizes[t]
+            )
             if len(unique) != len(route.unique[t]):
-                raise RuntimeError(f"step {b}, table {t}: {len(unique)} distinct ids coalesced, "
-                                   f"{len(route.unique[t])} routed")
+                raise RuntimeError(
+                    f"step {b}, table {t}: {len(unique)} distinct ids coalesced, {len(route.unique[t])} routed"
+                )
             sums.append(grad_sum)
         totals = self.exchange.send_grads(route, arrivals, sums, sizes, b)
         grads = torch.zeros_like(rows)
         for t, total in enumerate(totals):
-            grads[:len(total), t] = total
+            grads[: len(total), t] = total
         if self.board is not None:
             self.board.enter(b, "update")
         return loss, grads
@@ -118,8 +134,7 @@ class RankTrainer:
         shard trainer's stages, and the exchanges' and the dense replica's seconds."""
         for record in self.trainer.train(steps):
             stages = record.stage_seconds | self.exchange.take_times() | self.replica.take_times()
-            yield replace(record, samples=self.config.data.batch_size // self.world_size,
-                          stage_seconds=stages)
+            yield replace(record, samples=self.config.data.batch_size // self.world_size, stage_seconds=stages)
             if self.board is not None:
                 self.board.enter(record.step + 1, "train")
 

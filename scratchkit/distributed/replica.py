@@ -11,6 +11,7 @@ rank-order sum, and the dense weights drift from plain PyTorch's within steps (s
 `scratchkit verify --profile tiny --trainers hybrid --world-size 4` shows it). The
 cost is N copies of the dense gradients on each rank: kilobytes for the kit's MLPs.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,7 @@ class DenseReplica:
 
     def __init__(self, config: TrainConfig, num_dense: int, world_size: int, dev: Device, board=None):
         self.config, self.world_size, self.dev, self.board = config, world_size, dev, board
-        self.model = init_dense_model(config.model, num_dense, len(config.data.table_sizes),
-                                      config.seed).to(dev.torch)
+        self.model = init_dense_model(config.model, num_dense, len(config.data.table_sizes), config.seed).to(dev.torch)
         self.optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
         self.seconds = {"dense": 0.0, "all_gather_dense": 0.0}
 
@@ -57,7 +57,7 @@ class DenseReplica:
         if self.board is not None:
             self.board.enter(step, "all_gather dense")
         params = [p for p in self.model.parameters() if p.grad is not None]
-        mine = torch.cat([p.grad.reshape(-1) for p in params])               # [P]
+        mine = torch.cat([p.grad.reshape(-1) for p in params])  # [P]
         every = [torch.empty_like(mine) for _ in range(self.world_size)]
         try:
             dist.all_gather(every, mine)
@@ -65,7 +65,7 @@ class DenseReplica:
             raise PeerLost(step, "all_gather dense", error) from error
         total = every[0]
         for other in every[1:]:
-            total = total + other                                            # rank order
+            total = total + other  # rank order
         for p, part in zip(params, torch.split(total, [p.numel() for p in params])):
             p.grad.copy_(part.view_as(p))
         self.seconds["all_gather_dense"] += time.perf_counter() - started
@@ -77,8 +77,10 @@ class DenseReplica:
 
     def state(self) -> dict:
         """The model's and the optimizer's state, copied (for a checkpoint)."""
-        return {"model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
-                "dense_optimizer": copy.deepcopy(self.optimizer.state_dict())}
+        return {
+            "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+            "dense_optimizer": copy.deepcopy(self.optimizer.state_dict()),
+        }
 
     def load(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])

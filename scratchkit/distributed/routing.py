@@ -20,6 +20,7 @@ says who owns what):
 Distinct ids, not lookups, cross the network: a row asked for twice by one micro-batch travels
 once, and the micro-batch pools its lookups from the rows it received.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ class RoutedSource:
         self.source, self.plan, self.rank = source, plan, rank
         self.shards = plan.shards_of(rank)
         self.table_sizes = tuple(s.rows for s in self.shards)
-        self.num_dense = 0          # the samples' features stay with the rank that trains them
+        self.num_dense = 0  # the samples' features stay with the rank that trains them
         self.num_batches = len(source)
         self._last: tuple[int, Batch] | None = None
 
@@ -54,7 +55,7 @@ class RoutedSource:
         trainer's read and the step's (rank.py) make it once per step in one process."""
         if self._last is None or self._last[0] != index:
             whole = self.source.batch(index)
-            check_batch(whole, self.plan.table_sizes, index)   # an id out of range would belong to no one
+            check_batch(whole, self.plan.table_sizes, index)  # an id out of range would belong to no one
             self._last = (index, whole)
         return self._last[1]
 
@@ -65,21 +66,25 @@ class RoutedSource:
         """Per shard, the sorted distinct local ids of global batch `index` it owns, a bag each.
         Every shard has as many bags as the largest (at least one); the others' extra bags are empty."""
         whole = self.whole(index)
-        ids = [owned_ids(whole.ids[s.table], s.start, s.stop) for s in self.shards]   # [u_l]
+        ids = [owned_ids(whole.ids[s.table], s.start, s.stop) for s in self.shards]  # [u_l]
         bags = max(1, *(len(i) for i in ids))
         offsets = [np.minimum(np.arange(bags, dtype=np.int64), len(i)) for i in ids]  # [bags]
-        return Batch(dense=np.zeros((bags, 0), dtype=np.float32), ids=tuple(ids),
-                     offsets=tuple(offsets), labels=np.zeros(bags, dtype=np.float32))
+        return Batch(
+            dense=np.zeros((bags, 0), dtype=np.float32),
+            ids=tuple(ids),
+            offsets=tuple(offsets),
+            labels=np.zeros(bags, dtype=np.float32),
+        )
 
 
 @dataclass
 class Route:
     """Rank r's micro-batch, table by table: its distinct ids and where each goes (module docstring)."""
 
-    unique: list[np.ndarray]     # per global table [u_t], sorted distinct ids
+    unique: list[np.ndarray]  # per global table [u_t], sorted distinct ids
     inverse: list[torch.Tensor]  # per global table [n_t], each lookup's position in unique[t]
-    order: np.ndarray            # [sum u_t] positions in the tables' concatenation, in send order
-    counts: np.ndarray           # [N, T] how many distinct ids of table t go to rank o
+    order: np.ndarray  # [sum u_t] positions in the tables' concatenation, in send order
+    counts: np.ndarray  # [N, T] how many distinct ids of table t go to rank o
 
     @classmethod
     def of(cls, batch: Batch, plan: ShardingPlan) -> "Route":
@@ -92,7 +97,7 @@ class Route:
             table.append(np.full(len(u), t, dtype=np.int64))
         owner, table = np.concatenate(owner), np.concatenate(table)
         T = len(batch.ids)
-        order = np.argsort(owner * T + table, kind="stable")   # by owner, then table, then id
+        order = np.argsort(owner * T + table, kind="stable")  # by owner, then table, then id
         counts = np.zeros((plan.world_size, T), dtype=np.int64)
         np.add.at(counts, (owner, table), 1)
         return cls(unique, inverse, order, counts)

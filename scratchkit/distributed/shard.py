@@ -18,6 +18,7 @@ model, with the global tables' count. A bag of one row pools to that row exactly
 bag's gradient is the row's, so the trainer's lookup, backward and sparse update do exactly the
 float operations a step in one process does on those rows.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -39,7 +40,7 @@ def initial_rows(config: TrainConfig, shards: list[Shard]) -> tuple[list[torch.T
     as one process draws them (so a sharded run starts where the reference starts)."""
     weights = init_embedding_weights(config.data.table_sizes, config.model.dim, config.seed)
     width = config.optimizer.state_width(config.model.dim)
-    rows = [weights[s.table][s.start:s.stop] for s in shards]
+    rows = [weights[s.table][s.start : s.stop] for s in shards]
     return rows, [torch.zeros(s.rows, width) if width else None for s in shards]
 
 
@@ -48,8 +49,15 @@ def shard_config(config: TrainConfig, shards: list[Shard]) -> TrainConfig:
     return config.replace(data=replace(config.data, table_sizes=tuple(s.rows for s in shards), num_dense=0))
 
 
-def make_shard_trainer(name: str, config: TrainConfig, shards: list[Shard], source, device,
-                       rows: tuple[list[torch.Tensor], list], step: ShardStep) -> Trainer:
+def make_shard_trainer(
+    name: str,
+    config: TrainConfig,
+    shards: list[Shard],
+    source,
+    device,
+    rows: tuple[list[torch.Tensor], list],
+    step: ShardStep,
+) -> Trainer:
     """Trainer `name` over `shards` (module docstring): its tables start from `rows` (weights,
     state), its batches come from `source` (a RoutedSource), its dense step is `step`."""
     base = trainer_class(name)

@@ -32,6 +32,7 @@ duplicate ids save.
 
 The speeds (`Links`) are stated with their sources; every number is a parameter.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
@@ -63,21 +64,25 @@ class Links:
 
     name: str = "hgx-h100"
     gpus_per_server: int = 8
-    nvlink_bw: float = 300 * GB      # per GPU, per direction, in an all-to-all
+    nvlink_bw: float = 300 * GB  # per GPU, per direction, in an all-to-all
     nvlink_latency: float = 15 * US  # one collective within a server
-    nic_bw: float = 45 * GB          # per GPU, per direction, to other servers
-    nic_latency: float = 30 * US     # one collective across servers
-    peer_latency: float = 1 * US     # each further peer of a collective (a send and a receive)
-    sources: dict = field(default_factory=lambda: {
-        "nvlink_bw": "NVLink 4 through NVSwitch (HGX/DGX H100): 900 GB/s per GPU both ways "
-                     "together, 450 GB/s each way (NVIDIA H100 datasheet); assumption: an "
-                     "all-to-all reaches two thirds of it",
-        "nvlink_latency": "assumption: NCCL's small-message all-to-all within one server",
-        "nic_bw": "one 400 Gb/s InfiniBand NIC per GPU (DGX H100: 8x ConnectX-7), 50 GB/s each "
-                  "way; assumption: 90% of it",
-        "nic_latency": "assumption: NCCL's small-message all-to-all across servers",
-        "peer_latency": "assumption: an all-to-all posts a send and a receive per peer",
-        "gpus_per_server": "an HGX/DGX H100 server"}, compare=False)
+    nic_bw: float = 45 * GB  # per GPU, per direction, to other servers
+    nic_latency: float = 30 * US  # one collective across servers
+    peer_latency: float = 1 * US  # each further peer of a collective (a send and a receive)
+    sources: dict = field(
+        default_factory=lambda: {
+            "nvlink_bw": "NVLink 4 through NVSwitch (HGX/DGX H100): 900 GB/s per GPU both ways "
+            "together, 450 GB/s each way (NVIDIA H100 datasheet); assumption: an "
+            "all-to-all reaches two thirds of it",
+            "nvlink_latency": "assumption: NCCL's small-message all-to-all within one server",
+            "nic_bw": "one 400 Gb/s InfiniBand NIC per GPU (DGX H100: 8x ConnectX-7), 50 GB/s each "
+            "way; assumption: 90% of it",
+            "nic_latency": "assumption: NCCL's small-message all-to-all across servers",
+            "peer_latency": "assumption: an all-to-all posts a send and a receive per peer",
+            "gpus_per_server": "an HGX/DGX H100 server",
+        },
+        compare=False,
+    )
 
     def seconds(self, sent: float, gpus: int) -> float:
         """One exchange in which each rank sends `sent` bytes spread evenly over its peers."""
@@ -85,8 +90,9 @@ class Links:
             return 0.0
         within = min(gpus, self.gpus_per_server) - 1
         share_in = within / (gpus - 1)
-        latency = ((self.nvlink_latency if gpus <= self.gpus_per_server else self.nic_latency)
-                   + (gpus - 1) * self.peer_latency)
+        latency = (self.nvlink_latency if gpus <= self.gpus_per_server else self.nic_latency) + (
+            gpus - 1
+        ) * self.peer_latency
         return latency + max(sent * share_in / self.nvlink_bw, sent * (1 - share_in) / self.nic_bw)
 
 
@@ -96,10 +102,10 @@ class ShardedWork:
 
     gpus: int
     sharding: str
-    lookups: float           # lookups of one micro-batch (pooled on the rank that trains it)
-    owned_rows: float        # distinct ids of the global batch owned by the busiest rank
-    sent_ids: float          # distinct ids of a micro-batch that other ranks own (mean over ranks)
-    traffic: dict[str, float]   # bytes one rank sends per step, per exchange
+    lookups: float  # lookups of one micro-batch (pooled on the rank that trains it)
+    owned_rows: float  # distinct ids of the global batch owned by the busiest rank
+    sent_ids: float  # distinct ids of a micro-batch that other ranks own (mean over ranks)
+    traffic: dict[str, float]  # bytes one rank sends per step, per exchange
 
 
 def dense_parameters(config: TrainConfig, num_dense: int) -> int:
@@ -120,16 +126,17 @@ def measure_work(config: TrainConfig, sharding: str, gpus: int, batches: int = 2
     for b in range(batches):
         whole = source.batch(b)
         per_rank = np.zeros(gpus)
-        for t, ids in enumerate(whole.ids):           # the global batch's distinct ids, by owner
+        for t, ids in enumerate(whole.ids):  # the global batch's distinct ids, by owner
             per_rank += np.bincount(plan.owners(t, np.unique(ids)), minlength=gpus)
         owned.append(per_rank.max())
-        for rank in range(gpus):                      # each micro-batch's ids that go elsewhere
+        for rank in range(gpus):  # each micro-batch's ids that go elsewhere
             part = micro_batch(whole, rank, gpus)
             sent.append(remote_ids(plan, part.ids, rank))
             lookups.append(part.lookups())
     ids = float(np.mean(sent))
     traffic = exchange_bytes(ids, T, gpus, dim) | {
-        "dense": (gpus - 1) * dense_parameters(config, source.num_dense) * FLOAT_BYTES}
+        "dense": (gpus - 1) * dense_parameters(config, source.num_dense) * FLOAT_BYTES
+    }
     return ShardedWork(gpus, sharding, float(np.mean(lookups)), float(np.mean(owned)), ids, traffic)
 
 
@@ -143,8 +150,7 @@ def exchange_bytes(remote: float, tables: int, gpus: int, dim: int) -> dict[str,
     """Bytes of the three exchanges for `remote` distinct ids (module note): ids and their [N, T]
     counts go to the owners, a row comes back for each id, a gradient goes to its owner."""
     row = dim * FLOAT_BYTES
-    return {"ids": remote * ID_BYTES + ID_BYTES * tables * (gpus - 1), "rows": remote * row,
-            "grads": remote * row}
+    return {"ids": remote * ID_BYTES + ID_BYTES * tables * (gpus - 1), "rows": remote * row, "grads": remote * row}
 
 
 def torchrec_traffic(config: TrainConfig, sharding: str, gpus: int, lookups: float) -> dict[str, float]:
@@ -154,8 +160,12 @@ def torchrec_traffic(config: TrainConfig, sharding: str, gpus: int, lookups: flo
     remote = (gpus - 1) / gpus
     pooled = B * T * dim * FLOAT_BYTES * (gpus if sharding == "row" else 1)
     params = dense_parameters(config, config.data.num_dense)
-    return {"ids": lookups * ID_BYTES * remote, "rows": pooled * remote, "grads": pooled * remote,
-            "dense": 2 * remote * params * FLOAT_BYTES}
+    return {
+        "ids": lookups * ID_BYTES * remote,
+        "rows": pooled * remote,
+        "grads": pooled * remote,
+        "dense": 2 * remote * params * FLOAT_BYTES,
+    }
 
 
 @dataclass
@@ -164,21 +174,30 @@ class ShardedProjection:
     sharding: str
     gpus: int
     servers: int
-    compute_seconds: float                  # one GPU's step on its share (costmodel.project)
-    exchange_seconds: dict[str, float]      # per exchange
+    compute_seconds: float  # one GPU's step on its share (costmodel.project)
+    exchange_seconds: dict[str, float]  # per exchange
     step_seconds: float
-    samples_per_s: float                    # the whole job's: gpus * B / step
-    sent_bytes: dict[str, float]            # per rank and step, per exchange
-    bound: str                              # "compute" or the exchanges, whichever is larger
+    samples_per_s: float  # the whole job's: gpus * B / step
+    sent_bytes: dict[str, float]  # per rank and step, per exchange
+    bound: str  # "compute" or the exchanges, whichever is larger
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def project_sharded(config: TrainConfig, trainer: str, sharding: str, gpus: int, *,
-                    links: Links = Links(), hardware: str = "h100-pcie5", overlap_ids: bool = False,
-                    miss_share: float = MISS_SHARE, torchrec: bool = False,
-                    work: ShardedWork | None = None) -> ShardedProjection:
+def project_sharded(
+    config: TrainConfig,
+    trainer: str,
+    sharding: str,
+    gpus: int,
+    *,
+    links: Links = Links(),
+    hardware: str = "h100-pcie5",
+    overlap_ids: bool = False,
+    miss_share: float = MISS_SHARE,
+    torchrec: bool = False,
+    work: ShardedWork | None = None,
+) -> ShardedProjection:
     """The step of `gpus` ranks, `trainer` on each, tables sharded `sharding`-wise (module note).
     torchrec: time TorchRec's traffic instead of the kit's (same compute)."""
     work = work if work is not None else measure_work(config, sharding, gpus)
@@ -186,8 +205,7 @@ def project_sharded(config: TrainConfig, trainer: str, sharding: str, gpus: int,
     hw = get_hardware(hardware)
     # a GPU's share of the server's host: its cores and memory bandwidth (the row curves are one
     # core's speeds, so they stay)
-    hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G,
-                 host_cores=max(1, hw.host_cores // G))
+    hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G, host_cores=max(1, hw.host_cores // G))
     base = StepWork.from_config(config)
     moved = miss_share * work.owned_rows if priced_as(trainer).caches else 0.0
     # the rank's lookups and owned rows, spread over the tables as the whole model's are
@@ -204,13 +222,23 @@ def project_sharded(config: TrainConfig, trainer: str, sharding: str, gpus: int,
         step = max(resources.values())
     else:
         step = one.step_seconds + exposed
-    return ShardedProjection(trainer, sharding, gpus, max(1, -(-gpus // links.gpus_per_server)),
-                             one.step_seconds, exchanges, step, gpus * config.data.batch_size / step,
-                             sent, "exchanges" if exposed > one.step_seconds else "compute")
+    return ShardedProjection(
+        trainer,
+        sharding,
+        gpus,
+        max(1, -(-gpus // links.gpus_per_server)),
+        one.step_seconds,
+        exchanges,
+        step,
+        gpus * config.data.batch_size / step,
+        sent,
+        "exchanges" if exposed > one.step_seconds else "compute",
+    )
 
 
-def scaling(config: TrainConfig, trainer: str, gpu_counts=(1, 2, 4, 8, 16, 32, 64, 128), *,
-            links: Links = Links(), **options) -> list[ShardedProjection]:
+def scaling(
+    config: TrainConfig, trainer: str, gpu_counts=(1, 2, 4, 8, 16, 32, 64, 128), *, links: Links = Links(), **options
+) -> list[ShardedProjection]:
     """project_sharded for each GPU count and both shardings; a plan that cannot be (table-wise
     over more GPUs than tables) is left out."""
     rows = []

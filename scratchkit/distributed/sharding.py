@@ -12,6 +12,7 @@ shards, in table order, are its local tables: local id = global id - start. Ever
 at least one shard (a rank with no table would have nothing to train), and the plan is a pure
 function of the table sizes and the world size, so every rank computes the same one.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,8 @@ from scratchkit.choices import parse_choice
 
 
 class Sharding(str, Enum):
-    TABLE = "table"   # each table whole on one rank
-    ROW = "row"       # each table in contiguous row blocks, one per rank
+    TABLE = "table"  # each table whole on one rank
+    ROW = "row"  # each table in contiguous row blocks, one per rank
 
     @classmethod
     def parse(cls, name: "Sharding | str") -> "Sharding":
@@ -51,7 +52,7 @@ class ShardingPlan:
     kind: Sharding
     table_sizes: tuple[int, ...]
     world_size: int
-    shards: tuple[Shard, ...]          # ordered by (table, start)
+    shards: tuple[Shard, ...]  # ordered by (table, start)
 
     def shards_of(self, rank: int) -> list[Shard]:
         """Rank `rank`'s shards, in table order: its local tables."""
@@ -72,9 +73,10 @@ class ShardingPlan:
 
     def describe(self) -> str:
         """One line per rank: the rows of which tables it owns."""
-        return "\n".join(f"rank {r}: " + ", ".join(
-            f"table {s.table} rows {s.start}..{s.stop - 1}" for s in self.shards_of(r))
-            for r in range(self.world_size))
+        return "\n".join(
+            f"rank {r}: " + ", ".join(f"table {s.table} rows {s.start}..{s.stop - 1}" for s in self.shards_of(r))
+            for r in range(self.world_size)
+        )
 
 
 def table_wise(table_sizes, world_size: int) -> ShardingPlan:
@@ -86,8 +88,9 @@ def table_wise(table_sizes, world_size: int) -> ShardingPlan:
         rank = min(range(world_size), key=lambda r: (load[r], r))
         owner[t] = rank
         load[rank] += sizes[t]
-    return _checked(ShardingPlan(Sharding.TABLE, sizes, world_size,
-                                 tuple(Shard(t, 0, n, owner[t]) for t, n in enumerate(sizes))))
+    return _checked(
+        ShardingPlan(Sharding.TABLE, sizes, world_size, tuple(Shard(t, 0, n, owner[t]) for t, n in enumerate(sizes)))
+    )
 
 
 def row_wise(table_sizes, world_size: int) -> ShardingPlan:
@@ -96,8 +99,9 @@ def row_wise(table_sizes, world_size: int) -> ShardingPlan:
     shards = []
     for t, n in enumerate(sizes):
         block = math.ceil(n / world_size)
-        shards += [Shard(t, r * block, min(n, (r + 1) * block) - r * block, r)
-                   for r in range(world_size) if r * block < n]
+        shards += [
+            Shard(t, r * block, min(n, (r + 1) * block) - r * block, r) for r in range(world_size) if r * block < n
+        ]
     return _checked(ShardingPlan(Sharding.ROW, sizes, world_size, tuple(shards)))
 
 
@@ -112,9 +116,12 @@ def plan_shards(kind: Sharding | str, table_sizes, world_size: int) -> ShardingP
 def _checked(plan: ShardingPlan) -> ShardingPlan:
     idle = [r for r in range(plan.world_size) if not plan.shards_of(r)]
     if idle:
-        hint = ("use --sharding row, or fewer ranks" if plan.kind is Sharding.TABLE
-                else "use fewer ranks, or larger tables")
-        raise ValueError(f"{plan.kind.value}-wise sharding of {len(plan.table_sizes)} tables "
-                         f"{list(plan.table_sizes)} over {plan.world_size} ranks leaves rank "
-                         f"{idle[0]} without any rows: {hint}")
+        hint = (
+            "use --sharding row, or fewer ranks" if plan.kind is Sharding.TABLE else "use fewer ranks, or larger tables"
+        )
+        raise ValueError(
+            f"{plan.kind.value}-wise sharding of {len(plan.table_sizes)} tables "
+            f"{list(plan.table_sizes)} over {plan.world_size} ranks leaves rank "
+            f"{idle[0]} without any rows: {hint}"
+        )
     return plan

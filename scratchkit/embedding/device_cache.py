@@ -29,6 +29,7 @@ run their bookkeeping on the host; a dense `slot_of_id` array (8 bytes per table
 simplest exact map there is, O(1) and vectorised in NumPy. What a map lookup costs on real
 hardware is the cost model's business (`scratchkit.projection.costmodel`), not this bookkeeping's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,8 +50,7 @@ class DeviceCache:
         self.engine, self.xp = engine, engine.xp
         self.host_weight, self.host_state = host_weight, host_state
         self._rows = self.xp.zeros((capacity, dim), dtype=np.float32)
-        self._state = (None if host_state is None
-                       else self.xp.zeros((capacity, host_state.shape[1]), dtype=np.float32))
+        self._state = None if host_state is None else self.xp.zeros((capacity, host_state.shape[1]), dtype=np.float32)
         self._expose()
         self.slot_of_id = np.full(num_rows, -1, dtype=np.int64)
         self.id_of_slot = np.full(capacity, -1, dtype=np.int64)
@@ -58,8 +58,8 @@ class DeviceCache:
 
     def _expose(self) -> None:
         """`rows` and `state`: torch's views of the engine arrays (no copy), what Train reads and updates."""
-        self.rows = as_tensor(self._rows)                                        # [slots, dim]
-        self.state = None if self._state is None else as_tensor(self._state)     # [slots, width]
+        self.rows = as_tensor(self._rows)  # [slots, dim]
+        self.state = None if self._state is None else as_tensor(self._state)  # [slots, width]
 
     # ----------------------------------------------------------------------------- the map
     def free_slots(self) -> np.ndarray:
@@ -112,10 +112,9 @@ class DeviceCache:
     def load_transient(self, ids: np.ndarray) -> np.ndarray:
         """Read rows `ids` into the spare slots after the cache for one step. -> their slots."""
         need = self.capacity + len(ids)
-        if need > self._rows.shape[0]:            # grow the spare area (rare: a bigger working set)
+        if need > self._rows.shape[0]:  # grow the spare area (rare: a bigger working set)
             grow = need - self._rows.shape[0]
-            more = lambda array: self.xp.concatenate(
-                [array, self.xp.zeros((grow, array.shape[1]), dtype=np.float32)])
+            more = lambda array: self.xp.concatenate([array, self.xp.zeros((grow, array.shape[1]), dtype=np.float32)])
             self._rows = more(self._rows)
             self._state = None if self._state is None else more(self._state)
             self._expose()
@@ -135,14 +134,14 @@ class DeviceCache:
         ids, slots = self._on_device(ids), self._on_device(slots)
         for host, cached in ((self.host_weight, self._rows), (self.host_state, self._state)):
             if host is not None:
-                self.engine.scatter_rows(cached, slots, self.engine.gather_rows(host, ids))   # [m, width]
+                self.engine.scatter_rows(cached, slots, self.engine.gather_rows(host, ids))  # [m, width]
 
     def _write_out(self, slots: np.ndarray, ids: np.ndarray) -> None:
         """gather_rows from `slots`, scatter_rows into the host table at `ids` (over the link)."""
         ids, slots = self._on_device(ids), self._on_device(slots)
         for host, cached in ((self.host_weight, self._rows), (self.host_state, self._state)):
             if host is not None:
-                self.engine.scatter_rows(host, ids, self.engine.gather_rows(cached, slots))   # [v, width]
+                self.engine.scatter_rows(host, ids, self.engine.gather_rows(cached, slots))  # [v, width]
 
     def _on_device(self, index: np.ndarray):
         """A host int64 index array as the engine's (a copy to the device on a GPU)."""

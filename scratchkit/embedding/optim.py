@@ -20,6 +20,7 @@ exactly one place that does them:
 On a CPU the trainers call these through `table_batched.py`, which does the same float operations
 for all tables in one C++ loop each; the functions here are its specification and its fallback.
 """
+
 from __future__ import annotations
 
 import torch
@@ -45,15 +46,21 @@ def lookup_gradients(grad_pooled: torch.Tensor, offsets: torch.Tensor, num_looku
 def coalesce(index: torch.Tensor, grads: torch.Tensor, num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Unique rows [u] (sorted) and their summed gradients [u, dim] (see the module note on order)."""
     # check_invariants=False: the indices come from checked ids or slots, and the check costs time.
-    sparse = torch.sparse_coo_tensor(index.unsqueeze(0), grads, (num_rows, grads.shape[1]),
-                                     check_invariants=False).coalesce()
+    sparse = torch.sparse_coo_tensor(
+        index.unsqueeze(0), grads, (num_rows, grads.shape[1]), check_invariants=False
+    ).coalesce()
     return sparse.indices()[0], sparse.values()
 
 
-def apply_update(weight: torch.Tensor, state: torch.Tensor | None, index: torch.Tensor,
-                 grad_sum: torch.Tensor, config: OptimizerConfig) -> None:
+def apply_update(
+    weight: torch.Tensor,
+    state: torch.Tensor | None,
+    index: torch.Tensor,
+    grad_sum: torch.Tensor,
+    config: OptimizerConfig,
+) -> None:
     """Update rows `weight[index]` (and their state) in place with coalesced gradients `grad_sum`."""
-    rows = weight.index_select(0, index)                         # [u, dim]
+    rows = weight.index_select(0, index)  # [u, dim]
     if config.kind is OptimizerKind.SGD:
         rows.add_(grad_sum, alpha=-config.lr)
     elif config.kind is OptimizerKind.ADAGRAD:
@@ -71,19 +78,20 @@ def apply_update(weight: torch.Tensor, state: torch.Tensor | None, index: torch.
     weight.index_copy_(0, index, rows)
 
 
-def embedding_backward(ids: torch.Tensor, offsets: torch.Tensor, grad_pooled: torch.Tensor,
-                       num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+def embedding_backward(
+    ids: torch.Tensor, offsets: torch.Tensor, grad_pooled: torch.Tensor, num_rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pooled grads [B, dim] of one table -> its distinct ids [u] and their summed grads [u, dim].
 
     `ids` [n] are the table's row ids (never slots: see the module note), `num_rows` its size.
     """
-    grads = lookup_gradients(grad_pooled, offsets, len(ids))        # [n, dim]
+    grads = lookup_gradients(grad_pooled, offsets, len(ids))  # [n, dim]
     return coalesce(ids, grads, num_rows)
 
 
 def slots_of_unique(unique_ids: torch.Tensor, ids: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
     """The slot of each of `unique_ids` [u] (sorted), given the slot of every lookup [n]."""
-    position = torch.searchsorted(unique_ids, ids)                   # [n] in [0, u)
+    position = torch.searchsorted(unique_ids, ids)  # [n] in [0, u)
     return torch.empty_like(unique_ids).index_put_((position,), slots)  # duplicates agree
 
 

@@ -12,6 +12,7 @@ process stays cheap), so the child takes a minor fault at its first touch of eve
 takes them all at once, before the child's first stage, instead of one by one inside the stages'
 clocks.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -34,7 +35,7 @@ def shared_array(shape: tuple[int, ...], dtype) -> np.ndarray:
     """Zeros of `shape` in shared memory: made before a fork, both processes see every write."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
-    pages = mmap.mmap(-1, max(1, count * dtype.itemsize))   # anonymous, MAP_SHARED, zero-filled
+    pages = mmap.mmap(-1, max(1, count * dtype.itemsize))  # anonymous, MAP_SHARED, zero-filled
     return np.frombuffer(pages, dtype=dtype, count=count).reshape(shape)
 
 
@@ -55,10 +56,13 @@ def map_in(arrays) -> int:
         if array is None:
             continue
         address, nbytes = _extent(array)
-        start = address - address % PAGE                    # madvise wants a page-aligned start
+        start = address - address % PAGE  # madvise wants a page-aligned start
         length = address + nbytes - start
-        if nbytes and _LIBC is not None and _LIBC.madvise(
-                ctypes.c_void_p(start), ctypes.c_size_t(length), MADV_POPULATE_READ) == 0:
+        if (
+            nbytes
+            and _LIBC is not None
+            and _LIBC.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), MADV_POPULATE_READ) == 0
+        ):
             pages += -(-length // PAGE)
     return pages
 

@@ -36,6 +36,7 @@ half introsort's time at 2k lookups a table), so the sums differ from PyTorch's 
 The twins run wherever the fast path cannot: tensors on a GPU, optimizer state (Adagrad's update
 stays torch's, after the batched backward), no compiler, or `SCRATCHKIT_NATIVE=0`.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,8 +46,17 @@ import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
-from scratchkit.embedding.tbe_native import (LOOPS, RADIX_MIN, check_same_shapes, check_status, data_addresses,
-                                             host_threads, int64s, loops_take, sorts_like_torch)
+from scratchkit.embedding.tbe_native import (
+    LOOPS,
+    RADIX_MIN,
+    check_same_shapes,
+    check_status,
+    data_addresses,
+    host_threads,
+    int64s,
+    loops_take,
+    sorts_like_torch,
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +66,8 @@ class FlatBuffers:
 
     index: torch.Tensor
     grad_sum: torch.Tensor
-    starts: ctypes.Array     # [T] int64
-    counts: ctypes.Array     # [T] int64
+    starts: ctypes.Array  # [T] int64
+    counts: ctypes.Array  # [T] int64
 
 
 class Coalesced:
@@ -65,15 +75,14 @@ class Coalesced:
     Built from per-table pairs, or from the C++ backward's `flat` buffers (then the per-table
     views are made only if someone asks: the batched update reads the buffers)."""
 
-    def __init__(self, tables: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
-                 flat: FlatBuffers | None = None):
+    def __init__(self, tables: list[tuple[torch.Tensor, torch.Tensor]] | None = None, flat: FlatBuffers | None = None):
         self._tables, self.flat = tables, flat
 
     @property
     def tables(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         if self._tables is None:
             f = self.flat
-            self._tables = [(f.index[s:s + u], f.grad_sum[s:s + u]) for s, u in zip(f.starts, f.counts)]
+            self._tables = [(f.index[s : s + u], f.grad_sum[s : s + u]) for s, u in zip(f.starts, f.counts)]
         return self._tables
 
     def __iter__(self):
@@ -98,7 +107,7 @@ class BackwardWorkspace:
 
     def __init__(self):
         self.index, self.grad_sum = torch.empty(0, dtype=torch.int64), torch.empty(0)
-        self.packed = torch.empty(0, dtype=torch.int64)     # the fused update's sorted lookups
+        self.packed = torch.empty(0, dtype=torch.int64)  # the fused update's sorted lookups
 
     def take(self, n: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
         """index [n] and grad_sum [n, dim], grown (never shrunk) to fit."""
@@ -106,7 +115,7 @@ class BackwardWorkspace:
             self.index = torch.empty(n, dtype=torch.int64)
         if self.grad_sum.numel() < n * dim:
             self.grad_sum = torch.empty(n * dim)
-        return self.index[:n], self.grad_sum[:n * dim].view(n, dim)
+        return self.index[:n], self.grad_sum[: n * dim].view(n, dim)
 
     def take_packed(self, n: int) -> torch.Tensor:
         """packed [n] int64 for `sort_lookups`, grown (never shrunk) to fit."""
@@ -126,12 +135,16 @@ def pooled_lookup_tables_twin(weights, indices, offsets) -> torch.Tensor:
     return torch.stack([pooled_lookup(w, i, o) for w, i, o in zip(weights, indices, offsets)], dim=1)
 
 
-def pooled_lookup_tables(weights: list[torch.Tensor], indices: list[torch.Tensor],
-                         offsets: list[torch.Tensor]) -> torch.Tensor:
+def pooled_lookup_tables(
+    weights: list[torch.Tensor], indices: list[torch.Tensor], offsets: list[torch.Tensor]
+) -> torch.Tensor:
     """Sum-pooled bags of every table: `weights[t]` [rows_t, dim] looked up at `indices[t]` [n_t]
     (ids or slots) in bags starting at `offsets[t]` [B]. -> pooled [B, T, dim]"""
-    if (not loops_take(weights, torch.float32) or not loops_take([*indices, *offsets], torch.int64)
-            or not all(w.is_contiguous() for w in weights)):
+    if (
+        not loops_take(weights, torch.float32)
+        or not loops_take([*indices, *offsets], torch.int64)
+        or not all(w.is_contiguous() for w in weights)
+    ):
         return pooled_lookup_tables_twin(weights, indices, offsets)
     indices = [i.contiguous() for i in indices]
     offsets = [o.contiguous() for o in offsets]
@@ -141,10 +154,22 @@ def pooled_lookup_tables(weights: list[torch.Tensor], indices: list[torch.Tensor
     pooled = torch.empty(num_bags, len(weights), dim)
     rows, lengths = int64s(w.shape[0] for w in weights), int64s(i.shape[0] for i in indices)
     status = LOOPS.library.sk_tbe_forward(
-        len(weights), num_bags, dim, data_addresses(weights), rows, data_addresses(indices), lengths,
-        data_addresses(offsets), pooled.data_ptr(), host_threads())
-    check_status(status, "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
-                         "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]")
+        len(weights),
+        num_bags,
+        dim,
+        data_addresses(weights),
+        rows,
+        data_addresses(indices),
+        lengths,
+        data_addresses(offsets),
+        pooled.data_ptr(),
+        host_threads(),
+    )
+    check_status(
+        status,
+        "pooled_lookup_tables: indices[{t}] holds a row outside weights[{t}], or "
+        "offsets[{t}] is not a list of bag starts from 0 within indices[{t}]",
+    )
     return pooled
 
 
@@ -154,15 +179,19 @@ def embedding_backward_tables_twin(ids, offsets, grad, num_rows, addresses=None)
     out = []
     for t in range(len(ids)):
         unique, grad_sum = embedding_backward(ids[t], offsets[t], grad[:, t], num_rows[t])
-        out.append((unique if addresses is None else slots_of_unique(unique, ids[t], addresses[t]),
-                    grad_sum))
+        out.append((unique if addresses is None else slots_of_unique(unique, ids[t], addresses[t]), grad_sum))
     return Coalesced(out)
 
 
-def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tensor], grad: torch.Tensor,
-                              num_rows: list[int], addresses: list[torch.Tensor] | None = None,
-                              workspace: BackwardWorkspace | None = None,
-                              order: SummationOrder = SummationOrder.TORCH) -> Coalesced:
+def embedding_backward_tables(
+    ids: list[torch.Tensor],
+    offsets: list[torch.Tensor],
+    grad: torch.Tensor,
+    num_rows: list[int],
+    addresses: list[torch.Tensor] | None = None,
+    workspace: BackwardWorkspace | None = None,
+    order: SummationOrder = SummationOrder.TORCH,
+) -> Coalesced:
     """Pooled grads `grad` [B, T, dim] -> per table, its distinct ids [u] (sorted) and their summed
     gradients [u, dim], as `torch.sparse_coo_tensor(...).coalesce()` sums them.
 
@@ -184,10 +213,12 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
     for t, (a, n) in enumerate(zip(addresses, lengths)):
         if a is not None and a.shape != (n,):
             raise ValueError(f"addresses[{t}] has shape {tuple(a.shape)}; expected one per lookup, ({n},)")
-    by_id = order is SummationOrder.BY_ID        # (torch sorts RADIX_MIN and more stably too: by id)
+    by_id = order is SummationOrder.BY_ID  # (torch sorts RADIX_MIN and more stably too: by id)
     native_sort = by_id or sorts_like_torch()
-    perms = [None if native_sort and (by_id or n < RADIX_MIN) and rows <= 2**32 else torch.sort(i).indices
-             for i, n, rows in zip(ids, lengths, num_rows)]   # None: sorted in the loop
+    perms = [
+        None if native_sort and (by_id or n < RADIX_MIN) and rows <= 2**32 else torch.sort(i).indices
+        for i, n, rows in zip(ids, lengths, num_rows)
+    ]  # None: sorted in the loop
     starts = [0]
     for n in lengths[:-1]:
         starts.append(starts[-1] + n)
@@ -197,11 +228,29 @@ def embedding_backward_tables(ids: list[torch.Tensor], offsets: list[torch.Tenso
     if grad.stride(2) != 1:
         grad = grad.contiguous()
     status = LOOPS.library.sk_tbe_backward(
-        len(ids), grad.shape[0], dim, data_addresses(ids), data_addresses(perms), int64s(lengths),
-        data_addresses(offsets), data_addresses(addresses), grad.data_ptr(), grad.stride(0), grad.stride(1),
-        int64s(starts), index.data_ptr(), grad_sum.data_ptr(), counts, host_threads(), int(by_id))
-    check_status(status, "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or "
-                         "offsets[{t}] is not a list of bag starts from 0 within ids[{t}]")
+        len(ids),
+        grad.shape[0],
+        dim,
+        data_addresses(ids),
+        data_addresses(perms),
+        int64s(lengths),
+        data_addresses(offsets),
+        data_addresses(addresses),
+        grad.data_ptr(),
+        grad.stride(0),
+        grad.stride(1),
+        int64s(starts),
+        index.data_ptr(),
+        grad_sum.data_ptr(),
+        counts,
+        host_threads(),
+        int(by_id),
+    )
+    check_status(
+        status,
+        "embedding_backward_tables: ids[{t}] holds an id outside [0, 2^32), or "
+        "offsets[{t}] is not a list of bag starts from 0 within ids[{t}]",
+    )
     return Coalesced(flat=FlatBuffers(index, grad_sum, int64s(starts), counts))
 
 
@@ -212,16 +261,29 @@ def apply_updates_twin(weights, states, coalesced: Coalesced, config: OptimizerC
         apply_update(weight, state, index, grad_sum, config)
 
 
-def apply_updates(weights: list[torch.Tensor], states: list[torch.Tensor | None], coalesced: Coalesced,
-                  config: OptimizerConfig) -> None:
+def apply_updates(
+    weights: list[torch.Tensor], states: list[torch.Tensor | None], coalesced: Coalesced, config: OptimizerConfig
+) -> None:
     """Update every table's rows `coalesced[t].index` in place with their summed gradients."""
     flat = coalesced.flat
-    if (config.kind is not OptimizerKind.SGD or flat is None or not loops_take(weights, torch.float32)
-            or not all(w.is_contiguous() for w in weights)):
+    if (
+        config.kind is not OptimizerKind.SGD
+        or flat is None
+        or not loops_take(weights, torch.float32)
+        or not all(w.is_contiguous() for w in weights)
+    ):
         apply_updates_twin(weights, states, coalesced, config)
         return
     status = LOOPS.library.sk_tbe_sgd(
-        len(weights), flat.grad_sum.shape[1], data_addresses(weights), int64s(w.shape[0] for w in weights),
-        flat.index.data_ptr(), flat.grad_sum.data_ptr(), flat.starts, flat.counts, -config.lr,
-        host_threads())
+        len(weights),
+        flat.grad_sum.shape[1],
+        data_addresses(weights),
+        int64s(w.shape[0] for w in weights),
+        flat.index.data_ptr(),
+        flat.grad_sum.data_ptr(),
+        flat.starts,
+        flat.counts,
+        -config.lr,
+        host_threads(),
+    )
     check_status(status, "apply_updates: coalesced[{t}] names a row outside weights[{t}]")

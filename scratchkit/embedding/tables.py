@@ -1,4 +1,5 @@
 """Embedding tables in host memory, with their optimizer state kept beside the rows."""
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,14 @@ class HostTables:
     asynchronous; the identity on a CPU), or None to leave the tensors as they are.
     """
 
-    def __init__(self, table_sizes, dim: int, optimizer: OptimizerConfig, seed: int,
-                 pin: Callable[[torch.Tensor], torch.Tensor] | None = None):
+    def __init__(
+        self,
+        table_sizes,
+        dim: int,
+        optimizer: OptimizerConfig,
+        seed: int,
+        pin: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ):
         self.table_sizes = tuple(int(n) for n in table_sizes)
         self.dim = dim
         self.weights = init_embedding_weights(self.table_sizes, dim, seed)
@@ -45,8 +52,12 @@ class HostTables:
             self.state = [pin(s) if s is not None else None for s in self.state]
 
     @classmethod
-    def from_rows(cls, weights: list[torch.Tensor], state: list[torch.Tensor | None],
-                  pin: Callable[[torch.Tensor], torch.Tensor] | None = None) -> "HostTables":
+    def from_rows(
+        cls,
+        weights: list[torch.Tensor],
+        state: list[torch.Tensor | None],
+        pin: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> "HostTables":
         """Tables holding the given rows and optimizer state (copied): a shard of global tables, or
         a checkpoint's (scratchkit/distributed/shard.py). `state[t]` None: SGD, no state."""
         tables = cls.__new__(cls)
@@ -67,4 +78,3 @@ class HostTables:
         """Move the tables into shared memory, so a process forked later writes the same rows."""
         self.weights = [shared_copy(w) for w in self.weights]
         self.state = [shared_copy(s) if s is not None else None for s in self.state]
-

@@ -5,6 +5,7 @@ the checks that their sorts order equal ids as torch.sort does.
 The calls themselves, each with its torch twin, are `table_batched.py` (lookup, backward, update)
 and `fused_sgd.py` (the backward and SGD update in one pass); this module holds what they share.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -16,7 +17,7 @@ import torch
 from scratchkit.native import CLibrary, address_array
 
 _P, _I64, _F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-_SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an address
+_SIGNATURES = {  # name: (restype, argtypes); every pointer is passed as an address
     "sk_tbe_forward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64]),
     "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64, _I64]),
     "sk_tbe_sort": (_I64, [_P, _I64, _P]),
@@ -25,11 +26,13 @@ _SIGNATURES = {   # name: (restype, argtypes); every pointer is passed as an add
     "sk_tbe_sort_tables": (_I64, [_I64, _I64] + [_P] * 7 + [_I64, _P]),
     "sk_tbe_fused_sgd": (_I64, [_I64, _I64, _I64] + [_P] * 5 + [_I64, _I64, _P, _P, _F32, _I64]),
 }
-LOOPS = CLibrary("tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES)
+LOOPS = CLibrary(
+    "tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES
+)
 # torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
 # the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
 RADIX_MIN = 32768
-_threads: int | None = None   # set_host_threads's count; None: torch's
+_threads: int | None = None  # set_host_threads's count; None: torch's
 
 
 def set_host_threads(threads: int | None) -> None:
@@ -73,8 +76,7 @@ def check_same_shapes(what: str, tensors, dim: int, size: int, where: str) -> No
     """Every one of `tensors` has `size` along `dim`, else a ValueError naming the first that has not."""
     for t, tensor in enumerate(tensors):
         if tensor.dim() <= dim or tensor.shape[dim] != size:
-            raise ValueError(f"{what}[{t}] has shape {tuple(tensor.shape)}; every {what} needs {size} "
-                             f"{where}")
+            raise ValueError(f"{what}[{t}] has shape {tuple(tensor.shape)}; every {what} needs {size} {where}")
 
 
 # --- the loops' sort against torch.sort ----------------------------------------------------------

@@ -19,6 +19,7 @@ Recency is the key `(step, id)`: an id used at a later step is more recent, and 
 batch are ordered by id (the batch's unique ids are processed in ascending order). Keys are
 distinct, so "the k least recent" is always one well-defined set.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -69,10 +70,10 @@ def first_k(keys: tuple[np.ndarray, ...], candidates: np.ndarray, k: int) -> np.
         return first_by_keys(keys, candidates, k)
     if k <= 0:
         return candidates[:0]
-    primary = keys[-1][candidates]                            # [c]
+    primary = keys[-1][candidates]  # [c]
     threshold = np.partition(primary, k - 1)[k - 1]
     below, tied = candidates[primary < threshold], candidates[primary == threshold]
-    wanted = k - len(below)                                   # 1 .. len(tied)
+    wanted = k - len(below)  # 1 .. len(tied)
     tied = first_k(keys[:-1], tied, wanted) if len(keys) > 1 else tied[:wanted]
     return first_by_keys(keys, np.concatenate([below, tied]), k)
 
@@ -100,7 +101,7 @@ class LFUVictims(VictimChooser):
 
     def touch(self, slots, ids, counts, step):
         super().touch(slots, ids, counts, step)
-        self.count[slots] += counts      # slots are distinct: fancy += is safe
+        self.count[slots] += counts  # slots are distinct: fancy += is safe
 
     def forget(self, slots):
         super().forget(slots)
@@ -123,7 +124,7 @@ def profile_hot_ids(source, num_batches: int, capacities: list[int]) -> list[np.
     counts = [np.zeros(n, dtype=np.int64) for n in sizes]
     for b in range(min(num_batches, len(source))):
         batch = source.batch(b)
-        check_batch(batch, sizes, b)   # a bad id would miscount, or make bincount fail obscurely
+        check_batch(batch, sizes, b)  # a bad id would miscount, or make bincount fail obscurely
         for t, ids in enumerate(batch.ids):
             counts[t] += np.bincount(ids, minlength=sizes[t])
     # stable argsort of -count: descending count, ascending id among equals

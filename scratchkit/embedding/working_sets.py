@@ -9,6 +9,7 @@ skewed ids: a skewed batch's ids take about twice as long to argsort as as many 
 ones; the bitmap is several times faster than sorting a few thousand ids and does not care how
 skewed they are. Larger tables sort, as np.unique does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,7 @@ class WorkingSets:
 
     def __init__(self, num_rows: int):
         self.num_rows = num_rows
-        self._mark = self._position = None   # [num_rows] scratch, made on first use
+        self._mark = self._position = None  # [num_rows] scratch, made on first use
 
     def uses_bitmap(self, lookups: int) -> bool:
         return self.num_rows <= self.BITMAP_ROWS_PER_LOOKUP * lookups
@@ -39,7 +40,7 @@ class WorkingSets:
             self._position = np.empty(self.num_rows, dtype=np.int64)
         self._mark[ids] = True
         unique = np.flatnonzero(self._mark)
-        self._mark[unique] = False                               # clean for the next batch
+        self._mark[unique] = False  # clean for the next batch
         self._position[unique] = np.arange(len(unique))
         inverse = self._position[ids]
         if not counts:

@@ -14,6 +14,7 @@
 
 Nothing here imports CuPy or compiles anything at import time.
 """
+
 from .engine import EngineKind, make_engine, resolve
 
 __all__ = ["EngineKind", "make_engine", "resolve"]

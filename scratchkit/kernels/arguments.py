@@ -1,6 +1,7 @@
 """Checks of the arrays a scratchpad's kernels are given: a kernel that reads past a buffer does not
 raise, it corrupts memory or crashes the process. So every value is checked on the host before a
 launch, and the error names the array, the position and the value."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,9 @@ def check_offsets(offsets: np.ndarray, nnz: int) -> None:
     steps = np.diff(offsets)
     if steps.size and steps.min() < 0:
         pos = int(np.flatnonzero(steps < 0)[0]) + 1
-        raise ValueError(f"offsets[{pos}] = {offsets[pos]} is smaller than offsets[{pos - 1}] = "
-                         f"{offsets[pos - 1]}: offsets must not decrease")
+        raise ValueError(
+            f"offsets[{pos}] = {offsets[pos]} is smaller than offsets[{pos - 1}] = "
+            f"{offsets[pos - 1]}: offsets must not decrease"
+        )
     if offsets[-1] > nnz:
         raise ValueError(f"offsets[{offsets.size - 1}] = {offsets[-1]} is beyond the {nnz} lookups")

@@ -14,6 +14,7 @@ checked on the compiled output itself, on any machine that has NVRTC:
 and `float_instructions` lists the floating-point instructions of the PTX, so a test can hold
 them to the IEEE arithmetic the bitwise twin comparison needs.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,7 @@ from .signatures import KERNELS, Arg, Kernel
 
 # The PTX parameter type each Python-side argument kind is launched as: CuPy passes arrays as
 # 64-bit device pointers and the loader turns scalars into np.int64 / np.float32 (cupy_loader).
-PTX_PARAM = {Arg.I64_ARRAY: "u64", Arg.U64_ARRAY: "u64", Arg.F32_ARRAY: "u64",
-             Arg.I64: "u64", Arg.F32: "f32"}
+PTX_PARAM = {Arg.I64_ARRAY: "u64", Arg.U64_ARRAY: "u64", Arg.F32_ARRAY: "u64", Arg.I64: "u64", Arg.F32: "f32"}
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
 _PARAM = re.compile(r"\.param\s+\.(\w+)")
@@ -52,15 +52,24 @@ def signature_mismatches(source: str, ptx: str, kernels: dict[str, Kernel] = KER
     """Every disagreement between the PTX of `source` and the kernels the table puts in it."""
     found = ptx_entries(ptx)
     wanted = {k.name: k for k in kernels.values() if k.source == source}
-    problems = [f"{source}: kernel {name!r} is in the signature table but not in the compiled "
-                "module (misspelt, not extern \"C\", or not __global__)" for name in wanted if name not in found]
-    problems += [f"{source}: the compiled module has kernel {name!r}, which the signature table "
-                 "does not list" for name in found if name not in wanted]
+    problems = [
+        f"{source}: kernel {name!r} is in the signature table but not in the compiled "
+        'module (misspelt, not extern "C", or not __global__)'
+        for name in wanted
+        if name not in found
+    ]
+    problems += [
+        f"{source}: the compiled module has kernel {name!r}, which the signature table does not list"
+        for name in found
+        if name not in wanted
+    ]
     for name, kernel in wanted.items():
         if name in found and found[name] != expected_params(kernel):
-            problems.append(f"{source}: {name} takes ({', '.join(found[name])}) in PTX, but the "
-                            f"launchers pass ({', '.join(expected_params(kernel))}) for "
-                            f"({', '.join(a.value for a in kernel.args)})")
+            problems.append(
+                f"{source}: {name} takes ({', '.join(found[name])}) in PTX, but the "
+                f"launchers pass ({', '.join(expected_params(kernel))}) for "
+                f"({', '.join(a.value for a in kernel.args)})"
+            )
     return problems
 
 
@@ -68,35 +77,38 @@ def cubin_functions(cubin: bytes) -> set[str]:
     """The function symbols (STT_FUNC) of an ELF64 cubin: what cuModuleGetFunction can find."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
         raise ValueError("not a little-endian ELF64 file (a cubin)")
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", cubin, 0x3A)
     # section header: name, type, flags, addr, offset, size, link, info, addralign, entsize
     sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
     names = set()
     for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != 2:                                          # SHT_SYMTAB
+        if kind != 2:  # SHT_SYMTAB
             continue
         strtab_offset = sections[link][4]
         for at in range(offset, offset + size, entsize):
             st_name, st_info = struct.unpack_from("<IB", cubin, at)
-            if st_info & 0xF == 2:                             # STT_FUNC
+            if st_info & 0xF == 2:  # STT_FUNC
                 end = cubin.index(b"\0", strtab_offset + st_name)
-                names.add(cubin[strtab_offset + st_name:end].decode())
+                names.add(cubin[strtab_offset + st_name : end].decode())
     return names
 
 
-def check_compiled(source: str, ptx: str, cubin: bytes | None = None,
-                   kernels: dict[str, Kernel] = KERNELS) -> None:
+def check_compiled(source: str, ptx: str, cubin: bytes | None = None, kernels: dict[str, Kernel] = KERNELS) -> None:
     """Raise KernelSignatureError unless every kernel the table puts in `source` is in the PTX with
     the parameters its launchers pass, nothing else is, and (given a cubin) the cubin exports it."""
     problems = signature_mismatches(source, ptx, kernels)
     if cubin is not None:
         exported = cubin_functions(cubin)
-        problems += [f"{source}: the cubin exports no function {k.name!r}"
-                     for k in kernels.values() if k.source == source and k.name not in exported]
+        problems += [
+            f"{source}: the cubin exports no function {k.name!r}"
+            for k in kernels.values()
+            if k.source == source and k.name not in exported
+        ]
     if problems:
-        raise KernelSignatureError("the compiled kernels disagree with scratchkit/kernels/"
-                                   "signatures.py:\n  " + "\n  ".join(problems))
+        raise KernelSignatureError(
+            "the compiled kernels disagree with scratchkit/kernels/signatures.py:\n  " + "\n  ".join(problems)
+        )
 
 
 def float_instructions(ptx: str) -> Counter:

@@ -25,6 +25,7 @@ is exported by the cubin. NVRTC needs no GPU, so CI compiles every `.cu` for CI_
 NVRTC's bindings come from `scratchkit.backend.get_nvrtc()`: backend.py is the only module that
 imports CuPy.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,10 +52,12 @@ class KernelCompileError(RuntimeError):
 
 # The architectures CI compiles every kernel for (NVRTC needs no GPU), by the GPUs the hardware
 # profiles name: a profile whose GPU is not here fails tests/test_kernels_nvrtc.py until it is.
-GPU_ARCHITECTURES = {"V100": 70,   # v100-pcie3: the DLRM/ScratchPipe era
-                     "A100": 80,   # the issue's minimum; the most common rented GPU
-                     "H100": 90,   # h100-pcie5
-                     "H200": 90}   # same architecture as the H100, more HBM
+GPU_ARCHITECTURES = {
+    "V100": 70,  # v100-pcie3: the DLRM/ScratchPipe era
+    "A100": 80,  # the issue's minimum; the most common rented GPU
+    "H100": 90,  # h100-pcie5
+    "H200": 90,
+}  # same architecture as the H100, more HBM
 CI_TARGETS = tuple(f"sm_{a}" for a in sorted(set(GPU_ARCHITECTURES.values())))
 
 
@@ -64,8 +67,8 @@ class Compiled:
 
     source: str
     target: str
-    binary: bytes   # a cubin (ELF) for "sm_XX", the PTX text for "compute_XX"
-    ptx: str        # the PTX NVRTC generated on the way (for "compute_XX", the binary itself)
+    binary: bytes  # a cubin (ELF) for "sm_XX", the PTX text for "compute_XX"
+    ptx: str  # the PTX NVRTC generated on the way (for "compute_XX", the binary itself)
 
     @property
     def cubin(self) -> bytes | None:
@@ -98,8 +101,9 @@ def compile_checked(source: str, target: str, kernel_dir: Path = KERNEL_DIR, ker
         try:
             nvrtc.compileProgram(program, [*NVRTC_OPTIONS, f"-arch={target}"])
         except nvrtc.NVRTCError as err:
-            raise KernelCompileError(f"NVRTC could not compile {path} for {target}:\n"
-                                     f"{nvrtc.getProgramLog(program)}") from err
+            raise KernelCompileError(
+                f"NVRTC could not compile {path} for {target}:\n{nvrtc.getProgramLog(program)}"
+            ) from err
         ptx = nvrtc.getPTX(program)
         binary = nvrtc.getCUBIN(program) if target.startswith("sm_") else ptx
     finally:
@@ -121,8 +125,7 @@ def target_for(compute_capability: int) -> str:
     if compute_capability in known:
         return f"sm_{compute_capability}"
     if not known:
-        raise KernelCompileError(f"NVRTC {nvrtc.getVersion()} knows no architecture <= "
-                                 f"{compute_capability}")
+        raise KernelCompileError(f"NVRTC {nvrtc.getVersion()} knows no architecture <= {compute_capability}")
     return f"compute_{max(known)}"
 
 
@@ -132,8 +135,9 @@ def cuda_binary(source: str, target: str, cache_dir: Path | None = None) -> Path
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "cuda"
     # the signatures are in the key too: a cached binary was checked against the table of its day
     signatures = repr([(k.name, k.args) for k in kernels_in(source)])
-    digest = hashlib.sha256("\0".join((cupy_source(source), *NVRTC_OPTIONS, target, signatures,
-                                       str(nvrtc.getVersion()))).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        "\0".join((cupy_source(source), *NVRTC_OPTIONS, target, signatures, str(nvrtc.getVersion()))).encode()
+    ).hexdigest()[:16]
     path = cache_dir / f"{Path(source).stem}-{digest}.{target}.{'cubin' if target.startswith('sm_') else 'ptx'}"
     if not path.exists():
         binary = nvrtc_compile(source, target)
@@ -158,8 +162,8 @@ class CupyLauncher:
         # `kernels` and `binary(source, target) -> path` default to this folder's .cu files; a
         # kernel puzzle passes its own (scratchkit/course/exercises/kernels.py)
         self.kernels, self.binary = kernels, binary or cuda_binary
-        self._modules = {}     # source -> RawModule, created on first use
-        self._functions = {}   # kernel name -> RawKernel
+        self._modules = {}  # source -> RawModule, created on first use
+        self._functions = {}  # kernel name -> RawKernel
 
     def _function(self, name: str):
         if name not in self._functions:

@@ -1,4 +1,5 @@
 """Choose how the kernels run: NumPy twin, host build of the `.cu` source, or CuPy on a GPU."""
+
 from __future__ import annotations
 
 from contextlib import nullcontext
@@ -15,10 +16,10 @@ from .twin import TwinEngine
 class EngineKind(str, Enum):
     """Where the scratchpad's kernels execute. All three give the same results (see twin.py)."""
 
-    AUTO = "auto"    # CUPY for a CUDA device; on the CPU, HOST when a C++ compiler works, else TWIN
-    TWIN = "twin"    # the NumPy twins: clear, slow (the hash map is a Python loop)
-    HOST = "host"    # the .cu source compiled with g++, run serially on the CPU through ctypes
-    CUPY = "cupy"    # the .cu source compiled by NVRTC, run on the GPU
+    AUTO = "auto"  # CUPY for a CUDA device; on the CPU, HOST when a C++ compiler works, else TWIN
+    TWIN = "twin"  # the NumPy twins: clear, slow (the hash map is a Python loop)
+    HOST = "host"  # the .cu source compiled with g++, run serially on the CPU through ctypes
+    CUPY = "cupy"  # the .cu source compiled by NVRTC, run on the GPU
 
 
 @lru_cache(maxsize=1)
@@ -40,8 +41,10 @@ def resolve(kind: EngineKind | str, device: str) -> EngineKind:
             return EngineKind.CUPY
         return EngineKind.HOST if host_build_works() else EngineKind.TWIN
     if on_gpu != (kind is EngineKind.CUPY):
-        raise ValueError(f"engine {kind.value!r} cannot serve device {device!r}: the CuPy engine "
-                         "keeps rows on a CUDA device, the twin and host engines on the CPU")
+        raise ValueError(
+            f"engine {kind.value!r} cannot serve device {device!r}: the CuPy engine "
+            "keeps rows on a CUDA device, the twin and host engines on the CPU"
+        )
     return kind
 
 

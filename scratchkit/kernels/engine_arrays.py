@@ -7,6 +7,7 @@ kernels themselves take only engine arrays of one dtype (int64 ids, slots and of
 rows: launched.py), so everything a method is given passes through here first, and a wrong
 shape or dtype is refused with the argument's name before any kernel runs.
 """
+
 from __future__ import annotations
 
 import numpy as np

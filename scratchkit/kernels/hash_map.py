@@ -7,14 +7,15 @@ lengthen misses until an insert reuses one or a rebuild drops them all. This cla
 mechanism and its counts; how many buckets, and when to rebuild, the scratchpad decides
 (scratchpad.py: BUCKETS_PER_SLOT, MAX_USED_FRACTION), as it checks every id before a kernel runs.
 """
+
 from __future__ import annotations
 
 
 class SlotHashMap:
     """`table_size` buckets of (key, value) = (id, slot) in `engine`'s memory; -1 = empty.
 
-        keys    [table_size] int64   the id in each bucket
-        values  [table_size] int64   its slot
+    keys    [table_size] int64   the id in each bucket
+    values  [table_size] int64   its slot
     """
 
     def __init__(self, engine, table_size: int):
@@ -22,8 +23,8 @@ class SlotHashMap:
         self.engine, self.table_size = engine, table_size
         self.keys = xp.full(table_size, -1, dtype=xp.int64)
         self.values = xp.full(table_size, -1, dtype=xp.int64)
-        self.live = 0            # ids in the map
-        self.tombstones = 0      # erased buckets not yet reused or rebuilt away
+        self.live = 0  # ids in the map
+        self.tombstones = 0  # erased buckets not yet reused or rebuilt away
         self.rebuilds = 0
 
     def query(self, ids):
@@ -33,7 +34,7 @@ class SlotHashMap:
     def insert(self, ids, slots) -> None:
         """Map each of `ids` (distinct, none in the map) to its slot in `slots`."""
         reused, failed = self.engine.hashmap_insert(self.keys, self.values, ids, slots)
-        if failed:   # cannot happen while live ids fill at most half the table
+        if failed:  # cannot happen while live ids fill at most half the table
             raise RuntimeError(f"hash map insert found no bucket for {failed} ids (internal error)")
         self.live += ids.size
         self.tombstones -= reused

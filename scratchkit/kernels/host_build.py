@@ -17,6 +17,7 @@ line.
 `-ffp-contract=off` keeps g++ from fusing a*b+c into one instruction on CPUs that have FMA: the
 kernels write `fmaf` where they mean a fused multiply-add, and nowhere else.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,8 +34,13 @@ from .signatures import COMPAT_HEADER, KERNEL_DIR, KERNELS, SOURCES, Arg, check_
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off")
 
 # the ctypes type a launcher passes for each kind of kernel argument
-CTYPES = {Arg.I64_ARRAY: ctypes.c_void_p, Arg.U64_ARRAY: ctypes.c_void_p,
-           Arg.F32_ARRAY: ctypes.c_void_p, Arg.I64: ctypes.c_longlong, Arg.F32: ctypes.c_float}
+CTYPES = {
+    Arg.I64_ARRAY: ctypes.c_void_p,
+    Arg.U64_ARRAY: ctypes.c_void_p,
+    Arg.F32_ARRAY: ctypes.c_void_p,
+    Arg.I64: ctypes.c_longlong,
+    Arg.F32: ctypes.c_float,
+}
 
 
 class HostBuildError(RuntimeError):
@@ -58,29 +64,34 @@ def find_compiler() -> str | None:
 def translation_unit(source: str, kernel_dir: Path = KERNEL_DIR) -> str:
     """The C++ text that turns one `.cu` file into a host library."""
     exports = "".join(f"SK_HOST_EXPORT({k.name})\n" for k in kernels_in(source))
-    return (f'#include "{COMPAT_HEADER}"\n'
-            f'#include "{kernel_dir / source}"\n'
-            f"{exports}")
+    return f'#include "{COMPAT_HEADER}"\n#include "{kernel_dir / source}"\n{exports}'
 
 
 def library_path(source: str, cache_dir: Path, compiler: str, kernel_dir: Path = KERNEL_DIR) -> Path:
     """The cached library for `source`: its name hashes header, source, unit, flags, compiler."""
     digest = hashlib.sha256()
-    for part in (COMPAT_HEADER.read_bytes(), (kernel_dir / source).read_bytes(),
-                 translation_unit(source, kernel_dir).encode(), " ".join(CXX_FLAGS).encode(),
-                 compiler.encode()):
+    for part in (
+        COMPAT_HEADER.read_bytes(),
+        (kernel_dir / source).read_bytes(),
+        translation_unit(source, kernel_dir).encode(),
+        " ".join(CXX_FLAGS).encode(),
+        compiler.encode(),
+    ):
         digest.update(part)
         digest.update(b"\0")
     return cache_dir / f"{Path(source).stem}-{digest.hexdigest()[:16]}.so"
 
 
-def build(sources: tuple[str, ...] = SOURCES, cache_dir: Path | None = None,
-          kernel_dir: Path = KERNEL_DIR) -> dict[str, Path]:
+def build(
+    sources: tuple[str, ...] = SOURCES, cache_dir: Path | None = None, kernel_dir: Path = KERNEL_DIR
+) -> dict[str, Path]:
     """Compile every source not yet in the cache (in parallel); return {source: library path}."""
     compiler = find_compiler()
     if compiler is None:
-        raise HostBuildError(f"no C++ compiler found (looked for {os.environ.get('CXX', 'g++')!r}; "
-                             "set CXX): the kernels can only run as NumPy twins here")
+        raise HostBuildError(
+            f"no C++ compiler found (looked for {os.environ.get('CXX', 'g++')!r}; "
+            "set CXX): the kernels can only run as NumPy twins here"
+        )
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     libraries = {s: library_path(s, cache_dir, compiler, kernel_dir) for s in sources}
     missing = {s: lib for s, lib in libraries.items() if not lib.exists()}
@@ -94,15 +105,16 @@ def build(sources: tuple[str, ...] = SOURCES, cache_dir: Path | None = None,
             unit.write_text(translation_unit(source, kernel_dir))
             out = Path(tmp) / lib.name
             cmd = [compiler, *CXX_FLAGS, "-o", str(out), str(unit)]
-            jobs.append((source, lib, out, subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            jobs.append(
+                (source, lib, out, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            )
         errors = []
         for source, lib, out, proc in jobs:
             log, _ = proc.communicate()
             if proc.returncode != 0:
                 errors.append(f"--- {kernel_dir / source} ---\n{log}")
             else:
-                os.replace(out, lib)   # atomic: a concurrent build never sees half a library
+                os.replace(out, lib)  # atomic: a concurrent build never sees half a library
         if errors:
             raise HostBuildError("the host build of the kernels failed:\n" + "\n".join(errors))
     return libraries
@@ -117,16 +129,15 @@ class HostLauncher:
 
     def __init__(self, cache_dir: Path | None = None):
         self.libraries = build(cache_dir=cache_dir)
-        self._handles = []            # keep the CDLLs alive as long as their functions
-        self._functions = {}   # name -> (ctypes function, ((position, dtype) of each array arg))
+        self._handles = []  # keep the CDLLs alive as long as their functions
+        self._functions = {}  # name -> (ctypes function, ((position, dtype) of each array arg))
         for source, path in self.libraries.items():
             lib = ctypes.CDLL(str(path))
             self._handles.append(lib)
             for kernel in kernels_in(source):
                 getter = getattr(lib, f"sk_launcher_{kernel.name}")
                 getter.restype, getter.argtypes = ctypes.c_void_p, []
-                prototype = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint,
-                                             *(CTYPES[a] for a in kernel.args))
+                prototype = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint, *(CTYPES[a] for a in kernel.args))
                 arrays = tuple((i, a.dtype) for i, a in enumerate(kernel.args) if a.is_array)
                 self._functions[kernel.name] = (prototype(getter()), arrays)
 
@@ -137,6 +148,6 @@ class HostLauncher:
         for position, dtype in arrays:
             array = args[position]
             if array.dtype != dtype or not array.flags.c_contiguous:
-                check_arrays(KERNELS[name], args)   # raises, naming the argument
+                check_arrays(KERNELS[name], args)  # raises, naming the argument
             values[position] = array.ctypes.data
         function(grid, block, *values)

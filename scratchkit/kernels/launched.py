@@ -6,11 +6,12 @@ launches the kernel through a launcher: `HostLauncher` (g++ build, ctypes, NumPy
 `CupyLauncher` (NVRTC, CuPy arrays). Inputs must already be C-contiguous arrays of the right
 dtype (int64 ids/slots/offsets, float32 rows); `scratchkit.kernels.scratchpad` checks and converts them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROW_LANES = 32   # threads per row in rows.cu (SK_ROW_LANES)
+ROW_LANES = 32  # threads per row in rows.cu (SK_ROW_LANES)
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,13 @@ class CoalescingPlan:
     def build(cls, xp, slots, offsets) -> "CoalescingPlan":
         nnz = slots.size
         positions = xp.arange(nnz, dtype=xp.int64)
-        bag_of = xp.searchsorted(offsets, positions, side="right") - 1      # [nnz]
+        bag_of = xp.searchsorted(offsets, positions, side="right") - 1  # [nnz]
         # Sort by (slot, position). The composite key is unique, so any sort (CuPy's too) keeps
         # the duplicates of a slot in lookup order.
         order = xp.argsort(slots * nnz + positions)
         sorted_slots = slots[order]
         starts = xp.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1
-        run_starts = xp.concatenate([xp.zeros(1, xp.int64), starts.astype(xp.int64),
-                                     xp.full(1, nnz, xp.int64)])
+        run_starts = xp.concatenate([xp.zeros(1, xp.int64), starts.astype(xp.int64), xp.full(1, nnz, xp.int64)])
         unique_slots = xp.ascontiguousarray(sorted_slots[run_starts[:-1]])
         return cls(xp.ascontiguousarray(bag_of[order]), unique_slots, run_starts)
 
@@ -51,7 +51,7 @@ class LaunchedEngine:
 
     def _launch(self, kernel: str, num_threads: int, *args) -> None:
         if num_threads == 0:
-            return                       # CUDA refuses an empty grid; nothing to do anyway
+            return  # CUDA refuses an empty grid; nothing to do anyway
         grid = -(-num_threads // self.threads_per_block)
         self.launcher.launch(kernel, grid, self.threads_per_block, args)
 
@@ -62,9 +62,8 @@ class LaunchedEngine:
         return out
 
     def hashmap_insert(self, keys, values, ids, slots) -> tuple[int, int]:
-        stats = self.xp.zeros(2, dtype=self.xp.uint64)   # [tombstones reused, ids with no bucket]
-        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size,
-                     stats)
+        stats = self.xp.zeros(2, dtype=self.xp.uint64)  # [tombstones reused, ids with no bucket]
+        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size, stats)
         reused, failed = (int(v) for v in stats.tolist())
         return reused, failed
 
@@ -76,7 +75,7 @@ class LaunchedEngine:
     # ---- rows
     def gather_rows(self, table, slots):
         width = table.shape[1]
-        out = self.xp.empty((slots.size, width), dtype=self.xp.float32)   # [n, width]
+        out = self.xp.empty((slots.size, width), dtype=self.xp.float32)  # [n, width]
         self._launch("gather_rows", slots.size * ROW_LANES, table, width, slots, slots.size, out)
         return out
 
@@ -88,8 +87,7 @@ class LaunchedEngine:
     def embedding_bag_forward(self, rows, slots, offsets):
         num_bags, dim = offsets.size, rows.shape[1]
         pooled = self.xp.empty((num_bags, dim), dtype=self.xp.float32)  # [num_bags, dim]
-        self._launch("embedding_bag_forward", num_bags * dim, rows, dim, slots, slots.size,
-                     offsets, num_bags, pooled)
+        self._launch("embedding_bag_forward", num_bags * dim, rows, dim, slots, slots.size, offsets, num_bags, pooled)
         return pooled
 
     def embedding_bag_backward_sgd(self, rows, slots, offsets, grad_pooled, lr) -> None:
@@ -97,28 +95,58 @@ class LaunchedEngine:
             return
         plan = CoalescingPlan.build(self.xp, slots, offsets)
         num_unique, dim = plan.unique_slots.size, rows.shape[1]
-        self._launch("embedding_bag_backward_sgd", num_unique * dim, rows, dim, grad_pooled,
-                     plan.sorted_bags, plan.unique_slots, plan.run_starts, num_unique, lr)
+        self._launch(
+            "embedding_bag_backward_sgd",
+            num_unique * dim,
+            rows,
+            dim,
+            grad_pooled,
+            plan.sorted_bags,
+            plan.unique_slots,
+            plan.run_starts,
+            num_unique,
+            lr,
+        )
 
-    def embedding_bag_backward_rowwise_adagrad(self, rows, state, slots, offsets, grad_pooled,
-                                               lr, eps) -> None:
+    def embedding_bag_backward_rowwise_adagrad(self, rows, state, slots, offsets, grad_pooled, lr, eps) -> None:
         if slots.size == 0:
             return
         plan = CoalescingPlan.build(self.xp, slots, offsets)
         num_unique, dim = plan.unique_slots.size, rows.shape[1]
-        self._launch("embedding_bag_backward_rowwise_adagrad", num_unique, rows, state, dim,
-                     grad_pooled, plan.sorted_bags, plan.unique_slots, plan.run_starts,
-                     num_unique, lr, eps)
+        self._launch(
+            "embedding_bag_backward_rowwise_adagrad",
+            num_unique,
+            rows,
+            state,
+            dim,
+            grad_pooled,
+            plan.sorted_bags,
+            plan.unique_slots,
+            plan.run_starts,
+            num_unique,
+            lr,
+            eps,
+        )
 
-    def embedding_bag_backward_adagrad(self, rows, state, slots, offsets, grad_pooled,
-                                       lr, eps) -> None:
+    def embedding_bag_backward_adagrad(self, rows, state, slots, offsets, grad_pooled, lr, eps) -> None:
         if slots.size == 0:
             return
         plan = CoalescingPlan.build(self.xp, slots, offsets)
         num_unique, dim = plan.unique_slots.size, rows.shape[1]
-        self._launch("embedding_bag_backward_adagrad", num_unique * dim, rows, state, dim,
-                     grad_pooled, plan.sorted_bags, plan.unique_slots, plan.run_starts,
-                     num_unique, lr, eps)
+        self._launch(
+            "embedding_bag_backward_adagrad",
+            num_unique * dim,
+            rows,
+            state,
+            dim,
+            grad_pooled,
+            plan.sorted_bags,
+            plan.unique_slots,
+            plan.run_starts,
+            num_unique,
+            lr,
+            eps,
+        )
 
     # ---- the device planner's fused steps (plan.cu)
     def to_local(self, values, where, table_of_slot, starts):
@@ -128,12 +156,22 @@ class LaunchedEngine:
 
     def assign_miss_slots(self, miss_at, take, free_at, victim_at, free_slots, victims, n: int):
         out = self.xp.empty(n, dtype=self.xp.int64)
-        self._launch("assign_miss_slots", n, miss_at, take, free_at, victim_at, take.size,
-                     free_slots, victims, n, out)
+        self._launch("assign_miss_slots", n, miss_at, take, free_at, victim_at, take.size, free_slots, victims, n, out)
         return out
 
     def victim_keys(self, candidates, table_of_slot, urgency, last_trained, levels, batch, slots):
         out = self.xp.empty(candidates.size, dtype=self.xp.int64)
-        self._launch("victim_keys", candidates.size, candidates, table_of_slot, urgency, last_trained,
-                     levels, batch, slots, candidates.size, out)
+        self._launch(
+            "victim_keys",
+            candidates.size,
+            candidates,
+            table_of_slot,
+            urgency,
+            last_trained,
+            levels,
+            batch,
+            slots,
+            candidates.size,
+            out,
+        )
         return out

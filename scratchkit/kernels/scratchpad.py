@@ -19,6 +19,7 @@ method checks its input before any kernel runs (scratchkit/kernels/arguments.py)
 where the input came from: host input gives NumPy results, device input CuPy results
 (scratchkit/kernels/engine_arrays.py moves them).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -45,8 +46,8 @@ MAX_USED_FRACTION = 0.75
 
 
 class Erased(NamedTuple):
-    slots: np.ndarray        # [n] int64, the slot each erased id had
-    was_dirty: np.ndarray    # [n] bool, whether that slot held changes not yet written back
+    slots: np.ndarray  # [n] int64, the slot each erased id had
+    was_dirty: np.ndarray  # [n] bool, whether that slot held changes not yet written back
 
 
 def map_buckets(capacity: int) -> int:
@@ -68,12 +69,24 @@ class Scratchpad:
         threads_per_block: CUDA block size the kernels launch with (also used by the host build).
     """
 
-    def __init__(self, num_rows: int, capacity: int, dim: int, *, state_width: int = 0,
-                 engine: EngineKind | str = EngineKind.AUTO, device: str | None = None,
-                 threads_per_block: int = 256):
-        for name, value, low in (("num_rows", num_rows, 1), ("capacity", capacity, 1),
-                                 ("dim", dim, 1), ("state_width", state_width, 0),
-                                 ("threads_per_block", threads_per_block, 1)):
+    def __init__(
+        self,
+        num_rows: int,
+        capacity: int,
+        dim: int,
+        *,
+        state_width: int = 0,
+        engine: EngineKind | str = EngineKind.AUTO,
+        device: str | None = None,
+        threads_per_block: int = 256,
+    ):
+        for name, value, low in (
+            ("num_rows", num_rows, 1),
+            ("capacity", capacity, 1),
+            ("dim", dim, 1),
+            ("state_width", state_width, 0),
+            ("threads_per_block", threads_per_block, 1),
+        ):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if device is None:
@@ -86,13 +99,15 @@ class Scratchpad:
         xp = self.xp = self.engine.xp
         self.arrays = EngineArrays(xp, self.device)
         if self.engine_kind is EngineKind.CUPY and self.device.index not in (None, xp.cuda.Device().id):
-            raise ValueError(f"device {device!r} is not CuPy's current device "
-                             f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()")
+            raise ValueError(
+                f"device {device!r} is not CuPy's current device "
+                f"(cuda:{xp.cuda.Device().id}); select it with cupy.cuda.Device(n).use()"
+            )
 
         self.map = SlotHashMap(self.engine, map_buckets(self.capacity))
         self.table_size = self.map.table_size
         self.slot_rows = SlotRows(self.engine, self.arrays, self.capacity, self.dim, self.state_width)
-        self.rows = self.arrays.as_torch(self.slot_rows.rows)                 # [capacity, dim]
+        self.rows = self.arrays.as_torch(self.slot_rows.rows)  # [capacity, dim]
         self.state = None if self.slot_rows.state is None else self.arrays.as_torch(self.slot_rows.state)
 
         self._slot_ids = np.full(self.capacity, -1, dtype=np.int64)
@@ -100,9 +115,11 @@ class Scratchpad:
         self._dirty = np.zeros(self.capacity, dtype=bool)
 
     def __repr__(self) -> str:
-        return (f"Scratchpad(num_rows={self.num_rows}, capacity={self.capacity}, dim={self.dim}, "
-                f"state_width={self.state_width}, engine={self.engine_kind.value!r}, "
-                f"device={str(self.device)!r}, used={len(self)})")
+        return (
+            f"Scratchpad(num_rows={self.num_rows}, capacity={self.capacity}, dim={self.dim}, "
+            f"state_width={self.state_width}, engine={self.engine_kind.value!r}, "
+            f"device={str(self.device)!r}, used={len(self)})"
+        )
 
     # ------------------------------------------------------------------ input checking helpers
     def _check_slots(self, name: str, slots: np.ndarray) -> None:
@@ -124,8 +141,9 @@ class Scratchpad:
             misses = np.flatnonzero(self.arrays.to_host(slots) < 0)
             if misses.size:
                 pos = int(misses[0])
-                raise ValueError(f"ids[{pos}] = {ids[pos]} is not in the scratchpad "
-                                 f"({misses.size} of {ids.size} ids miss)")
+                raise ValueError(
+                    f"ids[{pos}] = {ids[pos]} is not in the scratchpad ({misses.size} of {ids.size} ids miss)"
+                )
         return self.arrays.result(slots, on_device)
 
     def insert(self, ids, slots, *, assume_unique: bool = False) -> None:
@@ -134,20 +152,20 @@ class Scratchpad:
         if ids.size != slots.size:
             raise ValueError(f"ids and slots differ in length: {ids.size} vs {slots.size}")
         check_range("ids", ids, 0, self.num_rows)
-        if not assume_unique:   # the caller's promise saves two sorts per call (the planner's case)
+        if not assume_unique:  # the caller's promise saves two sorts per call (the planner's case)
             check_unique("ids", ids)
         free = self.capacity - self.map.live
         if ids.size > free:
-            raise ValueError(f"cannot insert {ids.size} ids: only {free} of {self.capacity} slots are "
-                             "free (erase some first)")
+            raise ValueError(
+                f"cannot insert {ids.size} ids: only {free} of {self.capacity} slots are free (erase some first)"
+            )
         self._check_slots("slots", slots)
         if not assume_unique:
             check_unique("slots", slots)
         used = np.flatnonzero(self._slot_ids[slots] >= 0)
         if used.size:
             pos = int(used[0])
-            raise ValueError(f"slots[{pos}] = {slots[pos]} is already used by id "
-                             f"{self._slot_ids[slots[pos]]}")
+            raise ValueError(f"slots[{pos}] = {slots[pos]} is already used by id {self._slot_ids[slots[pos]]}")
         device_ids = self.arrays.to_engine(ids)
         present = np.flatnonzero(self.arrays.to_host(self.map.query(device_ids)) >= 0)
         if present.size:
@@ -175,8 +193,10 @@ class Scratchpad:
         held = np.flatnonzero(self._holds[slots] > 0)
         if held.size:
             pos = int(held[0])
-            raise ValueError(f"ids[{pos}] = {ids[pos]} lives in slot {slots[pos]}, which is held by "
-                             f"{self._holds[slots[pos]]} batch(es) in flight: release it first")
+            raise ValueError(
+                f"ids[{pos}] = {ids[pos]} lives in slot {slots[pos]}, which is held by "
+                f"{self._holds[slots[pos]]} batch(es) in flight: release it first"
+            )
         self.map.erase(device_ids)
         was_dirty = self._dirty[slots].copy()
         self._dirty[slots] = False
@@ -202,8 +222,7 @@ class Scratchpad:
         slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
         rows, state = self.slot_rows.gather(self.arrays.to_engine(slots))
-        return (self.arrays.result(rows, on_device),
-                None if state is None else self.arrays.result(state, on_device))
+        return (self.arrays.result(rows, on_device), None if state is None else self.arrays.result(state, on_device))
 
     def scatter(self, slots, rows, state=None, *, dirty: bool = False, assume_unique: bool = False) -> None:
         """Write rows (and state, required when state_width > 0) into distinct slots.
@@ -211,7 +230,7 @@ class Scratchpad:
         dirty=False (the default) marks the slots clean: the rows are fresh copies of the host
         table, as in ScratchPipe's Insert stage. dirty=True marks them changed.
         assume_unique=True: the caller promises distinct slots, saving a sort.
-"""
+        """
         slots = self.arrays.host(slots, "slots")
         self._check_slots("slots", slots)
         if not assume_unique:
@@ -229,8 +248,9 @@ class Scratchpad:
         pooled = self.slot_rows.bag_forward(self.arrays.to_engine(slots), self.arrays.to_engine(offsets))
         return self.arrays.result(pooled, on_device)
 
-    def backward_update(self, slots, offsets, grad_pooled, optimizer: OptimizerKind | str,
-                        lr: float, eps: float = 1e-8) -> None:
+    def backward_update(
+        self, slots, offsets, grad_pooled, optimizer: OptimizerKind | str, lr: float, eps: float = 1e-8
+    ) -> None:
         """Backward of `embedding_bag_forward` fused with the optimizer step, in place.
 
         Each row's gradient is the sum of its lookups' bag gradients, added in lookup order;

@@ -5,6 +5,7 @@ kernel's launcher in a ctypes function with these argument types, and the CuPy l
 numbers into NumPy scalars of these widths (a Python int would otherwise be passed with the wrong
 size). A test parses the `.cu` files and checks that this table matches them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,14 +33,15 @@ class Arg(Enum):
     @property
     def dtype(self) -> np.dtype:
         """NumPy dtype of the array's elements, or of the scalar."""
-        return np.dtype({"long long": np.int64, "unsigned long long": np.uint64,
-                         "float": np.float32}[self.value.rstrip("*")])
+        return np.dtype(
+            {"long long": np.int64, "unsigned long long": np.uint64, "float": np.float32}[self.value.rstrip("*")]
+        )
 
 
 @dataclass(frozen=True)
 class Kernel:
     name: str
-    source: str              # file name in this folder
+    source: str  # file name in this folder
     args: tuple[Arg, ...]
 
     @property
@@ -51,21 +53,23 @@ class Kernel:
 # I = long long, F = float.
 L, U, R, I, F = Arg.I64_ARRAY, Arg.U64_ARRAY, Arg.F32_ARRAY, Arg.I64, Arg.F32
 
-KERNELS: dict[str, Kernel] = {k.name: k for k in (
-    Kernel("hashmap_query", "hashmap.cu", (L, L, I, L, I, L)),
-    Kernel("hashmap_insert", "hashmap.cu", (L, L, I, L, L, I, U)),
-    Kernel("hashmap_erase", "hashmap.cu", (L, L, I, L, I, L)),
-    Kernel("gather_rows", "rows.cu", (R, I, L, I, R)),
-    Kernel("scatter_rows", "rows.cu", (R, I, L, I, R)),
-    Kernel("embedding_bag_forward", "embedding_bag.cu", (R, I, L, I, L, I, R)),
-    Kernel("embedding_bag_backward_sgd", "embedding_bag.cu", (R, I, R, L, L, L, I, F)),
-    Kernel("embedding_bag_backward_rowwise_adagrad", "embedding_bag.cu",
-           (R, R, I, R, L, L, L, I, F, F)),
-    Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
-    Kernel("to_local", "plan.cu", (L, L, L, L, I, L)),
-    Kernel("assign_miss_slots", "plan.cu", (L, L, L, L, I, L, L, I, L)),
-    Kernel("victim_keys", "plan.cu", (L, L, L, L, I, I, I, I, L)),
-)}
+KERNELS: dict[str, Kernel] = {
+    k.name: k
+    for k in (
+        Kernel("hashmap_query", "hashmap.cu", (L, L, I, L, I, L)),
+        Kernel("hashmap_insert", "hashmap.cu", (L, L, I, L, L, I, U)),
+        Kernel("hashmap_erase", "hashmap.cu", (L, L, I, L, I, L)),
+        Kernel("gather_rows", "rows.cu", (R, I, L, I, R)),
+        Kernel("scatter_rows", "rows.cu", (R, I, L, I, R)),
+        Kernel("embedding_bag_forward", "embedding_bag.cu", (R, I, L, I, L, I, R)),
+        Kernel("embedding_bag_backward_sgd", "embedding_bag.cu", (R, I, R, L, L, L, I, F)),
+        Kernel("embedding_bag_backward_rowwise_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
+        Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
+        Kernel("to_local", "plan.cu", (L, L, L, L, I, L)),
+        Kernel("assign_miss_slots", "plan.cu", (L, L, L, L, I, L, L, I, L)),
+        Kernel("victim_keys", "plan.cu", (L, L, L, L, I, I, I, I, L)),
+    )
+}
 
 SOURCES: tuple[str, ...] = tuple(dict.fromkeys(k.source for k in KERNELS.values()))
 COMPAT_HEADER = KERNEL_DIR / "cuda_compat.h"
@@ -75,8 +79,10 @@ def check_arrays(kernel: Kernel, args: tuple) -> None:
     """Refuse array arguments of the wrong dtype or layout: a kernel would read them as raw memory."""
     for position, (arg, kind) in enumerate(zip(args, kernel.args)):
         if kind.is_array and (arg.dtype != kind.dtype or not arg.flags.c_contiguous):
-            raise TypeError(f"{kernel.name} argument {position} must be a C-contiguous {kind.dtype} "
-                            f"array, got {arg.dtype} (C-contiguous: {arg.flags.c_contiguous})")
+            raise TypeError(
+                f"{kernel.name} argument {position} must be a C-contiguous {kind.dtype} "
+                f"array, got {arg.dtype} (C-contiguous: {arg.flags.c_contiguous})"
+            )
 
 
 def kernels_in(source: str) -> list[Kernel]:

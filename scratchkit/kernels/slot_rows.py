@@ -7,6 +7,7 @@ this class checks what only the rows know (a row's width, its state, the optimiz
 and runs the kernels. Slots and offsets come as engine arrays; rows, states and gradients in any
 form engine_arrays.py takes.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,10 @@ class SlotRows:
         rows = self.arrays.floats(rows, "rows", (slots.size, self.dim))
         if self.state is not None:
             if state is None:
-                raise ValueError(f"state is required: this scratchpad keeps {self.state_width} "
-                                 "optimizer floats per slot, and a row without its state is stale")
+                raise ValueError(
+                    f"state is required: this scratchpad keeps {self.state_width} "
+                    "optimizer floats per slot, and a row without its state is stale"
+                )
             state = self.arrays.floats(state, "state", (slots.size, self.state_width))
         elif state is not None:
             raise ValueError("state given, but this scratchpad has state_width 0")
@@ -55,11 +58,11 @@ class SlotRows:
         for name, value in (("lr", lr), ("eps", eps)):
             if not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
-        needed = {OptimizerKind.SGD: None, OptimizerKind.ROWWISE_ADAGRAD: 1,
-                  OptimizerKind.ADAGRAD: self.dim}[optimizer]
+        needed = {OptimizerKind.SGD: None, OptimizerKind.ROWWISE_ADAGRAD: 1, OptimizerKind.ADAGRAD: self.dim}[optimizer]
         if needed is not None and self.state_width != needed:
-            raise ValueError(f"{optimizer.value} needs state_width {needed}, "
-                             f"but this scratchpad has state_width {self.state_width}")
+            raise ValueError(
+                f"{optimizer.value} needs state_width {needed}, but this scratchpad has state_width {self.state_width}"
+            )
         args = (slots, offsets, grad_pooled)
         if optimizer is OptimizerKind.SGD:
             self.engine.embedding_bag_backward_sgd(self.rows, *args, lr)

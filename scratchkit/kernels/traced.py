@@ -14,6 +14,7 @@ process (a wild pointer) or never ends (a probe loop without an exit) costs the 
 notebook's kernel, and the checker learns which thread was running (`progress`). Where there is
 no fork (Windows) the launch runs in this process, without those two protections.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -35,7 +36,7 @@ from .host_build import CTYPES, CXX_FLAGS, HostBuildError, default_cache_dir, fi
 from .signatures import COMPAT_HEADER, KERNEL_DIR, Kernel, check_arrays
 
 TRACED_HEADER = KERNEL_DIR / "traced_launch.h"
-FLOAT_GUARD = np.array([0x7FC0BAD0], dtype=np.uint32).view(np.float32)[0]   # a NaN no kernel computes
+FLOAT_GUARD = np.array([0x7FC0BAD0], dtype=np.uint32).view(np.float32)[0]  # a NaN no kernel computes
 INT_GUARD = -7_777_777
 
 
@@ -48,10 +49,10 @@ class Watched:
     """One array after the launch: its contents, and per element (guard zones included) who wrote it."""
 
     name: str
-    data: np.ndarray           # [n] the array's elements, guard zones left out
-    writer: np.ndarray         # [guard + n + guard] the last thread that changed the element, -1 = none
-    other: np.ndarray          # [guard + n + guard] an earlier, different thread that changed it, -1 = none
-    plain: np.ndarray          # [guard + n + guard] a change not through an atomic
+    data: np.ndarray  # [n] the array's elements, guard zones left out
+    writer: np.ndarray  # [guard + n + guard] the last thread that changed the element, -1 = none
+    other: np.ndarray  # [guard + n + guard] an earlier, different thread that changed it, -1 = none
+    plain: np.ndarray  # [guard + n + guard] a change not through an atomic
     guard: int
 
 
@@ -60,7 +61,7 @@ class TracedRun:
     """What happened: 'finished', 'crashed' (by `signal_name`) or 'timed out', in which thread."""
 
     status: str
-    thread: int                # the thread running when the child died or was stopped (-1: none)
+    thread: int  # the thread running when the child died or was stopped (-1: none)
     arrays: dict[int, Watched]  # argument position -> its record
     signal_name: str = ""
 
@@ -77,10 +78,13 @@ def library_for(source: str, name: str, cache_dir: Path | None = None) -> Path:
     compiler = find_compiler()
     if compiler is None:
         raise HostBuildError("no C++ compiler found (set CXX): a kernel puzzle needs g++ to run on the CPU")
-    unit = (f'#include "{TRACED_HEADER}"\n#line 1 "{name}.cu"\n{source}\n'
-            f'#line 1 "(the checker\'s export of {name})"\nSK_HOST_EXPORT({name})\n')
-    digest = hashlib.sha256("\0".join((TRACED_HEADER.read_text(), COMPAT_HEADER.read_text(), unit,
-                                       " ".join(CXX_FLAGS), compiler)).encode()).hexdigest()[:16]
+    unit = (
+        f'#include "{TRACED_HEADER}"\n#line 1 "{name}.cu"\n{source}\n'
+        f'#line 1 "(the checker\'s export of {name})"\nSK_HOST_EXPORT({name})\n'
+    )
+    digest = hashlib.sha256(
+        "\0".join((TRACED_HEADER.read_text(), COMPAT_HEADER.read_text(), unit, " ".join(CXX_FLAGS), compiler)).encode()
+    ).hexdigest()[:16]
     cache_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "traced"
     library = cache_dir / f"{name}-{digest}.so"
     if library.exists():
@@ -89,8 +93,7 @@ def library_for(source: str, name: str, cache_dir: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix="build-") as tmp:
         unit_path, out = Path(tmp) / f"{name}-traced.cpp", Path(tmp) / library.name
         unit_path.write_text(unit)
-        done = subprocess.run([compiler, *CXX_FLAGS, "-o", str(out), str(unit_path)],
-                              capture_output=True, text=True)
+        done = subprocess.run([compiler, *CXX_FLAGS, "-o", str(out), str(unit_path)], capture_output=True, text=True)
         if done.returncode != 0:
             raise KernelBuildError(compiler_errors(done.stdout + done.stderr, name))
         os.replace(out, library)
@@ -102,15 +105,21 @@ def compiler_errors(log: str, name: str, most: int = 20) -> str:
     lines = [line for line in log.splitlines() if line.strip()]
     own = [i for i, line in enumerate(lines) if line.startswith(f"{name}.cu:")]
     start = own[0] if own else 0
-    return "\n".join(lines[start:start + most])
+    return "\n".join(lines[start : start + most])
 
 
 class _Watch(ctypes.Structure):
     """traced_launch.h's sk_trace::Watch, field for field."""
 
-    _fields_ = [("data", ctypes.c_void_p), ("copy", ctypes.c_void_p), ("elements", ctypes.c_longlong),
-                ("elem_bytes", ctypes.c_longlong), ("writer", ctypes.c_void_p), ("other", ctypes.c_void_p),
-                ("plain", ctypes.c_void_p)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("copy", ctypes.c_void_p),
+        ("elements", ctypes.c_longlong),
+        ("elem_bytes", ctypes.c_longlong),
+        ("writer", ctypes.c_void_p),
+        ("other", ctypes.c_void_p),
+        ("plain", ctypes.c_void_p),
+    ]
 
 
 class _Shared:
@@ -127,42 +136,72 @@ class _Shared:
         return view
 
 
-def run_traced(library: Path, kernel: Kernel, grid: int, block: int, args: list, names: list[str],
-               outputs: set[int], guard: int = 64, timeout: float = 5.0) -> TracedRun:
+def run_traced(
+    library: Path,
+    kernel: Kernel,
+    grid: int,
+    block: int,
+    args: list,
+    names: list[str],
+    outputs: set[int],
+    guard: int = 64,
+    timeout: float = 5.0,
+) -> TracedRun:
     """Launch `kernel` from `library` on `args` (NumPy arrays and scalars, in the kernel's order),
     every array watched and fenced by `guard` elements each side. Array arguments are not changed:
     the kernel works on copies, returned in the result."""
     check_arrays(kernel, tuple(args))
     arrays = [i for i, kind in enumerate(kernel.args) if kind.is_array]
     sizes = [args[i].size + 2 * guard for i in arrays]
-    widths = lambda i: (args[i].dtype.itemsize,) * 2 + (8, 8, 1)     # data, copy, writer, other, plain
+    widths = lambda i: (args[i].dtype.itemsize,) * 2 + (8, 8, 1)  # data, copy, writer, other, plain
     shared = _Shared(sum(-(-n * w // 64) * 64 for i, n in zip(arrays, sizes) for w in widths(i)) + 64)
     watches, views, values = (_Watch * max(len(arrays), 1))(), {}, []
     for w, (position, n) in enumerate(zip(arrays, sizes)):
         array = args[position]
         data, copy = shared.take(array.dtype, n), shared.take(array.dtype, n)
         data[:] = _guard_value(array.dtype, position in outputs)
-        data[guard:guard + array.size] = array.reshape(-1)
+        data[guard : guard + array.size] = array.reshape(-1)
         copy[:] = data
         writer, other, plain = shared.take(np.int64, n), shared.take(np.int64, n), shared.take(np.uint8, n)
         writer[:], other[:] = -1, -1
-        watches[w] = _Watch(data.ctypes.data, copy.ctypes.data, n, array.dtype.itemsize,
-                            writer.ctypes.data, other.ctypes.data, plain.ctypes.data)
+        watches[w] = _Watch(
+            data.ctypes.data,
+            copy.ctypes.data,
+            n,
+            array.dtype.itemsize,
+            writer.ctypes.data,
+            other.ctypes.data,
+            plain.ctypes.data,
+        )
         views[position] = (data, writer, other, plain)
     progress = shared.take(np.int64, 2)
     progress[:] = (-1, 0)
     for position, (arg, kind) in enumerate(zip(args, kernel.args)):
-        values.append(views[position][0][guard:].ctypes.data if kind.is_array
-                      else float(arg) if np.issubdtype(kind.dtype, np.floating) else int(arg))
+        values.append(
+            views[position][0][guard:].ctypes.data
+            if kind.is_array
+            else float(arg)
+            if np.issubdtype(kind.dtype, np.floating)
+            else int(arg)
+        )
     setup, launcher = _traced_function(library, kernel)
 
     def call():
         setup(ctypes.addressof(watches), len(arrays), progress.ctypes.data)
         launcher(grid, block, *values)
+
     status, signal_name = _launch(call, progress, timeout)
-    result = {position: Watched(names[position], data[guard:guard + args[position].size].copy(),
-                                writer.copy(), other.copy(), plain.astype(bool), guard)
-              for position, (data, writer, other, plain) in views.items()}
+    result = {
+        position: Watched(
+            names[position],
+            data[guard : guard + args[position].size].copy(),
+            writer.copy(),
+            other.copy(),
+            plain.astype(bool),
+            guard,
+        )
+        for position, (data, writer, other, plain) in views.items()
+    }
     thread = int(progress[0]) if status != "finished" else -1
     return TracedRun(status, thread, result, signal_name)
 
@@ -194,7 +233,7 @@ def _guard_value(dtype: np.dtype, output: bool):
     return INT_GUARD if output else 0
 
 
-_FUNCTIONS: dict[tuple[str, str], tuple] = {}   # (library, kernel) -> (CDLL, setup, launcher): loaded once
+_FUNCTIONS: dict[tuple[str, str], tuple] = {}  # (library, kernel) -> (CDLL, setup, launcher): loaded once
 
 
 def _traced_function(library: Path, kernel: Kernel):
@@ -217,12 +256,12 @@ def _launch(call, progress: np.ndarray, timeout: float) -> tuple[str, str]:
         call()
         return "finished", ""
     pid = os.fork()
-    if pid == 0:                                   # the child: launch, then leave at once
-        faulthandler.disable()                     # a crash is the checker's to report, quietly
+    if pid == 0:  # the child: launch, then leave at once
+        faulthandler.disable()  # a crash is the checker's to report, quietly
         code = 0
         try:
             call()
-        except BaseException:                      # noqa: BLE001 - a child must never return
+        except BaseException:  # noqa: BLE001 - a child must never return
             code = 70
         os._exit(code)
     deadline = time.monotonic() + timeout

@@ -15,12 +15,13 @@ Hash map layout matches too, not just query answers: inserting ids one after the
 is what the serial host build does. A GPU inserts concurrently, so its buckets may differ, while
 every query answer stays the same.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-EMPTY = -1        # a bucket never used
-TOMBSTONE = -2    # a bucket whose id was erased; probing walks past it, insert may reuse it
+EMPTY = -1  # a bucket never used
+TOMBSTONE = -2  # a bucket whose id was erased; probing walks past it, insert may reuse it
 
 
 # ---------------------------------------------------------------------------------- hash map
@@ -59,8 +60,7 @@ def hashmap_query(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.n
     return np.array([values[b] if b >= 0 else -1 for b in found], dtype=np.int64)
 
 
-def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray,
-                   slots: np.ndarray) -> tuple[int, int]:
+def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray, slots: np.ndarray) -> tuple[int, int]:
     """Store ids[i] -> slots[i] in the first EMPTY or TOMBSTONE bucket, one id after the other.
 
     Returns (tombstones reused, ids that found no bucket), the kernel's `stats`.
@@ -110,13 +110,12 @@ def bag_of_lookups(offsets: np.ndarray, nnz: int) -> np.ndarray:
 
 def embedding_bag_forward(rows: np.ndarray, slots: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """pooled[b] = sum of rows[slots[j]] over the lookups j of bag b, added in lookup order."""
-    pooled = np.zeros((len(offsets), rows.shape[1]), dtype=np.float32)   # [num_bags, dim]
+    pooled = np.zeros((len(offsets), rows.shape[1]), dtype=np.float32)  # [num_bags, dim]
     np.add.at(pooled, bag_of_lookups(offsets, len(slots)), rows[slots])
     return pooled
 
 
-def coalesce(slots: np.ndarray, offsets: np.ndarray,
-             grad_pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def coalesce(slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(unique slots ascending, [U, dim] summed gradient of each), duplicates added in lookup order."""
     unique_slots, where = np.unique(slots, return_inverse=True)
     grad = np.zeros((len(unique_slots), grad_pooled.shape[1]), dtype=np.float32)
@@ -135,51 +134,62 @@ def fma_f32(a, b, c) -> np.ndarray:
     p = a * b
     s = p + c
     bp = s - p
-    t = (p - (s - bp)) + (c - bp)                      # s + t == a*b + c exactly
+    t = (p - (s - bp)) + (c - bp)  # s + t == a*b + c exactly
     r = np.asarray(s.astype(np.float32))
     r64 = r.astype(np.float64)
     side = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
-    other = np.nextafter(r, side)                      # the float32 neighbour on s's side of r
+    other = np.nextafter(r, side)  # the float32 neighbour on s's side of r
     halfway = (s != r64) & ((r64 + other.astype(np.float64)) * 0.5 == s)
     tipped = halfway & (t != 0) & (np.sign(t) == np.sign(s - r64))
     return np.where(tipped, other, r).astype(np.float32)
 
 
-def embedding_bag_backward_sgd(rows: np.ndarray, slots: np.ndarray, offsets: np.ndarray,
-                               grad_pooled: np.ndarray, lr: float) -> None:
+def embedding_bag_backward_sgd(
+    rows: np.ndarray, slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray, lr: float
+) -> None:
     """row = fma(-lr, g, row) for every looked-up row, g its coalesced gradient. In place."""
     unique_slots, grad = coalesce(slots, offsets, grad_pooled)
     rows[unique_slots] = fma_f32(-np.float32(lr), grad, rows[unique_slots])
 
 
-def embedding_bag_backward_rowwise_adagrad(rows: np.ndarray, state: np.ndarray, slots: np.ndarray,
-                                           offsets: np.ndarray, grad_pooled: np.ndarray,
-                                           lr: float, eps: float) -> None:
+def embedding_bag_backward_rowwise_adagrad(
+    rows: np.ndarray,
+    state: np.ndarray,
+    slots: np.ndarray,
+    offsets: np.ndarray,
+    grad_pooled: np.ndarray,
+    lr: float,
+    eps: float,
+) -> None:
     """s += mean(g*g); row = fma(-lr, g / (sqrt(s) + eps), row). state is [capacity, 1]. In place."""
     unique_slots, grad = coalesce(slots, offsets, grad_pooled)
     sum_sq = np.zeros(len(unique_slots), dtype=np.float32)
-    for c in range(grad.shape[1]):                     # column order, as the kernel adds them
+    for c in range(grad.shape[1]):  # column order, as the kernel adds them
         sum_sq += grad[:, c] * grad[:, c]
     s = state[unique_slots, 0] + sum_sq / np.float32(grad.shape[1])
     state[unique_slots, 0] = s
-    denom = np.sqrt(s) + np.float32(eps)               # [U]
+    denom = np.sqrt(s) + np.float32(eps)  # [U]
     rows[unique_slots] = fma_f32(-np.float32(lr), grad / denom[:, None], rows[unique_slots])
 
 
-def embedding_bag_backward_adagrad(rows: np.ndarray, state: np.ndarray, slots: np.ndarray,
-                                   offsets: np.ndarray, grad_pooled: np.ndarray,
-                                   lr: float, eps: float) -> None:
+def embedding_bag_backward_adagrad(
+    rows: np.ndarray,
+    state: np.ndarray,
+    slots: np.ndarray,
+    offsets: np.ndarray,
+    grad_pooled: np.ndarray,
+    lr: float,
+    eps: float,
+) -> None:
     """s += g*g; row = fma(-lr, g / (sqrt(s) + eps), row), per element. state is [capacity, dim]."""
     unique_slots, grad = coalesce(slots, offsets, grad_pooled)
     s = state[unique_slots] + grad * grad
     state[unique_slots] = s
-    rows[unique_slots] = fma_f32(-np.float32(lr), grad / (np.sqrt(s) + np.float32(eps)),
-                                 rows[unique_slots])
+    rows[unique_slots] = fma_f32(-np.float32(lr), grad / (np.sqrt(s) + np.float32(eps)), rows[unique_slots])
 
 
 # ------------------------------------------------------------- the device planner's steps
-def to_local(values: np.ndarray, where: np.ndarray, table_of_slot: np.ndarray,
-             starts: np.ndarray) -> np.ndarray:
+def to_local(values: np.ndarray, where: np.ndarray, table_of_slot: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """values[i] - starts[table of slot where[i]]: global ids or slots made table-local."""
     return values - starts[table_of_slot[where]]
 
@@ -190,16 +200,16 @@ def assign_miss_slots(miss_at, take, free_at, victim_at, free_slots, victims, n:
     out = np.empty(n, dtype=np.int64)
     for t in range(len(take)):
         start, stop, k = int(miss_at[t]), int(miss_at[t + 1]), int(take[t])
-        out[start:start + k] = free_slots[free_at[t]:free_at[t] + k]
-        out[start + k:stop] = victims[victim_at[t]:victim_at[t] + stop - start - k]
+        out[start : start + k] = free_slots[free_at[t] : free_at[t] + k]
+        out[start + k : stop] = victims[victim_at[t] : victim_at[t] + stop - start - k]
     return out
 
 
-def victim_keys(candidates, table_of_slot, urgency, last_trained, levels: int, batch: int,
-                slots: int) -> np.ndarray:
+def victim_keys(candidates, table_of_slot, urgency, last_trained, levels: int, batch: int, slots: int) -> np.ndarray:
     """One int64 per candidate slot ordering (table, urgency, last trained, slot), lowest first."""
-    return ((table_of_slot[candidates] * levels + urgency[candidates]) * (batch + 2)
-            + last_trained[candidates] + 1) * slots + candidates
+    return (
+        (table_of_slot[candidates] * levels + urgency[candidates]) * (batch + 2) + last_trained[candidates] + 1
+    ) * slots + candidates
 
 
 class TwinEngine:

@@ -1,4 +1,5 @@
 """Measure trainers side by side on identical batches: samples/s and where the time goes."""
+
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -12,23 +13,32 @@ from scratchkit.trainers import make_trainer, pipelined
 @dataclass
 class BenchResult:
     trainer: str
-    steps: int                 # timed steps (after warm-up)
+    steps: int  # timed steps (after warm-up)
     samples_per_s: float
     seconds: float
-    stage_seconds: dict[str, float] = field(default_factory=dict)   # per step, mean
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # per step, mean
     hit_rate: float | None = None
-    ratio: float = 1.0         # samples/s relative to the first trainer of the run
-    lookups_per_step: float = 0.0           # means over the timed steps: the cost model's inputs
-    fetched_rows_per_step: float = 0.0      # rows host -> device
-    written_back_rows_per_step: float = 0.0 # rows device -> host
-    evicting_tables_per_step: float = 0.0   # tables whose victim choice ran
+    ratio: float = 1.0  # samples/s relative to the first trainer of the run
+    lookups_per_step: float = 0.0  # means over the timed steps: the cost model's inputs
+    fetched_rows_per_step: float = 0.0  # rows host -> device
+    written_back_rows_per_step: float = 0.0  # rows device -> host
+    evicting_tables_per_step: float = 0.0  # tables whose victim choice ran
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, source=None,
-              device: str | None = None, wrap=None, rounds: int = 1) -> list[BenchResult]:
+def run_bench(
+    config,
+    trainers: list[str],
+    steps: int,
+    *,
+    warmup: int = 5,
+    source=None,
+    device: str | None = None,
+    wrap=None,
+    rounds: int = 1,
+) -> list[BenchResult]:
     """Each trainer trains `warmup` untimed then `steps` timed steps on the same batches.
 
     Both in one `train()` call: the warm-up then warms what is timed. (ScratchPipe starts its
@@ -47,7 +57,7 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     source = source if source is not None else SyntheticSource(config.data)
-    if rounds == 1:        # one at a time: one trainer's tables in memory at once
+    if rounds == 1:  # one at a time: one trainer's tables in memory at once
         results = []
         for name in trainers:
             with make_trainer(name, config, source=source, device=device) as trainer:
@@ -60,13 +70,13 @@ def run_bench(config, trainers: list[str], steps: int, *, warmup: int = 5, sourc
             # forks its host process as it starts, and a fork shares every page the process holds
             # then, copy on write: another trainer's tables made before it would fault a page at
             # a time as that trainer writes them, for as long as the child lives
-            runs = [None] * len(trainers)      # by position: a trainer may be named twice
+            runs = [None] * len(trainers)  # by position: a trainer may be named twice
             for i in sorted(range(len(trainers)), key=lambda i: not pipelined(trainers[i])):
                 trainer = stack.enter_context(make_trainer(trainers[i], config, source=source, device=device))
                 runs[i] = _timed(trainer, trainers[i], warmup, parts, wrap)
             records = [[] for _ in trainers]
             for k in range(len(parts)):
-                for i in (range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers)))):
+                for i in range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers))):
                     records[i] += list(runs[i][k])
         results = [_result(name, steps, taken) for name, taken in zip(trainers, records)]
     for r in results:
@@ -84,7 +94,7 @@ def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> list:
     """Start `trainer` on warmup + sum(parts) steps, take the warm-up, and return one iterator
     per part of the timed steps (each drained before the next)."""
     if hasattr(trainer, "events"):
-        trainer.events.enabled = False   # the visualizer's trace is not what we measure
+        trainer.events.enabled = False  # the visualizer's trace is not what we measure
     steps_run = trainer.train(warmup + sum(parts))
     for _ in range(warmup):
         next(steps_run)
@@ -103,8 +113,15 @@ def _result(name: str, steps: int, records: list) -> BenchResult:
             stages[k] = stages.get(k, 0.0) + v / steps
     lookups = sum(r.lookups for r in records)
     hits = None if records[0].hits is None else sum(r.hits for r in records) / max(lookups, 1)
-    return BenchResult(name, steps, sum(r.samples for r in records) / seconds, seconds,
-                       stages, hits, lookups_per_step=lookups / steps,
-                       fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
-                       written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
-                       evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps)
+    return BenchResult(
+        name,
+        steps,
+        sum(r.samples for r in records) / seconds,
+        seconds,
+        stages,
+        hits,
+        lookups_per_step=lookups / steps,
+        fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
+        written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
+        evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps,
+    )

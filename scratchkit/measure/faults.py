@@ -13,6 +13,7 @@ the end, and the result must equal the reference trained on every batch. A row t
 
 `benchmarks/bench_faults.py` runs hundreds of cases and prints the tally; the tests run a slice.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,20 +42,20 @@ from scratchkit.measure.reference import ReferenceRun
 
 
 class FaultKind(str, Enum):
-    KILL_HOST = "kill-host"              # SIGKILL the host process at a random moment
-    KILL_HOST_AT = "kill-host-at"        # SIGKILL the host process as a given stage of a batch starts
-    KILL_PLANNER = "kill-planner"        # SIGKILL the planner process ("process" mode)
-    KILL_RUN = "kill-run"                # SIGKILL the whole training process; resume from its last file
-    CHECKPOINT = "checkpoint"            # checkpoint() between random steps of a running loop
-    SIGINT = "sigint"                    # Ctrl-C at a random moment
+    KILL_HOST = "kill-host"  # SIGKILL the host process at a random moment
+    KILL_HOST_AT = "kill-host-at"  # SIGKILL the host process as a given stage of a batch starts
+    KILL_PLANNER = "kill-planner"  # SIGKILL the planner process ("process" mode)
+    KILL_RUN = "kill-run"  # SIGKILL the whole training process; resume from its last file
+    CHECKPOINT = "checkpoint"  # checkpoint() between random steps of a running loop
+    SIGINT = "sigint"  # Ctrl-C at a random moment
 
 
 @dataclass(frozen=True)
 class FaultCase:
     kind: FaultKind
-    planner: str         # where ScratchPipe's host stages run (PlanIn's names)
-    optimizer: str       # OptimizerKind's names
-    seed: int            # draws the moment (and, for KILL_HOST_AT, nothing: stage and batch say it)
+    planner: str  # where ScratchPipe's host stages run (PlanIn's names)
+    optimizer: str  # OptimizerKind's names
+    seed: int  # draws the moment (and, for KILL_HOST_AT, nothing: stage and batch say it)
     stage: Stage | None = None
     batch: int = -1
 
@@ -62,16 +63,17 @@ class FaultCase:
 @dataclass
 class CaseResult:
     case: FaultCase
-    finished_batches: int     # batches whose Train finished before the fault
-    error: str                # what train() raised ("" if the fault landed after the last step)
-    lost_rows: int            # rows unequal to the reference after the fault, all tables
-    resumed_lost_rows: int    # rows unequal after training on to the end
-    exact: bool               # both comparisons equal bit for bit, dense model included
-    checkpoints: int = 0      # live checkpoints taken (and each compared with the reference)
+    finished_batches: int  # batches whose Train finished before the fault
+    error: str  # what train() raised ("" if the fault landed after the last step)
+    lost_rows: int  # rows unequal to the reference after the fault, all tables
+    resumed_lost_rows: int  # rows unequal after training on to the end
+    exact: bool  # both comparisons equal bit for bit, dense model included
+    checkpoints: int = 0  # live checkpoints taken (and each compared with the reference)
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"case": {k: (v.value if isinstance(v, Enum) else v)
-                                        for k, v in asdict(self.case).items()}}
+        return asdict(self) | {
+            "case": {k: (v.value if isinstance(v, Enum) else v) for k, v in asdict(self.case).items()}
+        }
 
 
 class Snapshots:
@@ -100,9 +102,11 @@ class Snapshots:
 
 
 def _state_of(run: ReferenceRun):
-    return ([w.clone() for w in run.embedding_weights()],
-            [s.clone() if s is not None else None for s in run.embedding_state()],
-            [p.clone() for p in run.dense_parameters()])
+    return (
+        [w.clone() for w in run.embedding_weights()],
+        [s.clone() if s is not None else None for s in run.embedding_state()],
+        [p.clone() for p in run.dense_parameters()],
+    )
 
 
 class Campaign:
@@ -111,7 +115,7 @@ class Campaign:
     def __init__(self, config: TrainConfig, steps: int):
         self.base, self.steps = config, steps
         self._snapshots: dict[str, Snapshots] = {}
-        self._durations: dict[str, float] = {}   # planner mode -> seconds a whole train() takes
+        self._durations: dict[str, float] = {}  # planner mode -> seconds a whole train() takes
 
     def duration(self, planner: str) -> float:
         """How long a fault-free `train(steps)` takes here, so random moments land inside one."""
@@ -157,7 +161,7 @@ class Campaign:
                         if not self._checkpoint_exact(saved, case.optimizer):
                             error = f"checkpoint after step {record.step} differs from the reference"
                             break
-            except (Exception, KeyboardInterrupt) as raised:   # the fault, reported by train()
+            except (Exception, KeyboardInterrupt) as raised:  # the fault, reported by train()
                 error = f"{type(raised).__name__}: {raised}"
         result = self._judge(case, trainer, error)
         result.checkpoints = checkpoints
@@ -168,29 +172,31 @@ class Campaign:
         finished = trainer.next_batch
         lost, exact = snapshots.lost_rows(trainer, finished)
         trainer.stage_hook = None
-        list(trainer.train(self.steps - finished))   # and on to the end, from where it stopped
+        list(trainer.train(self.steps - finished))  # and on to the end, from where it stopped
         resumed_lost, resumed_exact = snapshots.lost_rows(trainer, self.steps)
-        return CaseResult(case, finished, error, lost, resumed_lost,
-                          exact and resumed_exact and "differs" not in error)
+        return CaseResult(case, finished, error, lost, resumed_lost, exact and resumed_exact and "differs" not in error)
 
     def _checkpoint_exact(self, saved: dict, optimizer: str) -> bool:
         weights, state, _ = self.snapshots(optimizer).after[saved["next_batch"]]
-        return (all(torch.equal(a, b) for a, b in zip(saved["weights"], weights))
-                and all(a is None or torch.equal(a, b) for a, b in zip(saved["state"], state)))
+        return all(torch.equal(a, b) for a, b in zip(saved["weights"], weights)) and all(
+            a is None or torch.equal(a, b) for a, b in zip(saved["state"], state)
+        )
 
     # --- the whole run killed: a child process trains and saves checkpoint files ---------------
     def _kill_run(self, case: FaultCase, config: TrainConfig, rng) -> CaseResult:
         from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
 
         with tempfile.TemporaryDirectory() as folder:
-            spec = json.dumps({"folder": folder, "steps": self.steps, "planner": case.planner,
-                               "config": _config_fields(config)})
-            child = subprocess.Popen([sys.executable, "-c", _CHILD, spec],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spec = json.dumps(
+                {"folder": folder, "steps": self.steps, "planner": case.planner, "config": _config_fields(config)}
+            )
+            child = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, spec], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             pids = Path(folder) / "pids"
-            while not pids.exists() and child.poll() is None:   # until its first step (torch loads)
+            while not pids.exists() and child.poll() is None:  # until its first step (torch loads)
                 time.sleep(0.01)
-            time.sleep(rng.random() * 1.5 * self.duration(case.planner))   # sometimes after the end
+            time.sleep(rng.random() * 1.5 * self.duration(case.planner))  # sometimes after the end
             child.kill()
             child.wait()
             left = _survivors(pids)
@@ -198,8 +204,7 @@ class Campaign:
             path = Path(folder) / "checkpoint.pt"
             if path.exists():
                 trainer.load_checkpoint(load_checkpoint_file(path))
-        error = "killed the training process" + (f"; {len(left)} of its processes outlived it"
-                                                  if left else "")
+        error = "killed the training process" + (f"; {len(left)} of its processes outlived it" if left else "")
         result = self._judge(case, trainer, error)
         result.exact = result.exact and not left
         return result
@@ -212,6 +217,7 @@ def _kill_self_at(stage: Stage, batch: int):
     def hook(s, b):
         if s is stage and b == batch and os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
+
     return hook
 
 
@@ -259,28 +265,43 @@ def _running(pid: int) -> bool:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
-    return "\nState:\tZ" not in status   # a zombie has ended; only its exit status is left
+    return "\nState:\tZ" not in status  # a zombie has ended; only its exit status is left
 
 
 def _config_fields(config: TrainConfig) -> dict:
     """What a KILL_RUN child needs to rebuild `config` (JSON)."""
     data, model = config.data, config.model
-    return {"table_sizes": list(data.table_sizes), "pooling": data.pooling,
-            "batch_size": data.batch_size, "num_dense": data.num_dense, "zipf": data.zipf,
-            "dim": model.dim, "bottom_mlp": list(model.bottom_mlp), "top_mlp": list(model.top_mlp),
-            "capacity": config.cache.capacity, "depth": config.cache.depth,
-            "optimizer": config.optimizer.kind.value, "lr": config.optimizer.lr}
+    return {
+        "table_sizes": list(data.table_sizes),
+        "pooling": data.pooling,
+        "batch_size": data.batch_size,
+        "num_dense": data.num_dense,
+        "zipf": data.zipf,
+        "dim": model.dim,
+        "bottom_mlp": list(model.bottom_mlp),
+        "top_mlp": list(model.top_mlp),
+        "capacity": config.cache.capacity,
+        "depth": config.cache.depth,
+        "optimizer": config.optimizer.kind.value,
+        "lr": config.optimizer.lr,
+    }
 
 
 def _config_from_fields(f: dict) -> TrainConfig:
     from scratchkit.config import DataConfig, ModelConfig
 
     return TrainConfig(
-        data=DataConfig(table_sizes=tuple(f["table_sizes"]), pooling=f["pooling"],
-                        batch_size=f["batch_size"], num_dense=f["num_dense"], zipf=f["zipf"]),
+        data=DataConfig(
+            table_sizes=tuple(f["table_sizes"]),
+            pooling=f["pooling"],
+            batch_size=f["batch_size"],
+            num_dense=f["num_dense"],
+            zipf=f["zipf"],
+        ),
         model=ModelConfig(dim=f["dim"], bottom_mlp=tuple(f["bottom_mlp"]), top_mlp=tuple(f["top_mlp"])),
         cache=CacheParams(capacity=f["capacity"], depth=f["depth"]),
-        optimizer=OptimizerConfig(kind=OptimizerKind.parse(f["optimizer"]), lr=f["lr"]))
+        optimizer=OptimizerConfig(kind=OptimizerKind.parse(f["optimizer"]), lr=f["lr"]),
+    )
 
 
 def child_main(text: str) -> None:
@@ -300,7 +321,7 @@ def child_main(text: str) -> None:
             _write_atomically(folder / "pids", " ".join(map(str, sorted(seen))))
         if record.step % 3 == 2:
             save_checkpoint_file(trainer.checkpoint(), folder / "checkpoint.pt")
-    time.sleep(60)   # finished: wait to be killed, as a run that goes on would
+    time.sleep(60)  # finished: wait to be killed, as a run that goes on would
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -314,19 +335,27 @@ _CHILD = "import sys; from scratchkit.measure.faults import child_main; child_ma
 
 def default_cases(count: int, kinds: list[FaultKind], seed: int = 0, steps: int = 40) -> list[FaultCase]:
     """`count` cases per kind, spread over the planner modes and optimizers each kind can use."""
-    planners = {FaultKind.KILL_HOST: ["host-process"], FaultKind.KILL_HOST_AT: ["host-process"],
-                FaultKind.KILL_PLANNER: ["process"], FaultKind.KILL_RUN: ["host-process", "process"],
-                FaultKind.CHECKPOINT: ["host-process", "process", "thread"],
-                FaultKind.SIGINT: ["host-process", "process", "thread"]}
+    planners = {
+        FaultKind.KILL_HOST: ["host-process"],
+        FaultKind.KILL_HOST_AT: ["host-process"],
+        FaultKind.KILL_PLANNER: ["process"],
+        FaultKind.KILL_RUN: ["host-process", "process"],
+        FaultKind.CHECKPOINT: ["host-process", "process", "thread"],
+        FaultKind.SIGINT: ["host-process", "process", "thread"],
+    }
     optimizers = [k.value for k in OptimizerKind]
     stages = [Stage.COLLECT, Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT]
     rng = np.random.default_rng(seed)
     cases = []
     for kind in kinds:
         for i in range(count):
-            case = FaultCase(kind, planners[kind][i % len(planners[kind])],
-                             optimizers[(i // len(planners[kind])) % 3], seed=int(rng.integers(2**31)))
-            if kind is FaultKind.KILL_HOST_AT:   # every stage boundary, at batches spread over the run
+            case = FaultCase(
+                kind,
+                planners[kind][i % len(planners[kind])],
+                optimizers[(i // len(planners[kind])) % 3],
+                seed=int(rng.integers(2**31)),
+            )
+            if kind is FaultKind.KILL_HOST_AT:  # every stage boundary, at batches spread over the run
                 case = replace(case, stage=stages[i % len(stages)], batch=int(rng.integers(1, steps - 1)))
             cases.append(case)
     return cases

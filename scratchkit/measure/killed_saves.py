@@ -6,6 +6,7 @@ moment, then checks what a user would find: the checkpoint file, if there is one
 loads, and equals what was saved); and after this process's own next save, no temporary file of
 the path is left.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -24,8 +25,8 @@ from scratchkit.trainers.checkpoint import load_checkpoint_file, save_checkpoint
 @dataclass
 class KilledSaves:
     kills: int = 0
-    inside_a_save: int = 0     # kills that left a temporary file: the kill landed mid-save
-    torn_files: int = 0        # checkpoint files that did not load whole
+    inside_a_save: int = 0  # kills that left a temporary file: the kill landed mid-save
+    torn_files: int = 0  # checkpoint files that did not load whole
     left_after_next_save: int = 0
 
 
@@ -52,7 +53,7 @@ def kill_saves(folder: str | Path, kills: int, seed: int = 0, megabytes: int = 8
         if path.exists():
             try:
                 whole = torch.equal(load_checkpoint_file(path)["ballast"], checkpoint["ballast"])
-            except Exception:   # noqa: BLE001 - any failure to load is a torn file
+            except Exception:  # noqa: BLE001 - any failure to load is a torn file
                 whole = False
             tally.torn_files += not whole
         save_checkpoint_file(checkpoint, path)

@@ -11,6 +11,7 @@ see where it came from and run it again. Every benchmark takes `--record PATH` t
 
 scripts/render_results.py renders every record in results/ into docs/results.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,16 @@ def commit() -> str:
     """The checkout's commit (with "+changes" if the work tree differs from it), or "unknown"."""
     here = Path(__file__).resolve().parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
@@ -42,9 +49,13 @@ class RunRecord:
         # here, not at the top: a benchmark's forked children that measure their own memory
         # import this module for its option, and the calibration brings torch
         from scratchkit.calibration.calibrate import machine_name
-        self.head = {"command": command, "commit": commit(),
-                     "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                     "machine": machine_name()}
+
+        self.head = {
+            "command": command,
+            "commit": commit(),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine_name(),
+        }
 
     @classmethod
     def of_run(cls, script: str, argv: list[str] | None = None) -> "RunRecord":
@@ -73,6 +84,9 @@ class RunRecord:
 
 def add_record_option(parser, name: str) -> None:
     """`--record PATH` on a benchmark's argparse parser (`name`: its record's usual name in results/)."""
-    parser.add_argument("--record", metavar="PATH", default=None,
-                        help="write the run's figures, command, commit, date and machine to PATH "
-                             f"(JSON), e.g. results/{name}.json")
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        default=None,
+        help=f"write the run's figures, command, commit, date and machine to PATH (JSON), e.g. results/{name}.json",
+    )

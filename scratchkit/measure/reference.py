@@ -5,6 +5,7 @@ weights, and compares every final parameter. The only things it takes from the k
 batches and the initial weights. Its model, its training loop and its optimizers are written here
 with torch alone, so a bug in the kit's shared update cannot hide by appearing on both sides.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,7 +37,7 @@ class ReferenceDLRM(nn.Module):
 
         self.bottom = layers([max(num_dense, 1), *m.bottom_mlp], True)
         n = len(sizes) + 1
-        self.pairs = [(i, j) for i in range(n) for j in range(i)]   # strictly lower triangle, row-major
+        self.pairs = [(i, j) for i in range(n) for j in range(i)]  # strictly lower triangle, row-major
         self.top = layers([m.dim + len(self.pairs), *m.top_mlp], False)
 
     def forward(self, dense, ids, offsets):
@@ -60,7 +61,7 @@ class RowwiseAdagrad(torch.optim.Optimizer):
 
     def __init__(self, params, lr, eps):
         super().__init__(params, dict(lr=lr, eps=eps))
-        for group in self.param_groups:   # zeros from the start, as torch.optim.Adagrad's "sum"
+        for group in self.param_groups:  # zeros from the start, as torch.optim.Adagrad's "sum"
             for p in group["params"]:
                 self.state[p]["sum"] = torch.zeros(p.shape[0], 1, device=p.device)
 
@@ -91,11 +92,12 @@ class ReferenceRun:
         kit_dense = init_dense_model(config.model, source.num_dense, len(config.data.table_sizes), config.seed)
         model.bottom.load_state_dict(kit_dense.bottom.state_dict())
         model.top.load_state_dict(kit_dense.top.state_dict())
-        for table, w in zip(model.tables, init_embedding_weights(config.data.table_sizes,
-                                                                  config.model.dim, config.seed)):
+        for table, w in zip(
+            model.tables, init_embedding_weights(config.data.table_sizes, config.model.dim, config.seed)
+        ):
             table.weight.data.copy_(w)
         self.model = model.to(self.device)
-        for table in self.model.tables:   # each backward's sparse gradient coalesced as it arrives
+        for table in self.model.tables:  # each backward's sparse gradient coalesced as it arrives
             table.weight.register_hook(lambda grad: grad.coalesce())
         dense_params = [*self.model.bottom.parameters(), *self.model.top.parameters()]
         sparse_params = [t.weight for t in self.model.tables]
@@ -105,8 +107,11 @@ class ReferenceRun:
             self.sparse_opt = torch.optim.SGD(sparse_params, lr=o.lr)
         else:
             self.dense_opt = torch.optim.Adagrad(dense_params, lr=o.lr, eps=o.eps)
-            self.sparse_opt = (torch.optim.Adagrad(sparse_params, lr=o.lr, eps=o.eps)
-                               if o.kind is OptimizerKind.ADAGRAD else RowwiseAdagrad(sparse_params, o.lr, o.eps))
+            self.sparse_opt = (
+                torch.optim.Adagrad(sparse_params, lr=o.lr, eps=o.eps)
+                if o.kind is OptimizerKind.ADAGRAD
+                else RowwiseAdagrad(sparse_params, o.lr, o.eps)
+            )
         self.steps_done = 0
 
     def train(self, steps: int, micro_batches: int = 1) -> list[float]:
@@ -125,8 +130,9 @@ class ReferenceRun:
         losses = []
         for _ in range(steps):
             batch = self.source.batch(self.steps_done)
-            parts = [batch] if micro_batches == 1 else [micro_batch(batch, r, micro_batches)
-                                                        for r in range(micro_batches)]
+            parts = (
+                [batch] if micro_batches == 1 else [micro_batch(batch, r, micro_batches) for r in range(micro_batches)]
+            )
             to = lambda a: torch.from_numpy(a).to(self.device)
             self.dense_opt.zero_grad(set_to_none=True)
             self.sparse_opt.zero_grad(set_to_none=True)
@@ -137,7 +143,7 @@ class ReferenceRun:
                 (loss if micro_batches == 1 else loss / micro_batches).backward()
                 total += float(loss.detach())
             with torch.sparse.check_sparse_tensor_invariants(enable=False):
-                for table in self.model.tables:   # sum duplicate ids once, in lookup order
+                for table in self.model.tables:  # sum duplicate ids once, in lookup order
                     table.weight.grad = table.weight.grad.coalesce()
                 self.dense_opt.step()
                 self.sparse_opt.step()

@@ -17,6 +17,7 @@ in turn), three checks are resolvable:
 
 spread(values) = the farthest any round's value is from the rounds' median, relative to it.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -27,8 +28,8 @@ import numpy as np
 from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
 
 RATIO_BOUND, STAGE_BOUND, SHARE = 0.15, 0.25, 0.10
-SPREAD_FACTOR = 2.0          # a row passes within this many times its own spread between rounds
-REFERENCE = "gpu-only"       # the ratios' denominator where it ran (else the profile's first trainer)
+SPREAD_FACTOR = 2.0  # a row passes within this many times its own spread between rounds
+REFERENCE = "gpu-only"  # the ratios' denominator where it ran (else the profile's first trainer)
 UNMODELLED = ("data",)
 
 
@@ -43,9 +44,9 @@ class BoundFrom(str, Enum):
 class RoundTimes:
     """One trainer's timed steps within one round of an alternating run."""
 
-    step_s: float                      # seconds per step, the round's mean
+    step_s: float  # seconds per step, the round's mean
     samples_per_s: float
-    stage_seconds: dict[str, float]    # per step, the round's mean
+    stage_seconds: dict[str, float]  # per step, the round's mean
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Predicted:
     samples_per_s: float
     stage_seconds: dict[str, float]
     bound_stage: str
-    resource_seconds: dict[str, float] = field(default_factory=dict)   # pipelines: busy s per resource
+    resource_seconds: dict[str, float] = field(default_factory=dict)  # pipelines: busy s per resource
 
 
 def spread(values: list[float]) -> float:
@@ -79,9 +80,9 @@ class RatioRow:
     reference: str
     measured_ratio: float
     predicted_ratio: float
-    error: float                 # predicted / measured - 1
-    spread: float                # of the per-round measured ratios
-    bound: float                 # the limit |error| is held to
+    error: float  # predicted / measured - 1
+    spread: float  # of the per-round measured ratios
+    bound: float  # the limit |error| is held to
     bound_from: BoundFrom
     within: bool
 
@@ -96,7 +97,7 @@ class BoundRow:
     profile: str
     trainer: str
     predicted_stage: str
-    predicted_resource: str | None     # None: the stages run one after another
+    predicted_resource: str | None  # None: the stages run one after another
     measured_stage: str
     measured_resource: str | None
 
@@ -117,17 +118,17 @@ class StageTimes:
     trainer: str
     stage: str
     measured_s: float
-    predicted_s: float | None    # None: not modelled (data)
-    share: float                 # of the measured step
-    error: float | None          # predicted / measured - 1
+    predicted_s: float | None  # None: not modelled (data)
+    share: float  # of the measured step
+    error: float | None  # predicted / measured - 1
 
 
 @dataclass(frozen=True)
 class StageRow(StageTimes):
     """One stage of one trainer: medians over the rounds, measured and predicted, and its spread."""
 
-    spread: float                # of the stage's per-round measured seconds
-    bound: float | None          # None: no bound applies (under 10% of the step, or not modelled)
+    spread: float  # of the stage's per-round measured seconds
+    bound: float | None  # None: no bound applies (under 10% of the step, or not modelled)
     bound_from: BoundFrom | None
     within: bool | None
 
@@ -144,8 +145,9 @@ class RoundCheck:
     stage_rows: list[StageRow] = field(default_factory=list)
 
     def __add__(self, other: "RoundCheck") -> "RoundCheck":
-        return RoundCheck(self.ratio_rows + other.ratio_rows, self.bound_rows + other.bound_rows,
-                          self.stage_rows + other.stage_rows)
+        return RoundCheck(
+            self.ratio_rows + other.ratio_rows, self.bound_rows + other.bound_rows, self.stage_rows + other.stage_rows
+        )
 
     def failures(self) -> list:
         return [r for r in [*self.ratio_rows, *self.stage_rows] if r.within is False]
@@ -161,16 +163,21 @@ class RoundCheck:
         failed = self.failures()
         head = "PASS" if not failed else f"FAIL ({len(failed)} of {len(checked)} rows outside)"
         agree = sum(r.agree for r in self.bound_rows)
-        return (f"{head} against the run's own spread: ratios within {100 * RATIO_BOUND:.0f}%, stages over "
-                f"{100 * SHARE:.0f}% of the step within {100 * STAGE_BOUND:.0f}%, or {SPREAD_FACTOR:g}x the "
-                f"row's spread between rounds where wider ({by_spread} of {len(checked)} rows); the model "
-                f"named the measured bound of {agree} of {len(self.bound_rows)} trainers")
+        return (
+            f"{head} against the run's own spread: ratios within {100 * RATIO_BOUND:.0f}%, stages over "
+            f"{100 * SHARE:.0f}% of the step within {100 * STAGE_BOUND:.0f}%, or {SPREAD_FACTOR:g}x the "
+            f"row's spread between rounds where wider ({by_spread} of {len(checked)} rows); the model "
+            f"named the measured bound of {agree} of {len(self.bound_rows)} trainers"
+        )
 
     def to_json(self) -> dict:
-        return {"ratio_rows": [r.to_dict() for r in self.ratio_rows],
-                "bound_rows": [r.to_dict() for r in self.bound_rows],
-                "stage_rows": [r.to_dict() for r in self.stage_rows],
-                "spread_verdict": self.verdict(), "spread_passed": self.passed}
+        return {
+            "ratio_rows": [r.to_dict() for r in self.ratio_rows],
+            "bound_rows": [r.to_dict() for r in self.bound_rows],
+            "stage_rows": [r.to_dict() for r in self.stage_rows],
+            "spread_verdict": self.verdict(),
+            "spread_passed": self.passed,
+        }
 
 
 def measured_bound(stages: dict[str, float], predicted: Predicted) -> tuple[str, str | None]:
@@ -213,23 +220,35 @@ def check(profile: str, rounds: dict[str, list[RoundTimes]], predicted: dict[str
             ratio = model.samples_per_s / predicted[reference].samples_per_s
             error, wobble = ratio / measured - 1.0, spread(per_round)
             bound, source = limit(RATIO_BOUND, wobble)
-            out.ratio_rows.append(RatioRow(profile, trainer, reference, measured, ratio, error, wobble, bound,
-                                           source, abs(error) <= bound))
+            out.ratio_rows.append(
+                RatioRow(
+                    profile, trainer, reference, measured, ratio, error, wobble, bound, source, abs(error) <= bound
+                )
+            )
         step = float(np.median([t.step_s for t in times]))
         names = [s for t in times for s in t.stage_seconds] + list(model.stage_seconds)
         medians = {}
-        for stage in dict.fromkeys(names):            # in order, once each
+        for stage in dict.fromkeys(names):  # in order, once each
             values = [t.stage_seconds.get(stage, 0.0) for t in times]
             medians[stage] = float(np.median(values))
-            out.stage_rows.append(stage_row(profile, trainer, stage, values, step,
-                                            None if stage in UNMODELLED else model.stage_seconds.get(stage)))
+            out.stage_rows.append(
+                stage_row(
+                    profile,
+                    trainer,
+                    stage,
+                    values,
+                    step,
+                    None if stage in UNMODELLED else model.stage_seconds.get(stage),
+                )
+            )
         stage, resource = measured_bound(medians, model)
         out.bound_rows.append(BoundRow(profile, trainer, model.bound_stage, predicted_resource(model), stage, resource))
     return out
 
 
-def stage_row(profile: str, trainer: str, stage: str, values: list[float], step_s: float,
-              predicted: float | None) -> StageRow:
+def stage_row(
+    profile: str, trainer: str, stage: str, values: list[float], step_s: float, predicted: float | None
+) -> StageRow:
     """One stage's row from its per-round seconds per step: bounded when modelled and over 10% of
     the step."""
     measured = float(np.median(values))
@@ -239,5 +258,6 @@ def stage_row(profile: str, trainer: str, stage: str, values: list[float], step_
     if error is None or share <= SHARE:
         return StageRow(profile, trainer, stage, measured, predicted, share, error, wobble, None, None, None)
     bound, source = limit(STAGE_BOUND, wobble)
-    return StageRow(profile, trainer, stage, measured, predicted, share, error, wobble, bound, source,
-                    abs(error) <= bound)
+    return StageRow(
+        profile, trainer, stage, measured, predicted, share, error, wobble, bound, source, abs(error) <= bound
+    )

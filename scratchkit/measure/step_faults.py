@@ -18,6 +18,7 @@ After going on to STEPS batches, the tables, their optimizer state and the dense
 plain PyTorch (scratchkit.measure.reference) trained on STEPS batches, bit for bit (`Snapshots`).
 `benchmarks/bench_faults.py --kinds steps` runs every case; tests/test_all_or_nothing.py runs them.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -37,8 +38,8 @@ from scratchkit.trainers import make_trainer, pipelined, trainer_names
 from scratchkit.trainers.base import StepTornError
 
 STEPS, BAD_BATCH, BAD_TABLE = 6, 3, 1
-TORN = "torn update"   # the fault point inside the update (after the dense optimizer's step)
-INSIDE_UPDATE = {TORN, "stage update"}   # where a failure leaves part of the step applied
+TORN = "torn update"  # the fault point inside the update (after the dense optimizer's step)
+INSIDE_UPDATE = {TORN, "stage update"}  # where a failure leaves part of the step applied
 
 
 class PlantedFault(RuntimeError):
@@ -51,12 +52,18 @@ def _ids_as(dtype):
         ids = list(batch.ids)
         ids[BAD_TABLE] = ids[BAD_TABLE].astype(dtype)
         return replace(batch, ids=tuple(ids))
+
     return spoil
 
 
 def _no_samples(batch):
-    return replace(batch, dense=batch.dense[:0], labels=batch.labels[:0],
-                   ids=tuple(i[:0] for i in batch.ids), offsets=tuple(o[:0] for o in batch.offsets))
+    return replace(
+        batch,
+        dense=batch.dense[:0],
+        labels=batch.labels[:0],
+        ids=tuple(i[:0] for i in batch.ids),
+        offsets=tuple(o[:0] for o in batch.offsets),
+    )
 
 
 def _dense_as_float64(batch):
@@ -71,17 +78,24 @@ def _offsets_decreasing(batch):
 
 # name -> (spoil(batch) -> batch, the door's message for batch BAD_BATCH of `tiny`)
 SPOILERS: dict[str, tuple[Callable, str]] = {
-    "uint64 ids": (_ids_as(np.uint64), "batch 3, table 1: ids are uint64, not int64 "
-                   "(ids.astype(np.int64) converts ids in range exactly)"),
-    "uint32 ids": (_ids_as(np.uint32), "batch 3, table 1: ids are uint32, not int64 "
-                   "(ids.astype(np.int64) converts ids in range exactly)"),
-    "int32 ids": (_ids_as(np.int32), "batch 3, table 1: ids are int32, not int64 "
-                  "(ids.astype(np.int64) converts ids in range exactly)"),
+    "uint64 ids": (
+        _ids_as(np.uint64),
+        "batch 3, table 1: ids are uint64, not int64 (ids.astype(np.int64) converts ids in range exactly)",
+    ),
+    "uint32 ids": (
+        _ids_as(np.uint32),
+        "batch 3, table 1: ids are uint32, not int64 (ids.astype(np.int64) converts ids in range exactly)",
+    ),
+    "int32 ids": (
+        _ids_as(np.int32),
+        "batch 3, table 1: ids are int32, not int64 (ids.astype(np.int64) converts ids in range exactly)",
+    ),
     "no samples": (_no_samples, "batch 3: the batch has no samples; a batch needs at least one"),
-    "float64 dense": (_dense_as_float64, "batch 3: dense values are float64, not float32 "
-                      "(dense.astype(np.float32))"),
-    "offsets decreasing": (_offsets_decreasing, "batch 3, table 1: offsets must start at 0, never "
-                           "decrease and stay within the 64 ids; offset 62 at sample 0"),
+    "float64 dense": (_dense_as_float64, "batch 3: dense values are float64, not float32 (dense.astype(np.float32))"),
+    "offsets decreasing": (
+        _offsets_decreasing,
+        "batch 3, table 1: offsets must start at 0, never decrease and stay within the 64 ids; offset 62 at sample 0",
+    ),
 }
 
 
@@ -109,7 +123,7 @@ def fault_points(trainer_name: str) -> list[str]:
     trainer = make_trainer(trainer_name, case_config("sgd"))
     stages = sorted(list(trainer.train(BAD_BATCH + 1))[BAD_BATCH].stage_seconds)
     trainer.close()
-    if pipelined(trainer_name):   # a failure is planted through the pipeline's hook
+    if pipelined(trainer_name):  # a failure is planted through the pipeline's hook
         stages = [s for s in stages if s in {stage.value for stage in Stage}]
     return [f"stage {s}" for s in stages] + ["dense_step", "embedding_backward", TORN]
 
@@ -118,11 +132,12 @@ def fault_points(trainer_name: str) -> list[str]:
 def planted(trainer, point: str, batch: int):
     """While inside: `trainer` raises PlantedFault as it reaches `point` (a `fault_points` name)
     on step `batch`. The plant is gone afterwards, so the next step goes through."""
+
     def strike(where):
         raise PlantedFault(f"planted failure: {where} of step {batch}")
 
     if point.startswith("stage ") and pipelined(trainer.name):
-        stage = Stage(point.removeprefix("stage "))   # the pipeline's stages report to its hook
+        stage = Stage(point.removeprefix("stage "))  # the pipeline's stages report to its hook
         trainer.stage_hook = lambda s, b: strike(point) if (s is stage and b == batch) else None
         try:
             yield
@@ -138,6 +153,7 @@ def planted(trainer, point: str, batch: int):
                 strike(point)
             with timed(s):
                 yield
+
         trainer.timer.stage = stage
         restore = lambda: delattr(trainer.timer, "stage")
     elif point == TORN:
@@ -147,6 +163,7 @@ def planted(trainer, point: str, batch: int):
             original(*args, **kwargs)
             if trainer.next_batch == batch:
                 strike(point)
+
         owner.step = step
         restore = lambda: delattr(owner, "step")
     else:
@@ -156,6 +173,7 @@ def planted(trainer, point: str, batch: int):
             if trainer.next_batch == batch:
                 strike(point)
             return original(*args, **kwargs)
+
         setattr(trainer, point, method)
         restore = lambda: delattr(trainer, point)
     try:
@@ -166,24 +184,23 @@ def planted(trainer, point: str, batch: int):
 
 # --- one case --------------------------------------------------------------------------------------
 def case_config(optimizer: str, profile: str = "tiny") -> TrainConfig:
-    return get_profile(profile).replace(
-        optimizer=OptimizerConfig(kind=OptimizerKind.parse(optimizer), lr=0.1))
+    return get_profile(profile).replace(optimizer=OptimizerConfig(kind=OptimizerKind.parse(optimizer), lr=0.1))
 
 
 @dataclass(frozen=True)
 class StepFaultCase:
     trainer: str
-    fault: str           # a SPOILERS name, or a fault_points name
+    fault: str  # a SPOILERS name, or a fault_points name
     optimizer: str = "adagrad"
 
 
 @dataclass
 class StepFaultResult:
     case: StepFaultCase
-    error: str           # what the faulted step raised ("" if it raised nothing)
+    error: str  # what the faulted step raised ("" if it raised nothing)
     one_line: bool
-    refused_after: str   # a torn update: what the next train() said ("" if it trained)
-    exact: bool          # equal to the reference after going on (or, torn, at the refusal)
+    refused_after: str  # a torn update: what the next train() said ("" if it trained)
+    exact: bool  # equal to the reference after going on (or, torn, at the refusal)
     lost_rows: int
 
 
@@ -194,13 +211,13 @@ def run_case(case: StepFaultCase, snapshots: Snapshots | None = None) -> StepFau
     source = RepairableSource(config.data, SPOILERS[case.fault][0] if spoiled else None)
     error, refused, trainer = "", "", None
     try:
-        trainer = make_trainer(case.trainer, config, source=source)   # static profiles batch 3 here
+        trainer = make_trainer(case.trainer, config, source=source)  # static profiles batch 3 here
         with _planted_unless(spoiled, trainer, case.fault):
             list(trainer.train(STEPS))
     except (ValueError, RuntimeError) as raised:
         error = str(raised)
     source.repair()
-    if trainer is None:   # refused while it was made: made again from the repaired source
+    if trainer is None:  # refused while it was made: made again from the repaired source
         trainer = make_trainer(case.trainer, config, source=source)
     try:
         list(trainer.train(STEPS - trainer.next_batch))
@@ -235,8 +252,8 @@ class CapacityResult:
     seed: int
     steps: int
     capacity: int
-    error: str      # what train(steps) raised at that capacity ("" if it trained them all)
-    exact: bool     # equal to plain PyTorch after those steps
+    error: str  # what train(steps) raised at that capacity ("" if it trained them all)
+    exact: bool  # equal to plain PyTorch after those steps
 
 
 def prefetch_capacity_case(seed: int) -> CapacityResult:
@@ -245,9 +262,14 @@ def prefetch_capacity_case(seed: int) -> CapacityResult:
     train(steps) must train them all, exactly."""
     rng = np.random.default_rng(seed)
     tables = tuple(int(n) for n in rng.integers(20, 400, size=int(rng.integers(1, 4))))
-    data = DataConfig(table_sizes=tables, pooling=int(rng.integers(1, 5)),
-                      batch_size=int(rng.integers(4, 48)), num_dense=3,
-                      zipf=float(rng.choice([0.0, 0.8, 1.2])), seed=seed)
+    data = DataConfig(
+        table_sizes=tables,
+        pooling=int(rng.integers(1, 5)),
+        batch_size=int(rng.integers(4, 48)),
+        num_dense=3,
+        zipf=float(rng.choice([0.0, 0.8, 1.2])),
+        seed=seed,
+    )
     steps = int(rng.integers(2, 10))
     source = SyntheticSource(data)
     capacity = max(minimum_capacities(source, 1, 0, steps))

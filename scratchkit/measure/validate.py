@@ -11,6 +11,7 @@ step within 15%. `data` (making the batch) is not modelled: its measured seconds
 predicted step where the trainer spends them (`costmodel.project(extra=...)`), so the step row
 compares like with like. The verdict names the worst stage among those the bound applies to.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
@@ -26,15 +27,15 @@ from scratchkit.trainers import TrainerKind, priced_as
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
 UNMODELLED = ("data",)
-AGAIN = " (again)"        # the label of a trainer's second run beside the others (`again=True`)
+AGAIN = " (again)"  # the label of a trainer's second run beside the others (`again=True`)
 
 
 @dataclass(frozen=True)
 class ValidationRow(StageTimes):
     """One trainer's stage (or `step`) on one profile, against the absolute bounds."""
 
-    bounded: bool                 # whether a bound applies: the step, or a stage over 10% of it
-    within: bool | None           # inside its bound (None where none applies)
+    bounded: bool  # whether a bound applies: the step, or a stage over 10% of it
+    within: bool | None  # inside its bound (None where none applies)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -45,7 +46,7 @@ class Validation:
     """Rows of one or more validation runs, and the verdict against the bounds."""
 
     rows: list[ValidationRow] = field(default_factory=list)
-    hardware: str = ""            # where this-cpu came from (`Hardware.origin`)
+    hardware: str = ""  # where this-cpu came from (`Hardware.origin`)
     # the first trainer of each profile run a second time beside the others (`again=True`): the
     # same code on the same batches in the same minutes, so how far its stages differ from the
     # first run's is the machine's own repeatability (no model in it). Not in the verdict's rows
@@ -54,16 +55,22 @@ class Validation:
     # trainers (`calibrate=`) predicted the row from their median, the farther: the calibration's
     # own repeatability over those minutes
     calibration_spread: dict[tuple[str, str, str], float] = field(default_factory=dict)
-    calibrations: list = field(default_factory=list, repr=False)   # those calibrations, in order
+    calibrations: list = field(default_factory=list, repr=False)  # those calibrations, in order
     # (profile, trainer) -> its times in each round of the alternating run, and the model's figures
     # for it: what round_checks.py holds the model to (the run's own spread between rounds)
     times: dict[tuple[str, str], list[RoundTimes]] = field(default_factory=dict)
     predicted: dict[tuple[str, str], Predicted] = field(default_factory=dict)
 
     def __add__(self, other: "Validation") -> "Validation":
-        return Validation(self.rows + other.rows, self.hardware or other.hardware, self.again + other.again,
-                          self.calibration_spread | other.calibration_spread, self.calibrations + other.calibrations,
-                          self.times | other.times, self.predicted | other.predicted)
+        return Validation(
+            self.rows + other.rows,
+            self.hardware or other.hardware,
+            self.again + other.again,
+            self.calibration_spread | other.calibration_spread,
+            self.calibrations + other.calibrations,
+            self.times | other.times,
+            self.predicted | other.predicted,
+        )
 
     def round_check(self) -> RoundCheck:
         """Ratios, bounds and stages against the run's own spread between rounds, per profile."""
@@ -91,16 +98,25 @@ class Validation:
     def verdict(self) -> str:
         """One line: PASS or FAIL against the bounds, and the worst stage."""
         worst = self.worst()
-        named = ("" if worst is None else f"; worst stage: {worst.trainer} {worst.stage} on {worst.profile} "
-                 f"{100 * worst.error:+.0f}% ({100 * worst.share:.0f}% of its step)")
+        named = (
+            ""
+            if worst is None
+            else f"; worst stage: {worst.trainer} {worst.stage} on {worst.profile} "
+            f"{100 * worst.error:+.0f}% ({100 * worst.share:.0f}% of its step)"
+        )
         steps = [r for r in self.rows if r.stage == "step" and r.error is not None]
         worst_step = max(steps, key=lambda r: abs(r.error), default=None)
-        step = "" if worst_step is None else (f"; worst step: {worst_step.trainer} on {worst_step.profile} "
-                                              f"{100 * worst_step.error:+.0f}%")
+        step = (
+            ""
+            if worst_step is None
+            else (f"; worst step: {worst_step.trainer} on {worst_step.profile} {100 * worst_step.error:+.0f}%")
+        )
         failed = self.failures()
         head = "PASS" if not failed else f"FAIL ({len(failed)} of {len(self.bounded())} bounded rows outside)"
-        return (f"{head}: bounds {100 * STAGE_BOUND:.0f}% per stage over {100 * SHARE:.0f}% of the step, "
-                f"{100 * STEP_BOUND:.0f}% on the step{named}{step}")
+        return (
+            f"{head}: bounds {100 * STAGE_BOUND:.0f}% per stage over {100 * SHARE:.0f}% of the step, "
+            f"{100 * STEP_BOUND:.0f}% on the step{named}{step}"
+        )
 
     def dense_spread(self) -> dict[str, tuple[float, float, int]]:
         """The machine's noise, measured without the model: per profile, the fastest and slowest
@@ -115,16 +131,22 @@ class Validation:
 
     def noise(self) -> list[str]:
         """One line per profile: dense_spread in words."""
-        return [f"{profile}: the same dense step (mlp) measured {1000 * lo:.3f}-{1000 * hi:.3f} ms across "
-                f"{n} trainers ({100 * (hi / lo - 1):+.0f}%)" for profile, (lo, hi, n) in self.dense_spread().items()]
+        return [
+            f"{profile}: the same dense step (mlp) measured {1000 * lo:.3f}-{1000 * hi:.3f} ms across "
+            f"{n} trainers ({100 * (hi / lo - 1):+.0f}%)"
+            for profile, (lo, hi, n) in self.dense_spread().items()
+        ]
 
     def repeatability(self) -> dict[tuple[str, str], float]:
         """(profile, stage) -> how far the second run of a profile's first trainer measured that
         stage (and the step) from the first run: again / first - 1."""
         first = {(r.profile, r.trainer, r.stage): r.measured_s for r in self.rows}
-        return {(r.profile, r.stage): r.measured_s / first[(r.profile, base, r.stage)] - 1.0
-                for r in self.again for base in [r.trainer.removesuffix(AGAIN)]
-                if first.get((r.profile, base, r.stage), 0.0) > 0 and r.measured_s > 0}
+        return {
+            (r.profile, r.stage): r.measured_s / first[(r.profile, base, r.stage)] - 1.0
+            for r in self.again
+            for base in [r.trainer.removesuffix(AGAIN)]
+            if first.get((r.profile, base, r.stage), 0.0) > 0 and r.measured_s > 0
+        }
 
     def beyond_the_machine(self) -> list[ValidationRow]:
         """The rows outside their bound by more than the machine's own repeatability there: how
@@ -135,8 +157,10 @@ class Validation:
         again, calibrated = self.repeatability(), self.calibration_spread
         if not again and not calibrated:
             return self.failures()
-        noise = lambda r: (abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
-                           + abs(calibrated.get((r.profile, r.trainer, r.stage), 0.0)))
+        noise = lambda r: (
+            abs(again.get((r.profile, r.stage), again.get((r.profile, "step"), 0.0)))
+            + abs(calibrated.get((r.profile, r.trainer, r.stage), 0.0))
+        )
         return [r for r in self.failures() if abs(r.error) > noise(r)]
 
     def repeatability_lines(self) -> list[str]:
@@ -148,8 +172,10 @@ class Validation:
         for profile, diffs in by_profile.items():
             diff, stage = max(diffs, key=lambda d: abs(d[0]))
             step = next(d for d, s in diffs if s == "step") if any(s == "step" for _, s in diffs) else None
-            lines.append(f"{profile}: the same trainer run twice differed by up to {100 * diff:+.0f}% ({stage})"
-                         + ("" if step is None else f", {100 * step:+.0f}% on the step"))
+            lines.append(
+                f"{profile}: the same trainer run twice differed by up to {100 * diff:+.0f}% ({stage})"
+                + ("" if step is None else f", {100 * step:+.0f}% on the step")
+            )
         bounded = {(r.profile, r.trainer, r.stage) for r in self.bounded()}
         by_profile_calibrated: dict[str, list[tuple[float, str]]] = {}
         for (profile, trainer, stage), diff in self.calibration_spread.items():
@@ -157,33 +183,42 @@ class Validation:
                 by_profile_calibrated.setdefault(profile, []).append((diff, f"{trainer} {stage}"))
         for profile, diffs in by_profile_calibrated.items():
             diff, where = max(diffs)
-            lines.append(f"{profile}: the calibrations before and after its trainers predicted a bounded row "
-                         f"up to {100 * diff:.0f}% from their median ({where})")
+            lines.append(
+                f"{profile}: the calibrations before and after its trainers predicted a bounded row "
+                f"up to {100 * diff:.0f}% from their median ({where})"
+            )
         return lines
 
     def to_json(self) -> list[dict]:
         return [r.to_dict() for r in self.rows]
 
 
-def make_row(profile: str, trainer: str, stage: str, measured: float, predicted: float | None,
-             step_seconds: float) -> ValidationRow:
+def make_row(
+    profile: str, trainer: str, stage: str, measured: float, predicted: float | None, step_seconds: float
+) -> ValidationRow:
     """One row: its error, its share of the measured step, and whether a bound applies."""
     is_step = stage == "step"
     share = measured / step_seconds if step_seconds > 0 else 0.0
     error = None if predicted is None or measured <= 0 else predicted / measured - 1.0
     bounded = error is not None and (is_step or share > SHARE)
     bound = STEP_BOUND if is_step else STAGE_BOUND
-    return ValidationRow(profile, trainer, stage, measured, predicted, share, error, bounded,
-                         abs(error) <= bound if bounded else None)
+    return ValidationRow(
+        profile, trainer, stage, measured, predicted, share, error, bounded, abs(error) <= bound if bounded else None
+    )
 
 
-def compare(profile: str, trainer: str, stage_seconds: dict[str, float], step_seconds: float,
-            projection) -> list[ValidationRow]:
+def compare(
+    profile: str, trainer: str, stage_seconds: dict[str, float], step_seconds: float, projection
+) -> list[ValidationRow]:
     """The rows of one trainer: each measured or predicted stage, then the step."""
     predicted = projection.stage_seconds
     stages = list(stage_seconds) + [s for s in predicted if s not in stage_seconds]
-    rows = [make_row(profile, trainer, s, stage_seconds.get(s, 0.0), None if s in UNMODELLED else predicted.get(s),
-                     step_seconds) for s in stages]
+    rows = [
+        make_row(
+            profile, trainer, s, stage_seconds.get(s, 0.0), None if s in UNMODELLED else predicted.get(s), step_seconds
+        )
+        for s in stages
+    ]
     return rows + [make_row(profile, trainer, "step", step_seconds, projection.step_seconds, step_seconds)]
 
 
@@ -192,6 +227,7 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
     and predicted seconds the medians over the rounds, so that a round the machine ran slow in,
     on either side, moves no row (the way this project times anything: alternating rounds,
     medians). A row missing from a round counts in the others'."""
+
     def combined(rows_of) -> list[ValidationRow]:
         runs: dict[tuple, list[ValidationRow]] = {}
         for validation in rounds:
@@ -199,8 +235,10 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
                 runs.setdefault((r.profile, r.trainer, r.stage), []).append(r)
         median = lambda xs: float(np.median(xs))
         measured = {key: median([r.measured_s for r in rows]) for key, rows in runs.items()}
-        predicted = {key: None if any(r.predicted_s is None for r in rows) else median([r.predicted_s for r in rows])
-                     for key, rows in runs.items()}
+        predicted = {
+            key: None if any(r.predicted_s is None for r in rows) else median([r.predicted_s for r in rows])
+            for key, rows in runs.items()
+        }
         return [make_row(*key, measured[key], predicted[key], measured.get((*key[:2], "step"), 0.0)) for key in runs]
 
     origins = sorted({v.hardware for v in rounds if v.hardware})
@@ -211,19 +249,37 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
             spreads.setdefault(key, []).append(spread)
     times: dict[tuple[str, str], list[RoundTimes]] = {}
     predictions: dict[tuple[str, str], list[Predicted]] = {}
-    for validation in rounds:          # each table's rounds are rounds of the whole run
+    for validation in rounds:  # each table's rounds are rounds of the whole run
         for key, taken in validation.times.items():
             times.setdefault(key, []).extend(taken)
             predictions.setdefault(key, []).append(validation.predicted[key])
-    middle = lambda ps: sorted(ps, key=lambda p: p.samples_per_s)[(len(ps) - 1) // 2]   # the median one
-    return Validation(combined(lambda v: v.rows), hardware, combined(lambda v: v.again),
-                      {key: float(np.median(values)) for key, values in spreads.items()},
-                      times=times, predicted={key: middle(ps) for key, ps in predictions.items()})
+    middle = lambda ps: sorted(ps, key=lambda p: p.samples_per_s)[(len(ps) - 1) // 2]  # the median one
+    return Validation(
+        combined(lambda v: v.rows),
+        hardware,
+        combined(lambda v: v.again),
+        {key: float(np.median(values)) for key, values in spreads.items()},
+        times=times,
+        predicted={key: middle(ps) for key, ps in predictions.items()},
+    )
 
 
-def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 3, profile: str = "",
-                      source=None, device: str | None = None, wrap=None, rounds: int = 1,
-                      again: bool = False, hardware=None, calibrate=None, before=None) -> Validation:
+def validate_trainers(
+    config,
+    trainers: list[str],
+    steps: int,
+    *,
+    warmup: int = 3,
+    profile: str = "",
+    source=None,
+    device: str | None = None,
+    wrap=None,
+    rounds: int = 1,
+    again: bool = False,
+    hardware=None,
+    calibrate=None,
+    before=None,
+) -> Validation:
     """Train each of `trainers` here on the same batches (`warmup` untimed steps, then `steps`
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
@@ -250,13 +306,15 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
     if calibrate is not None:
         passes.append(calibrate())
     hw = median_hardware(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
-    validation = Validation(hardware=hw.origin + (f" (median of {len(passes)}: before and after)" if passes else ""),
-                            calibrations=passes)
+    validation = Validation(
+        hardware=hw.origin + (f" (median of {len(passes)}: before and after)" if passes else ""), calibrations=passes
+    )
     for i, result in enumerate(results):
-        work = base.with_counters(result.fetched_rows_per_step, result.written_back_rows_per_step,
-                                  result.evicting_tables_per_step)
+        work = base.with_counters(
+            result.fetched_rows_per_step, result.written_back_rows_per_step, result.evicting_tables_per_step
+        )
         if priced_as(result.trainer) is TrainerKind.SCRATCHPIPE and hw.device_is_host:
-            work = replace(work, planners=1)    # a CPU run plans its tables one after another
+            work = replace(work, planners=1)  # a CPU run plans its tables one after another
         extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
         label, step = result.trainer + (AGAIN if i >= len(trainers) else ""), result.seconds / result.steps
         projection = project(result.trainer, work, hw, extra=extra)
@@ -264,11 +322,13 @@ def validate_trainers(config, trainers: list[str], steps: int, *, warmup: int = 
         (validation.again if i >= len(trainers) else validation.rows).extend(rows)
         if i < len(trainers):
             validation.times[(profile, label)] = [round_times(records) for records in taken[i]]
-            validation.predicted[(profile, label)] = Predicted(projection.samples_per_s, projection.stage_seconds,
-                                                               projection.bound_stage, projection.resource_seconds)
+            validation.predicted[(profile, label)] = Predicted(
+                projection.samples_per_s, projection.stage_seconds, projection.bound_stage, projection.resource_seconds
+            )
         if len(passes) > 1 and i < len(trainers):
-            validation.calibration_spread |= spread_of(profile, label, projection,
-                                                       [project(result.trainer, work, p, extra=extra) for p in passes])
+            validation.calibration_spread |= spread_of(
+                profile, label, projection, [project(result.trainer, work, p, extra=extra) for p in passes]
+            )
     return validation
 
 
@@ -295,7 +355,7 @@ def by_round(names: list[str], parts: int, wrap=None):
     positions = {name: [i for i, n in enumerate(names) if n == name] for name in names}
     calls: dict[str, int] = {}
 
-    def hook(records, total, name):      # called as run_bench starts the trainer, not as it drains
+    def hook(records, total, name):  # called as run_bench starts the trainer, not as it drains
         j = calls[name] = calls.get(name, -1) + 1
         return keep(wrap(records, total, name) if wrap else records, taken[positions[name][j // parts]][j % parts])
 
@@ -303,6 +363,7 @@ def by_round(names: list[str], parts: int, wrap=None):
         for record in records:
             kept.append(record)
             yield record
+
     return hook, taken
 
 

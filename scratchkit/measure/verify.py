@@ -1,4 +1,5 @@
 """Train trainers and the plain PyTorch reference on the same batches; compare every parameter."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -27,13 +28,13 @@ BY_ID_TOLERANCE = 1e-5
 class VerifyResult:
     trainer: str
     steps: int
-    max_abs_diff: float        # over every dense parameter, embedding row and optimizer state
+    max_abs_diff: float  # over every dense parameter, embedding row and optimizer state
     dense_max_abs_diff: float
     embedding_max_abs_diff: float
     state_max_abs_diff: float
     tolerance: float
     device: str
-    extras: dict = field(default_factory=dict)   # e.g. train_hit_rate for scratchpipe
+    extras: dict = field(default_factory=dict)  # e.g. train_hit_rate for scratchpipe
 
     @property
     def passed(self) -> bool:
@@ -47,14 +48,24 @@ def largest_difference(left, right) -> float:
     """The largest |a - b| over two lists of tensors, pair by pair (None pairs skipped)."""
     if len(left) != len(right):
         raise ValueError(f"cannot compare {len(left)} tensors with {len(right)}")
-    diffs = [float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
-             for a, b in zip(left, right) if a is not None and b is not None]
+    diffs = [
+        float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+        for a, b in zip(left, right)
+        if a is not None and b is not None
+    ]
     return max(diffs, default=0.0)
 
 
-def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
-           device: Device | str | None = None, tolerance: float | None = None,
-           **options) -> Iterator[VerifyResult]:
+def verify(
+    config: TrainConfig,
+    trainers: list[str],
+    steps: int,
+    *,
+    source=None,
+    device: Device | str | None = None,
+    tolerance: float | None = None,
+    **options,
+) -> Iterator[VerifyResult]:
     """Train the reference once, then each trainer from the same seed on the same batches.
 
     Yields one result per trainer as soon as it is known (so callers can show progress). device:
@@ -64,7 +75,7 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
-    if tolerance is not None and not tolerance >= 0:   # NaN too: nothing would ever pass
+    if tolerance is not None and not tolerance >= 0:  # NaN too: nothing would ever pass
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     source = source if source is not None else SyntheticSource(config.data)
     dev = as_device(device)
@@ -79,12 +90,15 @@ def verify(config: TrainConfig, trainers: list[str], steps: int, *, source=None,
     for name in trainers:
         with make_trainer(name, config, source=source, device=dev, **options) as trainer:
             records = list(trainer.train(steps))
-            trainer.close()   # flush any cache so the host tables are complete
+            trainer.close()  # flush any cache so the host tables are complete
             dense = [p.detach().cpu() for p in trainer.model.parameters()]
             emb, state = trainer.embedding_weights(), trainer.embedding_state()
-        d, e, s = (largest_difference(dense, ref_dense), largest_difference(emb, ref_emb),
-                   largest_difference(state, ref_state))
-        extras = {"threads": trainer.host_threads}   # the host embedding loops' (TrainConfig.threads)
+        d, e, s = (
+            largest_difference(dense, ref_dense),
+            largest_difference(emb, ref_emb),
+            largest_difference(state, ref_state),
+        )
+        extras = {"threads": trainer.host_threads}  # the host embedding loops' (TrainConfig.threads)
         if pipelined(name):
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)

@@ -47,6 +47,7 @@ training, and the kit's synthetic generator is not what is measured): a validati
 its measured seconds in (`extra`) where the trainer spends them. `measure/validate.py` compares the
 `this-cpu` prediction with measured stage times, so the error of the model is a figure.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -60,9 +61,22 @@ from scratchkit.costmodel.work import Work
 from scratchkit.costmodel.step import StepWork, mlp_flops
 from scratchkit.trainers import TRAINERS, TrainerKind, priced_as, trainer_config
 
-__all__ = ["PREFETCH_STAGES", "Projection", "StageError", "StepWork", "Work",
-           "mlp_flops", "plan_cores", "project", "project_all", "project_bench", "stage_work",
-           "validate", "work_for_bench", "TRAINERS"]
+__all__ = [
+    "PREFETCH_STAGES",
+    "Projection",
+    "StageError",
+    "StepWork",
+    "Work",
+    "mlp_flops",
+    "plan_cores",
+    "project",
+    "project_all",
+    "project_bench",
+    "stage_work",
+    "validate",
+    "work_for_bench",
+    "TRAINERS",
+]
 
 PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
@@ -72,14 +86,14 @@ class Projection:
     """Predicted time of one step of one trainer on one hardware."""
 
     trainer: str
-    hardware: str                    # the machine's name (projection/hardware.py)
+    hardware: str  # the machine's name (projection/hardware.py)
     stage_seconds: dict[str, float]
     step_seconds: float
     samples_per_s: float
-    bound_stage: str                 # the stage that sets the step time (see the module note)
+    bound_stage: str  # the stage that sets the step time (see the module note)
     pipelined: bool
-    resource_seconds: dict[str, float] = field(default_factory=dict)   # busy time per resource
-    ratio: float = 1.0               # samples/s relative to the first trainer projected with it
+    resource_seconds: dict[str, float] = field(default_factory=dict)  # busy time per resource
+    ratio: float = 1.0  # samples/s relative to the first trainer projected with it
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,8 +113,9 @@ def _stage_seconds(trainer: str, work: StepWork, hw: Hardware) -> dict[str, floa
     return {name: part.seconds(hw, planners) for name, part in stage_work(trainer, work, hw).items()}
 
 
-def _hybrid(work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: float
-            ) -> tuple[float, str, dict[str, float]]:
+def _hybrid(
+    work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: float
+) -> tuple[float, str, dict[str, float]]:
     """Hybrid's step, what bounds it and its resources: its stages one after another, the host
     embedding stages spread over the host's threads and capped by its memory (host_threads.py).
     The bound is HOST_MEMORY where the largest stage is held by the memory system, not the cores."""
@@ -109,13 +124,15 @@ def _hybrid(work: StepWork, hw: Hardware, stages: dict[str, float], extra_s: flo
     bound = max(stages, key=stages.get)
     if bound in spreads and spreads[bound].memory_bound:
         bound = HOST_MEMORY
-    resources = {"serial": step, "host cores": sum(x.cores_seconds for x in spreads.values()),
-                  HOST_MEMORY: sum(x.memory_seconds for x in spreads.values())}
+    resources = {
+        "serial": step,
+        "host cores": sum(x.cores_seconds for x in spreads.values()),
+        HOST_MEMORY: sum(x.memory_seconds for x in spreads.values()),
+    }
     return step, bound, resources
 
 
-def co_run(stages: dict[str, float], work: StepWork, hw: Hardware, extra_s: float = 0.0
-           ) -> tuple[float, float]:
+def co_run(stages: dict[str, float], work: StepWork, hw: Hardware, extra_s: float = 0.0) -> tuple[float, float]:
     """ScratchPipe on a CPU run with two cores or more: the factors by which (its host process's,
     Train's) priced seconds a step grow beside each other, where the run gets P = hw.co_run_cores
     cores at once (calibration/co_run.py). While both sides have work each runs at P/2 of a core:
@@ -128,7 +145,7 @@ def co_run(stages: dict[str, float], work: StepWork, hw: Hardware, extra_s: floa
     cores" resource adds the one core's turns up (`project`)."""
     if not hw.device_is_host or hw.host_cores < 2:
         return 1.0, 1.0
-    turns = 2.0 / min(max(hw.co_run_cores or hw.host_cores, 1.0), 2.0) - 1.0   # 0 .. 1
+    turns = 2.0 / min(max(hw.co_run_cores or hw.host_cores, 1.0), 2.0) - 1.0  # 0 .. 1
     send, receive = (part.seconds(hw) for part in plan_handoff(work))
     host = sum(stages[s] for s in HOST_PROCESS_STAGES) + send
     train = stages["train"] + receive
@@ -143,13 +160,16 @@ def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] 
     """One step of `trainer` on `hw`. `extra`: measured seconds of stages the model does not
     price (a validation run's `data`), added to the step where the trainer spends them."""
     stages = _stage_seconds(trainer, work, hw)
-    kind = priced_as(trainer)            # how its registry entry says it is priced
+    kind = priced_as(trainer)  # how its registry entry says it is priced
     extra_s = sum((extra or {}).values())
     beside = co_run(stages, work, hw, extra_s) if kind is TrainerKind.SCRATCHPIPE else (1.0, 1.0)
-    stages = {s: v * (beside[1] if s == "train" else beside[0] if s in HOST_PROCESS_STAGES else 1.0)
-              for s, v in stages.items()}
+    stages = {
+        s: v * (beside[1] if s == "train" else beside[0] if s in HOST_PROCESS_STAGES else 1.0)
+        for s, v in stages.items()
+    }
     made = lambda step, bound, pipelined, resources: Projection(
-        trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined, resources)
+        trainer, hw.name, stages, step, work.batch_size / step, bound, pipelined, resources
+    )
     if kind is TrainerKind.PREFETCH_LRU and not hw.device_is_host:
         # the prefetch (the device's row kernels on a stream and thread of their own) runs beside
         # the step's Train and joins before its update (trainers/prefetch.py)
@@ -163,21 +183,26 @@ def project(trainer: str, work: StepWork, hw: Hardware, extra: dict[str, float] 
         step, bound, resources = _hybrid(work, hw, stages, extra_s)
         return made(step, bound, False, resources)
     if not kind.pipelined or (kind is TrainerKind.SCRATCHPIPE_DEVICE and hw.device_is_host):
-        step = sum(stages.values()) + extra_s          # (the device planner on a CPU runs inline)
+        step = sum(stages.values()) + extra_s  # (the device planner on a CPU runs inline)
         return made(step, max(stages, key=stages.get), False, {"serial": step})
     groups, resources = _pipeline_resources(trainer, work, hw, stages, extra_s, beside)
     bound = max(resources, key=resources.get)
     return made(resources[bound], max(groups[bound], key=stages.get), True, resources)
 
 
-def _pipeline_resources(trainer: str, work: StepWork, hw: Hardware, stages: dict[str, float],
-                        extra_s: float, beside: tuple[float, float] = (1.0, 1.0)
-                        ) -> tuple[dict[str, list[str]], dict[str, float]]:
+def _pipeline_resources(
+    trainer: str,
+    work: StepWork,
+    hw: Hardware,
+    stages: dict[str, float],
+    extra_s: float,
+    beside: tuple[float, float] = (1.0, 1.0),
+) -> tuple[dict[str, list[str]], dict[str, float]]:
     """ScratchPipe's resources and their busy time per step (the module note); `beside`: each
     side's stretch beside the other (`co_run`), already in `stages`, applied to the hand-off."""
     if hw.device_is_host:
         host = list(HOST_PROCESS_STAGES)
-        send, receive = (part.seconds(hw) for part in plan_handoff(work))   # on no stage's clock
+        send, receive = (part.seconds(hw) for part in plan_handoff(work))  # on no stage's clock
         # the host process reads the batches too (`extra_s`: measured there, beside Train already)
         busy = sum(stages[s] for s in host) + extra_s + send * beside[0]
         train = stages["train"] + receive * beside[1]
@@ -185,15 +210,19 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: Hardware, stages: dict
         return groups, {"host process": busy, "train": train, "shared cores": (busy + train) / hw.host_cores}
     parts = stage_work(trainer, work, hw)
     link = lambda s: parts[s].pcie_seconds(hw)
-    groups = {"plan": ["plan"], "collect": ["collect"],
-              "write-back thread": ["write_back", "transfer", "insert"]}
-    resources = {"plan": stages["plan"], "collect": stages["collect"],
-                 "write-back thread": stages["write_back"] + stages["transfer"] + stages["insert"]}
+    groups = {"plan": ["plan"], "collect": ["collect"], "write-back thread": ["write_back", "transfer", "insert"]}
+    resources = {
+        "plan": stages["plan"],
+        "collect": stages["collect"],
+        "write-back thread": stages["write_back"] + stages["transfer"] + stages["insert"],
+    }
     if priced_as(trainer) is TrainerKind.SCRATCHPIPE:
         on_device = lambda s: parts[s].device_seconds(hw)
         groups |= {"pcie": ["transfer", "write_back"], "device": ["train", "insert", "write_back"]}
-        resources |= {"pcie": max(link("transfer"), link("write_back")),      # one direction each
-                      "device": stages["train"] + extra_s + on_device("insert") + on_device("write_back")}
+        resources |= {
+            "pcie": max(link("transfer"), link("write_back")),  # one direction each
+            "device": stages["train"] + extra_s + on_device("insert") + on_device("write_back"),
+        }
         return groups, resources
     # the device planner's: every stage is the device's kernels, Plan's, Collect's (which reads
     # the rows over the link itself) and the others' each on a stream of its own. The trainer's
@@ -201,11 +230,18 @@ def _pipeline_resources(trainer: str, work: StepWork, hw: Hardware, stages: dict
     # launches (while a thread launches, the other streams' kernels run); and every thread
     # launches from one interpreter, which its lock lets do one thing at a time
     kernels = lambda s: parts[s].device_seconds(hw) - parts[s].launch_seconds(hw)
-    groups |= {"train": ["train"], "pcie": ["collect", "write_back"], "device": list(stages),
-               "interpreter": list(stages)}
-    resources |= {"train": stages["train"] + extra_s, "pcie": max(link("collect"), link("write_back")),
-                  "device": sum(kernels(s) for s in stages),
-                  "interpreter": sum(parts[s].launch_seconds(hw) + parts[s].host_seconds(hw) for s in stages)}
+    groups |= {
+        "train": ["train"],
+        "pcie": ["collect", "write_back"],
+        "device": list(stages),
+        "interpreter": list(stages),
+    }
+    resources |= {
+        "train": stages["train"] + extra_s,
+        "pcie": max(link("collect"), link("write_back")),
+        "device": sum(kernels(s) for s in stages),
+        "interpreter": sum(parts[s].launch_seconds(hw) + parts[s].host_seconds(hw) for s in stages),
+    }
     return groups, resources
 
 
@@ -234,8 +270,9 @@ def work_for_bench(config: TrainConfig, result, base: StepWork | None = None) ->
     base = base if base is not None else works_of(config, [result.trainer])[0]
     fetched = getattr(result, "fetched_rows_per_step", None)
     if fetched is not None:
-        return base.with_counters(fetched, result.written_back_rows_per_step,
-                                  getattr(result, "evicting_tables_per_step", None))
+        return base.with_counters(
+            fetched, result.written_back_rows_per_step, getattr(result, "evicting_tables_per_step", None)
+        )
     if result.hit_rate is not None and priced_as(result.trainer).caches:
         return base.with_hit_rate(result.hit_rate)
     return base
@@ -265,8 +302,9 @@ class StageError:
         return self.predicted / self.measured - 1.0
 
 
-def validate(measured_stage_seconds: dict[str, float], projection: Projection,
-             measured_step_seconds: float | None = None) -> list[StageError]:
+def validate(
+    measured_stage_seconds: dict[str, float], projection: Projection, measured_step_seconds: float | None = None
+) -> list[StageError]:
     """Stage by stage, what was measured next to what the model predicts; a final `step` row
     compares the step time (the measurement's excludes its unmodelled stages, e.g. data)."""
     rows = [StageError(s, m, projection.stage_seconds.get(s)) for s, m in measured_stage_seconds.items()]

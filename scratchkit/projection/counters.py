@@ -18,6 +18,7 @@ decisions on its batches instead:
 
 Each is the mean over the second half of `batches` batches (past the filling of the cache).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ from scratchkit.config import TrainConfig
 from scratchkit.trainers import TrainerKind, pipelined, priced_as, trainer_config
 
 
-def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, source=None,
-                       sample_tables: int | None = None) -> tuple[float, float]:
+def simulated_counters(
+    config: TrainConfig, trainer: str, batches: int = 16, source=None, sample_tables: int | None = None
+) -> tuple[float, float]:
     """(rows fetched, rows written back) per step of `trainer` on `config`'s batches, with the
     cache the trainer runs (`trainer_config`: prefetch-lru-device plans at depth 1, LRU victims).
     `sample_tables`: count only the first k tables and scale up by tables / k (for models whose
@@ -44,15 +46,20 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
     tables = len(config.data.table_sizes)
     if sample_tables is not None and sample_tables < tables:
         data = config.data
-        config = config.replace(data=replace(data, table_sizes=data.table_sizes[:sample_tables],
-                                             rank_rows=data.rank_rows[:sample_tables] if data.rank_rows else None,
-                                             zipf=data.zipf[:sample_tables] if isinstance(data.zipf, tuple) else data.zipf))
+        config = config.replace(
+            data=replace(
+                data,
+                table_sizes=data.table_sizes[:sample_tables],
+                rank_rows=data.rank_rows[:sample_tables] if data.rank_rows else None,
+                zipf=data.zipf[:sample_tables] if isinstance(data.zipf, tuple) else data.zipf,
+            )
+        )
         fetched, written = simulated_counters(config, trainer, batches)
         return fetched * tables / sample_tables, written * tables / sample_tables
     source = source if source is not None else SyntheticSource(config.data)
-    if pipelined(trainer):   # both make the same plans
+    if pipelined(trainer):  # both make the same plans
         return _planned(config, source, batches)
-    ids = [source.batch(b).ids for b in range(batches)]            # [batch][table] ids
+    ids = [source.batch(b).ids for b in range(batches)]  # [batch][table] ids
     sizes, totals = config.data.table_sizes, np.zeros(2)
     for t, rows in enumerate(sizes):
         capacity = config.cache.capacity_for(rows)
@@ -64,14 +71,14 @@ def simulated_counters(config: TrainConfig, trainer: str, batches: int = 16, sou
 
 def _demand_lru(sets: list[np.ndarray], rows: int, capacity: int) -> np.ndarray:
     """(fetched, written back) per batch, mean over the second half, of a batch-granular LRU."""
-    last = np.full(rows, -1, dtype=np.int64)          # batch that last used each resident id, -1 = not
+    last = np.full(rows, -1, dtype=np.int64)  # batch that last used each resident id, -1 = not
     resident = 0
     moved = []
     for b, unique in enumerate(sets):
         missed = unique[last[unique] < 0]
         resident += len(missed)
         evicted = 0
-        if resident > capacity:                        # the least recent rows this batch does not use
+        if resident > capacity:  # the least recent rows this batch does not use
             others = np.flatnonzero(last >= 0)
             others = others[~np.isin(others, unique, assume_unique=True)]
             evicted = resident - capacity
@@ -80,7 +87,7 @@ def _demand_lru(sets: list[np.ndarray], rows: int, capacity: int) -> np.ndarray:
             resident = capacity
         last[unique] = b
         moved.append((len(missed), evicted))
-    return np.mean(moved[len(moved) // 2:], axis=0)
+    return np.mean(moved[len(moved) // 2 :], axis=0)
 
 
 def _static(sets: list[np.ndarray], rows: int, capacity: int) -> np.ndarray:
@@ -102,12 +109,18 @@ def _planned(config: TrainConfig, source, batches: int) -> tuple[float, float]:
     for b in range(batches):
         planned = planner.plan(b)
         moved.append((sum(p.fetched_rows for p in planned.tables), sum(p.written_back_rows for p in planned.tables)))
-    fetched, written = np.mean(moved[batches // 2:], axis=0)
+    fetched, written = np.mean(moved[batches // 2 :], axis=0)
     return float(fetched), float(written)
 
 
-def project_config(config: TrainConfig, trainers: list[str], machines: list[str], batches: int = 16,
-                   source=None, sample_tables: int | None = None) -> list[dict]:
+def project_config(
+    config: TrainConfig,
+    trainers: list[str],
+    machines: list[str],
+    batches: int = 16,
+    source=None,
+    sample_tables: int | None = None,
+) -> list[dict]:
     """Projections of `trainers` on `config` without training it: the working sets of its first
     batches and the counters above. Per trainer, {machine: costmodel.Projection}."""
     from scratchkit.data.synthetic import SyntheticSource
@@ -115,6 +128,8 @@ def project_config(config: TrainConfig, trainers: list[str], machines: list[str]
 
     source = source if source is not None else SyntheticSource(config.data)
     bases = works_of(config, trainers, source, batches=min(batches, 2))
-    works = [base.with_counters(*simulated_counters(config, t, batches, None if sample_tables else source,
-                                                    sample_tables)) for t, base in zip(trainers, bases)]
+    works = [
+        base.with_counters(*simulated_counters(config, t, batches, None if sample_tables else source, sample_tables))
+        for t, base in zip(trainers, bases)
+    ]
     return project_all(trainers, works, machines)

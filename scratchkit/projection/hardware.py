@@ -10,6 +10,7 @@
 The numbers themselves, their curves and their JSON form are in costmodel/hardware.py; how this machine
 is measured, in calibration/calibrate.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,20 @@ from pathlib import Path
 from scratchkit.costmodel.servers import SERVERS, server
 from scratchkit.costmodel.hardware import GB, US, Hardware, OutdatedHardwareError, load_hardware, save_hardware
 
-__all__ = ["GB", "US", "Hardware", "SERVERS", "THIS_CPU", "get_hardware", "parse_hardware", "hardware_names",
-           "saved_hardware_path", "save_calibration", "this_cpu", "forget_this_cpu"]
+__all__ = [
+    "GB",
+    "US",
+    "Hardware",
+    "SERVERS",
+    "THIS_CPU",
+    "get_hardware",
+    "parse_hardware",
+    "hardware_names",
+    "saved_hardware_path",
+    "save_calibration",
+    "this_cpu",
+    "forget_this_cpu",
+]
 
 THIS_CPU = "this-cpu"
 
@@ -29,6 +42,8 @@ THIS_CPU = "this-cpu"
 def hardware_names() -> tuple[str, ...]:
     """`this-cpu`, then every registered GPU server."""
     return (THIS_CPU, *SERVERS)
+
+
 ENV_PATH = "SCRATCHKIT_HARDWARE"
 
 
@@ -64,8 +79,9 @@ def this_cpu() -> Hardware:
     try:
         return _saved(path, path.stat().st_mtime_ns)
     except OutdatedHardwareError as err:
-        warnings.warn(f"{err}: measuring this machine now, quickly; `scratchkit calibrate` saves "
-                      "it again", stacklevel=2)
+        warnings.warn(
+            f"{err}: measuring this machine now, quickly; `scratchkit calibrate` saves it again", stacklevel=2
+        )
         return _measured()
 
 
@@ -83,13 +99,15 @@ def _saved(path: Path, mtime_ns: int) -> Hardware:
     from dataclasses import replace
 
     hw = load_hardware(path)
-    changed = changed_loops(hw)      # checked once per file, here: the sources hash on each check
+    changed = changed_loops(hw)  # checked once per file, here: the sources hash on each check
     if hw.co_run_cores is None:
-        raise OutdatedHardwareError(f"hardware {path} was saved before the kit measured the cores "
-                                    "ScratchPipe's two sides get at once")
+        raise OutdatedHardwareError(
+            f"hardware {path} was saved before the kit measured the cores ScratchPipe's two sides get at once"
+        )
     if changed:
-        raise OutdatedHardwareError(f"hardware {path} was measured with other builds of the kit's "
-                                   f"C++ loops ({', '.join(changed)})")
+        raise OutdatedHardwareError(
+            f"hardware {path} was measured with other builds of the kit's C++ loops ({', '.join(changed)})"
+        )
     return replace(hw, origin=f"saved calibration {path} ({hw.origin or 'no date'})")
 
 

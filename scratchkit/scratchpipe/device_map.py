@@ -13,6 +13,7 @@ Scratchpad (kernels/scratchpad.py, which says why 3/4) this map rebuilds itself 
 before that. The caller keeps the map's promises (ids distinct, new on insert, present on erase):
 nothing here re-checks them on the hot path, where a check would cost a sort per call.
 """
+
 from __future__ import annotations
 
 from scratchkit.kernels.scratchpad import MAX_USED_FRACTION, map_buckets
@@ -24,8 +25,8 @@ class DeviceSlotMap:
     def __init__(self, capacity: int, engine):
         self.engine, xp = engine, engine.xp
         self.table_size = map_buckets(capacity)
-        self._keys = xp.full(self.table_size, -1, dtype=xp.int64)     # [buckets] id, -1 empty, -2 erased
-        self._values = xp.full(self.table_size, -1, dtype=xp.int64)   # [buckets] its slot
+        self._keys = xp.full(self.table_size, -1, dtype=xp.int64)  # [buckets] id, -1 empty, -2 erased
+        self._values = xp.full(self.table_size, -1, dtype=xp.int64)  # [buckets] its slot
         self._live = self._tombstones = 0
         self.rebuilds = 0
 
@@ -38,7 +39,7 @@ class DeviceSlotMap:
         if len(ids) == 0:
             return
         reused, failed = self.engine.hashmap_insert(self._keys, self._values, ids, slots)
-        if failed:   # cannot happen while live ids fill at most half the buckets
+        if failed:  # cannot happen while live ids fill at most half the buckets
             raise RuntimeError(f"device map: no bucket for {failed} ids (internal error)")
         self._live += len(ids)
         self._tombstones -= reused

@@ -21,6 +21,7 @@ branch has not yet run on a GPU: scripts/gpu_check.sh runs it where one is prese
 Insert keeps host_stages.py's safe order (a dirty slot always holds its id's newest row), and
 `flush` is host_stages.py's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ import torch
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.host_stages import HostStages, InFlight
 
-CUDA_HOST_REGISTER_MAPPED = 2     # cudaHostRegisterMapped: give the memory a device address
+CUDA_HOST_REGISTER_MAPPED = 2  # cudaHostRegisterMapped: give the memory a device address
 
 
 class DeviceStages(HostStages):
@@ -38,7 +39,7 @@ class DeviceStages(HostStages):
     def __init__(self, tables, pads, device):
         super().__init__(tables, pads, device)
         xp = pads[0].engine.xp if pads else np
-        self.host_weights = [host_view(w, xp) for w in tables.weights]      # per table [rows, dim]
+        self.host_weights = [host_view(w, xp) for w in tables.weights]  # per table [rows, dim]
         self.host_state = [None if s is None else host_view(s, xp) for s in tables.state]
         # Collect runs on its driver thread, Write-back and Insert on another: a stream each, so
         # their kernels run beside Train's; each stage waits for its own before it returns
@@ -47,11 +48,11 @@ class DeviceStages(HostStages):
     def collect(self, item: InFlight, written_back_upto: int) -> None:
         """The missed rows (and state), read from the host tables into device buffers."""
         for t, (pad, plan) in enumerate(zip(self.pads, item.tables)):
-            if plan.wait_for_write_back > written_back_upto:      # the hazard lab's stale reads
+            if plan.wait_for_write_back > written_back_upto:  # the hazard lab's stale reads
                 item.stale_reads += len(plan.miss_ids)
             gather = lambda table: None if table is None else pad.engine.gather_rows(table, plan.miss_ids)
             with self.collect_stream:
-                item.staged.append((gather(self.host_weights[t]), gather(self.host_state[t])))   # [m, width]
+                item.staged.append((gather(self.host_weights[t]), gather(self.host_state[t])))  # [m, width]
         self.collect_stream.finish()
 
     def write_back(self, item: InFlight) -> None:
@@ -63,7 +64,7 @@ class DeviceStages(HostStages):
                     pad.engine.scatter_rows(self.host_weights[t], plan.victim_ids, rows)
                     if state is not None:
                         pad.engine.scatter_rows(self.host_state[t], plan.victim_ids, state)
-        self.evict_stream.finish()                  # home before Collect reads them, or Insert reuses the slots
+        self.evict_stream.finish()  # home before Collect reads them, or Insert reuses the slots
 
     def transfer(self, item: InFlight) -> None:
         """Nothing to copy: Collect's kernels read the rows over the link into device memory."""

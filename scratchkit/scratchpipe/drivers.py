@@ -16,6 +16,7 @@
 Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
 (schedule.py), and the plans are the same: Plan(b) depends on the data alone.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -41,10 +42,10 @@ class PlanIn(str, Enum):
 
     AUTO = "auto"
     HOST_PROCESS = "host-process"  # Plan, Collect, Write-back, Transfer, Insert: one forked process
-    PROCESS = "process"            # Plan in a forked process; the rest on the trainer's threads
-    THREAD = "thread"              # every host stage on the trainer's threads
-    DEVICE = "device"              # Plan and the row moves on the device, from the trainer's threads
-    INLINE = "inline"              # every stage in the trainer's thread, one batch after another
+    PROCESS = "process"  # Plan in a forked process; the rest on the trainer's threads
+    THREAD = "thread"  # every host stage on the trainer's threads
+    DEVICE = "device"  # Plan and the row moves on the device, from the trainer's threads
+    INLINE = "inline"  # every stage in the trainer's thread, one batch after another
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
@@ -55,17 +56,23 @@ class PlanIn(str, Enum):
         in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off;
         `on_gpu`: the trainer's device is a GPU."""
         if self is PlanIn.DEVICE and not on_gpu and ordered:
-            return PlanIn.INLINE   # NumPy calls on threads only take turns with Train (inline.py)
+            return PlanIn.INLINE  # NumPy calls on threads only take turns with Train (inline.py)
         if self is PlanIn.INLINE and not ordered:
-            raise ValueError("planner='inline' runs each batch's stages in order, so the "
-                             "write-back-order hazard cannot happen there: use 'thread'")
+            raise ValueError(
+                "planner='inline' runs each batch's stages in order, so the "
+                "write-back-order hazard cannot happen there: use 'thread'"
+            )
         if self is PlanIn.HOST_PROCESS:
             if not host_rows:
-                raise ValueError("planner='host-process' needs the scratchpad in host memory, made "
-                                 "for it (a CPU device); on a GPU use 'process'")
+                raise ValueError(
+                    "planner='host-process' needs the scratchpad in host memory, made "
+                    "for it (a CPU device); on a GPU use 'process'"
+                )
             if not ordered:
-                raise ValueError("planner='host-process' runs each batch's host stages in order, so "
-                                 "the write-back-order hazard cannot happen there: use 'thread'")
+                raise ValueError(
+                    "planner='host-process' runs each batch's host stages in order, so "
+                    "the write-back-order hazard cannot happen there: use 'thread'"
+                )
         if self is not PlanIn.AUTO:
             return self
         forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
@@ -74,15 +81,13 @@ class PlanIn(str, Enum):
         return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
 
 
-def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: int, stop: int,
-                 clock, hook=None):
+def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: int, stop: int, clock, hook=None):
     """The driver of batches start..stop-1, its stages started (`where`: resolved)."""
     if where is PlanIn.HOST_PROCESS:
         return HostProcess(stages, schedule, plan_ahead, start, stop, clock, hook)
     if where is PlanIn.INLINE:
         return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook)
-    plans = (ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS
-             else LocalPlans(plan_ahead, clock))
+    plans = ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS else LocalPlans(plan_ahead, clock)
     return ThreadStages(stages, schedule, plans, start, stop, clock, hook)
 
 
@@ -115,7 +120,7 @@ class ForkedPlans:
     def next(self, b: int, halted) -> Planned | None:
         try:
             planned, times = self.forked.receive(b, cancelled=halted)
-        except KeyboardInterrupt:   # `halted`: the run is stopping
+        except KeyboardInterrupt:  # `halted`: the run is stopping
             return None
         for entry in times:
             self.clock.record(*entry)

@@ -4,6 +4,7 @@ The pipeline visualizer replays this: which batch is in which stage at a moment,
 scratchpad's slots (free, held by batch b, victim, just inserted). Recording is cheap (a few small
 arrays per batch and table) and can be switched off for benchmarks (`EventLog(enabled=False)`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,19 +18,19 @@ import numpy as np
 class Stage(str, Enum):
     """The stages of one batch, in pipeline order (scratchkit/scratchpipe/schedule.py)."""
 
-    PLAN = "plan"              # host: unique ids, hits/misses, victims, holds, remap to slots
-    COLLECT = "collect"        # host: gather missed rows (+ optimizer state) into a staging buffer
+    PLAN = "plan"  # host: unique ids, hits/misses, victims, holds, remap to slots
+    COLLECT = "collect"  # host: gather missed rows (+ optimizer state) into a staging buffer
     WRITE_BACK = "write_back"  # host / copy: the dirty victims' rows from their slots into the host tables
-    TRANSFER = "transfer"      # host -> device copy of the staging buffer
-    INSERT = "insert"          # device: write the fetched rows into their slots
-    TRAIN = "train"            # device: forward, backward, optimizer, all through slots; release holds
+    TRANSFER = "transfer"  # host -> device copy of the staging buffer
+    INSERT = "insert"  # device: write the fetched rows into their slots
+    TRAIN = "train"  # device: forward, backward, optimizer, all through slots; release holds
 
 
 @dataclass(frozen=True)
 class StageEvent:
     batch: int
     stage: Stage
-    start: float   # seconds since the log's origin
+    start: float  # seconds since the log's origin
     end: float
 
 
@@ -39,12 +40,12 @@ class PlanDecision:
 
     batch: int
     table: int
-    unique_ids: np.ndarray      # [u] the working set U_b, sorted
-    slots: np.ndarray           # [u] slot of each unique id after planning
-    hit: np.ndarray             # [u] bool: already resident when planned
-    victim_ids: np.ndarray      # [v] ids evicted to make room (their rows get written back)
-    victim_slots: np.ndarray    # [v] the slots they left (now given to misses of this batch)
-    held_before: np.ndarray     # [h] slots held by batches in flight when Plan(b) ran
+    unique_ids: np.ndarray  # [u] the working set U_b, sorted
+    slots: np.ndarray  # [u] slot of each unique id after planning
+    hit: np.ndarray  # [u] bool: already resident when planned
+    victim_ids: np.ndarray  # [v] ids evicted to make room (their rows get written back)
+    victim_slots: np.ndarray  # [v] the slots they left (now given to misses of this batch)
+    held_before: np.ndarray  # [h] slots held by batches in flight when Plan(b) ran
 
     @property
     def hits(self) -> int:
@@ -88,7 +89,7 @@ class StageClock:
 
     def __init__(self, log: EventLog):
         self.log = log
-        self._seconds: dict[int, dict[str, float]] = {}   # batch -> stage -> seconds
+        self._seconds: dict[int, dict[str, float]] = {}  # batch -> stage -> seconds
         self._lock = threading.Lock()
 
     def record(self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0) -> None:
@@ -115,4 +116,3 @@ class StageClock:
         """Forget every batch's seconds (a call that stopped early leaves its planned batches)."""
         with self._lock:
             self._seconds.clear()
-

@@ -19,6 +19,7 @@ Errors: an exception in `body` comes back as a PipelineError naming the stage on
 the batch. A death (a crash by signal, a SIGKILL) shows as the pipe closing with nothing in it;
 the board, in shared memory, still says which stage of which batch the process was in.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -35,8 +36,8 @@ from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.ring import PlanRing, widen_pipe
 from scratchkit.scratchpipe.schedule import PipelineError
 
-POLL = 0.05           # seconds a wait sleeps between looks at whether to give up
-STOP_SECONDS = 30.0   # how long a stopping process may take to finish the stage it is in
+POLL = 0.05  # seconds a wait sleeps between looks at whether to give up
+STOP_SECONDS = 30.0  # how long a stopping process may take to finish the stage it is in
 
 
 class StageBoard:
@@ -61,7 +62,7 @@ class ChildSide:
     def __init__(self, board: StageBoard, trained_conn, hook, start: int):
         self.board, self.hook, self._conn = board, hook, trained_conn
         self.trained_upto, self.stopped = start - 1, False
-        self.times: list[tuple[Stage, int, float, float]] = []   # travel back with the result
+        self.times: list[tuple[Stage, int, float, float]] = []  # travel back with the result
 
     def stage(self, stage: Stage, b: int, run: Callable, *args):
         """Run one stage of batch b: on the board, the test hook (Plan's runs where Plan(b)
@@ -71,7 +72,7 @@ class ChildSide:
             self.hook(stage, b)
         t0 = time.perf_counter()
         result = run(*args)
-        reading = getattr(result, "read_seconds", 0.0)   # Plan's: the time spent reading the batch
+        reading = getattr(result, "read_seconds", 0.0)  # Plan's: the time spent reading the batch
         self.times.append((stage, b, t0, time.perf_counter(), reading))
         return result
 
@@ -102,20 +103,31 @@ class ChildSide:
 class ForkedStages:
     """The trainer's end of a forked process that runs `body` for batches start..stop-1."""
 
-    def __init__(self, name: str, body: Callable[[int, ChildSide], object], start: int, stop: int,
-                 slot_bytes: int, slots: int, hook=None, setup: Callable[[], object] | None = None):
+    def __init__(
+        self,
+        name: str,
+        body: Callable[[int, ChildSide], object],
+        start: int,
+        stop: int,
+        slot_bytes: int,
+        slots: int,
+        hook=None,
+        setup: Callable[[], object] | None = None,
+    ):
         """`setup`: run once in the forked process before its first batch, on no stage's clock."""
         self.name = name
         context = multiprocessing.get_context("fork")
-        self._results, results_out = context.Pipe(duplex=False)   # child -> trainer
-        trained_in, self._trained = context.Pipe(duplex=False)    # trainer -> child
+        self._results, results_out = context.Pipe(duplex=False)  # child -> trainer
+        trained_in, self._trained = context.Pipe(duplex=False)  # trainer -> child
         widen_pipe(results_out)
         self.ring = PlanRing(context, slot_bytes, slots=slots, poll=POLL)
         self.board = StageBoard()
         self.process = context.Process(
-            target=_serve, name=f"scratchpipe-{name}", daemon=True,
-            args=(body, start, stop, results_out, trained_in, self._trained, self.ring, self.board, hook,
-                  setup))
+            target=_serve,
+            name=f"scratchpipe-{name}",
+            daemon=True,
+            args=(body, start, stop, results_out, trained_in, self._trained, self.ring, self.board, hook, setup),
+        )
         self.process.start()
         results_out.close()
         trained_in.close()
@@ -130,11 +142,12 @@ class ForkedStages:
                 break
         try:
             message = self._results.recv()
-        except EOFError:   # the pipe closed with nothing in it: the process is gone
+        except EOFError:  # the pipe closed with nothing in it: the process is gone
             self.process.join(timeout=1.0)
             stage, batch = self.board.read()
-            gone = RuntimeError(f"the {self.name} process {how_it_ended(self.process.exitcode)} "
-                                f"while the trainer waited for batch {b}")
+            gone = RuntimeError(
+                f"the {self.name} process {how_it_ended(self.process.exitcode)} while the trainer waited for batch {b}"
+            )
             raise PipelineError(stage, batch, gone) from None
         if message[0] == "error":
             _, stage, batch, error = message
@@ -149,7 +162,7 @@ class ForkedStages:
         try:
             self._trained.send(b)
         except (BrokenPipeError, OSError):
-            pass     # the process is gone: the next receive says why
+            pass  # the process is gone: the next receive says why
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -157,7 +170,7 @@ class ForkedStages:
     def close(self, finished: bool) -> None:
         """Let the process finish the stage it is in and exit (at once if `finished`)."""
         if not self._trained.closed:
-            self._trained.close()    # the process sees the pipe close and stops
+            self._trained.close()  # the process sees the pipe close and stops
         self.process.join(timeout=None if finished else STOP_SECONDS)
         if self.process.is_alive():  # pragma: no cover - a stage stuck for STOP_SECONDS
             self.process.terminate()
@@ -184,17 +197,18 @@ def how_it_ended(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-def _serve(body, start: int, stop: int, results_out, trained_in, trainer_end, ring: PlanRing,
-           board: StageBoard, hook, setup) -> None:
+def _serve(
+    body, start: int, stop: int, results_out, trained_in, trainer_end, ring: PlanRing, board: StageBoard, hook, setup
+) -> None:
     """The forked process: `body` for each batch in order, each result sent as it is ready."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the trainer's to handle
-    trainer_end.close()   # our copy of the trainer's end, or we would never see it close
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    trainer_end.close()  # our copy of the trainer's end, or we would never see it close
     # one thread, as in torch's DataLoader workers: OpenMP's pool does not survive a fork, and
     # this process is the second core's anyway
     torch.set_num_threads(1)
     parent = os.getppid()
     child = ChildSide(board, trained_in, hook, start)
-    orphaned = lambda: child.has_stopped() or os.getppid() != parent   # the trainer stopped or died
+    orphaned = lambda: child.has_stopped() or os.getppid() != parent  # the trainer stopped or died
     for b in range(start, stop):
         try:
             if setup is not None and b == start:
@@ -210,7 +224,7 @@ def _serve(body, start: int, stop: int, results_out, trained_in, trainer_end, ri
         except BaseException as error:  # noqa: BLE001 - reported to the trainer, which raises it
             _send_error(results_out, *board.read(), error)
             return
-        if child.has_stopped():   # no use going on with batches nobody will train
+        if child.has_stopped():  # no use going on with batches nobody will train
             return
     results_out.close()
 
@@ -219,7 +233,8 @@ def _send_error(conn, stage: Stage, b: int, error: BaseException) -> None:
     try:
         conn.send(("error", stage, b, error))
     except (BrokenPipeError, OSError):
-        pass                                      # the trainer stopped listening
+        pass  # the trainer stopped listening
     except Exception as failure:  # noqa: BLE001 - e.g. an exception that does not pickle
-        conn.send(("error", stage, b, RuntimeError(f"{type(error).__name__}: {error} "
-                                                   f"(and it could not be sent: {failure})")))
+        conn.send(
+            ("error", stage, b, RuntimeError(f"{type(error).__name__}: {error} (and it could not be sent: {failure})"))
+        )

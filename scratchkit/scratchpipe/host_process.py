@@ -18,6 +18,7 @@ Collect always comes after every earlier Write-back (so the hazard lab's switch 
 threads driver). Write-back before Insert means a SIGKILL here loses no row (host_stages.py): the
 trainer's flush after the death finds every dirty row in its slot.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -34,18 +35,27 @@ from scratchkit.scratchpipe.schedule import EVICTING_STAGES, PipelineError, Sche
 class HostProcess:
     """The trainer's side of one `train()` call whose host stages run in a forked process."""
 
-    def __init__(self, stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, start: int,
-                 stop: int, clock, hook=None):
+    def __init__(
+        self, stages: HostStages, schedule: Schedule, plan_ahead: PlanAhead, start: int, stop: int, clock, hook=None
+    ):
         self.stages, self.schedule, self.clock, self.hook, self.stop_index = stages, schedule, clock, hook, stop
         body = stages_in_order(stages, schedule, plan_ahead, what_train_reads(clock.log.enabled))
         # the child maps the row stores in before its first stage: a fork leaves their pages to
         # fault in one by one (HostStages.map_in)
-        self.forked = ForkedStages("host", body, start, stop, plan_ahead.plan_bytes(start),
-                                   slots=schedule.depth + 2, hook=hook, setup=stages.map_in)
+        self.forked = ForkedStages(
+            "host",
+            body,
+            start,
+            stop,
+            plan_ahead.plan_bytes(start),
+            slots=schedule.depth + 2,
+            hook=hook,
+            setup=stages.map_in,
+        )
 
     def wait_inserted(self, b: int, cancelled=lambda: False) -> InFlight:
         """Batch b, planned, collected and inserted by the host process: ready to train."""
-        if self.hook is not None:   # on the trainer's side, as Plan(b) arrives (tests use it)
+        if self.hook is not None:  # on the trainer's side, as Plan(b) arrives (tests use it)
             try:
                 self.hook(Stage.PLAN, b)
             except Exception as error:
@@ -57,7 +67,7 @@ class HostProcess:
         return InFlight(b, planned.batch, planned.tables, inserted=True)
 
     def trained(self, b: int) -> None:
-        if self.schedule.train_sent_for(b, self.stop_index):   # else no Insert of this call waits
+        if self.schedule.train_sent_for(b, self.stop_index):  # else no Insert of this call waits
             self.forked.trained(b)
 
     def exclusive(self):
@@ -77,18 +87,20 @@ def stages_in_order(stages: HostStages, schedule: Schedule, plan_ahead: PlanAhea
     """The body that runs batch b's every host stage, in order, where `child` runs each one:
     the forked process here, the trainer's own thread in inline.py. `handed`: what of Plan(b)
     goes on to Train."""
+
     def body(b: int, child: ChildSide) -> Planned | None:
         planned = child.stage(Stage.PLAN, b, plan_ahead.plan, b)
         item = InFlight(b, planned.batch, planned.tables)
-        child.stage(Stage.COLLECT, b, stages.collect, item, b - 1)   # every earlier Write-back landed
+        child.stage(Stage.COLLECT, b, stages.collect, item, b - 1)  # every earlier Write-back landed
         if not child.reach_trained(schedule.evict_waits_for(b)) or not child.hold(stages.lock):
-            return None     # the trainer stopped
-        try:                # under the lock: a live flush sees the slots between batches only
+            return None  # the trainer stopped
+        try:  # under the lock: a live flush sees the slots between batches only
             for stage in EVICTING_STAGES:
                 child.stage(stage, b, stages.evicting(stage), item)
         finally:
             stages.lock.release()
         return handed(planned)
+
     return body
 
 
@@ -98,12 +110,12 @@ def what_train_reads(trace: bool):
     none = np.empty(0, dtype=np.int64)
 
     def strip(planned: Planned) -> Planned:
-        for plan in planned.tables:   # the counts of fetched and written-back rows stay
+        for plan in planned.tables:  # the counts of fetched and written-back rows stay
             plan.miss_ids = plan.miss_slots = plan.victim_ids = plan.victim_slots = none
             if not trace:
-                plan.decision = replace(plan.decision, hit=np.empty(0, dtype=bool), victim_ids=none,
-                                        victim_slots=none)
+                plan.decision = replace(plan.decision, hit=np.empty(0, dtype=bool), victim_ids=none, victim_slots=none)
         return planned
+
     return strip
 
 

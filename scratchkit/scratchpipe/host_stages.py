@@ -19,6 +19,7 @@ is all a flush needs to make the host tables complete.
 flush, so a flush between two steps sees the slots at a batch boundary. It is a semaphore made
 before any fork, so a forked host process shares it.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -39,10 +40,10 @@ class InFlight:
 
     index: int
     batch: object
-    tables: list                                  # Plan(b)'s TablePlan per table
-    staged: list = field(default_factory=list)    # per table (rows, state) collected, then on the device
-    stale_reads: int = 0                          # misses collected before their write-back (hazard lab)
-    inserted: bool = False                        # Insert(b) is done: Train(b) may start
+    tables: list  # Plan(b)'s TablePlan per table
+    staged: list = field(default_factory=list)  # per table (rows, state) collected, then on the device
+    stale_reads: int = 0  # misses collected before their write-back (hazard lab)
+    inserted: bool = False  # Insert(b) is done: Train(b) may start
 
 
 class HostStages:
@@ -50,13 +51,12 @@ class HostStages:
 
     def __init__(self, tables: HostTables, pads: list[ScratchpadRows], device: Device):
         self.tables, self.pads, self.dev = tables, pads, device
-        self.stream = device.new_stream()   # Transfer's side stream on a GPU, so Train keeps going
+        self.stream = device.new_stream()  # Transfer's side stream on a GPU, so Train keeps going
         self.lock = multiprocessing.Lock()
 
     def evicting(self, stage: Stage):
         """The method that runs `stage`, one of schedule.EVICTING_STAGES, for one batch."""
-        return {Stage.WRITE_BACK: self.write_back, Stage.TRANSFER: self.transfer,
-                Stage.INSERT: self.insert}[stage]
+        return {Stage.WRITE_BACK: self.write_back, Stage.TRANSFER: self.transfer, Stage.INSERT: self.insert}[stage]
 
     def collect(self, item: InFlight, written_back_upto: int) -> None:
         """Gather each table's missed rows and state (pinned on a GPU, for Transfer). A miss whose
@@ -65,9 +65,9 @@ class HostStages:
             if plan.wait_for_write_back > written_back_upto:
                 item.stale_reads += len(plan.miss_ids)
             index = torch.from_numpy(plan.miss_ids)
-            rows = self.tables.weights[t].index_select(0, index)                    # [m, dim]
+            rows = self.tables.weights[t].index_select(0, index)  # [m, dim]
             state = self.tables.state[t]
-            state = state.index_select(0, index) if state is not None else None     # [m, width]
+            state = state.index_select(0, index) if state is not None else None  # [m, width]
             item.staged.append((self.dev.pin(rows), self.dev.pin(state)))
 
     def write_back(self, item: InFlight) -> None:
@@ -80,17 +80,19 @@ class HostStages:
         """The collected rows to the device, on the side stream; done before Insert reads them."""
         dev = self.dev
         with dev.use_stream(self.stream):
-            item.staged = [(dev.to_device(rows, non_blocking=True), dev.to_device(state, non_blocking=True))
-                           for rows, state in item.staged]
+            item.staged = [
+                (dev.to_device(rows, non_blocking=True), dev.to_device(state, non_blocking=True))
+                for rows, state in item.staged
+            ]
         dev.synchronize_stream(self.stream)
 
     def insert(self, item: InFlight) -> None:
         """The collected rows into their slots, in the safe order (module docstring)."""
         for pad, plan, (rows, state) in zip(self.pads, item.tables, item.staged):
-            pad.clear_dirty(plan.miss_slots)          # the victims among them are home by now
+            pad.clear_dirty(plan.miss_slots)  # the victims among them are home by now
             pad.scatter(plan.miss_slots, rows, state)
             pad.place(plan.miss_slots, plan.miss_ids)
-        self.dev.synchronize_kernels()                # Insert's scatter done before Train reads
+        self.dev.synchronize_kernels()  # Insert's scatter done before Train reads
 
     def flush(self) -> int:
         """Write every dirty row back, so the host tables are complete. -> rows written. The

@@ -14,6 +14,7 @@ Collect(b) comes after every earlier Write-back. A failing stage raises the Pipe
 names it and the batch, in the caller's thread, with nothing of the batch half-inserted: Write-
 back, Transfer and Insert run under the row stores' lock, as everywhere.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,16 +47,16 @@ class InlineStages:
                 self.hook(stage, b)
             t0 = time.perf_counter()
             result = run(*args)
-        except Exception as error:   # Ctrl-C cannot land here: the trainer holds it until the step ends
+        except Exception as error:  # Ctrl-C cannot land here: the trainer holds it until the step ends
             raise PipelineError(stage, b, error) from error
         self.clock.record(stage, b, t0, time.perf_counter(), getattr(result, "read_seconds", 0.0))
         return result
 
     def reach_trained(self, b: int) -> bool:
-        return True   # Train(b) is done: every batch before the one being readied has trained
+        return True  # Train(b) is done: every batch before the one being readied has trained
 
     def hold(self, lock) -> bool:
-        lock.acquire()   # free: a flush between steps runs in this same thread, never during one
+        lock.acquire()  # free: a flush between steps runs in this same thread, never during one
         return True
 
     # --- the trainer's side, as every driver's ----------------------------------------------------

@@ -5,6 +5,7 @@ Plan(b) needs batch b's working set U_b (its distinct ids) for the hits and miss
 evict, how soon each resident id is needed again in batches b+1 .. b+horizon, to keep the ones
 needed soon (`NextUses`), computed once per batch for every table at once.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,6 +34,6 @@ class NextUses:
         """`future[k-1]`: batch b+k's `joined` working sets -> per table [num_rows] urgencies."""
         urgency, seen = self._urgency, len(future)
         urgency.fill(0)
-        for k in range(seen, 0, -1):               # nearest last, so it wins
+        for k in range(seen, 0, -1):  # nearest last, so it wins
             urgency[future[k - 1]] = seen + 1 - k
         return [urgency[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]

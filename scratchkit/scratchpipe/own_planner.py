@@ -23,6 +23,7 @@ run with a `PlanMistake` that names the rule, the batch and the table, at Plan(b
 loss later. The stages of the batches planned before it finish or stop as for any failing stage,
 and the trainer flushes: the host tables hold every row trained so far.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,9 +42,9 @@ class Plan:
     """What a planner of your own returns for one table of batch `batch`."""
 
     batch: int
-    slots: np.ndarray      # [n] the slot of each lookup, in the order of `ids`
-    misses: np.ndarray     # [m] the ids of the batch in no slot before the plan: Collect reads them
-    victims: np.ndarray    # [v] slots whose ids leave, each given to a miss (Write-back if dirty)
+    slots: np.ndarray  # [n] the slot of each lookup, in the order of `ids`
+    misses: np.ndarray  # [m] the ids of the batch in no slot before the plan: Collect reads them
+    victims: np.ndarray  # [v] slots whose ids leave, each given to a miss (Write-back if dirty)
 
 
 # (b, ids, slot_ids, held, window) -> Plan: the interface above
@@ -72,14 +73,15 @@ VICTIMS = "a victim is a resident slot, given to a miss, holding no id of the ba
 class Holders:
     """Which batches in flight hold which slots, to name the batch a wrong victim belongs to."""
 
-    planned: dict[int, np.ndarray]   # batch -> its working set's slots, until retired
+    planned: dict[int, np.ndarray]  # batch -> its working set's slots, until retired
 
     def of(self, slot: int) -> list[int]:
         return [k for k, slots in sorted(self.planned.items()) if slot in slots]
 
 
-def check_plan(plan, b: int, table: int, ids: np.ndarray, slot_map: SlotMap, holders: Holders
-               ) -> tuple[np.ndarray, np.ndarray]:
+def check_plan(
+    plan, b: int, table: int, ids: np.ndarray, slot_map: SlotMap, holders: Holders
+) -> tuple[np.ndarray, np.ndarray]:
     """Raise PlanMistake unless `plan` is a correct Plan(b) of `ids` against `slot_map` (the map
     and its holds before the plan). -> (unique [u] ascending, the slot of each [u])."""
     fail = lambda rule, what: PlanMistake(b, table, rule, what)
@@ -87,8 +89,9 @@ def check_plan(plan, b: int, table: int, ids: np.ndarray, slot_map: SlotMap, hol
         raise fail(INTERFACE, f"the planner returned {type(plan).__name__}, not a Plan")
     if plan.batch != b:
         raise fail(IN_ORDER, f"asked for batch {b}, the planner returned a plan for batch {plan.batch}")
-    slots, misses, victims = (np.asarray(a, dtype=np.int64).reshape(-1) for a in
-                              (plan.slots, plan.misses, plan.victims))
+    slots, misses, victims = (
+        np.asarray(a, dtype=np.int64).reshape(-1) for a in (plan.slots, plan.misses, plan.victims)
+    )
     if len(slots) != len(ids):
         raise fail(INTERFACE, f"{len(slots)} slots for the batch's {len(ids)} lookups")
     unique, given = _slot_of_each_id(fail, ids, slots, slot_map.capacity)
@@ -103,41 +106,51 @@ def _slot_of_each_id(fail, ids, slots, capacity) -> tuple[np.ndarray, np.ndarray
     if len(outside):
         raise fail(ONE_SLOT_EACH, f"slot {int(outside[0])} is not one of the {capacity} slots")
     unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    given = slots[first]                                     # [u] the slot of each id's first lookup
+    given = slots[first]  # [u] the slot of each id's first lookup
     moved = np.flatnonzero(given[inverse.reshape(-1)] != slots)
     if len(moved):
         i = int(moved[0])
-        raise fail(ONE_SLOT_EACH, f"id {int(ids[i])} is given slot {int(given[inverse.reshape(-1)[i]])} "
-                                  f"and slot {int(slots[i])}")
+        raise fail(
+            ONE_SLOT_EACH,
+            f"id {int(ids[i])} is given slot {int(given[inverse.reshape(-1)[i]])} and slot {int(slots[i])}",
+        )
     order = np.argsort(given, kind="stable")
     twice = np.flatnonzero(given[order][1:] == given[order][:-1])
     if len(twice):
         first_id, second_id = unique[order[twice[0]]], unique[order[twice[0] + 1]]
-        raise fail(ONE_SLOT_EACH, f"slot {int(given[order[twice[0]]])} is given to id {int(first_id)} "
-                                  f"and id {int(second_id)}")
+        raise fail(
+            ONE_SLOT_EACH, f"slot {int(given[order[twice[0]]])} is given to id {int(first_id)} and id {int(second_id)}"
+        )
     return unique, given
 
 
 def _check_misses(fail, unique, given, misses, slot_map: SlotMap) -> None:
     """The misses are exactly the batch's ids in no slot; a hit keeps its slot."""
-    now = slot_map.query(unique)                              # [u] -1: a miss
+    now = slot_map.query(unique)  # [u] -1: a miss
     absent = unique[now < 0]
     left_out = np.setdiff1d(absent, misses)
     if len(left_out):
-        raise fail(COLLECT_EVERY_MISS, f"id {int(left_out[0])} is in no slot, and not among the misses: "
-                                       "its row would never reach the scratchpad")
+        raise fail(
+            COLLECT_EVERY_MISS,
+            f"id {int(left_out[0])} is in no slot, and not among the misses: its row would never reach the scratchpad",
+        )
     extra = np.setdiff1d(misses, absent)
     if len(extra) or len(np.unique(misses)) != len(misses):
         i = int(extra[0]) if len(extra) else int(misses[0])
-        where = (f"in slot {int(slot_map.slot_of[i])}" if 0 <= i < slot_map.num_rows and slot_map.slot_of[i] >= 0
-                 else "not in the batch, or listed twice")
+        where = (
+            f"in slot {int(slot_map.slot_of[i])}"
+            if 0 <= i < slot_map.num_rows and slot_map.slot_of[i] >= 0
+            else "not in the batch, or listed twice"
+        )
         raise fail(ONLY_MISSES, f"id {i} is listed as a miss but is {where}")
     hit = now >= 0
     moved = np.flatnonzero(given[hit] != now[hit])
     if len(moved):
         i = int(moved[0])
-        raise fail(ONLY_MISSES, f"id {int(unique[hit][i])} is in slot {int(now[hit][i])}, "
-                                f"the plan moves it to slot {int(given[hit][i])}")
+        raise fail(
+            ONLY_MISSES,
+            f"id {int(unique[hit][i])} is in slot {int(now[hit][i])}, the plan moves it to slot {int(given[hit][i])}",
+        )
 
 
 def _check_victims(fail, b, unique, given, misses, victims, slot_map: SlotMap, holders: Holders) -> None:
@@ -147,25 +160,28 @@ def _check_victims(fail, b, unique, given, misses, victims, slot_map: SlotMap, h
     outside = victims[(victims < 0) | (victims >= slot_map.capacity)]
     if len(outside):
         raise fail(VICTIMS, f"slot {int(outside[0])} is not one of the {slot_map.capacity} slots")
-    old = slot_map.slot_ids[victims]                          # [v] the ids they hold now
+    old = slot_map.slot_ids[victims]  # [v] the ids they hold now
     free = victims[old < 0]
     if len(free):
         raise fail(VICTIMS, f"slot {int(free[0])} holds no id: a miss takes a free slot without evicting")
     held = victims[slot_map.held_mask()[victims]]
     if len(held):
         s = int(held[0])
-        raise fail(HOLDS, f"victim slot {s} (id {int(slot_map.slot_ids[s])}) is held by batch "
-                          f"{', '.join(map(str, holders.of(s)))}, still in flight")
+        raise fail(
+            HOLDS,
+            f"victim slot {s} (id {int(slot_map.slot_ids[s])}) is held by batch "
+            f"{', '.join(map(str, holders.of(s)))}, still in flight",
+        )
     own = np.flatnonzero(np.isin(old, unique))
     if len(own):
-        raise fail(VICTIMS, f"victim slot {int(victims[own[0]])} holds id {int(old[own[0]])}, "
-                            f"which batch {b} looks up")
+        raise fail(VICTIMS, f"victim slot {int(victims[own[0]])} holds id {int(old[own[0]])}, which batch {b} looks up")
     miss_slots = given[np.searchsorted(unique, misses)]
     taken = miss_slots[(slot_map.slot_ids[miss_slots] >= 0) & ~np.isin(miss_slots, victims)]
     if len(taken):
         s = int(taken[0])
-        raise fail(ONE_SLOT_EACH, f"slot {s} is given to a miss but still holds id "
-                                  f"{int(slot_map.slot_ids[s])} (not a victim)")
+        raise fail(
+            ONE_SLOT_EACH, f"slot {s} is given to a miss but still holds id {int(slot_map.slot_ids[s])} (not a victim)"
+        )
     unused = np.setdiff1d(victims, miss_slots)
     if len(unused):
         raise fail(VICTIMS, f"victim slot {int(unused[0])} is given to no miss")
@@ -178,11 +194,11 @@ class OwnTablePlanner:
     def __init__(self, table: int, planner: Planner, slot_map: SlotMap, holds: bool, record_held: bool):
         self.table, self.planner, self.slot_map = table, planner, slot_map
         self.holds, self.record_held = holds, record_held
-        self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)   # as TablePlanner's
+        self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)  # as TablePlanner's
         self._working_sets = WorkingSets(slot_map.num_rows)
-        self._ids: dict[int, np.ndarray] = {}           # batch -> its ids [n], seen, not yet planned
-        self._unique: dict[int, np.ndarray] = {}        # batch -> U_b, for the shortfall
-        self._planned: dict[int, np.ndarray] = {}       # batch -> its slots, until retired
+        self._ids: dict[int, np.ndarray] = {}  # batch -> its ids [n], seen, not yet planned
+        self._unique: dict[int, np.ndarray] = {}  # batch -> U_b, for the shortfall
+        self._planned: dict[int, np.ndarray] = {}  # batch -> its slots, until retired
 
     def see(self, k: int, ids: np.ndarray) -> None:
         self._ids[k] = ids
@@ -209,15 +225,14 @@ class OwnTablePlanner:
         pad.insert(miss_ids, miss_slots)
         if self.holds:
             pad.hold(slots)
-        wait = int(self._evicted_by[miss_ids].max(initial=-1))   # rule 2, as TablePlanner decides it
+        wait = int(self._evicted_by[miss_ids].max(initial=-1))  # rule 2, as TablePlanner decides it
         self._evicted_by[miss_ids] = -1
         self._evicted_by[victim_ids[dirty]] = b
         self._planned[b] = slots
         held_before = np.flatnonzero(held) if self.record_held else np.empty(0, np.int64)
         decision = PlanDecision(b, self.table, unique, slots, hit, victim_ids, victim_slots, held_before)
         lookup_slots = np.asarray(plan.slots, dtype=np.int64).reshape(-1).copy()
-        return TablePlan(decision, lookup_slots, miss_ids, miss_slots, victim_ids[dirty],
-                         victim_slots[dirty], wait)
+        return TablePlan(decision, lookup_slots, miss_ids, miss_slots, victim_ids[dirty], victim_slots[dirty], wait)
 
     def retire(self, k: int) -> None:
         trained = self._planned.pop(k)

@@ -24,6 +24,7 @@ NumPy twin, the specification; `plan_native.py` runs the same decisions as a C++
 (plan_loop.cpp; ~2x faster on one core, and on many cores at once: benchmarks/bench_planner.py),
 and the tests hold the two equal.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -42,16 +43,16 @@ class TablePlan:
     """Plan(b) for one table: what the later stages of batch b need."""
 
     decision: PlanDecision
-    lookup_slots: np.ndarray       # [n] slot of every lookup of the batch, in lookup order
-    miss_ids: np.ndarray           # [m] ids to collect from the host table
-    miss_slots: np.ndarray         # [m] where Insert writes them
-    victim_ids: np.ndarray         # [v] dirty victims whose rows Write-back returns to the host
-    victim_slots: np.ndarray       # [v]
-    wait_for_write_back: int       # Collect waits until this batch's write-back landed (-1: none)
+    lookup_slots: np.ndarray  # [n] slot of every lookup of the batch, in lookup order
+    miss_ids: np.ndarray  # [m] ids to collect from the host table
+    miss_slots: np.ndarray  # [m] where Insert writes them
+    victim_ids: np.ndarray  # [v] dirty victims whose rows Write-back returns to the host
+    victim_slots: np.ndarray  # [v]
+    wait_for_write_back: int  # Collect waits until this batch's write-back landed (-1: none)
     # the step record's counts: they stay when the arrays are dropped after the host stages
     fetched_rows: int = field(init=False)
     written_back_rows: int = field(init=False)
-    victims: int = field(init=False)     # victims chosen, dirty or not (the victim choice ran if > 0)
+    victims: int = field(init=False)  # victims chosen, dirty or not (the victim choice ran if > 0)
 
     def __post_init__(self):
         self.fetched_rows, self.written_back_rows = len(self.miss_ids), len(self.victim_ids)
@@ -62,23 +63,61 @@ class TablePlan:
         (scratchpipe/ring.py), and each array costs its pickling ~2 us and unpickling ~1 us, a
         third of a millisecond a step at 26 tables, on the trainer's side too."""
         d = self.decision
-        parts = (d.unique_ids, d.slots, d.victim_ids, d.victim_slots, d.held_before, self.lookup_slots,
-                 self.miss_ids, self.miss_slots, self.victim_ids, self.victim_slots)
+        parts = (
+            d.unique_ids,
+            d.slots,
+            d.victim_ids,
+            d.victim_slots,
+            d.held_before,
+            self.lookup_slots,
+            self.miss_ids,
+            self.miss_slots,
+            self.victim_ids,
+            self.victim_slots,
+        )
         words = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
-        return (_table_plan, (d.batch, d.table, words, np.asarray(d.hit, dtype=bool), [len(p) for p in parts],
-                              self.wait_for_write_back, self.fetched_rows, self.written_back_rows, self.victims))
+        return (
+            _table_plan,
+            (
+                d.batch,
+                d.table,
+                words,
+                np.asarray(d.hit, dtype=bool),
+                [len(p) for p in parts],
+                self.wait_for_write_back,
+                self.fetched_rows,
+                self.written_back_rows,
+                self.victims,
+            ),
+        )
 
 
-def _table_plan(batch: int, table: int, words: np.ndarray, hit: np.ndarray, lengths: list[int],
-                wait: int, fetched: int, written: int, victims: int) -> TablePlan:
+def _table_plan(
+    batch: int,
+    table: int,
+    words: np.ndarray,
+    hit: np.ndarray,
+    lengths: list[int],
+    wait: int,
+    fetched: int,
+    written: int,
+    victims: int,
+) -> TablePlan:
     """TablePlan.__reduce__'s inverse: its arrays as views of `words`."""
     views, at = [], 0
     for n in lengths:
-        views.append(words[at:at + n])
+        views.append(words[at : at + n])
         at += n
     unique, slots, victim_ids, victim_slots, held, lookups, miss_ids, miss_slots, back_ids, back_slots = views
-    plan = TablePlan(PlanDecision(batch, table, unique, slots, hit, victim_ids, victim_slots, held), lookups,
-                     miss_ids, miss_slots, back_ids, back_slots, wait)
+    plan = TablePlan(
+        PlanDecision(batch, table, unique, slots, hit, victim_ids, victim_slots, held),
+        lookups,
+        miss_ids,
+        miss_slots,
+        back_ids,
+        back_slots,
+        wait,
+    )
     # the counts as sent: the arrays they were taken from may have been dropped (host_process.py)
     plan.fetched_rows, plan.written_back_rows, plan.victims = fetched, written, victims
     return plan
@@ -87,20 +126,26 @@ def _table_plan(batch: int, table: int, words: np.ndarray, hit: np.ndarray, leng
 class TablePlanner:
     """Plans one table's batches against its scratchpad's map. Not thread-safe: one caller."""
 
-    def __init__(self, table: int, slot_map: SlotMap, last_trained: np.ndarray, policy: VictimPolicy,
-                 holds: bool = True, record_held: bool = True):
+    def __init__(
+        self,
+        table: int,
+        slot_map: SlotMap,
+        last_trained: np.ndarray,
+        policy: VictimPolicy,
+        holds: bool = True,
+        record_held: bool = True,
+    ):
         if policy not in (VictimPolicy.FURTHEST, VictimPolicy.LRU):
-            raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, "
-                             f"not {policy.value!r}")
+            raise ValueError(f"ScratchPipe's planner chooses victims by furthest next use or LRU, not {policy.value!r}")
         self.table, self.slot_map, self.policy, self.holds = table, slot_map, policy, holds
-        self.record_held = record_held   # PlanDecision.held_before: for the event trace only
-        self.last_trained = last_trained   # [capacity] the LRU clock, as Train will have set it
+        self.record_held = record_held  # PlanDecision.held_before: for the event trace only
+        self.last_trained = last_trained  # [capacity] the LRU clock, as Train will have set it
         # per id: the batch whose write-back returns its evicted row, -1 when none is pending
         self._evicted_by = np.full(slot_map.num_rows, -1, dtype=np.int64)
         self._working_sets = WorkingSets(slot_map.num_rows)
         self._next_uses = NextUses((slot_map.num_rows,))
-        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # batch -> (unique, inverse)
-        self._planned: dict[int, np.ndarray] = {}                   # batch -> its slots, until retired
+        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # batch -> (unique, inverse)
+        self._planned: dict[int, np.ndarray] = {}  # batch -> its slots, until retired
 
     def see(self, k: int, ids: np.ndarray) -> None:
         """Batch k's ids [n] (k = the last seen + 1): its working set, for Plan and the look-ahead."""
@@ -130,24 +175,24 @@ class TablePlanner:
         if shortfall > 0:
             victim_slots = self._choose_victims(shortfall, slots[hit], batch_index, stop)
             victim_ids, dirty_victims = pad.evict(victim_slots)
-        miss_slots = np.concatenate([free[:len(miss_ids) - len(victim_slots)], victim_slots])
-        pad.insert(miss_ids, miss_slots)   # a working set: distinct
+        miss_slots = np.concatenate([free[: len(miss_ids) - len(victim_slots)], victim_slots])
+        pad.insert(miss_ids, miss_slots)  # a working set: distinct
         slots[miss] = miss_slots
         if self.holds:
-            pad.hold(slots)   # the whole working set, until Train(b) finishes
+            pad.hold(slots)  # the whole working set, until Train(b) finishes
         # invariant 3: a miss that an earlier batch evicted waits for that batch's write-back
         wait = int(self._evicted_by[miss_ids].max(initial=-1))
         self._evicted_by[miss_ids] = -1
         self._evicted_by[victim_ids[dirty_victims]] = batch_index
         self._planned[batch_index] = slots
-        decision = PlanDecision(batch_index, self.table, unique, slots, hit, victim_ids,
-                                victim_slots, held_before)
+        decision = PlanDecision(batch_index, self.table, unique, slots, hit, victim_ids, victim_slots, held_before)
         if lookup_slots is None:
             lookup_slots = slots[inverse]
         else:
             lookup_slots[:] = slots[inverse]
-        return TablePlan(decision, lookup_slots, miss_ids, miss_slots,
-                         victim_ids[dirty_victims], victim_slots[dirty_victims], wait)
+        return TablePlan(
+            decision, lookup_slots, miss_ids, miss_slots, victim_ids[dirty_victims], victim_slots[dirty_victims], wait
+        )
 
     def retire(self, k: int) -> None:
         """Train(k) has finished by the time the plan being made is used: its slots are dirty,
@@ -161,15 +206,17 @@ class TablePlanner:
     def _choose_victims(self, count: int, exclude: np.ndarray, b: int, stop: int) -> np.ndarray:
         pad = self.slot_map
         candidate = pad.slot_ids >= 0
-        candidate[exclude] = False               # never evict this batch's own hits (not held yet)
+        candidate[exclude] = False  # never evict this batch's own hits (not held yet)
         if self.holds:
-            candidate &= ~pad.held_mask()        # invariant 4
+            candidate &= ~pad.held_mask()  # invariant 4
         slots = np.flatnonzero(candidate)
         if len(slots) < count:
-            raise RuntimeError(f"table {self.table}: need {count} victims but only {len(slots)} "
-                               "slots are unheld (the capacity check should have refused this)")
+            raise RuntimeError(
+                f"table {self.table}: need {count} victims but only {len(slots)} "
+                "slots are unheld (the capacity check should have refused this)"
+            )
         level = None
-        if self.policy is VictimPolicy.FURTHEST:   # how soon each id is needed in b+1 .. stop-1
+        if self.policy is VictimPolicy.FURTHEST:  # how soon each id is needed in b+1 .. stop-1
             (urgency,) = self._next_uses([self._seen[k][0] for k in range(b + 1, stop)])
             level = urgency[pad.slot_ids[slots]]
         # least urgent (furthest next use) first; among equals, least recently trained; then lowest
@@ -177,8 +224,7 @@ class TablePlanner:
         return np.sort(slots[least_urgent(count, slots, self.last_trained[slots], level)])
 
 
-def least_urgent(count: int, slots: np.ndarray, last_trained: np.ndarray,
-                 urgency: np.ndarray | None) -> np.ndarray:
+def least_urgent(count: int, slots: np.ndarray, last_trained: np.ndarray, urgency: np.ndarray | None) -> np.ndarray:
     """Positions of the `count` candidates first in the order (urgency, last_trained, slot).
 
     Instead of a full three-key lexsort: urgencies are a few small numbers (0..horizon, see
@@ -190,15 +236,15 @@ def least_urgent(count: int, slots: np.ndarray, last_trained: np.ndarray,
     if urgency is None:
         return _first(count, _lru_key(slots, last_trained))
     boundary = int(np.searchsorted(np.cumsum(np.bincount(urgency)), count))
-    whole = np.flatnonzero(urgency < boundary)                     # all taken
-    tied = np.flatnonzero(urgency == boundary)                     # some taken, oldest first
+    whole = np.flatnonzero(urgency < boundary)  # all taken
+    tied = np.flatnonzero(urgency == boundary)  # some taken, oldest first
     chosen = tied[_first(count - len(whole), _lru_key(slots[tied], last_trained[tied]))]
     return np.concatenate([whole, chosen])
 
 
 def _lru_key(slots: np.ndarray, last_trained: np.ndarray) -> np.ndarray:
     """One int64 per candidate, in the order (last_trained, slot)."""
-    width = int(slots.max(initial=0)) + 1                          # slot in [0, width)
+    width = int(slots.max(initial=0)) + 1  # slot in [0, width)
     return (last_trained + 1) * width + slots
 
 

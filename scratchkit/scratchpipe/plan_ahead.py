@@ -17,6 +17,7 @@ A table's planner is the C++ loop (plan_native.py) where it builds, else its Num
 the same decisions in the device's arrays. The look-ahead (batches b+1 .. b+horizon) is read only when
 some table must evict: a filling scratchpad plans without looking ahead.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,28 +45,52 @@ class PlanSetup:
     capacities: tuple[int, ...]
     depth: int
     policy: VictimPolicy
-    holds: bool                        # the hazard lab's switch (invariant 4)
-    horizon: int                       # how many batches ahead next uses are looked for
-    record_events: bool                # False: leave out what only the event trace reads
-    slot_ids: tuple[np.ndarray, ...]   # per table [capacity] id in each slot now, -1 free
-    dirty: tuple[np.ndarray, ...]      # per table [capacity] bool, changed since filled
+    holds: bool  # the hazard lab's switch (invariant 4)
+    horizon: int  # how many batches ahead next uses are looked for
+    record_events: bool  # False: leave out what only the event trace reads
+    slot_ids: tuple[np.ndarray, ...]  # per table [capacity] id in each slot now, -1 free
+    dirty: tuple[np.ndarray, ...]  # per table [capacity] bool, changed since filled
     last_trained: tuple[np.ndarray, ...]  # per table [capacity] batch that last trained it
-    threads: int = 1                   # planners run at once (the C++ loop releases the GIL)
-    native: bool | None = None         # the C++ planner (True), the NumPy twin (False), or where it builds
-    stripes: int = 1                    # planners per table, each owning ids id % stripes (stripes.py)
-    device: str | None = None          # plan on this torch device's engine (device_plan.py), else the host
-    own: object = None                 # a planner of your own (own_planner.py), else the kit's
+    threads: int = 1  # planners run at once (the C++ loop releases the GIL)
+    native: bool | None = None  # the C++ planner (True), the NumPy twin (False), or where it builds
+    stripes: int = 1  # planners per table, each owning ids id % stripes (stripes.py)
+    device: str | None = None  # plan on this torch device's engine (device_plan.py), else the host
+    own: object = None  # a planner of your own (own_planner.py), else the kit's
 
     @classmethod
-    def from_rows(cls, pads, table_sizes, depth: int, policy: VictimPolicy, holds: bool,
-                  horizon: int, record_events: bool, threads: int = 1,
-                  native: bool | None = None, stripes: int = 1, device: str | None = None,
-                  own=None) -> "PlanSetup":
+    def from_rows(
+        cls,
+        pads,
+        table_sizes,
+        depth: int,
+        policy: VictimPolicy,
+        holds: bool,
+        horizon: int,
+        record_events: bool,
+        threads: int = 1,
+        native: bool | None = None,
+        stripes: int = 1,
+        device: str | None = None,
+        own=None,
+    ) -> "PlanSetup":
         """The row stores (scratchpipe/rows.py) as they are now, copied: the planner's start."""
-        return cls(tuple(table_sizes), tuple(pad.capacity for pad in pads), depth, policy, holds,
-                   horizon, record_events, tuple(pad.slot_ids.copy() for pad in pads),
-                   tuple(pad.dirty.copy() for pad in pads),
-                   tuple(pad.last_trained.copy() for pad in pads), threads, native, stripes, device, own)
+        return cls(
+            tuple(table_sizes),
+            tuple(pad.capacity for pad in pads),
+            depth,
+            policy,
+            holds,
+            horizon,
+            record_events,
+            tuple(pad.slot_ids.copy() for pad in pads),
+            tuple(pad.dirty.copy() for pad in pads),
+            tuple(pad.last_trained.copy() for pad in pads),
+            threads,
+            native,
+            stripes,
+            device,
+            own,
+        )
 
 
 @dataclass
@@ -75,7 +100,7 @@ class Planned:
     index: int
     batch: object
     tables: list[TablePlan]
-    read_seconds: float = 0.0    # of the planning time, spent reading batches from their source
+    read_seconds: float = 0.0  # of the planning time, spent reading batches from their source
 
 
 class TwinPlans:
@@ -83,10 +108,14 @@ class TwinPlans:
     another: the specification `NativePlans` (plan_native.py) is held to, with its interface."""
 
     def __init__(self, setup: PlanSetup):
-        self.planners = [[self._planner(setup, t, StripeOf(s, setup.stripes, offset), size)
-                          for s, (offset, size) in enumerate(stripe_slots(setup.capacities[t], setup.stripes))]
-                         for t in range(len(setup.table_sizes))]      # [tables][stripes]
-        self._lookups: dict[int, list[int]] = {}                      # batch -> lookups per table
+        self.planners = [
+            [
+                self._planner(setup, t, StripeOf(s, setup.stripes, offset), size)
+                for s, (offset, size) in enumerate(stripe_slots(setup.capacities[t], setup.stripes))
+            ]
+            for t in range(len(setup.table_sizes))
+        ]  # [tables][stripes]
+        self._lookups: dict[int, list[int]] = {}  # batch -> lookups per table
 
     @staticmethod
     def _planner(setup: PlanSetup, t: int, stripe: StripeOf, size: int):
@@ -94,14 +123,15 @@ class TwinPlans:
         mine = slice(stripe.offset, stripe.offset + size)
         slot_ids, dirty, clock = setup.slot_ids[t][mine], setup.dirty[t][mine], setup.last_trained[t][mine]
         if ((slot_ids >= 0) & (slot_ids % stripe.stripes != stripe.stripe)).any():
-            raise ValueError(f"table {t}: slots {stripe.offset}.. hold ids of another stripe "
-                             f"(the scratchpad was filled with a different number of plan stripes)")
-        slot_map = SlotMap(stripe.local_rows(setup.table_sizes[t]), size)   # the map; rows stay put
+            raise ValueError(
+                f"table {t}: slots {stripe.offset}.. hold ids of another stripe "
+                f"(the scratchpad was filled with a different number of plan stripes)"
+            )
+        slot_map = SlotMap(stripe.local_rows(setup.table_sizes[t]), size)  # the map; rows stay put
         resident = np.flatnonzero(slot_ids >= 0)
         slot_map.insert(slot_ids[resident] // stripe.stripes, resident)
         slot_map.mark_dirty(np.flatnonzero(dirty))
-        twin = TablePlanner(t, slot_map, clock.copy(), setup.policy, holds=setup.holds,
-                            record_held=setup.record_events)
+        twin = TablePlanner(t, slot_map, clock.copy(), setup.policy, holds=setup.holds, record_held=setup.record_events)
         return twin if stripe.stripes == 1 else TwinStripe(twin, stripe)
 
     def see(self, k: int, batch) -> None:
@@ -116,7 +146,7 @@ class TwinPlans:
     def plan(self, b: int, stop: int) -> list[TablePlan]:
         plans = []
         for n, stripes in zip(self._lookups.pop(b), self.planners):
-            lookup_slots = np.empty(n, np.int64)    # [n] each stripe fills its lookups' slots
+            lookup_slots = np.empty(n, np.int64)  # [n] each stripe fills its lookups' slots
             plans.append(merge_plans([planner.plan(b, stop, lookup_slots) for planner in stripes]))
         return plans
 
@@ -143,10 +173,10 @@ class PlanAhead:
         """Plans batches start, start+1, ... of `source`."""
         self.setup, self.source = setup, source
         self.plans = _planners(setup)
-        self._in_flight: deque[int] = deque()     # batches planned, not yet retired
-        self._batches: dict[int, object] = {}     # batch index -> the batch, while Plan needs it
-        self._seen_upto = start - 1                # the last batch shown to the planners
-        self._read = 0.0                           # seconds spent reading, since the last plan
+        self._in_flight: deque[int] = deque()  # batches planned, not yet retired
+        self._batches: dict[int, object] = {}  # batch index -> the batch, while Plan needs it
+        self._seen_upto = start - 1  # the last batch shown to the planners
+        self._read = 0.0  # seconds spent reading, since the last plan
 
     def _see_upto(self, k: int) -> None:
         """Read batches up to k (once each, in order) and show each to every table's planner."""
@@ -154,7 +184,7 @@ class PlanAhead:
             index = self._seen_upto + 1
             start = time.perf_counter()
             batch = self.source.batch(index)
-            check_batch(batch, self.setup.table_sizes, index)   # an id out of range: never planned
+            check_batch(batch, self.setup.table_sizes, index)  # an id out of range: never planned
             self._read += time.perf_counter() - start
             self._batches[index] = batch
             self.plans.see(index, batch)
@@ -169,19 +199,21 @@ class PlanAhead:
         self._read = read
         batch = self._batches[b]
         # per lookup: the batch's id and lookup_slots, and at most ten arrays of the working set
-        per_table = sum(12 * len(ids) + capacity + len(offsets) + 1 for ids, offsets, capacity in
-                        zip(batch.ids, batch.offsets, self.setup.capacities))   # int64 elements
+        per_table = sum(
+            12 * len(ids) + capacity + len(offsets) + 1
+            for ids, offsets, capacity in zip(batch.ids, batch.offsets, self.setup.capacities)
+        )  # int64 elements
         return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
 
     def plan(self, b: int) -> Planned:
         """Plan(b). Call for b = start, start+1, ... in order (rule 1)."""
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
-            k = self._in_flight.popleft()                      # b-D-1 and older: trained
+            k = self._in_flight.popleft()  # b-D-1 and older: trained
             self.plans.retire(k)
         self._see_upto(b)
         stop = min(b + 1 + self.setup.horizon, len(self.source))
         if self.setup.policy is VictimPolicy.FURTHEST and self.plans.shortfall(b) > 0:
-            self._see_upto(stop - 1)                           # the look-ahead, only to evict
+            self._see_upto(stop - 1)  # the look-ahead, only to evict
         tables = self.plans.plan(b, stop)
         self._in_flight.append(b)
         batch = self._batches.pop(b)

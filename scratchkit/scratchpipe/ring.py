@@ -14,15 +14,16 @@ its arrays are private and writable, whatever happens to the slot next.
 The ring holds `slots` plans; a planner that gets that far ahead waits for a free slot. A plan too
 big for a slot (the size is an estimate) crosses the pipe whole instead: slower, still right.
 """
+
 from __future__ import annotations
 
 import mmap
 import pickle
 from typing import Callable
 
-ALIGN = 64   # each array starts on a cache line, so the copies are aligned as NumPy likes them
-PIPE_BYTES = 4 << 20   # room for a few plans' skeletons in the pipe; Linux caps it at fs/pipe-max-size
-F_SETPIPE_SZ = 1031    # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
+ALIGN = 64  # each array starts on a cache line, so the copies are aligned as NumPy likes them
+PIPE_BYTES = 4 << 20  # room for a few plans' skeletons in the pipe; Linux caps it at fs/pipe-max-size
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
 
 
 def _aligned(n: int) -> int:
@@ -41,16 +42,16 @@ class PlanRing:
         self.slot_bytes, self.slots, self.poll = _aligned(slot_bytes), slots, poll
         # anonymous and shared: the forked planner writes the very pages the trainer reads
         self.memory = mmap.mmap(-1, self.slot_bytes * slots)
-        self.free = context.Semaphore(slots)   # slots the planner may write
-        self._sent = 0                          # plans put in the ring (planner side)
-        self._taken = 0                         # plans taken out of it (trainer side)
+        self.free = context.Semaphore(slots)  # slots the planner may write
+        self._sent = 0  # plans put in the ring (planner side)
+        self._taken = 0  # plans taken out of it (trainer side)
 
     def pack(self, obj, halted: Callable[[], bool] = lambda: False) -> tuple | None:
         """In the planner: a message for the pipe. Waits while every slot is in use, looking at
         `halted` every `poll` seconds; None once it says the trainer stopped."""
         buffers: list[pickle.PickleBuffer] = []
         skeleton = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-        raws = [b.raw() for b in buffers]   # contiguous byte views of each array
+        raws = [b.raw() for b in buffers]  # contiguous byte views of each array
         sizes = [r.nbytes for r in raws]
         if sum(_aligned(n) for n in sizes) > self.slot_bytes:
             return ("inline", pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
@@ -59,7 +60,7 @@ class PlanRing:
                 return None
         offset = (self._sent % self.slots) * self.slot_bytes
         for raw, n in zip(raws, sizes):
-            self.memory[offset:offset + n] = raw
+            self.memory[offset : offset + n] = raw
             offset += _aligned(n)
         self._sent += 1
         return ("ring", skeleton, sizes)
@@ -71,12 +72,12 @@ class PlanRing:
         _, skeleton, sizes = message
         start = (self._taken % self.slots) * self.slot_bytes
         used = sum(_aligned(n) for n in sizes)
-        copy = bytearray(memoryview(self.memory)[start:start + used])   # one memcpy; then it is free
+        copy = bytearray(memoryview(self.memory)[start : start + used])  # one memcpy; then it is free
         self._taken += 1
         self.free.release()
         view, offset, buffers = memoryview(copy), 0, []
         for n in sizes:
-            buffers.append(view[offset:offset + n])
+            buffers.append(view[offset : offset + n])
             offset += _aligned(n)
         return pickle.loads(skeleton, buffers=buffers)
 
@@ -88,7 +89,8 @@ def widen_pipe(conn) -> None:
     """Let a whole message sit in the pipe, so it crosses in one write and one read rather than
     in 64 KB turns of the two processes (Linux: F_SETPIPE_SZ; elsewhere nothing)."""
     try:
-        import fcntl   # POSIX only; only a forked process (Linux) gets here
+        import fcntl  # POSIX only; only a forked process (Linux) gets here
+
         with open("/proc/sys/fs/pipe-max-size") as limit:
             size = min(int(limit.read()), PIPE_BYTES)
         fcntl.fcntl(conn.fileno(), F_SETPIPE_SZ, size)

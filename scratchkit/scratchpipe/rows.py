@@ -19,6 +19,7 @@ On a CPU run that gives the host stages a process of their own, the store lives 
 (`shared=True`, made before the fork), so both processes read and write the same slots. On a GPU
 the rows are CuPy arrays (Insert's scatter is the `.cu` kernel) seen by torch through DLPack.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,16 @@ class ScratchpadRows:
     """The slots of one table of `num_rows` rows. `engine`: a concrete EngineKind (twin or host
     on a CPU, cupy on a GPU)."""
 
-    def __init__(self, num_rows: int, capacity: int, dim: int, state_width: int, engine: EngineKind,
-                 shared: bool = False, bookkeeping_on_device: bool = False):
+    def __init__(
+        self,
+        num_rows: int,
+        capacity: int,
+        dim: int,
+        state_width: int,
+        engine: EngineKind,
+        shared: bool = False,
+        bookkeeping_on_device: bool = False,
+    ):
         self.num_rows, self.capacity, self.dim, self.state_width = num_rows, capacity, dim, state_width
         if shared and EngineKind(engine) is EngineKind.CUPY:
             raise ValueError("a shared row store lives in host memory: a CPU engine, not CuPy")
@@ -43,22 +52,22 @@ class ScratchpadRows:
         zeros = host_zeros if xp is np else xp.zeros
         self._rows = zeros((capacity, dim), dtype=np.float32)
         self._state = zeros((capacity, state_width), dtype=np.float32) if state_width else None
-        self.rows = as_tensor(self._rows)                                  # [capacity, dim]
+        self.rows = as_tensor(self._rows)  # [capacity, dim]
         self.state = as_tensor(self._state) if self._state is not None else None
         # the bookkeeping: host arrays for the host planner; beside the rows for the device
         # planner's stages (device_moves.py), so no step waits on a copy to the host
         books = zeros if bookkeeping_on_device else host_zeros
-        self.slot_ids = books(capacity, dtype=np.int64)                    # [capacity]
+        self.slot_ids = books(capacity, dtype=np.int64)  # [capacity]
         self.slot_ids.fill(-1)
-        self.dirty = books(capacity, dtype=bool)                           # [capacity]
-        self.last_trained = books(capacity, dtype=np.int64)                # [capacity]
+        self.dirty = books(capacity, dtype=bool)  # [capacity]
+        self.last_trained = books(capacity, dtype=np.int64)  # [capacity]
         self.last_trained.fill(-1)
         # every page written now, not at its slot's first Insert: np.zeros and a fresh shared
         # mapping get their pages from the kernel at the first write, so a scratchpad still
         # filling would pay those faults inside Insert's clock, unevenly from step to step
         # (tests/test_scratchpipe_rows.py)
         for array in (self._rows, self._state, self.dirty):
-            if isinstance(array, np.ndarray):                 # (CuPy's zeros are written already)
+            if isinstance(array, np.ndarray):  # (CuPy's zeros are written already)
                 array.fill(0)
 
     def scatter(self, slots: np.ndarray, rows, state) -> None:

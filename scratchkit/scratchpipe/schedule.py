@@ -24,6 +24,7 @@ Four rules say when a stage of batch b may start; nothing else waits for anythin
 The hazard lab's `Hazards` switch rule 2 off (`write_back_order`) or the holds that rule 1 relies
 on (`holds`), to watch the run diverge from the baseline.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ EVICTING_STAGES = (Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT)
 class Hazards:
     """The hazard lab: each switch, when False, removes one safety rule. Both True = correct."""
 
-    holds: bool = True             # invariant 4: never evict a slot a batch in flight still needs
+    holds: bool = True  # invariant 4: never evict a slot a batch in flight still needs
     write_back_order: bool = True  # rule 2 (invariant 3): collect an evicted id only after its write-back
 
 
@@ -69,7 +70,5 @@ class PipelineError(RuntimeError):
     """A stage failed; the message names the stage and the batch."""
 
     def __init__(self, stage: Stage, batch: int, error: BaseException):
-        super().__init__(f"ScratchPipe stage {stage.value} failed on batch {batch}: "
-                         f"{type(error).__name__}: {error}")
+        super().__init__(f"ScratchPipe stage {stage.value} failed on batch {batch}: {type(error).__name__}: {error}")
         self.stage, self.batch = stage, batch
-

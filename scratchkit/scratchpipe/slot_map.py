@@ -14,6 +14,7 @@ The planner is the only caller and keeps its own promises (distinct ids, free sl
 here re-checks them on the hot path: the exactness tests (every lookup a hit, every parameter the
 baseline's) are what would catch a planner that broke one.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,13 +24,13 @@ class SlotMap:
     """id -> slot for `num_rows` ids and `capacity` slots; -1 means absent (or free)."""
 
     def __init__(self, num_rows: int, capacity: int):
-        if not 0 <= capacity:   # 0: a plan stripe with no slots (stripes.py), whose ids never come
+        if not 0 <= capacity:  # 0: a plan stripe with no slots (stripes.py), whose ids never come
             raise ValueError(f"capacity must be >= 0, got {capacity}")
         self.num_rows, self.capacity = num_rows, capacity
-        self.slot_of = np.full(num_rows, -1, dtype=np.int64)     # [num_rows] slot of each id
-        self.slot_ids = np.full(capacity, -1, dtype=np.int64)    # [capacity] id in each slot
-        self.dirty = np.zeros(capacity, dtype=bool)              # [capacity]
-        self.holds = np.zeros(capacity, dtype=np.int32)          # [capacity] batches holding it
+        self.slot_of = np.full(num_rows, -1, dtype=np.int64)  # [num_rows] slot of each id
+        self.slot_ids = np.full(capacity, -1, dtype=np.int64)  # [capacity] id in each slot
+        self.dirty = np.zeros(capacity, dtype=bool)  # [capacity]
+        self.holds = np.zeros(capacity, dtype=np.int32)  # [capacity] batches holding it
 
     def query(self, ids: np.ndarray) -> np.ndarray:
         """Slot of each id, -1 where absent (a new array)."""

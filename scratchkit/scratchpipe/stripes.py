@@ -20,6 +20,7 @@ exactly as before.
     TwinStripe     the NumPy twin planner made into a stripe (the C++ loop does it itself)
     merge_plans    the stripes' TablePlans -> the table's
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,10 +66,10 @@ class TwinStripe:
 
     def __init__(self, planner, stripe: StripeOf):
         self.planner, self.stripe = planner, stripe
-        self._lookups: dict[int, np.ndarray] = {}   # batch -> [n_s] positions of this stripe's lookups
+        self._lookups: dict[int, np.ndarray] = {}  # batch -> [n_s] positions of this stripe's lookups
 
     def see(self, k: int, ids: np.ndarray) -> None:
-        mine = np.flatnonzero(ids % self.stripe.stripes == self.stripe.stripe)   # [n_s]
+        mine = np.flatnonzero(ids % self.stripe.stripes == self.stripe.stripe)  # [n_s]
         self._lookups[k] = mine
         self.planner.see(k, ids[mine] // self.stripe.stripes)
 
@@ -80,10 +81,25 @@ class TwinStripe:
         S, s, off = self.stripe.stripes, self.stripe.stripe, self.stripe.offset
         lookup_slots[self._lookups.pop(batch_index)] = local.lookup_slots + off
         d = local.decision
-        decision = PlanDecision(d.batch, d.table, d.unique_ids * S + s, d.slots + off, d.hit,
-                                d.victim_ids * S + s, d.victim_slots + off, d.held_before + off)
-        return TablePlan(decision, lookup_slots, local.miss_ids * S + s, local.miss_slots + off,
-                         local.victim_ids * S + s, local.victim_slots + off, local.wait_for_write_back)
+        decision = PlanDecision(
+            d.batch,
+            d.table,
+            d.unique_ids * S + s,
+            d.slots + off,
+            d.hit,
+            d.victim_ids * S + s,
+            d.victim_slots + off,
+            d.held_before + off,
+        )
+        return TablePlan(
+            decision,
+            lookup_slots,
+            local.miss_ids * S + s,
+            local.miss_slots + off,
+            local.victim_ids * S + s,
+            local.victim_slots + off,
+            local.wait_for_write_back,
+        )
 
     def retire(self, k: int) -> None:
         self.planner.retire(k)
@@ -102,12 +118,24 @@ def merge_plans(plans: list[TablePlan]) -> TablePlan:
     def cat(get):
         return np.concatenate([get(p) for p in plans])
 
-    unique = cat(lambda p: p.decision.unique_ids)               # [u] S sorted runs
-    order = np.argsort(unique, kind="stable")                   # timsort: merges the runs
-    decision = PlanDecision(first.batch, first.table, unique[order],
-                            cat(lambda p: p.decision.slots)[order], cat(lambda p: p.decision.hit)[order],
-                            cat(lambda p: p.decision.victim_ids), cat(lambda p: p.decision.victim_slots),
-                            cat(lambda p: p.decision.held_before))
-    return TablePlan(decision, plans[0].lookup_slots, cat(lambda p: p.miss_ids), cat(lambda p: p.miss_slots),
-                     cat(lambda p: p.victim_ids), cat(lambda p: p.victim_slots),
-                     max(p.wait_for_write_back for p in plans))
+    unique = cat(lambda p: p.decision.unique_ids)  # [u] S sorted runs
+    order = np.argsort(unique, kind="stable")  # timsort: merges the runs
+    decision = PlanDecision(
+        first.batch,
+        first.table,
+        unique[order],
+        cat(lambda p: p.decision.slots)[order],
+        cat(lambda p: p.decision.hit)[order],
+        cat(lambda p: p.decision.victim_ids),
+        cat(lambda p: p.decision.victim_slots),
+        cat(lambda p: p.decision.held_before),
+    )
+    return TablePlan(
+        decision,
+        plans[0].lookup_slots,
+        cat(lambda p: p.miss_ids),
+        cat(lambda p: p.miss_slots),
+        cat(lambda p: p.victim_ids),
+        cat(lambda p: p.victim_slots),
+        max(p.wait_for_write_back for p in plans),
+    )

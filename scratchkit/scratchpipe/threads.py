@@ -14,6 +14,7 @@ should wait for. Every wait wakes up every POLL seconds to look at the halt flag
 a failing stage halts the run, and the caller's thread raises it as a PipelineError naming the
 stage and the batch.
 """
+
 from __future__ import annotations
 
 import queue
@@ -36,12 +37,13 @@ class ThreadStages:
         self.error: PipelineError | None = None
         self.halt = threading.Event()
         self._cond = threading.Condition()
-        self._trained_upto = self._written_upto = start - 1   # the last batch Train / Write-back finished
+        self._trained_upto = self._written_upto = start - 1  # the last batch Train / Write-back finished
         self.to_collect: queue.Queue = queue.Queue(maxsize=schedule.depth + 1)
         self.to_evict: queue.Queue = queue.Queue(maxsize=schedule.depth + 1)
-        self.threads = [threading.Thread(target=self._guard, args=(loop,), daemon=True, name=f"scratchpipe-{name}")
-                        for loop, name in ((self._plan_loop, "plan"), (self._collect_loop, "collect"),
-                                           (self._evict_loop, "evict"))]
+        self.threads = [
+            threading.Thread(target=self._guard, args=(loop,), daemon=True, name=f"scratchpipe-{name}")
+            for loop, name in ((self._plan_loop, "plan"), (self._collect_loop, "collect"), (self._evict_loop, "evict"))
+        ]
         for thread in self.threads:
             thread.start()
 
@@ -50,7 +52,7 @@ class ThreadStages:
         for b in range(self.start_index, self.stop_index):
             try:
                 self._at(Stage.PLAN, b)
-                planned = self.plans.next(b, self.halt.is_set)   # None once halted
+                planned = self.plans.next(b, self.halt.is_set)  # None once halted
             except PipelineError:
                 raise
             except BaseException as error:  # noqa: BLE001 - surfaced in the caller's thread
@@ -80,7 +82,7 @@ class ThreadStages:
             after = self.schedule.evict_waits_for(item.index) if item is not None else 0
             if item is None or not self._wait_until(lambda: self._trained_upto >= after):
                 return
-            with self.stages.lock:                 # a flush sees the slots between batches only
+            with self.stages.lock:  # a flush sees the slots between batches only
                 for stage in EVICTING_STAGES:
                     run = self.stages.evicting(stage)
                     self._timed(stage, item, lambda: run(item))
@@ -150,11 +152,13 @@ class ThreadStages:
     # --- the caller's side ------------------------------------------------------------------------
     def wait_inserted(self, b: int, cancelled=lambda: False) -> InFlight:
         """Batch b, inserted: ready to train. KeyboardInterrupt once `cancelled()` while waiting."""
+
         def ready():
             if cancelled():
-                raise KeyboardInterrupt   # nothing of batch b was taken yet
+                raise KeyboardInterrupt  # nothing of batch b was taken yet
             item = self.items.get(b)
             return item is not None and item.inserted
+
         if not self._wait_until(ready):
             raise self.error or RuntimeError("ScratchPipe's stages halted")
         return self.items.pop(b)
@@ -170,7 +174,7 @@ class ThreadStages:
         return self.stages.lock
 
     def alive(self) -> bool:
-        return True   # threads of the caller's own process
+        return True  # threads of the caller's own process
 
     def stop(self, finished: bool) -> None:
         """Stop the threads and the plan source (after every batch, or at once)."""

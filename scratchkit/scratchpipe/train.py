@@ -9,6 +9,7 @@ coalesces, then written to the rows by slot.
 It also checks invariant 1 as it goes: `count_hits` counts the lookups whose slot really holds
 their id (all of them, unless the hazard lab switched a rule off).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -32,35 +33,42 @@ Backward = Callable[..., Coalesced]
 UpdateWeights = Callable[[Callable[[], None]], None]
 
 
-def train_through_slots(item: InFlight, pads: list[ScratchpadRows], dev: Device, dense_step: DenseStep,
-                        backward: Backward, update_weights: UpdateWeights,
-                        optimizer: OptimizerConfig) -> float:
+def train_through_slots(
+    item: InFlight,
+    pads: list[ScratchpadRows],
+    dev: Device,
+    dense_step: DenseStep,
+    backward: Backward,
+    update_weights: UpdateWeights,
+    optimizer: OptimizerConfig,
+) -> float:
     """Train(b) on `item` = Plan(b) with its rows inserted. -> the loss. Marks the slots trained.
     Everything that can fail runs before `update_weights`: a failure there changes no weight."""
     b, batch = item.index, item.batch
-    on_device = lambda array: dev.to_device(as_tensor(array))          # no copy where it is already
-    slots = [on_device(plan.lookup_slots) for plan in item.tables]     # per table [n]
-    ids = [on_device(i) for i in batch.ids]                            # per table [n]
-    offsets = [on_device(o) for o in batch.offsets]                    # per table [B]
-    pooled = pooled_lookup_tables([pad.rows for pad in pads], slots, offsets)   # [B, T, dim]
-    loss, grad = dense_step(batch, pooled, b)                          # grad [B, T, dim]
+    on_device = lambda array: dev.to_device(as_tensor(array))  # no copy where it is already
+    slots = [on_device(plan.lookup_slots) for plan in item.tables]  # per table [n]
+    ids = [on_device(i) for i in batch.ids]  # per table [n]
+    offsets = [on_device(o) for o in batch.offsets]  # per table [B]
+    pooled = pooled_lookup_tables([pad.rows for pad in pads], slots, offsets)  # [B, T, dim]
+    loss, grad = dense_step(batch, pooled, b)  # grad [B, T, dim]
     # coalesce on table ids, as the reference does; each distinct id's sum goes to its slot, the
     # one Plan(b) mapped it to (`decision.slots`, in the same sorted order)
     coalesced = backward(ids, offsets, grad, [pad.num_rows for pad in pads], addresses=slots)
     for t, ((where, _), plan) in enumerate(zip(coalesced, item.tables)):
         if len(where) != len(plan.decision.unique_ids):
-            raise RuntimeError(f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) "
-                               f"mapped {len(plan.decision.unique_ids)}")
+            raise RuntimeError(
+                f"table {t}: {len(where)} distinct ids coalesced, but Plan({b}) mapped {len(plan.decision.unique_ids)}"
+            )
 
     def update_tables():
         apply_updates([pad.rows for pad in pads], [pad.state for pad in pads], coalesced, optimizer)
-        dev.synchronize_current_stream()   # the update done before the slots are released
+        dev.synchronize_current_stream()  # the update done before the slots are released
         for pad, plan in zip(pads, item.tables):
-            pad.mark_trained(plan.decision.slots, b)   # held by batch b: no other stage touches them
+            pad.mark_trained(plan.decision.slots, b)  # held by batch b: no other stage touches them
 
     update_weights(update_tables)
     if pads and pads[0].books_on_device:
-        dev.synchronize_kernels()   # marks kept on the device are down before Train(b) is said done
+        dev.synchronize_kernels()  # marks kept on the device are down before Train(b) is said done
     return loss
 
 
@@ -69,9 +77,13 @@ def count_hits(item: InFlight, pads: list[ScratchpadRows]) -> int:
     working sets are checked first, every table's at once (every lookup is one of their ids; on a
     GPU one answer to wait for, not one per table); each lookup only when one fails."""
     xp = np if not pads or not pads[0].books_on_device else pads[0].engine.xp
-    found = [pad.slot_ids[plan.decision.slots] == plan.decision.unique_ids      # per table [u]
-             for pad, plan in zip(pads, item.tables)]
+    found = [
+        pad.slot_ids[plan.decision.slots] == plan.decision.unique_ids  # per table [u]
+        for pad, plan in zip(pads, item.tables)
+    ]
     if not found or bool(xp.concatenate(found).all()):
         return sum(len(ids) for ids in item.batch.ids)
-    return sum(int(xp.count_nonzero(pad.slot_ids[plan.lookup_slots] == xp.asarray(ids)))
-               for pad, plan, ids in zip(pads, item.tables, item.batch.ids))
+    return sum(
+        int(xp.count_nonzero(pad.slot_ids[plan.lookup_slots] == xp.asarray(ids)))
+        for pad, plan, ids in zip(pads, item.tables, item.batch.ids)
+    )

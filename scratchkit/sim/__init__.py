@@ -9,6 +9,7 @@ One policy per module, named once in `POLICIES` (policies.py); every simulator r
 `SimResult`. `mrc` and `profile` compute whole curves (`Curve`); `lru_engine.cpp` (built by
 `native`), `sampling`, `chunks`, `stackdist` and `reuse` are the machinery under them.
 """
+
 from scratchkit.sim.chunks import trace_chunks
 from scratchkit.sim.curve import Curve
 from scratchkit.sim.depth_curve import DepthCurve, lookahead_depth_curve
@@ -28,9 +29,28 @@ from scratchkit.sim.stackdist import stack_distance_histogram, stack_distances
 from scratchkit.sim.static import hot_set, simulate_static
 
 __all__ = [
-    "Curve", "DepthCurve", "POLICIES", "SimPolicy", "SimResult", "curve_error", "hot_set",
-    "lookahead_depth_curve", "lru_mrc", "min_capacity",
-    "next_use", "opt_mrc", "policy_name", "profile_lru", "simulate", "simulate_lfu", "simulate_lookahead", "simulate_lru",
-    "simulate_opt", "simulate_setassoc", "simulate_static", "stack_distance_histogram",
-    "stack_distances", "trace_chunks",
+    "Curve",
+    "DepthCurve",
+    "POLICIES",
+    "SimPolicy",
+    "SimResult",
+    "curve_error",
+    "hot_set",
+    "lookahead_depth_curve",
+    "lru_mrc",
+    "min_capacity",
+    "next_use",
+    "opt_mrc",
+    "policy_name",
+    "profile_lru",
+    "simulate",
+    "simulate_lfu",
+    "simulate_lookahead",
+    "simulate_lru",
+    "simulate_opt",
+    "simulate_setassoc",
+    "simulate_static",
+    "stack_distance_histogram",
+    "stack_distances",
+    "trace_chunks",
 ]

@@ -3,6 +3,7 @@
 Every public simulator calls these first, so bad input fails before any work, with a message
 that says which argument is wrong, where, and what was expected.
 """
+
 from __future__ import annotations
 
 import operator
@@ -20,7 +21,7 @@ def as_trace(trace, name: str = "trace") -> np.ndarray:
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D (ids in access order), got shape {array.shape}")
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        if array.size == 0 and array.dtype == np.float64:   # np.asarray([]) is float64
+        if array.size == 0 and array.dtype == np.float64:  # np.asarray([]) is float64
             return np.zeros(0, np.int64)
         raise ValueError(f"{name} must hold integer ids (int64), got dtype {array.dtype}")
     if array.size and array.dtype.kind == "u" and array.max() > np.iinfo(np.int64).max:

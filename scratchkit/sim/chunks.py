@@ -7,6 +7,7 @@ from any iterable of id arrays (a data source that yields a batch of ids at a ti
 
 Bad input is refused with the position of the first bad id counted over the whole stream.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -17,7 +18,7 @@ import numpy as np
 
 from scratchkit.sim.checks import as_count
 
-CHUNK_SIZE = 1 << 20       # 8 MB of int64: big enough to amortise the call, small for the cache
+CHUNK_SIZE = 1 << 20  # 8 MB of int64: big enough to amortise the call, small for the cache
 
 
 @dataclass
@@ -34,10 +35,9 @@ class TraceChunks:
         for part in self.parts:
             ids = np.asarray(part)
             if ids.ndim != 1:
-                raise ValueError(f"{self.name}: the chunk at access {offset} must be 1-D, "
-                                 f"got shape {ids.shape}")
+                raise ValueError(f"{self.name}: the chunk at access {offset} must be 1-D, got shape {ids.shape}")
             for start in range(0, ids.size, self.chunk_size):
-                chunk = _checked(ids[start:start + self.chunk_size], self.name, offset)
+                chunk = _checked(ids[start : start + self.chunk_size], self.name, offset)
                 offset += chunk.size
                 yield chunk
 
@@ -50,19 +50,17 @@ def trace_chunks(source, chunk_size: int = CHUNK_SIZE, name: str | None = None) 
         if not path.exists():
             raise FileNotFoundError(f"trace file {path} does not exist")
         try:
-            ids = np.load(path, mmap_mode="r", allow_pickle=False)   # reads the header only
+            ids = np.load(path, mmap_mode="r", allow_pickle=False)  # reads the header only
         except ValueError as err:
             raise ValueError(f"{path}: not a .npy array of ids ({err})") from None
         _whole(ids, str(path))
         parts = _read_npy(path, ids.offset, ids.dtype, int(ids.size), chunk_size)
         return TraceChunks(parts, int(ids.size), name or str(path), chunk_size)
-    if isinstance(source, np.ndarray) or (isinstance(source, (list, tuple)) and
-                                          all(np.isscalar(x) for x in source)):
+    if isinstance(source, np.ndarray) or (isinstance(source, (list, tuple)) and all(np.isscalar(x) for x in source)):
         ids = _whole(np.asarray(source), name or "trace")
         return TraceChunks([ids], int(ids.size), name or "trace", chunk_size)
     if not isinstance(source, Iterable):
-        raise ValueError(f"a trace is an array, a .npy path or an iterable of id arrays, "
-                         f"got {type(source).__name__}")
+        raise ValueError(f"a trace is an array, a .npy path or an iterable of id arrays, got {type(source).__name__}")
     return TraceChunks(source, None, name or "trace", chunk_size)
 
 
@@ -84,15 +82,17 @@ class _read_npy:
                 count = min(self.chunk_size, self.size - start)
                 chunk = np.fromfile(f, dtype=self.dtype, count=count)
                 if chunk.size < count:
-                    raise ValueError(f"{self.path} is truncated: its header says {self.size:,} "
-                                     f"ids, the file ends after {start + chunk.size:,}")
+                    raise ValueError(
+                        f"{self.path} is truncated: its header says {self.size:,} "
+                        f"ids, the file ends after {start + chunk.size:,}"
+                    )
                 yield chunk
 
 
 def _whole(ids: np.ndarray, name: str) -> np.ndarray:
     if ids.ndim != 1:
         raise ValueError(f"{name} must be 1-D (ids in access order), got shape {ids.shape}")
-    if ids.size == 0 and ids.dtype == np.float64:        # np.asarray([]) is float64
+    if ids.size == 0 and ids.dtype == np.float64:  # np.asarray([]) is float64
         return np.zeros(0, np.int64)
     _integer(ids, name)
     return ids

@@ -5,6 +5,7 @@ Exact curves (`rate == 1.0`) count hits at the capacities they list. Sampled one
 are step functions: they list the capacities where they step, and between two of them hold the
 value of the lower one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,10 +21,10 @@ class Curve:
 
     policy: str
     lookups: int
-    unique_ids: int              # from this capacity on, every reuse hits (estimated if sampled)
-    capacities: np.ndarray       # int64 [k]
-    hits: np.ndarray             # int64 [k], hits at capacities[i]
-    rate: float = 1.0            # share of the ids simulated: 1.0 exact, < 1 a SHARDS estimate
+    unique_ids: int  # from this capacity on, every reuse hits (estimated if sampled)
+    capacities: np.ndarray  # int64 [k]
+    hits: np.ndarray  # int64 [k], hits at capacities[i]
+    rate: float = 1.0  # share of the ids simulated: 1.0 exact, < 1 a SHARDS estimate
 
     def hits_at(self, capacity: int) -> int:
         """Hits at `capacity`: one on the curve, or any >= unique ids (all reuses hit there)."""
@@ -35,7 +36,7 @@ class Curve:
         capacities = np.asarray(capacities, dtype=np.int64)
         inside = capacities < self.unique_ids
         beyond = self.lookups - self.unique_ids
-        if self.rate < 1.0:                              # a step function
+        if self.rate < 1.0:  # a step function
             at = np.searchsorted(self.capacities, capacities, side="right") - 1
             hits = self.hits[np.maximum(at, 0)] if self.hits.size else np.zeros(at.shape, np.int64)
             return np.where(inside, np.where(at >= 0, hits, 0), beyond).astype(np.int64)
@@ -62,5 +63,7 @@ class Curve:
     def to_rows(self) -> list[dict]:
         """[{capacity, hits, hit_rate}, ...] for JSON."""
         rate = self.hit_rate
-        return [{"capacity": int(c), "hits": int(h), "hit_rate": float(r)}
-                for c, h, r in zip(self.capacities, self.hits, rate)]
+        return [
+            {"capacity": int(c), "hits": int(h), "hit_rate": float(r)}
+            for c, h, r in zip(self.capacities, self.hits, rate)
+        ]

@@ -13,6 +13,7 @@ lookups - fetched_rows, are LRU's hits and the scratchpad's alike, and the two c
 All depths share one cut of the trace into batches; each depth is one vectorised window count
 and one simulation at its own minimum capacity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,9 +32,9 @@ class DepthCurve:
     batch_size: int
     lookups: int
     unique_ids: int
-    depths: np.ndarray           # int64 [D]
-    min_capacity: np.ndarray     # int64 [D] rows needed: below, the planner refuses to run
-    fetched_rows: np.ndarray     # int64 [D] host -> device copies at that capacity
+    depths: np.ndarray  # int64 [D]
+    min_capacity: np.ndarray  # int64 [D] rows needed: below, the planner refuses to run
+    fetched_rows: np.ndarray  # int64 [D] host -> device copies at that capacity
 
     @property
     def served_without_copy(self) -> np.ndarray:
@@ -49,20 +50,26 @@ class DepthCurve:
         return Curve("lookahead", self.lookups, self.unique_ids, capacities[first], hits[first])
 
     def to_rows(self) -> list[dict]:
-        return [{"depth": int(d), "min_capacity": int(c), "fetched_rows": int(f),
-                 "served_without_copy": int(self.lookups - f)}
-                for d, c, f in zip(self.depths, self.min_capacity, self.fetched_rows)]
+        return [
+            {
+                "depth": int(d),
+                "min_capacity": int(c),
+                "fetched_rows": int(f),
+                "served_without_copy": int(self.lookups - f),
+            }
+            for d, c, f in zip(self.depths, self.min_capacity, self.fetched_rows)
+        ]
 
 
 def lookahead_depth_curve(trace, batch_size: int, depths=range(0, 5)) -> DepthCurve:
     trace = as_trace(trace)
     batch_size = as_count(batch_size, "batch_size")
-    depths = np.array([as_count(d, "depth", minimum=0) for d in np.atleast_1d(list(depths))],
-                      dtype=np.int64)
+    depths = np.array([as_count(d, "depth", minimum=0) for d in np.atleast_1d(list(depths))], dtype=np.int64)
     batches = cut_into_batches(trace, batch_size)
-    need = np.array([window_working_sets(batches, int(d)).max() if trace.size else 1
-                     for d in depths], dtype=np.int64)
+    need = np.array([window_working_sets(batches, int(d)).max() if trace.size else 1 for d in depths], dtype=np.int64)
     need = np.maximum(need, 1)
-    fetched = np.array([simulate_lookahead(trace, int(c), batch_size, int(d)).fetched_rows
-                        for d, c in zip(depths, need)], dtype=np.int64)
+    fetched = np.array(
+        [simulate_lookahead(trace, int(c), batch_size, int(d)).fetched_rows for d, c in zip(depths, need)],
+        dtype=np.int64,
+    )
     return DepthCurve(batch_size, int(trace.size), batches.rows, depths, need, fetched)

@@ -12,6 +12,7 @@ O(1) per access: rows are kept in buckets by count; each bucket is an OrderedDic
 rows entered it, which is the order of their last use (a row enters bucket `c` when used for the
 c-th time), so the front of the lowest bucket is the victim.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -24,9 +25,9 @@ from scratchkit.sim.record import SimResult
 def simulate_lfu(trace, capacity: int) -> SimResult:
     trace = as_trace(trace)
     capacity = as_capacity(capacity)
-    count: dict[int, int] = {}                           # resident row -> lookups since insert
-    buckets: dict[int, OrderedDict] = {}                 # count -> rows, least recent first
-    lowest = 0                                           # smallest count with a non-empty bucket
+    count: dict[int, int] = {}  # resident row -> lookups since insert
+    buckets: dict[int, OrderedDict] = {}  # count -> rows, least recent first
+    lowest = 0  # smallest count with a non-empty bucket
     hits = 0
     for row in trace.tolist():
         c = count.get(row)

@@ -23,6 +23,7 @@ a smaller capacity is refused with a ValueError that names the minimum (see `min
 Victims are taken out before the fills land (their slots are reused at once); a real scratchpad
 that keeps victims in a transit buffer needs that buffer on top (docs/design.md).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -36,19 +37,19 @@ from scratchkit.sim.record import SimResult
 from scratchkit.sim.reuse import group_by_id, sort_by_id
 from scratchkit.sim.window import sizes_from_pairs
 
-NEVER = np.iinfo(np.int64).max      # next use of an id that is not used again
+NEVER = np.iinfo(np.int64).max  # next use of an id that is not used again
 
 
 @dataclass(frozen=True)
 class Batches:
     """The trace cut into batches, with the unique ids of each and when each comes back."""
 
-    dense: np.ndarray        # [n] each lookup's id renumbered 0 .. rows-1
-    rows: int                # distinct ids in the trace
-    bounds: np.ndarray       # [num_batches+1] batch b's unique ids are pair[bounds[b]:bounds[b+1]]
-    pair_id: np.ndarray      # [pairs] dense id of each (batch, id) pair, batch-major
-    pair_next: np.ndarray    # [pairs] next batch using the same id, NEVER if none
-    pair_prev: np.ndarray    # [pairs] previous batch using the same id, -1 if none
+    dense: np.ndarray  # [n] each lookup's id renumbered 0 .. rows-1
+    rows: int  # distinct ids in the trace
+    bounds: np.ndarray  # [num_batches+1] batch b's unique ids are pair[bounds[b]:bounds[b+1]]
+    pair_id: np.ndarray  # [pairs] dense id of each (batch, id) pair, batch-major
+    pair_next: np.ndarray  # [pairs] next batch using the same id, NEVER if none
+    pair_prev: np.ndarray  # [pairs] previous batch using the same id, -1 if none
     batch_size: int
 
     @property
@@ -59,7 +60,7 @@ class Batches:
         return slice(int(self.bounds[b]), int(self.bounds[b + 1]))
 
     def lookups(self, b: int) -> np.ndarray:
-        return self.dense[b * self.batch_size:(b + 1) * self.batch_size]
+        return self.dense[b * self.batch_size : (b + 1) * self.batch_size]
 
 
 def cut_into_batches(trace, batch_size: int) -> Batches:
@@ -74,13 +75,13 @@ def cut_into_batches(trace, batch_size: int) -> Batches:
     batch_size = as_count(batch_size, "batch_size")
     n = trace.size
     num_batches = math.ceil(n / batch_size)
-    order, ids = sort_by_id(trace)                        # positions grouped by id
+    order, ids = sort_by_id(trace)  # positions grouped by id
     new_row = np.ones(n, dtype=bool)
     new_row[1:] = ids[1:] != ids[:-1]
-    dense_sorted = np.cumsum(new_row) - 1                 # dense id, in id-major order
+    dense_sorted = np.cumsum(new_row) - 1  # dense id, in id-major order
     dense = np.empty(n, dtype=np.int64)
     dense[order] = dense_sorted
-    batch = order // batch_size                           # nondecreasing inside each id
+    batch = order // batch_size  # nondecreasing inside each id
     new_pair = new_row.copy()
     new_pair[1:] |= batch[1:] != batch[:-1]
     pid, pbatch = dense_sorted[new_pair], batch[new_pair]  # distinct (id, batch), id-major
@@ -89,11 +90,17 @@ def cut_into_batches(trace, batch_size: int) -> Batches:
     prv = np.full(pid.size, -1, dtype=np.int64)
     nxt[:-1] = np.where(same, pbatch[1:], NEVER)
     prv[1:] = np.where(same, pbatch[:-1], -1)
-    by_batch = group_by_id(pbatch)                        # batch-major, ids ascending inside
+    by_batch = group_by_id(pbatch)  # batch-major, ids ascending inside
     bounds = np.searchsorted(pbatch[by_batch], np.arange(num_batches + 1))
-    return Batches(dense=dense, rows=int(dense_sorted[-1]) + 1 if n else 0, bounds=bounds,
-                   pair_id=pid[by_batch], pair_next=nxt[by_batch], pair_prev=prv[by_batch],
-                   batch_size=batch_size)
+    return Batches(
+        dense=dense,
+        rows=int(dense_sorted[-1]) + 1 if n else 0,
+        bounds=bounds,
+        pair_id=pid[by_batch],
+        pair_next=nxt[by_batch],
+        pair_prev=prv[by_batch],
+        batch_size=batch_size,
+    )
 
 
 def window_working_sets(batches: Batches, depth: int) -> np.ndarray:
@@ -111,8 +118,7 @@ def min_capacity(trace, batch_size: int, depth: int) -> int:
     return int(sets.max()) if sets.size else 0
 
 
-def simulate_lookahead(trace, capacity: int, batch_size: int, depth: int,
-                       horizon: int | None = None) -> SimResult:
+def simulate_lookahead(trace, capacity: int, batch_size: int, depth: int, horizon: int | None = None) -> SimResult:
     trace = as_trace(trace)
     capacity = as_capacity(capacity)
     depth = as_count(depth, "depth", minimum=0)
@@ -127,7 +133,8 @@ def simulate_lookahead(trace, capacity: int, batch_size: int, depth: int,
             f"capacity {capacity} is too small for look-ahead depth {depth} with batches of "
             f"{batches.batch_size} lookups (batch_size counts lookups, not samples): while batch {k} "
             f"is planned, batches {max(k - depth, 0)}..{k} "
-            f"are in flight and hold {need} distinct ids; the minimum capacity is {need} rows")
+            f"are in flight and hold {need} distinct ids; the minimum capacity is {need} rows"
+        )
     nb = batches.num_batches
     hits, misses, fetched, written = (np.zeros(nb, dtype=np.int64) for _ in range(4))
     planner = _Victims(batches.rows, horizon)
@@ -136,18 +143,32 @@ def simulate_lookahead(trace, capacity: int, batch_size: int, depth: int,
         if k < nb:
             fetched[k], written[k], reused_k = planner.plan(batches, k, depth, capacity)
             reused += reused_k
-        t = k - depth                                     # the batch that trains now
+        t = k - depth  # the batch that trains now
         if t >= 0:
             use = batches.lookups(t)
             hits[t] = np.count_nonzero(planner.resident[use])
             misses[t] = use.size - hits[t]
     return SimResult(
-        policy="lookahead", capacity=capacity, lookups=int(trace.size), hits=int(hits.sum()),
-        misses=int(misses.sum()), fetched_rows=int(fetched.sum()),
-        written_back_rows=int(written.sum()), flushed_rows=planner.count,
-        extra={"batch_size": batches.batch_size, "depth": depth, "horizon": horizon,
-               "min_capacity": need, "reused_rows": reused},
-        batch_hits=hits, batch_misses=misses, batch_fetched=fetched, batch_written_back=written)
+        policy="lookahead",
+        capacity=capacity,
+        lookups=int(trace.size),
+        hits=int(hits.sum()),
+        misses=int(misses.sum()),
+        fetched_rows=int(fetched.sum()),
+        written_back_rows=int(written.sum()),
+        flushed_rows=planner.count,
+        extra={
+            "batch_size": batches.batch_size,
+            "depth": depth,
+            "horizon": horizon,
+            "min_capacity": need,
+            "reused_rows": reused,
+        },
+        batch_hits=hits,
+        batch_misses=misses,
+        batch_fetched=fetched,
+        batch_written_back=written,
+    )
 
 
 class _Victims:
@@ -165,8 +186,8 @@ class _Victims:
         self.last_use = np.full(rows, -1, dtype=np.int64)
         self.count = 0
         self.horizon = horizon
-        self.unseen: list[tuple[int, int, int]] = []      # (last use, row, next use)
-        self.seen: list[tuple[int, int, int]] = []        # (-next use, last use, row)
+        self.unseen: list[tuple[int, int, int]] = []  # (last use, row, next use)
+        self.seen: list[tuple[int, int, int]] = []  # (-next use, last use, row)
 
     def _visible(self, next_use: int, k: int) -> bool:
         if next_use == NEVER:
@@ -192,7 +213,7 @@ class _Victims:
             last, row, nxt = heapq.heappop(self.unseen)
             if not self._current(row, last):
                 continue
-            if self._visible(nxt, k):                      # came into view: rank by next use
+            if self._visible(nxt, k):  # came into view: rank by next use
                 heapq.heappush(self.seen, (-nxt, last, row))
                 continue
             return row
@@ -206,7 +227,7 @@ class _Victims:
         """Plan batch k: (rows fetched, rows written back, rows reused)."""
         rows = batches.pair_id[batches.unique(k)]
         missing = rows[~self.resident[rows]]
-        self.last_use[rows] = k                           # hold: batch k's rows are in the window
+        self.last_use[rows] = k  # hold: batch k's rows are in the window
         if k - depth - 1 >= 0:
             self._release(batches, k - depth - 1, k)
         evict = max(0, self.count + missing.size - capacity)

@@ -8,6 +8,7 @@ This simulator walks the trace one access at a time (an OrderedDict is the LRU s
 front is the least recently used). It is the slow, obvious twin of `lru_mrc` in `mrc.py`, which
 gets the hits of *every* capacity in one vectorised pass; tests check that they agree.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -19,7 +20,7 @@ from scratchkit.sim.record import SimResult
 def simulate_lru(trace, capacity: int) -> SimResult:
     trace = as_trace(trace)
     capacity = as_capacity(capacity)
-    stack: OrderedDict[int, None] = OrderedDict()      # least recently used first
+    stack: OrderedDict[int, None] = OrderedDict()  # least recently used first
     hits = 0
     for row in trace.tolist():
         if row in stack:
@@ -27,16 +28,23 @@ def simulate_lru(trace, capacity: int) -> SimResult:
             stack.move_to_end(row)
         else:
             if len(stack) == capacity:
-                stack.popitem(last=False)               # the victim
+                stack.popitem(last=False)  # the victim
             stack[row] = None
     return demand_result("lru", capacity, len(trace), hits, resident=len(stack))
 
 
-def demand_result(policy: str, capacity: int, lookups: int, hits: int, resident: int,
-                  **extra) -> SimResult:
+def demand_result(policy: str, capacity: int, lookups: int, hits: int, resident: int, **extra) -> SimResult:
     """The record of a demand cache: every miss fills one row, every fill past `capacity`
     evicts one dirty victim, so victims = misses - rows resident at the end."""
     misses = lookups - hits
-    return SimResult(policy=policy, capacity=capacity, lookups=lookups, hits=hits, misses=misses,
-                     fetched_rows=misses, written_back_rows=misses - resident,
-                     flushed_rows=resident, extra=extra)
+    return SimResult(
+        policy=policy,
+        capacity=capacity,
+        lookups=lookups,
+        hits=hits,
+        misses=misses,
+        fetched_rows=misses,
+        written_back_rows=misses - resident,
+        flushed_rows=resident,
+        extra=extra,
+    )

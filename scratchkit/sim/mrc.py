@@ -13,6 +13,7 @@
   capacities strays from a line through fewer of them).
 Both must equal the per-capacity simulators (`lru.py`, `opt.py`) exactly; tests check it.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -47,7 +48,7 @@ def opt_mrc(trace, capacities) -> Curve:
     unique = n - int(np.count_nonzero(nxt < n))
     # Never-again rows get distinct keys past the end, so every key names one access.
     keys = np.where(nxt < n, nxt, n + np.arange(n))
-    todo = sorted({c for c in capacities if c < unique}, reverse=True)   # the slowest first
+    todo = sorted({c for c in capacities if c < unique}, reverse=True)  # the slowest first
     if native.available():
         # The C loop runs without the GIL: one thread per core, one capacity each.
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -56,22 +57,21 @@ def opt_mrc(trace, capacities) -> Curve:
         listed = keys.tolist()
         done = {c: _opt_hits(listed, c) for c in todo}
     hits = [done.get(c, n - unique) for c in capacities]
-    return Curve("opt", n, unique, np.array(capacities, dtype=np.int64),
-                 np.array(hits, dtype=np.int64))
+    return Curve("opt", n, unique, np.array(capacities, dtype=np.int64), np.array(hits, dtype=np.int64))
 
 
 def _opt_hits(keys: list[int], capacity: int) -> int:
     """Belady on positions: `keys[t]` = the next use of access t's row (unique per access)."""
-    pending = bytearray(2 * len(keys))                   # pending[k]: a resident row is next used at k
-    heap: list[int] = []                                 # -key; entries of hit rows go stale
+    pending = bytearray(2 * len(keys))  # pending[k]: a resident row is next used at k
+    heap: list[int] = []  # -key; entries of hit rows go stale
     push, pop = heapq.heappush, heapq.heappop
     resident = hits = 0
     for t, key in enumerate(keys):
-        if pending[t]:                                   # this access was some row's next use
+        if pending[t]:  # this access was some row's next use
             hits += 1
             pending[t] = 0
         elif resident == capacity:
-            while True:                                  # furthest pending next use; skip stale
+            while True:  # furthest pending next use; skip stale
                 victim = -pop(heap)
                 if pending[victim]:
                     pending[victim] = 0

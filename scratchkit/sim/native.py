@@ -18,6 +18,7 @@ first use, cached; the build takes under a second here). Where no compiler is fo
 `available()` is False and callers use the NumPy twins (`stackdist.py`, `mrc._opt_hits`,
 `stack_twin.py`); SCRATCHKIT_SIM_NATIVE=0 forces that, for tests of the fallback.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,7 +28,7 @@ import numpy as np
 
 from scratchkit.native import F64P, I64P, CLibrary, NativeBuildError, f64, i64
 
-_SIGNATURES = {   # name: (restype, argtypes)
+_SIGNATURES = {  # name: (restype, argtypes)
     "sk_lru_new": (ctypes.c_void_p, [ctypes.c_uint64, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
     "sk_lru_free": (None, [ctypes.c_void_p]),
     "sk_lru_feed": (None, [ctypes.c_void_p, I64P, ctypes.c_int64]),
@@ -36,8 +37,13 @@ _SIGNATURES = {   # name: (restype, argtypes)
     "sk_lru_bins": (None, [ctypes.c_void_p, F64P]),
     "sk_belady_hits": (ctypes.c_int64, [I64P, ctypes.c_int64, ctypes.c_int64]),
 }
-LOOPS = CLibrary("sim", Path(__file__).resolve().parent, ("lru_engine.cpp", "belady.cpp"), _SIGNATURES,
-                 switch="SCRATCHKIT_SIM_NATIVE")
+LOOPS = CLibrary(
+    "sim",
+    Path(__file__).resolve().parent,
+    ("lru_engine.cpp", "belady.cpp"),
+    _SIGNATURES,
+    switch="SCRATCHKIT_SIM_NATIVE",
+)
 i64_pointer, f64_pointer = i64, f64
 __all__ = ["NativeBuildError", "available", "belady_hits", "f64_pointer", "i64_pointer", "library"]
 

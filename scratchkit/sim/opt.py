@@ -12,6 +12,7 @@ Resident rows sit in a max-heap keyed by next use. A hit changes the row's next 
 find the old entry, a new one is pushed and the old one is skipped when it surfaces (its key no
 longer matches the row's current next use).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -25,9 +26,9 @@ from scratchkit.sim.reuse import next_use
 def simulate_opt(trace, capacity: int) -> SimResult:
     trace = as_trace(trace)
     capacity = as_capacity(capacity)
-    upcoming = next_use(trace).tolist()                  # position of each access's next use
-    resident: dict[int, int] = {}                        # row -> its next use
-    heap: list[tuple[int, int]] = []                     # (-next use, row); stale entries skipped
+    upcoming = next_use(trace).tolist()  # position of each access's next use
+    resident: dict[int, int] = {}  # row -> its next use
+    heap: list[tuple[int, int]] = []  # (-next use, row); stale entries skipped
     hits = 0
     for row, later in zip(trace.tolist(), upcoming):
         if row in resident:
@@ -35,7 +36,7 @@ def simulate_opt(trace, capacity: int) -> SimResult:
         elif len(resident) == capacity:
             while True:
                 key, victim = heapq.heappop(heap)
-                if resident.get(victim) == -key:          # a current entry, not a stale one
+                if resident.get(victim) == -key:  # a current entry, not a stale one
                     del resident[victim]
                     break
         resident[row] = later

@@ -12,6 +12,7 @@ those it cannot do without, and which of the caches' victim rules (`VictimPolicy
                resident before its batch trains; the victim is the furthest next use in sight.
     setassoc   LRU inside small sets of `ways` rows, as production GPU caches do.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -48,8 +49,10 @@ class SimPolicy:
     def __post_init__(self):
         unknown = [n for n in self.options if n not in OPTION_NAMES]
         if unknown or not set(self.needs) <= set(self.options):
-            raise ValueError(f"a policy's options come from {', '.join(OPTION_NAMES)} and its needs "
-                             f"from its options; got options {self.options}, needs {self.needs}")
+            raise ValueError(
+                f"a policy's options come from {', '.join(OPTION_NAMES)} and its needs "
+                f"from its options; got options {self.options}, needs {self.needs}"
+            )
 
     @property
     def batched(self) -> bool:
@@ -57,17 +60,27 @@ class SimPolicy:
         return "batch_size" in self.needs
 
 
-POLICIES: Registry[SimPolicy] = Registry("cache policy ", {
-    "static": SimPolicy(simulate_static, ("prefix_share",), help="pins the most frequent ids of a profiled prefix"),
-    VictimPolicy.LRU.value: SimPolicy(simulate_lru, help="evicts the least recently used row",
-                                      victim=VictimPolicy.LRU),
-    VictimPolicy.LFU.value: SimPolicy(simulate_lfu, help="evicts the least frequently used row",
-                                      victim=VictimPolicy.LFU),
-    "opt": SimPolicy(simulate_opt, help="Belady's MIN: evicts the row used furthest ahead"),
-    "lookahead": SimPolicy(simulate_lookahead, ("batch_size", "depth", "horizon"), ("batch_size", "depth"),
-                           help="ScratchPipe's look-forward scratchpad", victim=VictimPolicy.FURTHEST),
-    "setassoc": SimPolicy(simulate_setassoc, ("ways",), help="LRU inside sets of `ways` rows"),
-})
+POLICIES: Registry[SimPolicy] = Registry(
+    "cache policy ",
+    {
+        "static": SimPolicy(simulate_static, ("prefix_share",), help="pins the most frequent ids of a profiled prefix"),
+        VictimPolicy.LRU.value: SimPolicy(
+            simulate_lru, help="evicts the least recently used row", victim=VictimPolicy.LRU
+        ),
+        VictimPolicy.LFU.value: SimPolicy(
+            simulate_lfu, help="evicts the least frequently used row", victim=VictimPolicy.LFU
+        ),
+        "opt": SimPolicy(simulate_opt, help="Belady's MIN: evicts the row used furthest ahead"),
+        "lookahead": SimPolicy(
+            simulate_lookahead,
+            ("batch_size", "depth", "horizon"),
+            ("batch_size", "depth"),
+            help="ScratchPipe's look-forward scratchpad",
+            victim=VictimPolicy.FURTHEST,
+        ),
+        "setassoc": SimPolicy(simulate_setassoc, ("ways",), help="LRU inside sets of `ways` rows"),
+    },
+)
 
 
 def policy_name(name) -> str:
@@ -75,5 +88,5 @@ def policy_name(name) -> str:
     `VictimPolicy` whose rule a policy simulates: VictimPolicy.LRU -> "lru"); an unknown one
     raises ValueError listing the registered ones."""
     key = name.value if isinstance(name, VictimPolicy) else str(name).strip().lower()
-    POLICIES[key]            # an unknown name raises here, naming the registered policies
+    POLICIES[key]  # an unknown name raises here, naming the registered policies
     return key

@@ -11,6 +11,7 @@ The work is done by `lru_engine.cpp` (`native.py`); where it cannot be built, by
 `stack_twin.py` for sampled curves (slow: fine for small traces) and by the vectorised
 `stackdist.py` for exact curves of in-memory traces.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -21,8 +22,15 @@ import numpy as np
 from scratchkit.sim import native
 from scratchkit.sim.chunks import CHUNK_SIZE, trace_chunks
 from scratchkit.sim.curve import Curve
-from scratchkit.sim.sampling import (EXACT, MAX_BINS, check_sampling, exact_curve,
-                                   fixed_rate_curve, fixed_size_curve, threshold_for)
+from scratchkit.sim.sampling import (
+    EXACT,
+    MAX_BINS,
+    check_sampling,
+    exact_curve,
+    fixed_rate_curve,
+    fixed_size_curve,
+    threshold_for,
+)
 from scratchkit.sim.stack_twin import StackTwin
 from scratchkit.sim.stackdist import stack_distance_histogram
 
@@ -58,8 +66,7 @@ class NativeEngine:
         return out
 
 
-def make_engine(rate: float | None, size: int | None, native_loop: bool,
-                max_bins: int = MAX_BINS):
+def make_engine(rate: float | None, size: int | None, native_loop: bool, max_bins: int = MAX_BINS):
     """The counting engine for these sampling settings: the C loop, or its Python twin."""
     exact = rate in (None, 1.0) and size is None
     threshold = EXACT if rate is None else threshold_for(rate)
@@ -67,9 +74,16 @@ def make_engine(rate: float | None, size: int | None, native_loop: bool,
     return kind(threshold, exact, size or 0, max_bins)
 
 
-def profile_lru(source, *, rate: float | None = None, size: int | None = None,
-                chunk_size: int = CHUNK_SIZE, on_chunk: Callable[[int], None] | None = None,
-                engine: str = "auto", max_bins: int = MAX_BINS) -> Curve:
+def profile_lru(
+    source,
+    *,
+    rate: float | None = None,
+    size: int | None = None,
+    chunk_size: int = CHUNK_SIZE,
+    on_chunk: Callable[[int], None] | None = None,
+    engine: str = "auto",
+    max_bins: int = MAX_BINS,
+) -> Curve:
     """LRU hits at every capacity of `source` (array, `.npy` path, or iterable of id arrays).
 
     `rate` in (0, 1]: SHARDS at that fixed rate; `size`: SHARDS keeping at most `size` ids

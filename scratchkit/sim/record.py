@@ -8,6 +8,7 @@ Counting rules shared by all policies (each simulator's docstring adds its own):
 - `flushed_rows`: dirty rows still resident when the trace ends, which the final flush (or a
   checkpoint) writes back. Kept apart so `written_back_rows` measures the traffic *during* training.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import numpy as np
 @dataclass(frozen=True)
 class SimResult:
     policy: str
-    capacity: int                # rows the cache holds
+    capacity: int  # rows the cache holds
     lookups: int
     hits: int
     misses: int
@@ -35,8 +36,7 @@ class SimResult:
 
     def __post_init__(self):
         if self.hits + self.misses != self.lookups:
-            raise ValueError(f"{self.policy}: hits {self.hits} + misses {self.misses} "
-                             f"!= lookups {self.lookups}")
+            raise ValueError(f"{self.policy}: hits {self.hits} + misses {self.misses} != lookups {self.lookups}")
 
     @property
     def hit_rate(self) -> float:

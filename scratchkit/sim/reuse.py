@@ -9,6 +9,7 @@ id): inside a group, each position's successor is its next use. NumPy sorts 16-b
 with a radix sort in linear time, so ids are sorted one 16-bit digit at a time, lowest digit first
 (an LSD radix sort): two passes cover every id below 2**32.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,8 @@ def sort_by_id(trace: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order, keys = None, trace
     top = int(trace.max()).bit_length() if trace.size else 0
     for shift in range(0, max(top, 1), 16):
-        digit = (keys >> shift).astype(np.uint16)         # this pass's 16-bit digit
-        step = np.argsort(digit, kind="stable")           # radix sort: linear, keeps ties in order
+        digit = (keys >> shift).astype(np.uint16)  # this pass's 16-bit digit
+        step = np.argsort(digit, kind="stable")  # radix sort: linear, keeps ties in order
         order = step if order is None else order[step]
         keys = keys[step]
     return order, keys
@@ -41,7 +42,7 @@ def next_use(trace: np.ndarray) -> np.ndarray:
     nxt = np.full(n, n, dtype=np.int64)
     if n < 2:
         return nxt
-    order, grouped = sort_by_id(trace)                         # positions grouped by id; their ids
-    same_id = grouped[1:] == grouped[:-1]                      # [n-1] successor has the same id
+    order, grouped = sort_by_id(trace)  # positions grouped by id; their ids
+    same_id = grouped[1:] == grouped[:-1]  # [n-1] successor has the same id
     nxt[order[:-1]] = np.where(same_id, order[1:], n)
     return nxt

@@ -17,6 +17,7 @@ The engines (`lru_engine.cpp`, `stack_twin.py`) report counts; this module turns
 of estimated hits, a step function listed at the capacities where it steps (so its size follows
 the sample, not the distinct ids), and measures its error.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,8 @@ import numpy as np
 from scratchkit.sim.checks import as_count, as_share
 from scratchkit.sim.curve import Curve
 
-EXACT = (1 << 64) - 1      # threshold of the exact engine: no id is hashed out
-MAX_BINS = 1 << 20         # fixed size: at most 1M bins of scaled distance (8 MB)
+EXACT = (1 << 64) - 1  # threshold of the exact engine: no id is hashed out
+MAX_BINS = 1 << 20  # fixed size: at most 1M bins of scaled distance (8 MB)
 
 
 def threshold_for(rate: float) -> int:
@@ -46,14 +47,13 @@ def check_sampling(rate, size) -> tuple[float | None, int | None]:
 def exact_curve(lookups: int, cold: int, hist: np.ndarray) -> Curve:
     """Every access simulated: hits(C) = reuses at distance < C, for C = 1 .. distinct ids."""
     hits = np.zeros(cold, dtype=np.int64)
-    hits[:hist.size] = np.cumsum(hist, dtype=np.int64)[:cold]
+    hits[: hist.size] = np.cumsum(hist, dtype=np.int64)[:cold]
     if hist.size < cold:
-        hits[hist.size:] = hits[hist.size - 1] if hist.size else 0
+        hits[hist.size :] = hits[hist.size - 1] if hist.size else 0
     return Curve("lru", lookups, cold, np.arange(1, cold + 1, dtype=np.int64), hits)
 
 
-def fixed_rate_curve(lookups: int, sampled: int, cold: int, hist: np.ndarray,
-                     rate: float) -> Curve:
+def fixed_rate_curve(lookups: int, sampled: int, cold: int, hist: np.ndarray, rate: float) -> Curve:
     """hits(C) = (sampled reuses at distance < C x R, plus SHARDS_adj) / R.
 
     That changes only where ceil(C x R) does: at C = floor(k / R) + 1, the step's first
@@ -63,14 +63,13 @@ def fixed_rate_curve(lookups: int, sampled: int, cold: int, hist: np.ndarray,
     steps = np.arange(int(math.ceil(unique * rate)) + 1, dtype=np.int64)
     capacities = _distinct(np.floor(steps / rate).astype(np.int64) + 1)
     capacities = capacities[capacities < unique]
-    below = np.concatenate([[0], np.cumsum(hist, dtype=np.int64)])    # [k] reuses at d < k
+    below = np.concatenate([[0], np.cumsum(hist, dtype=np.int64)])  # [k] reuses at d < k
     k = np.minimum(np.ceil(capacities * rate).astype(np.int64), hist.size)
     adjust = lookups * rate - sampled
     return _estimate(lookups, unique, capacities, (below[k] + adjust) / rate, rate)
 
 
-def fixed_size_curve(lookups: int, bins: np.ndarray, width: float, weight: float,
-                     rate: float) -> Curve:
+def fixed_size_curve(lookups: int, bins: np.ndarray, width: float, weight: float, rate: float) -> Curve:
     """hits(C) = weight of reuses in bins wholly below C, plus the adjustment lookups - weight.
 
     The weights estimate counts: all of them the lookups, those of first accesses the distinct
@@ -80,13 +79,13 @@ def fixed_size_curve(lookups: int, bins: np.ndarray, width: float, weight: float
     checks the sampled curves against the exact one). The curve steps where a bin ends: at C = ceil(j x width).
     """
     unique = max(int(round(weight - float(bins.sum()))), 0)
-    if rate == 1.0:               # never sampled down: exact, and listed at every capacity
+    if rate == 1.0:  # never sampled down: exact, and listed at every capacity
         capacities = np.arange(1, unique, dtype=np.int64)
     else:
         steps = np.ceil(np.arange(bins.size + 1) * width)
         capacities = _distinct(np.maximum(steps, 1).astype(np.int64))
         capacities = capacities[capacities < unique]
-    below = np.concatenate([[0.0], np.cumsum(bins)])                 # [j] weight in bins < j
+    below = np.concatenate([[0.0], np.cumsum(bins)])  # [j] weight in bins < j
     whole = np.minimum(np.floor(capacities / width).astype(np.int64), bins.size)
     return _estimate(lookups, unique, capacities, below[whole] + (lookups - weight), rate)
 
@@ -111,8 +110,13 @@ def curve_error(approx: Curve, exact: Curve, from_capacity: int = 1) -> dict:
     stop = max(exact.unique_ids, start)
     capacities = np.arange(start, stop + 1, dtype=np.int64)
     gap = np.abs(approx.rates_at(capacities) - exact.rates_at(capacities))
-    return {"mae": float(gap.mean()), "max": float(gap.max()), "from_capacity": int(start),
-            "to_capacity": int(stop), "capacities": int(capacities.size)}
+    return {
+        "mae": float(gap.mean()),
+        "max": float(gap.max()),
+        "from_capacity": int(start),
+        "to_capacity": int(stop),
+        "capacities": int(capacities.size),
+    }
 
 
 def smallest_trusted_capacity(rate: float) -> int:

@@ -15,6 +15,7 @@ Simulated without a loop: ordering the trace by set (stably) puts each set's acc
 time order, and reuse never crosses sets; the stack distance of each access within that order is
 its distance inside its own set, and it hits iff that distance is below `ways` (see `stackdist.py`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,7 @@ def set_of(ids: np.ndarray, sets: int) -> np.ndarray:
     """The set of each id: murmur3's 64-bit finalizer (fmix64) of the id, modulo `sets`. [n] int64"""
     h = np.asarray(ids, dtype=np.int64).astype(np.uint64)
     h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)                 # uint64 products wrap, as in C
+    h = h * np.uint64(0xFF51AFD7ED558CCD)  # uint64 products wrap, as in C
     h = h ^ (h >> np.uint64(33))
     h = h * np.uint64(0xC4CEB9FE1A85EC53)
     h = h ^ (h >> np.uint64(33))
@@ -46,14 +47,13 @@ def simulate_setassoc(trace, capacity: int, ways: int = DEFAULT_WAYS) -> SimResu
     if capacity % ways:
         lower, upper = capacity - capacity % ways, capacity - capacity % ways + ways
         hint = f"{lower} or {upper}" if lower else f"{upper}"
-        raise ValueError(f"capacity {capacity} is not a multiple of ways {ways}; use {hint} "
-                         f"(or fewer ways)")
+        raise ValueError(f"capacity {capacity} is not a multiple of ways {ways}; use {hint} (or fewer ways)")
     sets = capacity // ways
     set_index = set_of(trace, sets)
-    by_set = group_by_id(set_index)                       # positions, grouped by set, time order
-    in_set = stack_distances(trace[by_set])               # distance inside the id's own set
+    by_set = group_by_id(set_index)  # positions, grouped by set, time order
+    in_set = stack_distances(trace[by_set])  # distance inside the id's own set
     hit = (in_set >= 0) & (in_set < ways)
-    full = stack_distances(trace)[by_set]                 # fully associative, same order
+    full = stack_distances(trace)[by_set]  # fully associative, same order
     full_hit = (full >= 0) & (full < capacity)
     hits = int(np.count_nonzero(hit))
     conflicts = int(np.count_nonzero(full_hit & ~hit))
@@ -61,7 +61,14 @@ def simulate_setassoc(trace, capacity: int, ways: int = DEFAULT_WAYS) -> SimResu
     rows = np.unique(trace)
     resident = int(np.minimum(np.bincount(set_of(rows, sets), minlength=sets), ways).sum())
     misses = trace.size - hits
-    return SimResult(policy="setassoc", capacity=capacity, lookups=int(trace.size), hits=hits,
-                     misses=misses, fetched_rows=misses, written_back_rows=misses - resident,
-                     flushed_rows=resident,
-                     extra={"ways": ways, "sets": sets, "conflict_misses": conflicts})
+    return SimResult(
+        policy="setassoc",
+        capacity=capacity,
+        lookups=int(trace.size),
+        hits=hits,
+        misses=misses,
+        fetched_rows=misses,
+        written_back_rows=misses - resident,
+        flushed_rows=resident,
+        extra={"ways": ways, "sets": sets, "conflict_misses": conflicts},
+    )

@@ -1,4 +1,5 @@
 """`simulate(trace, policy, capacity, ...)`: run any policy by name, with its options checked."""
+
 from __future__ import annotations
 
 from scratchkit.sim.checks import as_capacity, as_trace
@@ -6,8 +7,9 @@ from scratchkit.sim.policies import OPTION_NAMES, POLICIES, policy_name
 from scratchkit.sim.record import SimResult
 
 
-def simulate(trace, policy, capacity, *, batch_size=None, depth=None, horizon=None, ways=None,
-             prefix_share=None) -> SimResult:
+def simulate(
+    trace, policy, capacity, *, batch_size=None, depth=None, horizon=None, ways=None, prefix_share=None
+) -> SimResult:
     """Simulate `policy` (a name registered in policies.POLICIES, in any case) with `capacity` rows
     on `trace` (1-D int64 ids).
 
@@ -27,7 +29,10 @@ def simulate(trace, policy, capacity, *, batch_size=None, depth=None, horizon=No
         raise ValueError(f"policy {name} does not take {', '.join(stray)} (it takes {takes})")
     missing = [n for n in spec.needs if given[n] is None]
     if missing:
-        why = (" (the trace is cut into batches of batch_size lookups; depth batches are planned ahead)"
-               if spec.batched else "")
+        why = (
+            " (the trace is cut into batches of batch_size lookups; depth batches are planned ahead)"
+            if spec.batched
+            else ""
+        )
         raise ValueError(f"policy {name} needs {' and '.join(missing)}{why}")
     return spec.run(trace, capacity, **{n: given[n] for n in spec.options if given[n] is not None})

@@ -9,6 +9,7 @@ same order). It is O(distinct ids) per access: for traces of thousands of access
     twin.feed(chunk)                    # int64 ids, any number of chunks
     twin.stats(), twin.hist(), twin.bins()
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,10 +36,10 @@ class StackTwin:
     def __init__(self, threshold: int, exact: bool, max_ids: int = 0, max_bins: int = 1 << 22):
         self.threshold, self.exact, self.max_ids = threshold, exact, max_ids
         self.max_bins = max(max_bins, 1)
-        self.stack: list[int] = []          # kept ids, most recently used first
-        self.hashes: dict[int, int] = {}    # fixed size: kept id -> its hash
-        self.histogram: list[int] = []      # exact / fixed rate: [d] accesses at distance d
-        self.weights: list[float] = []      # fixed size: [b] weight at scaled distance b*width..
+        self.stack: list[int] = []  # kept ids, most recently used first
+        self.hashes: dict[int, int] = {}  # fixed size: kept id -> its hash
+        self.histogram: list[int] = []  # exact / fixed rate: [d] accesses at distance d
+        self.weights: list[float] = []  # fixed size: [b] weight at scaled distance b*width..
         self.width, self.weight = 1.0, 0.0
         self.seen = self.sampled = self.cold = 0
 
@@ -67,10 +68,9 @@ class StackTwin:
 
     def _weigh(self, scaled: float, w: float) -> None:
         b = int(scaled / self.width)
-        while b >= self.max_bins:            # merge pairs of bins: the width doubles
+        while b >= self.max_bins:  # merge pairs of bins: the width doubles
             bins = self.weights
-            self.weights = [bins[i] + (bins[i + 1] if i + 1 < len(bins) else 0.0)
-                            for i in range(0, len(bins), 2)]
+            self.weights = [bins[i] + (bins[i + 1] if i + 1 < len(bins) else 0.0) for i in range(0, len(bins), 2)]
             self.width *= 2
             b = int(scaled / self.width)
         self.weights.extend([0.0] * (b + 1 - len(self.weights)))
@@ -84,9 +84,9 @@ class StackTwin:
         if h >= self.threshold:
             return
         self.sampled += 1
-        w = TWO64 / float(self.threshold)    # 1 / rate, before any drop
+        w = TWO64 / float(self.threshold)  # 1 / rate, before any drop
         depth = self._touch(row)
-        if self.max_ids == 0:                # fixed rate
+        if self.max_ids == 0:  # fixed rate
             self._count(depth)
             return
         self.weight += w
@@ -95,7 +95,7 @@ class StackTwin:
             return
         self.cold += 1
         self.hashes[row] = h
-        if len(self.stack) > self.max_ids:   # one too many: drop the largest hash
+        if len(self.stack) > self.max_ids:  # one too many: drop the largest hash
             victim = max(self.hashes, key=self.hashes.get)
             self.threshold = self.hashes.pop(victim)
             self.stack.remove(victim)
@@ -104,8 +104,10 @@ class StackTwin:
         """([seen, sampled, cold, live, hist length, bins length], [weight, width, rate])."""
         rate = 1.0 if self.exact else float(self.threshold) / TWO64
         sampled = self.seen if self.exact else self.sampled
-        return ([self.seen, sampled, self.cold, len(self.stack), len(self.histogram),
-                 len(self.weights)], [self.weight, self.width, rate])
+        return (
+            [self.seen, sampled, self.cold, len(self.stack), len(self.histogram), len(self.weights)],
+            [self.weight, self.width, rate],
+        )
 
     def hist(self) -> np.ndarray:
         return np.array(self.histogram, dtype=np.int64)

@@ -27,6 +27,7 @@ for the whole curve of a 10M-access trace on this project's 2-core VM. It is now
 twin of the C loop (`lru_engine.cpp`, via `profile.py`), which is about 4x faster and streams, and
 the exact curve's fallback where no compiler is found.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,7 +53,7 @@ def stack_distance_histogram(trace) -> np.ndarray:
     trace = as_trace(trace)
     starts, ends = _reuse_pairs(trace)
     distance, _ = _distances(starts, ends, trace.size, track=False)
-    unique = trace.size - starts.size                    # every id's last use starts no pair
+    unique = trace.size - starts.size  # every id's last use starts no pair
     return np.bincount(distance, minlength=unique).astype(np.int64)
 
 
@@ -67,9 +68,9 @@ def _distances(starts, ends, n: int, track: bool):
     """Stack distance of each reuse pair, returned in an order of the algorithm's choosing, with
     (if `track`) the pair index of each entry; else None."""
     m = starts.size
-    dtype = np.int32 if n < 2**31 else np.int64          # halves memory traffic when it fits
-    value = (n - 1 - ends)[::-1].astype(dtype)           # reversed start order: nested = earlier & greater
-    carry = (ends - starts - 1)[::-1].astype(dtype)      # the gap; nested pairs are subtracted
+    dtype = np.int32 if n < 2**31 else np.int64  # halves memory traffic when it fits
+    value = (n - 1 - ends)[::-1].astype(dtype)  # reversed start order: nested = earlier & greater
+    carry = (ends - starts - 1)[::-1].astype(dtype)  # the gap; nested pairs are subtracted
     who = np.arange(m - 1, -1, -1, dtype=np.int64) if track else None
     if m == 0:
         return carry.astype(np.int64), who
@@ -82,26 +83,26 @@ def _distances(starts, ends, n: int, track: bool):
     start[0] = 1
     for b in range(bits - 1, -1, -1):
         np.right_shift(value, b, out=shifted)
-        np.bitwise_and(shifted, 1, out=bit)              # bit b of each value
+        np.bitwise_and(shifted, 1, out=bit)  # bit b of each value
         np.cumsum(bit, out=ones)
-        ones -= bit                                       # ones strictly before, whole array
-        np.right_shift(shifted, 1, out=shifted)          # group key: the bits above b
+        ones -= bit  # ones strictly before, whole array
+        np.right_shift(shifted, 1, out=shifted)  # group key: the bits above b
         np.not_equal(shifted[1:], shifted[:-1], out=start[1:], casting="unsafe")
-        if (m >> (bits - 1 - b)) >= 64:                  # few groups (< m/64): fill per group
+        if (m >> (bits - 1 - b)) >= 64:  # few groups (< m/64): fill per group
             first = np.flatnonzero(start)
             base.fill(0)
             base[first] = np.diff(ones[first], prepend=0)
-            np.cumsum(base, out=base)                    # ones before my group began
-        else:                                             # many groups: a running max is cheaper
+            np.cumsum(base, out=base)  # ones before my group began
+        else:  # many groups: a running max is cheaper
             np.multiply(ones, start, out=base)
-            np.maximum.accumulate(base, out=base)        # ones before my group began
-        np.subtract(ones, base, out=base)                # earlier ones in my group ...
+            np.maximum.accumulate(base, out=base)  # ones before my group began
+        np.subtract(ones, base, out=base)  # earlier ones in my group ...
         np.multiply(base, bit, out=shifted)
-        base -= shifted                                   # ... counted only where my bit is 0
+        base -= shifted  # ... counted only where my bit is 0
         carry -= base
         # Stable split, zeros first: a zero goes to (zeros before it), a one after all zeros.
         zeros = m - int(ones[-1]) - int(bit[-1])
-        np.subtract(index, ones, out=start)              # `start` is free again: reuse it
+        np.subtract(index, ones, out=start)  # `start` is free again: reuse it
         np.add(ones, zeros, out=shifted)
         shifted -= start
         shifted *= bit

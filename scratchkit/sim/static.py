@@ -17,6 +17,7 @@ Counting rules:
 Ties in frequency go to the smaller id, so the hot set is deterministic. If the prefix holds fewer
 distinct ids than `capacity`, only those are pinned and the rest of the cache stays empty.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,9 @@ def hot_set(trace, capacity: int, prefix_share: float = DEFAULT_PREFIX_SHARE) ->
     trace = as_trace(trace)
     capacity = as_capacity(capacity)
     share = as_share(prefix_share, "prefix_share")
-    profiled = trace[:math.ceil(share * trace.size)]
+    profiled = trace[: math.ceil(share * trace.size)]
     ids, counts = np.unique(profiled, return_counts=True)
-    order = np.lexsort((ids, -counts))                   # most frequent first, then smaller id
+    order = np.lexsort((ids, -counts))  # most frequent first, then smaller id
     return ids[order[:capacity]]
 
 
@@ -49,9 +50,18 @@ def simulate_static(trace, capacity: int, prefix_share: float = DEFAULT_PREFIX_S
     pinned = hot_set(trace, capacity, share)
     hits = int(np.count_nonzero(np.isin(trace, pinned)))
     misses = trace.size - hits
-    return SimResult(policy="static", capacity=capacity, lookups=int(trace.size), hits=hits,
-                     misses=misses, fetched_rows=misses, written_back_rows=0,
-                     flushed_rows=int(pinned.size),
-                     extra={"prefix_share": share,
-                            "profiled_lookups": math.ceil(share * trace.size),
-                            "pinned_rows": int(pinned.size)})
+    return SimResult(
+        policy="static",
+        capacity=capacity,
+        lookups=int(trace.size),
+        hits=hits,
+        misses=misses,
+        fetched_rows=misses,
+        written_back_rows=0,
+        flushed_rows=int(pinned.size),
+        extra={
+            "prefix_share": share,
+            "profiled_lookups": math.ceil(share * trace.size),
+            "pinned_rows": int(pinned.size),
+        },
+    )

@@ -16,6 +16,7 @@ array: O(pairs log pairs) for the sort that finds each pair's previous use, what
 
 `window_sizes_obvious` is the slow twin the tests hold this against: Python sets, union by union.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,16 +32,16 @@ def window_sizes(working_sets: list[np.ndarray], depth: int) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     sizes = np.array([len(s) for s in working_sets], dtype=np.int64)
-    ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in working_sets])   # [pairs]
-    batch = np.repeat(np.arange(n, dtype=np.int64), sizes)                         # [pairs]
+    ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in working_sets])  # [pairs]
+    batch = np.repeat(np.arange(n, dtype=np.int64), sizes)  # [pairs]
     return sizes_from_pairs(batch, previous_use(ids, batch), n, depth)
 
 
 def previous_use(ids: np.ndarray, batch: np.ndarray) -> np.ndarray:
     """[pairs] the batch of each (id, batch) pair's previous use of the same id, -1 for none.
     Pairs come in batch order, one per distinct id per batch."""
-    order = np.argsort(ids, kind="stable")            # by id, batch order kept among equals
-    same = ids[order][1:] == ids[order][:-1]          # [pairs-1] this pair and the one before: one id
+    order = np.argsort(ids, kind="stable")  # by id, batch order kept among equals
+    same = ids[order][1:] == ids[order][:-1]  # [pairs-1] this pair and the one before: one id
     previous = np.full(ids.shape, -1, dtype=np.int64)
     previous[order[1:][same]] = batch[order[:-1][same]]
     return previous
@@ -48,7 +49,7 @@ def previous_use(ids: np.ndarray, batch: np.ndarray) -> np.ndarray:
 
 def sizes_from_pairs(batch: np.ndarray, previous: np.ndarray, num_batches: int, depth: int) -> np.ndarray:
     """The window sizes from each pair's batch and previous use (the interval count above)."""
-    first = np.where(previous >= 0, np.maximum(batch, previous + depth + 1), batch)   # [pairs]
+    first = np.where(previous >= 0, np.maximum(batch, previous + depth + 1), batch)  # [pairs]
     last = np.minimum(batch + depth, num_batches - 1)
     keep = first <= last
     change = np.zeros(num_batches + 1, dtype=np.int64)
@@ -66,8 +67,13 @@ def minimum_capacity(working_sets: list[np.ndarray], depth: int) -> int:
 def window_sizes_obvious(working_sets: list[np.ndarray], depth: int) -> np.ndarray:
     """The slow twin of `window_sizes`: each window's union, built id by id."""
     _check_depth(depth)
-    return np.array([len(set().union(*(set(s.tolist()) for s in working_sets[max(0, b - depth):b + 1])))
-                     for b in range(len(working_sets))], dtype=np.int64)
+    return np.array(
+        [
+            len(set().union(*(set(s.tolist()) for s in working_sets[max(0, b - depth) : b + 1])))
+            for b in range(len(working_sets))
+        ],
+        dtype=np.int64,
+    )
 
 
 def _check_depth(depth: int) -> None:

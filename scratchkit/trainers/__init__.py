@@ -1,10 +1,22 @@
 """All trainers share one interface; `make_trainer(name, config)` builds one by name (the names:
 trainers/registry.py)."""
+
 from __future__ import annotations
 
 from scratchkit.trainers.base import StepRecord, Trainer
-from scratchkit.trainers.registry import (BASELINE, PEERS, PRODUCTION_PEER, TRAINERS, TrainerKind, TrainerSpec,
-                                         pipelined, priced_as, trainer_config, trainer_names, versus)
+from scratchkit.trainers.registry import (
+    BASELINE,
+    PEERS,
+    PRODUCTION_PEER,
+    TRAINERS,
+    TrainerKind,
+    TrainerSpec,
+    pipelined,
+    priced_as,
+    trainer_config,
+    trainer_names,
+    versus,
+)
 
 
 def available_trainers() -> list[str]:
@@ -16,8 +28,10 @@ def trainer_class(name: str) -> type[Trainer]:
     """The class of a trainer by name (a sharded rank subclasses it: scratchkit/distributed/shard.py)."""
     cls = TRAINERS[name].load()
     if getattr(cls, "name", name) != name:
-        raise ValueError(f"trainer {name!r} is registered as {TRAINERS[name].implementation}, whose "
-                         f"name is {cls.name!r}: a trainer's class names itself as its entry does")
+        raise ValueError(
+            f"trainer {name!r} is registered as {TRAINERS[name].implementation}, whose "
+            f"name is {cls.name!r}: a trainer's class names itself as its entry does"
+        )
     return cls
 
 
@@ -27,5 +41,21 @@ def make_trainer(name: str, config, source=None, device=None, **options) -> Trai
     return trainer_class(name)(config, source=source, device=device, **options)
 
 
-__all__ = ["BASELINE", "PEERS", "PRODUCTION_PEER", "TRAINERS", "StepRecord", "Trainer", "TrainerKind", "TrainerSpec",
-           "available_trainers", "make_trainer", "pipelined", "priced_as", "trainer_class", "trainer_config", "trainer_names", "versus"]
+__all__ = [
+    "BASELINE",
+    "PEERS",
+    "PRODUCTION_PEER",
+    "TRAINERS",
+    "StepRecord",
+    "Trainer",
+    "TrainerKind",
+    "TrainerSpec",
+    "available_trainers",
+    "make_trainer",
+    "pipelined",
+    "priced_as",
+    "trainer_class",
+    "trainer_config",
+    "trainer_names",
+    "versus",
+]

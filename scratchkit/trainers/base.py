@@ -4,6 +4,7 @@ A trainer consumes batches 0, 1, 2, ... of its source. `train(steps)` yields one
 step. All trainers compute the same math; they differ only in where embedding rows live and how
 they get to the computation, which is what the stage timers make visible.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,12 +47,12 @@ class StepRecord:
     samples: int
     seconds: float
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    lookups: int = 0            # embedding lookups in the step
-    hits: int | None = None     # lookups served by the device-side cache (None: trainer has none)
-    fetched_rows: int = 0       # rows copied host -> device for the step
+    lookups: int = 0  # embedding lookups in the step
+    hits: int | None = None  # lookups served by the device-side cache (None: trainer has none)
+    fetched_rows: int = 0  # rows copied host -> device for the step
     written_back_rows: int = 0  # rows copied device -> host for the step
-    evicting_tables: int = 0    # tables that chose victims for the step (its victim choice ran)
-    stale_reads: int = 0        # rows read from the host before a pending write-back landed
+    evicting_tables: int = 0  # tables that chose victims for the step (its victim choice ran)
+    stale_reads: int = 0  # rows read from the host before a pending write-back landed
 
     @property
     def samples_per_s(self) -> float:
@@ -75,30 +76,31 @@ class Trainer(ABC):
         self.config = config
         self.source = source if source is not None else SyntheticSource(config.data)
         if tuple(self.source.table_sizes) != tuple(config.data.table_sizes):
-            raise ValueError(f"the source's table sizes {tuple(self.source.table_sizes)} differ from "
-                             f"the config's {config.data.table_sizes}: make the config from the "
-                             f"source, scratchkit.data.config_for(source) (scratchkit.data.open "
-                             f"returns both)")
+            raise ValueError(
+                f"the source's table sizes {tuple(self.source.table_sizes)} differ from "
+                f"the config's {config.data.table_sizes}: make the config from the "
+                f"source, scratchkit.data.config_for(source) (scratchkit.data.open "
+                f"returns both)"
+            )
         self.dev = as_device(device)
         self.device = self.dev.torch
         if config.cpu_threads is not None:
-            torch.set_num_threads(config.cpu_threads)   # process-wide, like the switch below
+            torch.set_num_threads(config.cpu_threads)  # process-wide, like the switch below
         # the host's embedding loops: the config's threads, less the cores the run's other
         # processes take; set again before each step (trainers may alternate steps)
         self.host_threads = config.host_threads(self.reserved_cores())
         set_host_threads(self.host_threads)
-        keep_step_memory()                              # a step's temporaries reused (allocator.py)
+        keep_step_memory()  # a step's temporaries reused (allocator.py)
         if config.deterministic:
-            self.dev.make_deterministic()               # CUDA's atomics; the CPU's ops already are
+            self.dev.make_deterministic()  # CUDA's atomics; the CPU's ops already are
         num_tables = len(config.data.table_sizes)
-        self.model = init_dense_model(config.model, self.source.num_dense, num_tables,
-                                      config.seed).to(self.device)
+        self.model = init_dense_model(config.model, self.source.num_dense, num_tables, config.seed).to(self.device)
         self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
         self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
-        self.backward_workspace = BackwardWorkspace()   # the C++ backward's buffers, step after step
-        self.next_batch = 0   # index of the batch the next step trains on
-        self.call_end = 0     # the running train() call trains batches up to, not including, this
-        self.torn: str | None = None   # why this trainer trains no further (`update_weights`)
+        self.backward_workspace = BackwardWorkspace()  # the C++ backward's buffers, step after step
+        self.next_batch = 0  # index of the batch the next step trains on
+        self.call_end = 0  # the running train() call trains batches up to, not including, this
+        self.torn: str | None = None  # why this trainer trains no further (`update_weights`)
 
     # --- the interface -------------------------------------------------------------------------
     def train(self, steps: int) -> Iterator[StepRecord]:
@@ -111,7 +113,7 @@ class Trainer(ABC):
         batches = self._steps(steps)
         self.call_end = batches.stop
         for _ in batches:
-            set_host_threads(self.host_threads)   # process-wide: another trainer may have run between
+            set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
             with interrupted:
                 record = self.train_step()
             yield record
@@ -154,8 +156,13 @@ class Trainer(ABC):
         (`init_embedding_weights`), pinned on a GPU if `pin`. A sharded rank's trainer starts
         from its shard of the global tables, or from a checkpoint, instead
         (scratchkit/distributed/shard.py overrides this)."""
-        return HostTables(self.config.data.table_sizes, self.config.model.dim, self.config.optimizer,
-                          self.config.seed, pin=self.dev.pin if pin else None)
+        return HostTables(
+            self.config.data.table_sizes,
+            self.config.model.dim,
+            self.config.optimizer,
+            self.config.seed,
+            pin=self.dev.pin if pin else None,
+        )
 
     def __enter__(self):
         return self
@@ -176,8 +183,15 @@ class Trainer(ABC):
     def embedding_backward(self, ids, offsets, grad: torch.Tensor, num_rows: list[int], addresses=None) -> Coalesced:
         """Every table's distinct ids and summed gradients (table_batched.embedding_backward_tables),
         in the config's summation order, into this trainer's buffers (valid until the next call)."""
-        return embedding_backward_tables(ids, offsets, grad, num_rows, addresses=addresses,
-                                         workspace=self.backward_workspace, order=self.config.summation_order)
+        return embedding_backward_tables(
+            ids,
+            offsets,
+            grad,
+            num_rows,
+            addresses=addresses,
+            workspace=self.backward_workspace,
+            order=self.config.summation_order,
+        )
 
     def dense_step(self, batch, pooled: torch.Tensor, step: int) -> tuple[float, torch.Tensor]:
         """Forward and backward of the MLPs on the device; their gradients wait in `.grad` for
@@ -205,26 +219,35 @@ class Trainer(ABC):
             raise StepTornError(self.torn)
         step = self.next_batch
         try:
-            with self.timer.stage("mlp"):      # the MLPs' time includes their optimizer, as priced
+            with self.timer.stage("mlp"):  # the MLPs' time includes their optimizer, as priced
                 self.dense_optimizer.step()
             with self.timer.stage("update"):
                 update_tables()
         except Exception as error:
-            self.torn = (f"step {step} failed inside its update ({type(error).__name__}: {error}), "
-                         "with part of it applied, so this trainer trains no further: resume from a "
-                         "checkpoint or start again")
+            self.torn = (
+                f"step {step} failed inside its update ({type(error).__name__}: {error}), "
+                "with part of it applied, so this trainer trains no further: resume from a "
+                "checkpoint or start again"
+            )
             raise StepTornError(self.torn) from error
         self.next_batch = step + 1
 
     def make_record(self, loss: float, batch, started: float, **counters) -> StepRecord:
         """The record of the step `update_weights` just counted as trained."""
-        return StepRecord(step=self.next_batch - 1, loss=loss, samples=batch.batch_size,
-                          seconds=time.perf_counter() - started,
-                          stage_seconds=self.timer.take(), lookups=batch.lookups(), **counters)
+        return StepRecord(
+            step=self.next_batch - 1,
+            loss=loss,
+            samples=batch.batch_size,
+            seconds=time.perf_counter() - started,
+            stage_seconds=self.timer.take(),
+            lookups=batch.lookups(),
+            **counters,
+        )
 
 
-def dense_loss(model, dev: Device, batch, pooled: torch.Tensor, step: int,
-               nonfinite_loss: OnNonFiniteLoss) -> tuple[torch.Tensor, torch.Tensor]:
+def dense_loss(
+    model, dev: Device, batch, pooled: torch.Tensor, step: int, nonfinite_loss: OnNonFiniteLoss
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The dense model's loss on `batch`: (loss, `pooled` [B, T, dim] as a leaf whose .grad the
     backward fills). A NaN or infinite loss raises NonFiniteLossError naming the step, before any
     backward, unless `nonfinite_loss` is CONTINUE. Every trainer's dense step starts here (and a
@@ -235,9 +258,11 @@ def dense_loss(model, dev: Device, batch, pooled: torch.Tensor, step: int,
     loss = F.binary_cross_entropy_with_logits(model(dense, pooled), labels)
     value = float(loss.detach())
     if not math.isfinite(value) and nonfinite_loss is OnNonFiniteLoss.RAISE:
-        raise NonFiniteLossError(f"step {step}: the loss is {value}, so training stopped before "
-                                 "this step changed any weight (nonfinite_loss='continue' in "
-                                 "TrainConfig trains on)")
+        raise NonFiniteLossError(
+            f"step {step}: the loss is {value}, so training stopped before "
+            "this step changed any weight (nonfinite_loss='continue' in "
+            "TrainConfig trains on)"
+        )
     return loss, pooled
 
 
@@ -266,4 +291,3 @@ class HostTablesTrainer(Trainer):
 
     def close(self) -> None:
         self.flush()
-

@@ -31,6 +31,7 @@ which the tests replay) among the cached rows the current batch does *not* use. 
 hold one batch's working set; a smaller capacity is refused with a ValueError naming the minimum.
 The other caches: `static` (trainers/static.py) and `prefetch-lru` (trainers/prefetch.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -58,8 +59,9 @@ def minimum_capacity(source, steps: int) -> int:
     the largest working set of any table in batches 0 .. steps-1 (the look-ahead window's minimum
     at depth 0: a window of one batch; scratchkit/sim/window.py)."""
     batches = [source.batch(b) for b in range(steps)]
-    return max(1, *(window_minimum([np.unique(batch.ids[t]) for batch in batches], 0)
-                    for t in range(len(source.table_sizes))))
+    return max(
+        1, *(window_minimum([np.unique(batch.ids[t]) for batch in batches], 0) for t in range(len(source.table_sizes)))
+    )
 
 
 @dataclass
@@ -67,10 +69,10 @@ class Served:
     """A batch's rows in the cache: per table (unique [u], inverse [n], counts [u], slot [u])."""
 
     tables: list = field(default_factory=list)
-    hits: int = 0            # lookups whose row was cached before the batch was served
+    hits: int = 0  # lookups whose row was cached before the batch was served
     fetched: int = 0
     written: int = 0
-    evicting: int = 0        # tables that chose victims
+    evicting: int = 0  # tables that chose victims
 
 
 @dataclass(frozen=True)
@@ -97,16 +99,26 @@ class CachedTrainer(HostTablesTrainer):
         # tables are mapped into the device; on a CPU the NumPy twin over the tables' own memory
         self.engine = make_engine(EngineKind.CUPY if self.device.type == "cuda" else EngineKind.TWIN)
         view = lambda table: None if table is None else host_view(table, self.engine.xp)
-        self.caches = [DeviceCache(view(w), view(s), config.cache.capacity_for(n), self.engine)
-                       for n, w, s in zip(self.tables.table_sizes, self.tables.weights, self.tables.state)]
+        self.caches = [
+            DeviceCache(view(w), view(s), config.cache.capacity_for(n), self.engine)
+            for n, w, s in zip(self.tables.table_sizes, self.tables.weights, self.tables.state)
+        ]
         self.working_sets = [WorkingSets(n) for n in self.tables.table_sizes]
 
     # --- what subclasses decide -------------------------------------------------------------------
     def check_working_set(self, t: int, size: int, step: int) -> None:
         """Refuse batch `step`, whose `size` distinct ids of table `t` this cache cannot serve."""
 
-    def admit(self, t: int, unique: np.ndarray, counts: np.ndarray, slot_u: np.ndarray, step: int,
-              locked: np.ndarray | None, stages: ServeStages) -> tuple[int, int, int]:
+    def admit(
+        self,
+        t: int,
+        unique: np.ndarray,
+        counts: np.ndarray,
+        slot_u: np.ndarray,
+        step: int,
+        locked: np.ndarray | None,
+        stages: ServeStages,
+    ) -> tuple[int, int, int]:
         """Give every id of `unique` [u] a slot: fill `slot_u` [u] (-1 = miss) in place, moving rows
         as needed, never evicting a `locked` slot. Times its own stages (`stages`).
         -> (rows fetched, rows written back, victims chosen)."""
@@ -124,8 +136,9 @@ class CachedTrainer(HostTablesTrainer):
         served = self.serve(batch, self.next_batch)
         return self.train_served(batch, ids, offsets, served, started)
 
-    def serve(self, batch, step: int, locked: np.ndarray | list | None = None,
-              stages: ServeStages | None = None) -> Served:
+    def serve(
+        self, batch, step: int, locked: np.ndarray | list | None = None, stages: ServeStages | None = None
+    ) -> Served:
         """Give every row of `batch` a slot, fetching misses (and writing victims back) as the
         policy says: the map lookup is part of serving. `locked`: per table, slots no victim may
         come from (another batch's, in flight). `stages`: where the time goes (None: the step's
@@ -135,19 +148,23 @@ class CachedTrainer(HostTablesTrainer):
         with stages.fetch():
             for t, table_ids in enumerate(batch.ids):
                 unique, inverse, counts = self.working_sets[t](table_ids, counts=True)
-                self.check_working_set(t, len(unique), step)          # before anything moves
-                slot_u = self.caches[t].slot_of_id[unique]            # [u], -1 = miss
-                served.hits += int(counts[slot_u >= 0].sum())         # per lookup, before the fill
+                self.check_working_set(t, len(unique), step)  # before anything moves
+                slot_u = self.caches[t].slot_of_id[unique]  # [u], -1 = miss
+                served.hits += int(counts[slot_u >= 0].sum())  # per lookup, before the fill
                 served.tables.append((unique, inverse, counts, slot_u))
         for t, (unique, _, counts, slot_u) in enumerate(served.tables):
             f, w, v = self.admit(t, unique, counts, slot_u, step, None if locked is None else locked[t], stages)
-            served.fetched, served.written, served.evicting = served.fetched + f, served.written + w, served.evicting + (v > 0)
+            served.fetched, served.written, served.evicting = (
+                served.fetched + f,
+                served.written + w,
+                served.evicting + (v > 0),
+            )
         return served
 
     def train_served(self, batch, ids, offsets, served: Served, started: float) -> StepRecord:
         """Train the batch whose rows `served` put in the cache; the rest of the step."""
         stage = self.timer.stage
-        slots = [slot_u[inverse] for _, inverse, _, slot_u in served.tables]   # [n] per table
+        slots = [slot_u[inverse] for _, inverse, _, slot_u in served.tables]  # [n] per table
         with stage("transfer"):
             ids = [self.dev.to_device(i) for i in ids]
             offsets = [self.dev.to_device(o) for o in offsets]
@@ -156,20 +173,26 @@ class CachedTrainer(HostTablesTrainer):
             pooled = pooled_lookup_tables([c.rows for c in self.caches], slots, offsets)  # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
-        with stage("embedding_backward"):   # coalesced on the ids, each id's sum addressed by its slot
+        with stage("embedding_backward"):  # coalesced on the ids, each id's sum addressed by its slot
             coalesced = self.embedding_backward(ids, offsets, grad, [c.num_rows for c in self.caches], addresses=slots)
         self.update_weights(lambda: self._update_cache(coalesced, served))
         written = served.written + self.after_update()
-        return self.make_record(loss, batch, started, hits=served.hits, fetched_rows=served.fetched,
-                                written_back_rows=written, evicting_tables=served.evicting)
+        return self.make_record(
+            loss,
+            batch,
+            started,
+            hits=served.hits,
+            fetched_rows=served.fetched,
+            written_back_rows=written,
+            evicting_tables=served.evicting,
+        )
 
     def _update_cache(self, coalesced, served: Served) -> None:
         """The tables' part of the step: the cached rows updated by slot, and marked dirty."""
-        apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced,
-                      self.config.optimizer)
+        apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced, self.config.optimizer)
         for t, cache in enumerate(self.caches):
             touched = served.tables[t][3]
-            cache.dirty[touched[touched < cache.capacity]] = True   # transient slots aside
+            cache.dirty[touched[touched < cache.capacity]] = True  # transient slots aside
 
     # --- flushing ------------------------------------------------------------------------------------
     def flush(self) -> int:
@@ -190,13 +213,14 @@ class DemandFilledTrainer(CachedTrainer):
     def check_working_set(self, t, size, step):
         capacity = self.caches[t].capacity
         if size > capacity:
-            stop = max(self.call_end, step + 1)   # the rest of the running call (a lone step: itself)
-            fits = max(minimum_capacities(self.source, 0, step, stop))   # depth 0: each batch alone
+            stop = max(self.call_end, step + 1)  # the rest of the running call (a lone step: itself)
+            fits = max(minimum_capacities(self.source, 0, step, stop))  # depth 0: each batch alone
             raise ValueError(
                 f"{self.name} cache too small: table {t}, batch {step} touches {size} "
                 f"distinct rows but the cache holds {capacity}. A batch never evicts its own rows, so "
                 f"the capacity must hold each batch's working set: at least {fits} rows for batches "
-                f"{step}..{stop - 1} (the command line's --capacity min finds it for a whole run)")
+                f"{step}..{stop - 1} (the command line's --capacity min finds it for a whole run)"
+            )
 
     def admit(self, t, unique, counts, slot_u, step, locked, stages):
         cache, policy = self.caches[t], self.policies[t]
@@ -204,7 +228,7 @@ class DemandFilledTrainer(CachedTrainer):
         misses = unique[miss]
         victims = np.empty(0, dtype=np.int64)
         with stages.fetch():
-            free = cache.free_slots()[:len(misses)]
+            free = cache.free_slots()[: len(misses)]
             if len(misses) > len(free):
                 in_use = np.zeros(cache.capacity, dtype=bool)
                 in_use[slot_u[~miss]] = True
@@ -215,10 +239,10 @@ class DemandFilledTrainer(CachedTrainer):
                 victims = policy.choose(candidates, len(misses) - len(free))
         written = 0
         if len(victims):
-            with stages.write_back():     # the device writes the dirty ones over the link
+            with stages.write_back():  # the device writes the dirty ones over the link
                 written = cache.evict(victims)
                 policy.forget(victims)
-        with stages.fetch():              # the device reads the misses over the link
+        with stages.fetch():  # the device reads the misses over the link
             targets = np.concatenate([free, victims])
             cache.fill(misses, targets)
             slot_u[miss] = targets

@@ -12,6 +12,7 @@ gone, so a crash leaves nothing for long; a live process's save in progress is l
     save_checkpoint_file(trainer.checkpoint(), "run.pt")
     trainer.load_checkpoint(load_checkpoint_file("run.pt"))
 """
+
 from __future__ import annotations
 
 import glob
@@ -65,10 +66,10 @@ def _temporary(path: Path, pid: int) -> Path:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)                       # signal 0: only asks whether the process exists
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
-    except PermissionError:                   # it exists, under another user
+    except PermissionError:  # it exists, under another user
         return True
     return True
 
@@ -76,7 +77,7 @@ def _alive(pid: int) -> bool:
 def _sync_folder(folder: Path) -> None:
     try:
         descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:   # e.g. Windows, where folders cannot be opened
+    except OSError:  # e.g. Windows, where folders cannot be opened
         return
     try:
         os.fsync(descriptor)

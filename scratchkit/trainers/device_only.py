@@ -5,6 +5,7 @@ TBE does them: the backward stage only sorts and checks the lookups (`sort_looku
 sums each distinct id's gradient and applies it to its row at once (`fused_sgd_update`), bit for bit
 the unfused backward then update, without writing the summed gradients to memory and reading them
 back (at `embedding-bound`, 100 MB a step). Elsewhere (Adagrad, a GPU) the two stay apart."""
+
 from __future__ import annotations
 
 import time
@@ -24,18 +25,18 @@ class DeviceOnlyTrainer(Trainer):
         super().__init__(config, source, device)
         host = self.make_tables(pin=False)
         self.weights = [self.dev.to_device(w) for w in host.weights]
-        self.state = [self.dev.to_device(s) for s in host.state]          # None stays None
+        self.state = [self.dev.to_device(s) for s in host.state]  # None stays None
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         stage = self.timer.stage
         with stage("data"):
             batch, ids, offsets = self.load_batch()
-        with stage("transfer"):   # only the ids cross: tens of KB
+        with stage("transfer"):  # only the ids cross: tens of KB
             ids = [self.dev.to_device(i) for i in ids]
             offsets = [self.dev.to_device(o) for o in offsets]
         with stage("embedding_forward"):
-            pooled = pooled_lookup_tables(self.weights, ids, offsets)            # [B, T, dim]
+            pooled = pooled_lookup_tables(self.weights, ids, offsets)  # [B, T, dim]
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("embedding_backward"):
@@ -62,4 +63,4 @@ class DeviceOnlyTrainer(Trainer):
         return [self.dev.to_host(w) for w in self.weights]
 
     def embedding_state(self):
-        return [self.dev.to_host(s) for s in self.state]                # None stays None
+        return [self.dev.to_host(s) for s in self.state]  # None stays None

@@ -10,6 +10,7 @@ tables the forward's bags and the update's rows too; each bag's sum and each row
 gradient is one thread's, in the same order at every count, so
 the result is PyTorch's bit for bit whatever the threads (tests/test_threads.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -27,16 +28,17 @@ class HybridTrainer(HostTablesTrainer):
         stage = self.timer.stage
         with stage("data"):
             batch, ids, offsets = self.load_batch()
-        with stage("embedding_forward"):   # on the host
-            pooled = pooled_lookup_tables(self.tables.weights, ids, offsets)        # [B, T, dim]
+        with stage("embedding_forward"):  # on the host
+            pooled = pooled_lookup_tables(self.tables.weights, ids, offsets)  # [B, T, dim]
         with stage("transfer"):
             pooled = self.dev.to_device(pooled, non_blocking=True)
         with stage("mlp"):
             loss, grad = self.dense_step(batch, pooled, self.next_batch)
         with stage("transfer"):
             grad = self.dev.to_host(grad)
-        with stage("embedding_backward"):   # on the host
+        with stage("embedding_backward"):  # on the host
             coalesced = self.embedding_backward(ids, offsets, grad, self.tables.table_sizes)
-        self.update_weights(lambda: apply_updates(self.tables.weights, self.tables.state, coalesced,
-                                                  self.config.optimizer))
-        return self.make_record(loss, batch, started)   # no device cache: hits None, shown "-"
+        self.update_weights(
+            lambda: apply_updates(self.tables.weights, self.tables.state, coalesced, self.config.optimizer)
+        )
+        return self.make_record(loss, batch, started)  # no device cache: hits None, shown "-"

@@ -16,6 +16,7 @@ Python delivers signals to the main thread only; elsewhere the flag is a no-op a
 main thread's business. The handler in force before (the default, or SIG_IGN in a background job)
 is put back after each step.
 """
+
 from __future__ import annotations
 
 import signal

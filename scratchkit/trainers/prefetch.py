@@ -40,6 +40,7 @@ cache's error names is the minimum for the batches of that call. And what was re
 taken once: a step takes batch b with its prefetched rows and leaves nothing behind, so a step
 that fails, or a batch the door refuses, is read again from the source when training goes on.
 """
+
 from __future__ import annotations
 
 import threading
@@ -64,7 +65,7 @@ class PrefetchIn(str, Enum):
     """Where the prefetch of batch b+1 runs while batch b trains: three of the places ScratchPipe's
     Plan may run (`PlanIn`), named as there, since they mean the same."""
 
-    AUTO = PlanIn.AUTO.value      # THREAD where the device is a GPU (its kernels on a stream), else INLINE
+    AUTO = PlanIn.AUTO.value  # THREAD where the device is a GPU (its kernels on a stream), else INLINE
     THREAD = PlanIn.THREAD.value  # a thread of its own beside Train, joined before the update
     INLINE = PlanIn.INLINE.value  # in the trainer's thread, before Train: the same steps, nothing overlaps
 
@@ -101,27 +102,29 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):
         super().__init__(config, source, device)
         self.prefetch_in = PrefetchIn(prefetch_in).resolve(self.dev.is_cuda)
-        self._ahead: Ahead | None = None   # batch next_batch, if the last step prefetched it
-        self._prefetch: Prefetch | None = None   # the prefetch running beside this step's Train
-        self.stream = OwnStream(self.engine.xp)   # the prefetch's kernels, beside Train's on a GPU
+        self._ahead: Ahead | None = None  # batch next_batch, if the last step prefetched it
+        self._prefetch: Prefetch | None = None  # the prefetch running beside this step's Train
+        self.stream = OwnStream(self.engine.xp)  # the prefetch's kernels, beside Train's on a GPU
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         b, ahead = self.next_batch, self._take_ahead()
-        with self.timer.stage("data"):   # batch b (read last step, to prefetch its rows) and b+1
+        with self.timer.stage("data"):  # batch b (read last step, to prefetch its rows) and b+1
             batch, ids, offsets = self.load_batch(ahead.batch if ahead else None)
             nxt = self.source.batch(b + 1) if b + 1 < self.call_end else None
-        served = ahead.served if ahead else self.serve(batch, b)   # the first step: a demand fill
+        served = ahead.served if ahead else self.serve(batch, b)  # the first step: a demand fill
         if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, b + 1):
-            locked = [slot_u for _, _, _, slot_u in served.tables]   # while b trains: fetch b+1
-            self.dev.synchronize_current_stream()   # victims' rows as the last update left them
-            self._prefetch = Prefetch(lambda stages: Ahead(b + 1, nxt, self.serve(
-                nxt, b + 1, locked=locked, stages=stages)), self.stream,
-                threaded=self.prefetch_in is PrefetchIn.THREAD)
+            locked = [slot_u for _, _, _, slot_u in served.tables]  # while b trains: fetch b+1
+            self.dev.synchronize_current_stream()  # victims' rows as the last update left them
+            self._prefetch = Prefetch(
+                lambda stages: Ahead(b + 1, nxt, self.serve(nxt, b + 1, locked=locked, stages=stages)),
+                self.stream,
+                threaded=self.prefetch_in is PrefetchIn.THREAD,
+            )
         try:
             record = self.train_served(batch, ids, offsets, served, started)
         finally:
-            self._join_prefetch()          # a step that raised: the prefetch is waited for, and dropped
+            self._join_prefetch()  # a step that raised: the prefetch is waited for, and dropped
         return record
 
     def update_weights(self, update_tables) -> None:
@@ -129,7 +132,7 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
         step with nothing applied (the module note)."""
         prefetch = self._join_prefetch()
         if prefetch is not None:
-            self._ahead = prefetch.result()     # raises what the prefetch raised
+            self._ahead = prefetch.result()  # raises what the prefetch raised
             for name, seconds in prefetch.timer.take().items():
                 self.timer.seconds[name] += seconds
         super().update_weights(update_tables)
@@ -161,7 +164,8 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
                 f"{self.name} cache too small: table {t} needs {needed} victims to prefetch batch "
                 f"{self.next_batch + 1} while batch {self.next_batch} holds its rows, but only "
                 f"{candidates} of its {capacity} rows may go. It holds two consecutive batches' "
-                f"working sets: at least {fits} rows for batches {start}..{self.call_end - 1}")
+                f"working sets: at least {fits} rows for batches {start}..{self.call_end - 1}"
+            )
 
 
 class Prefetch:
@@ -183,8 +187,8 @@ class Prefetch:
         try:
             with self._stream:
                 self._value = self._serve(ServeStages(self.timer, PREFETCH_STAGES))
-            self._stream.finish()                  # its rows are in place before Train reads them
-        except BaseException as error:             # handed to the step at the join
+            self._stream.finish()  # its rows are in place before Train reads them
+        except BaseException as error:  # handed to the step at the join
             self._error = error
 
     def join(self) -> None:

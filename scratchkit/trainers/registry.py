@@ -7,6 +7,7 @@ projection/costmodel.py `project` times), and a line of help. The command line's
 `bench`, `verify`, the cost model and the projection read `TRAINERS`; a trainer of your own is
 one `TRAINERS.register(name, TrainerSpec(...))` away (docs/design.md, "Names written once").
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,13 +24,13 @@ class TrainerKind(str, Enum):
     A demand-filled cache is named after its victim rule, taken from `VictimPolicy`: "lru" is one
     rule for the caches, their trainers and the simulators (sim.POLICIES)."""
 
-    GPU_ONLY = "gpu-only"       # every table on the device: the upper bound
-    HYBRID = "hybrid"           # tables on the host: the baseline
-    STATIC = "static"           # hot rows pinned on the device, profiled from a prefix
-    LRU = VictimPolicy.LRU.value   # demand-filled cache, least recently used victim
-    LFU = VictimPolicy.LFU.value   # demand-filled cache, least frequently used victim
+    GPU_ONLY = "gpu-only"  # every table on the device: the upper bound
+    HYBRID = "hybrid"  # tables on the host: the baseline
+    STATIC = "static"  # hot rows pinned on the device, profiled from a prefix
+    LRU = VictimPolicy.LRU.value  # demand-filled cache, least recently used victim
+    LFU = VictimPolicy.LFU.value  # demand-filled cache, least frequently used victim
     PREFETCH_LRU = "prefetch-lru"  # LRU cache filled one batch ahead (TorchRec's prefetch pipeline)
-    SCRATCHPIPE = "scratchpipe" # look-forward scratchpad, pipelined
+    SCRATCHPIPE = "scratchpipe"  # look-forward scratchpad, pipelined
     SCRATCHPIPE_DEVICE = "scratchpipe-device"  # the same, planned and filled by the device
 
     @classmethod
@@ -65,7 +66,8 @@ class TrainerSpec:
         from scratchkit.config import CacheParams
 
         if not isinstance(self.implementation, type) and (
-                not isinstance(self.implementation, str) or self.implementation.count(":") != 1):
+            not isinstance(self.implementation, str) or self.implementation.count(":") != 1
+        ):
             raise ValueError(f"implementation must be 'module:Class' or a class, got {self.implementation!r}")
         object.__setattr__(self, "priced_as", TrainerKind.parse(self.priced_as))
         unknown = {f for f, _ in self.fixed_cache} - {f.name for f in fields(CacheParams)}
@@ -96,21 +98,39 @@ class TrainerSpec:
 
 TRAINERS: Registry[TrainerSpec] = Registry("trainer ")
 for _kind, _implementation, _help in (
-        (TrainerKind.GPU_ONLY, "scratchkit.trainers.device_only:DeviceOnlyTrainer",
-         "every table on the device: the upper bound"),
-        (TrainerKind.HYBRID, "scratchkit.trainers.hybrid:HybridTrainer", "tables on the host: the baseline"),
-        (TrainerKind.STATIC, "scratchkit.trainers.static:StaticCacheTrainer",
-         "hot rows pinned on the device, profiled from a prefix"),
-        (TrainerKind.LRU, "scratchkit.trainers.cached:LRUCacheTrainer",
-         "demand-filled cache, least recently used victim"),
-        (TrainerKind.LFU, "scratchkit.trainers.cached:LFUCacheTrainer",
-         "demand-filled cache, least frequently used victim"),
-        (TrainerKind.PREFETCH_LRU, "scratchkit.trainers.prefetch:PrefetchLRUTrainer",
-         "LRU cache filled one batch ahead (TorchRec's prefetch pipeline)"),
-        (TrainerKind.SCRATCHPIPE, "scratchkit.trainers.scratchpipe:ScratchPipeTrainer",
-         "look-forward scratchpad, pipelined (ScratchPipe)"),
-        (TrainerKind.SCRATCHPIPE_DEVICE, "scratchkit.trainers.scratchpipe:DeviceScratchPipeTrainer",
-         "ScratchPipe planned and filled by the device")):
+    (
+        TrainerKind.GPU_ONLY,
+        "scratchkit.trainers.device_only:DeviceOnlyTrainer",
+        "every table on the device: the upper bound",
+    ),
+    (TrainerKind.HYBRID, "scratchkit.trainers.hybrid:HybridTrainer", "tables on the host: the baseline"),
+    (
+        TrainerKind.STATIC,
+        "scratchkit.trainers.static:StaticCacheTrainer",
+        "hot rows pinned on the device, profiled from a prefix",
+    ),
+    (TrainerKind.LRU, "scratchkit.trainers.cached:LRUCacheTrainer", "demand-filled cache, least recently used victim"),
+    (
+        TrainerKind.LFU,
+        "scratchkit.trainers.cached:LFUCacheTrainer",
+        "demand-filled cache, least frequently used victim",
+    ),
+    (
+        TrainerKind.PREFETCH_LRU,
+        "scratchkit.trainers.prefetch:PrefetchLRUTrainer",
+        "LRU cache filled one batch ahead (TorchRec's prefetch pipeline)",
+    ),
+    (
+        TrainerKind.SCRATCHPIPE,
+        "scratchkit.trainers.scratchpipe:ScratchPipeTrainer",
+        "look-forward scratchpad, pipelined (ScratchPipe)",
+    ),
+    (
+        TrainerKind.SCRATCHPIPE_DEVICE,
+        "scratchkit.trainers.scratchpipe:DeviceScratchPipeTrainer",
+        "ScratchPipe planned and filled by the device",
+    ),
+):
     TRAINERS.register(_kind.value, TrainerSpec(_implementation, _kind, _help))
 del _kind, _implementation, _help
 # The designs every other is compared with ("x hybrid", "x prefetch-lru-device"): the baseline, at
@@ -119,10 +139,15 @@ del _kind, _implementation, _help
 # The peer is ScratchPipe on the device at depth 1 with LRU victims: a cache filled one batch ahead,
 # its in-flight rows held, whose lookup, victim choice and fill are device kernels.
 BASELINE, PRODUCTION_PEER = TrainerKind.HYBRID.value, "prefetch-lru-device"
-TRAINERS.register(PRODUCTION_PEER, TrainerSpec(
-    "scratchkit.trainers.scratchpipe:PrefetchLRUDeviceTrainer", TrainerKind.SCRATCHPIPE_DEVICE,
-    "LRU cache filled one batch ahead, looked up, chosen and filled by the device (FBGEMM/TorchRec)",
-    fixed_cache=(("depth", 1), ("victim_policy", VictimPolicy.LRU))))
+TRAINERS.register(
+    PRODUCTION_PEER,
+    TrainerSpec(
+        "scratchkit.trainers.scratchpipe:PrefetchLRUDeviceTrainer",
+        TrainerKind.SCRATCHPIPE_DEVICE,
+        "LRU cache filled one batch ahead, looked up, chosen and filled by the device (FBGEMM/TorchRec)",
+        fixed_cache=(("depth", 1), ("victim_policy", VictimPolicy.LRU)),
+    ),
+)
 PEERS = (BASELINE, PRODUCTION_PEER)
 
 

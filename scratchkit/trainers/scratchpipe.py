@@ -20,6 +20,7 @@ Train finished. `checkpoint()`, `flush()` and `embedding_weights()` are exact be
 a running loop too: they wait for a batch boundary of the host stages. docs/design.md follows one
 batch through the files.
 """
+
 from __future__ import annotations
 
 import copy
@@ -45,18 +46,34 @@ from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornErro
 from scratchkit.trainers.interrupt import InterruptFlag
 from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
 
-__all__ = ["DeviceScratchPipeTrainer", "Hazards", "PipelineError", "PlanMistake", "PrefetchLRUDeviceTrainer",
-           "ScratchPipeTrainer"]
+__all__ = [
+    "DeviceScratchPipeTrainer",
+    "Hazards",
+    "PipelineError",
+    "PlanMistake",
+    "PrefetchLRUDeviceTrainer",
+    "ScratchPipeTrainer",
+]
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
     name = TrainerKind.SCRATCHPIPE.value
 
-    def __init__(self, config, source=None, device=None, *, hazards: Hazards = Hazards(),
-                 horizon: int | None = None, engine: str = "auto", record_events: bool = True,
-                 stage_hook: Callable[[Stage, int], None] | None = None,
-                 planner: PlanIn | str | Planner = PlanIn.AUTO, planner_threads: int | None = None,
-                 native_planner: bool | None = None):
+    def __init__(
+        self,
+        config,
+        source=None,
+        device=None,
+        *,
+        hazards: Hazards = Hazards(),
+        horizon: int | None = None,
+        engine: str = "auto",
+        record_events: bool = True,
+        stage_hook: Callable[[Stage, int], None] | None = None,
+        planner: PlanIn | str | Planner = PlanIn.AUTO,
+        planner_threads: int | None = None,
+        native_planner: bool | None = None,
+    ):
         super().__init__(config, source, device)
         self.depth = config.cache.depth
         self.policy = config.cache.victim_policy
@@ -67,7 +84,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         # own_planner.py), run on the threads driver: in the trainer's process, where it was written
         self.own_planner = planner if callable(planner) else None
         self.plan_in = PlanIn.THREAD if self.own_planner is not None else PlanIn.parse(planner)
-        self.plans_on_device = self.plan_in is PlanIn.DEVICE   # scratchpipe-device: Plan and the moves there
+        self.plans_on_device = self.plan_in is PlanIn.DEVICE  # scratchpipe-device: Plan and the moves there
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
         self.planner_threads, self.native_planner = planner_threads, native_planner
@@ -80,12 +97,15 @@ class ScratchPipeTrainer(HostTablesTrainer):
             self.tables.share()
         # Insert's scatter is the one kernel the trainer runs: CuPy on a GPU; on a CPU the NumPy
         # twin is fastest (38 us for 1,700 rows of 16 floats, the host build's launch checks 160 us)
-        self.engine = EngineKind.CUPY if self.device.type == "cuda" else EngineKind(
-            EngineKind.TWIN if engine == "auto" else engine)
-        self.stage_hook = stage_hook            # tests: raise or sleep at a given stage and batch
+        self.engine = (
+            EngineKind.CUPY
+            if self.device.type == "cuda"
+            else EngineKind(EngineKind.TWIN if engine == "auto" else engine)
+        )
+        self.stage_hook = stage_hook  # tests: raise or sleep at a given stage and batch
         self.clock = StageClock(EventLog(enabled=record_events))
         self.capacities = [config.cache.capacity_for(n) for n in config.data.table_sizes]
-        self._driver = None                     # the running `train()` call's, else None
+        self._driver = None  # the running `train()` call's, else None
         self._reset()
 
     @property
@@ -100,18 +120,37 @@ class ScratchPipeTrainer(HostTablesTrainer):
         """Empty scratchpads: at the start, and after a call that stopped early (planned but
         untrained state is dropped; the scratchpads refill from the host tables on resume)."""
         width = self.config.optimizer.state_width(self.config.model.dim)
-        pads = [ScratchpadRows(n, c, self.config.model.dim, width, self.engine, shared=self.host_rows,
-                               bookkeeping_on_device=self.plans_on_device and self.dev.is_cuda)
-                for n, c in zip(self.config.data.table_sizes, self.capacities)]
+        pads = [
+            ScratchpadRows(
+                n,
+                c,
+                self.config.model.dim,
+                width,
+                self.engine,
+                shared=self.host_rows,
+                bookkeeping_on_device=self.plans_on_device and self.dev.is_cuda,
+            )
+            for n, c in zip(self.config.data.table_sizes, self.capacities)
+        ]
         stages = DeviceStages if self.plans_on_device else HostStages
         self.stages = stages(self.tables, pads, self.dev)
 
     def plan_setup(self, threads: int = 1) -> PlanSetup:
         """What the planner starts from: the row stores as they are between `train()` calls."""
-        return PlanSetup.from_rows(self.stages.pads, self.config.data.table_sizes, self.depth,
-                                   self.policy, self.hazards.holds, self.horizon, self.events.enabled,
-                                   threads, self.native_planner, self.plan_stripes,
-                                   str(self.device) if self.plans_on_device else None, self.own_planner)
+        return PlanSetup.from_rows(
+            self.stages.pads,
+            self.config.data.table_sizes,
+            self.depth,
+            self.policy,
+            self.hazards.holds,
+            self.horizon,
+            self.events.enabled,
+            threads,
+            self.native_planner,
+            self.plan_stripes,
+            str(self.device) if self.plans_on_device else None,
+            self.own_planner,
+        )
 
     def _planner_threads(self, where: PlanIn) -> int:
         if self.planner_threads is not None:
@@ -122,8 +161,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def where_host_stages_run(self, steps: int) -> PlanIn:
         """Where this call's stages run, resolved for a call of `steps` steps (PlanIn.resolve)."""
-        return self.plan_in.resolve(steps, host_rows=self.host_rows,
-                                    ordered=self.hazards.write_back_order, on_gpu=self.dev.is_cuda)
+        return self.plan_in.resolve(
+            steps, host_rows=self.host_rows, ordered=self.hazards.write_back_order, on_gpu=self.dev.is_cuda
+        )
 
     def minimum_capacities(self, start: int, stop: int) -> list[int]:
         """Per table, the fewest slots that batches start..stop-1 need at this depth."""
@@ -149,24 +189,30 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         self.clock.clear()
-        self._driver = driver = start_driver(where, self.stages, self.schedule,
-                                             PlanAhead(self.plan_setup(self._planner_threads(where)),
-                                                       self.source, start), start, stop,
-                                             self.clock, self.stage_hook)
+        self._driver = driver = start_driver(
+            where,
+            self.stages,
+            self.schedule,
+            PlanAhead(self.plan_setup(self._planner_threads(where)), self.source, start),
+            start,
+            stop,
+            self.clock,
+            self.stage_hook,
+        )
         interrupted, finished, last_end = InterruptFlag(), False, time.perf_counter()
         try:
             for b in range(start, stop):
-                with interrupted:            # Ctrl-C lands between steps, never inside one
+                with interrupted:  # Ctrl-C lands between steps, never inside one
                     record = self._train_one(driver, b, last_end, lambda: interrupted.raised)
                 yield record
-                last_end = time.perf_counter()   # from here: the caller's time between steps is no step's
+                last_end = time.perf_counter()  # from here: the caller's time between steps is no step's
                 if interrupted.raised:
                     raise KeyboardInterrupt
             finished = True
         except PipelineError as error:
-            if isinstance(error.__cause__, BadBatchError):   # the same words as every trainer's
+            if isinstance(error.__cause__, BadBatchError):  # the same words as every trainer's
                 raise error.__cause__ from None
-            if isinstance(error.__cause__, PlanMistake):     # your planner's: the rule and the batch
+            if isinstance(error.__cause__, PlanMistake):  # your planner's: the rule and the batch
                 raise error.__cause__ from None
             raise
         finally:
@@ -177,24 +223,32 @@ class ScratchPipeTrainer(HostTablesTrainer):
         return 0 if self.dev.is_cuda else 1
 
     def _train_one(self, driver, b: int, started: float, cancelled) -> StepRecord:
-        set_host_threads(self.host_threads)   # process-wide: another trainer may have run between
+        set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
         item = driver.wait_inserted(b, cancelled)
         t0 = time.perf_counter()
         if self.stage_hook is not None:
             self.stage_hook(Stage.TRAIN, b)
         pads = self.stages.pads
         hits = count_hits(item, pads)
-        loss = train_through_slots(item, pads, self.dev, self.dense_step, self.embedding_backward,
-                                   self.update_weights, self.config.optimizer)   # next_batch: b + 1
+        loss = train_through_slots(
+            item, pads, self.dev, self.dense_step, self.embedding_backward, self.update_weights, self.config.optimizer
+        )  # next_batch: b + 1
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
-        return StepRecord(step=b, loss=loss, samples=item.batch.batch_size, seconds=end - started,
-                          stage_seconds=self.clock.take(b), lookups=item.batch.lookups(), hits=hits,
-                          fetched_rows=sum(p.fetched_rows for p in item.tables),
-                          written_back_rows=sum(p.written_back_rows for p in item.tables),
-                          evicting_tables=sum(p.victims > 0 for p in item.tables),
-                          stale_reads=item.stale_reads)
+        return StepRecord(
+            step=b,
+            loss=loss,
+            samples=item.batch.batch_size,
+            seconds=end - started,
+            stage_seconds=self.clock.take(b),
+            lookups=item.batch.lookups(),
+            hits=hits,
+            fetched_rows=sum(p.fetched_rows for p in item.tables),
+            written_back_rows=sum(p.written_back_rows for p in item.tables),
+            evicting_tables=sum(p.victims > 0 for p in item.tables),
+            stale_reads=item.stale_reads,
+        )
 
     def _end(self, driver, finished: bool) -> None:
         """Stop the driver; after an early stop, flush (every dirty row is in its slot, even if a
@@ -206,18 +260,20 @@ class ScratchPipeTrainer(HostTablesTrainer):
             raise
         finally:
             if not finished:
-                with driver.exclusive():   # a stage that died holding the lock is passed over
+                with driver.exclusive():  # a stage that died holding the lock is passed over
                     self.stages.flush()
                 self._reset()
             self._driver = None
 
     def _refuse_while_running(self, what: str) -> None:
         if self._driver is not None:
-            raise RuntimeError(f"{what} inside a running `for record in trainer.train(n)` loop: "
-                               "leave the loop (or let it finish) first")
+            raise RuntimeError(
+                f"{what} inside a running `for record in trainer.train(n)` loop: "
+                "leave the loop (or let it finish) first"
+            )
 
     def train_step(self) -> StepRecord:
-        (record,) = self.train(1)   # run the generator to its end: an abandoned one aborts
+        (record,) = self.train(1)  # run the generator to its end: an abandoned one aborts
         return record
 
     # --- flush, checkpoint ------------------------------------------------------------------------
@@ -234,16 +290,18 @@ class ScratchPipeTrainer(HostTablesTrainer):
     def checkpoint(self) -> dict:
         """Flush, then everything needed to resume: host tables, dense model and optimizer,
         position. Also between the steps of a running `train()` loop (one batch boundary)."""
-        if self.torn is not None:   # a checkpoint now would keep half a step for good
+        if self.torn is not None:  # a checkpoint now would keep half a step for good
             raise StepTornError(self.torn)
         with self._at_batch_boundary():
             self.stages.flush()
-            return {"next_batch": self.next_batch,
-                    "weights": [w.clone() for w in self.tables.weights],
-                    "state": [s.clone() if s is not None else None for s in self.tables.state],
-                    "model": {k: v.clone() for k, v in self.model.state_dict().items()},
-                    # deep copies: the live state_dict tensors keep changing as training goes on
-                    "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict())}
+            return {
+                "next_batch": self.next_batch,
+                "weights": [w.clone() for w in self.tables.weights],
+                "state": [s.clone() if s is not None else None for s in self.tables.state],
+                "model": {k: v.clone() for k, v in self.model.state_dict().items()},
+                # deep copies: the live state_dict tensors keep changing as training goes on
+                "dense_optimizer": copy.deepcopy(self.dense_optimizer.state_dict()),
+            }
 
     def load_checkpoint(self, checkpoint: dict) -> None:
         """Resume from `checkpoint()`: the scratchpads start empty and refill from the host."""
@@ -256,7 +314,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.model.load_state_dict(checkpoint["model"])
         self.dense_optimizer.load_state_dict(checkpoint["dense_optimizer"])
         self.next_batch = checkpoint["next_batch"]
-        self.torn = None          # a torn step's half is overwritten: training may go on
+        self.torn = None  # a torn step's half is overwritten: training may go on
         self._reset()
 
 

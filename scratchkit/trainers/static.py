@@ -10,6 +10,7 @@ written back to the host after the update. One working buffer per step keeps the
 splitting each bag into a device part and a host part and adding the two partial sums would not
 (float addition is not associative).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ class StaticCacheTrainer(CachedTrainer):
             self.profile_batches = profile_batches
         self.hot_ids = profile_hot_ids(self.source, self.profile_batches, [c.capacity for c in self.caches])
         for cache, hot in zip(self.caches, self.hot_ids):
-            cache.fill(hot, np.arange(len(hot), dtype=np.int64))   # pinned for good
+            cache.fill(hot, np.arange(len(hot), dtype=np.int64))  # pinned for good
         self._transient: list[np.ndarray] = [np.empty(0, dtype=np.int64) for _ in self.caches]
 
     def admit(self, t, unique, counts, slot_u, step, locked, stages):

@@ -1,5 +1,6 @@
 """Wall time per stage per step, so the time breakdown is data rather than a guess (or, for the
 calibration's in-step timings, the CPU time of the training thread: `clock`)."""
+
 from __future__ import annotations
 
 import time

@@ -8,10 +8,11 @@ Each notebook's exercises are in a module of their own (hybrid: 01, caches: 02, 
 pipeline: 04, costs: 05, own_data: 06, sharded: 07, kernels: 08, capstone: 09). The solutions the tests fill
 in live outside the package, in `solutions/` at the repository's root.
 """
+
 from __future__ import annotations
 
-from scratchkit.course.exercises import (capstone, caches, costs, hybrid, own_data, pipeline,  # noqa: F401
-                                         sharded, windows)                               # (register)
+# each notebook's module, imported for what importing it does: it registers its exercises
+from scratchkit.course.exercises import capstone, caches, costs, hybrid, own_data, pipeline, sharded, windows
 from scratchkit.course.exercises.checking import EXERCISES, CheckResult, check_function
 
 

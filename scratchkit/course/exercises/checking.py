@@ -13,6 +13,7 @@ The references are the kit's own code wherever it has one (the simulators, `torc
 bag, the cost model, the window count), never the solutions the tests fill in
 (`solutions/` at the repository's root), so a check holds the learner to the kit, not to a copy.
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-PASS, FAIL = "\u2714", "\u2718"      # check mark, cross
+PASS, FAIL = "\u2714", "\u2718"  # check mark, cross
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ class Case:
     """One input to try: positional arguments, what it is about, and the hint if it fails."""
 
     args: tuple
-    about: str                       # "an empty bag", "capacity 1: only an immediate repeat hits"
-    hint: str = ""                   # said when this case fails (else the exercise's hint)
-    shown: str | None = None         # how to print the arguments (default: a short repr of each)
+    about: str  # "an empty bag", "capacity 1: only an immediate repeat hits"
+    hint: str = ""  # said when this case fails (else the exercise's hint)
+    shown: str | None = None  # how to print the arguments (default: a short repr of each)
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,11 @@ class Exercise:
     """A function to write: its name, cases, the reference and how answers are compared."""
 
     name: str
-    signature: str                   # "lru_hits(trace, capacity)": how the learner calls it
+    signature: str  # "lru_hits(trace, capacity)": how the learner calls it
     cases: Callable[[], list[Case]]  # built on demand (some need a trace or a config)
     reference: Callable[..., Any]
-    hint: str                        # the general hint, for a case without its own
-    compare: Callable[[Any, Any], str | None] = None   # None: `same_answer`
+    hint: str  # the general hint, for a case without its own
+    compare: Callable[[Any, Any], str | None] = None  # None: `same_answer`
 
     def difference(self, got, expected) -> str | None:
         return (self.compare or same_answer)(got, expected)
@@ -79,8 +80,10 @@ class CheckResult:
     def _repr_html_(self) -> str:
         colour, background = ("#1a7f37", "#e6f4ea") if self.passed else ("#b42318", "#fdecea")
         body = "<br>".join(html.escape(line) for line in self.text().splitlines())
-        return (f'<div style="border-left:4px solid {colour};background:{background};padding:6px 10px;'
-                f'font-family:monospace;font-size:12px;max-width:980px;white-space:pre-wrap">{body}</div>')
+        return (
+            f'<div style="border-left:4px solid {colour};background:{background};padding:6px 10px;'
+            f'font-family:monospace;font-size:12px;max-width:980px;white-space:pre-wrap">{body}</div>'
+        )
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -99,8 +102,10 @@ def check_function(answer: Callable, exercise: str | None = None) -> CheckResult
     name = exercise or getattr(answer, "__name__", None)
     if name not in EXERCISES:
         known = ", ".join(sorted(EXERCISES))
-        raise ValueError(f"no exercise called {name!r}: keep the function's name from the notebook "
-                         f"(exercises: {known}), or pass exercise='name'")
+        raise ValueError(
+            f"no exercise called {name!r}: keep the function's name from the notebook "
+            f"(exercises: {known}), or pass exercise='name'"
+        )
     if not callable(answer):
         raise TypeError(f"check({name}) needs the function you wrote, got {type(answer).__name__}")
     ex = EXERCISES[name]
@@ -124,23 +129,41 @@ def _try_case(ex: Exercise, answer: Callable, case: Case, where: str) -> CheckRe
         expected, refused = None, error
     try:
         got = answer(*copy.deepcopy(case.args))
-    except NotImplementedError as error:       # a stub: the cell stops, as the notebook says
-        raise not_written(error, f"{ex.signature} is not written yet: write its body in this cell, "
-                                 "in place of its `raise NotImplementedError`, then run the cell again")
-    except Exception as error:                 # noqa: BLE001 - the learner's bug, reported as a hint
+    except NotImplementedError as error:  # a stub: the cell stops, as the notebook says
+        raise not_written(
+            error,
+            f"{ex.signature} is not written yet: write its body in this cell, "
+            "in place of its `raise NotImplementedError`, then run the cell again",
+        )
+    except Exception as error:  # noqa: BLE001 - the learner's bug, reported as a hint
         if refused is not None and isinstance(error, ValueError):
             return None
         wanted = f"ValueError ({refused})" if refused is not None else short(expected)
-        return CheckResult(ex.name, False, f"{where} raised {type(error).__name__}: {error}", hint,
-                           details=call + [f"expected: {wanted}"])
+        return CheckResult(
+            ex.name,
+            False,
+            f"{where} raised {type(error).__name__}: {error}",
+            hint,
+            details=call + [f"expected: {wanted}"],
+        )
     if refused is not None:
-        return CheckResult(ex.name, False, f"{where}: returned {short(got)} instead of refusing the input",
-                           hint, details=call + [f"expected: ValueError ({refused})"])
+        return CheckResult(
+            ex.name,
+            False,
+            f"{where}: returned {short(got)} instead of refusing the input",
+            hint,
+            details=call + [f"expected: ValueError ({refused})"],
+        )
     problem = ex.difference(got, expected)
     if problem is None:
         return None
-    return CheckResult(ex.name, False, f"{where}: {problem}", hint,
-                       details=call + [f"returned: {short(got)}", f"expected: {short(expected)}"])
+    return CheckResult(
+        ex.name,
+        False,
+        f"{where}: {problem}",
+        hint,
+        details=call + [f"returned: {short(got)}", f"expected: {short(expected)}"],
+    )
 
 
 def not_written(error: NotImplementedError, advice: str) -> NotImplementedError:
@@ -167,8 +190,11 @@ def same_answer(got, expected) -> str | None:
     if isinstance(expected, (float, np.floating)):
         if not isinstance(got, (int, float, np.integer, np.floating)) or isinstance(got, bool):
             return f"returned {short(got)} ({type(got).__name__}), expected a number near {expected:.6g}"
-        return (None if math.isclose(float(got), float(expected), rel_tol=1e-9, abs_tol=1e-12)
-                else f"returned {float(got):.6g}, expected {float(expected):.6g}")
+        return (
+            None
+            if math.isclose(float(got), float(expected), rel_tol=1e-9, abs_tol=1e-12)
+            else f"returned {float(got):.6g}, expected {float(expected):.6g}"
+        )
     return same_array(got, expected)
 
 
@@ -178,7 +204,7 @@ def same_array(got, expected, rtol: float = 0.0, atol: float = 0.0) -> str | Non
     expected = np.asarray(expected)
     try:
         got = np.asarray(got)
-    except Exception:                          # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return f"returned {short(got)}, which is not an array"
     if got.shape != expected.shape:
         return f"returned an array of shape {got.shape}, expected shape {expected.shape}"

@@ -10,6 +10,7 @@ input; two threads wrote one element without an atomic (a race); an output eleme
 the NumPy twin (which element, its value and the twin's, and which thread wrote it). Where a GPU
 is present the kernel also runs there, through CuPy, and its outputs are held to the twin too.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,15 +24,25 @@ from scratchkit.course.exercises.kernel_cases import BLOCK, PUZZLES, KernelCase,
 from scratchkit.kernels.cupy_loader import CupyLauncher, compile_checked
 from scratchkit.kernels.host_build import default_cache_dir
 from scratchkit.kernels.signatures import KERNELS, Kernel
-from scratchkit.kernels.traced import (FLOAT_GUARD, INT_GUARD, KernelBuildError, TracedLauncher, TracedRun,
-                                       kernel_names, library_for, run_traced)
+from scratchkit.kernels.traced import (
+    FLOAT_GUARD,
+    INT_GUARD,
+    KernelBuildError,
+    TracedLauncher,
+    TracedRun,
+    kernel_names,
+    library_for,
+    run_traced,
+)
 
 PLACEHOLDER = "YOUR CODE HERE"
-TIMEOUT = 2.0                  # seconds a launch of a few hundred threads may take (it takes ms)
-RACE = ("On a GPU the two threads run at the same time, so which value lands (or whether an "
-        "addition is lost) changes from run to run: give each element one writer, or use "
-        "atomicAdd. The CPU build runs the threads one after the other and records which thread "
-        "changed each element, so it sees the race every time.")
+TIMEOUT = 2.0  # seconds a launch of a few hundred threads may take (it takes ms)
+RACE = (
+    "On a GPU the two threads run at the same time, so which value lands (or whether an "
+    "addition is lost) changes from run to run: give each element one writer, or use "
+    "atomicAdd. The CPU build runs the threads one after the other and records which thread "
+    "changed each element, so it sees the race every time."
+)
 
 
 def thread_words(t: int) -> str:
@@ -59,24 +70,41 @@ def check_kernel(source: str, cupy: Callable | None = None, cache_dir: Path | No
         raise ValueError(f"the source defines {found}; a puzzle kernel is one of {', '.join(PUZZLES)}")
     puzzle = PUZZLES[names[0]]
     if PLACEHOLDER in source:
-        raise not_written(NotImplementedError(f"{puzzle.name}: write the kernel's body where the source says "
-                                              f"{PLACEHOLDER}"), f"{puzzle.name} is not written yet: write the "
-                          f"kernel's body in this cell where its source says {PLACEHOLDER}, then run the cell again")
+        raise not_written(
+            NotImplementedError(f"{puzzle.name}: write the kernel's body where the source says {PLACEHOLDER}"),
+            f"{puzzle.name} is not written yet: write the "
+            f"kernel's body in this cell where its source says {PLACEHOLDER}, then run the cell again",
+        )
     kernel = KERNELS[puzzle.name]
     try:
         library = library_for(source, puzzle.name, cache_dir)
     except KernelBuildError as error:
-        return CheckResult(puzzle.name, False, "the kernel did not compile", "fix the first error; line "
-                           "numbers count from the first line of your source string", details=str(error).splitlines())
+        return CheckResult(
+            puzzle.name,
+            False,
+            "the kernel did not compile",
+            "fix the first error; line numbers count from the first line of your source string",
+            details=str(error).splitlines(),
+        )
     cases = puzzle.cases()
     for number, case in enumerate(cases, start=1):
-        run = run_traced(library, kernel, -(-case.threads // BLOCK), BLOCK, case.args, list(puzzle.names),
-                         set(puzzle.outputs), guard_for(case), TIMEOUT)
+        run = run_traced(
+            library,
+            kernel,
+            -(-case.threads // BLOCK),
+            BLOCK,
+            case.args,
+            list(puzzle.names),
+            set(puzzle.outputs),
+            guard_for(case),
+            TIMEOUT,
+        )
         problem = diagnose(puzzle, case, run)
         if problem is not None:
             message, hint = problem
-            return CheckResult(puzzle.name, False, f"case {number} of {len(cases)} ({case.about}): {message}",
-                               hint, number)
+            return CheckResult(
+                puzzle.name, False, f"case {number} of {len(cases)} ({case.about}): {message}", hint, number
+            )
     where = "on the CPU (host build, every thread traced)"
     device = _device(cupy)
     if device is not None:
@@ -96,49 +124,69 @@ def guard_for(case: KernelCase) -> int:
 def diagnose(puzzle: Puzzle, case: KernelCase, run: TracedRun) -> tuple[str, str] | None:
     """The first problem of one traced launch, as (message, hint); None when it is right."""
     if run.status == "crashed":
-        return (f"the kernel crashed ({run.signal_name}) in {thread_words(run.thread)}: it read or wrote "
-                "far outside an array", "look at the indices that thread computes; " + puzzle.hint)
+        return (
+            f"the kernel crashed ({run.signal_name}) in {thread_words(run.thread)}: it read or wrote "
+            "far outside an array",
+            "look at the indices that thread computes; " + puzzle.hint,
+        )
     if run.status == "timed out":
-        return (f"{thread_words(run.thread)} had not finished after {TIMEOUT:.0f} s: a loop that never ends?",
-                puzzle.timeout_hint or puzzle.hint)
+        return (
+            f"{thread_words(run.thread)} had not finished after {TIMEOUT:.0f} s: a loop that never ends?",
+            puzzle.timeout_hint or puzzle.hint,
+        )
     shapes = {p: a.shape for p, a in enumerate(case.args) if isinstance(a, np.ndarray)}
     for position, watched in run.arrays.items():
         body = np.zeros(watched.writer.size, dtype=bool)
-        body[watched.guard:watched.guard + watched.data.size] = True
+        body[watched.guard : watched.guard + watched.data.size] = True
         outside = np.flatnonzero((watched.writer >= 0) & ~body)
         if outside.size:
             flat = int(outside[0]) - watched.guard
-            return (f"{thread_words(int(watched.writer[outside[0]]))} wrote "
-                    f"{element_words(watched.name, shapes[position], flat)}",
-                    "a thread whose index is past the work must return before it writes "
-                    "(if (i >= n) return;), and every index must stay inside its array")
+            return (
+                f"{thread_words(int(watched.writer[outside[0]]))} wrote "
+                f"{element_words(watched.name, shapes[position], flat)}",
+                "a thread whose index is past the work must return before it writes "
+                "(if (i >= n) return;), and every index must stay inside its array",
+            )
         if position not in puzzle.outputs and (watched.writer >= 0).any():
             flat = int(np.flatnonzero(watched.writer >= 0)[0]) - watched.guard
             outputs = ", ".join(puzzle.names[p] for p in sorted(puzzle.outputs))
-            return (f"{thread_words(int(watched.writer[flat + watched.guard]))} changed "
-                    f"{element_words(watched.name, shapes[position], flat)}, an input",
-                    f"only {outputs} may change; read the inputs, never write them")
+            return (
+                f"{thread_words(int(watched.writer[flat + watched.guard]))} changed "
+                f"{element_words(watched.name, shapes[position], flat)}, an input",
+                f"only {outputs} may change; read the inputs, never write them",
+            )
     for position in sorted(puzzle.outputs):
         watched = run.arrays[position]
         raced = np.flatnonzero((watched.other >= 0) & watched.plain)
         if raced.size:
             at = int(raced[0])
-            return (f"race on {element_words(watched.name, shapes[position], at - watched.guard)}: "
-                    f"{thread_words(int(watched.other[at]))} and {thread_words(int(watched.writer[at]))} "
-                    "both wrote it, not through an atomic", past_the_work(int(watched.writer[at]), case) or RACE)
+            return (
+                f"race on {element_words(watched.name, shapes[position], at - watched.guard)}: "
+                f"{thread_words(int(watched.other[at]))} and {thread_words(int(watched.writer[at]))} "
+                "both wrote it, not through an atomic",
+                past_the_work(int(watched.writer[at]), case) or RACE,
+            )
     for position, expected in puzzle.twin(case.args).items():
         wrong = first_wrong(run.arrays[position].data, expected.reshape(-1), puzzle.tolerance)
         if wrong is not None:
             watched = run.arrays[position]
             got, want = watched.data[wrong], expected.reshape(-1)[wrong]
             writer = int(watched.writer[wrong + watched.guard])
-            who = (f"{thread_words(writer)} wrote it" if writer >= 0 else
-                   "no thread wrote it" + (" (the kernel finds outputs uninitialised: every element "
-                                           "must be written)" if np.isnan(np.float64(got)) or got == INT_GUARD
-                                           else ""))
-            return (f"{element_words(watched.name, shapes[position], wrong)} = {value_words(got)}, but the "
-                    f"NumPy twin gives {value_words(want)}; {who}",
-                    past_the_work(writer, case) or case.hint or puzzle.hint)
+            who = (
+                f"{thread_words(writer)} wrote it"
+                if writer >= 0
+                else "no thread wrote it"
+                + (
+                    " (the kernel finds outputs uninitialised: every element must be written)"
+                    if np.isnan(np.float64(got)) or got == INT_GUARD
+                    else ""
+                )
+            )
+            return (
+                f"{element_words(watched.name, shapes[position], wrong)} = {value_words(got)}, but the "
+                f"NumPy twin gives {value_words(want)}; {who}",
+                past_the_work(writer, case) or case.hint or puzzle.hint,
+            )
     return None
 
 
@@ -146,8 +194,10 @@ def past_the_work(thread: int, case: KernelCase) -> str:
     """A hint when `thread` has no work in this case: it should have returned before writing."""
     if thread < case.threads:
         return ""
-    return (f"thread {thread} has no work here (this case needs threads 0..{case.threads - 1}; the last "
-            "block has more): it must return before it writes (if (i >= n) return;)")
+    return (
+        f"thread {thread} has no work here (this case needs threads 0..{case.threads - 1}; the last "
+        "block has more): it must return before it writes (if (i >= n) return;)"
+    )
 
 
 def first_wrong(got: np.ndarray, expected: np.ndarray, tolerance: tuple[float, float]) -> int | None:
@@ -163,8 +213,11 @@ def first_wrong(got: np.ndarray, expected: np.ndarray, tolerance: tuple[float, f
 
 def value_words(value) -> str:
     if isinstance(value, (float, np.floating)) and np.isnan(value):
-        return "NaN" + (" (the marker of a guard zone)" if np.float32(value).view(np.uint32) ==
-                        FLOAT_GUARD.view(np.uint32) else " (never written)")
+        return "NaN" + (
+            " (the marker of a guard zone)"
+            if np.float32(value).view(np.uint32) == FLOAT_GUARD.view(np.uint32)
+            else " (never written)"
+        )
     return short(value)
 
 
@@ -177,8 +230,9 @@ def _device(cupy: Callable | None) -> Callable | None:
     return (lambda host: get_cupy()) if detect().cupy_gpu else None
 
 
-def _on_device(puzzle: Puzzle, kernel: Kernel, source: str, cp, cases: list[KernelCase],
-               cache_dir: Path | None) -> CheckResult | None:
+def _on_device(
+    puzzle: Puzzle, kernel: Kernel, source: str, cp, cases: list[KernelCase], cache_dir: Path | None
+) -> CheckResult | None:
     """Run every case through CuPy's launcher and hold the outputs to the twin."""
     launcher = device_launcher(cp, kernel, source, cache_dir)
     for number, case in enumerate(cases, start=1):
@@ -189,12 +243,17 @@ def _on_device(puzzle: Puzzle, kernel: Kernel, source: str, cp, cases: list[Kern
             wrong = first_wrong(got, expected.reshape(-1), puzzle.tolerance)
             if wrong is not None:
                 shape = case.args[position].shape
-                return CheckResult(puzzle.name, False, f"case {number} of {len(cases)} ({case.about}), on the "
-                                   f"GPU: {element_words(puzzle.names[position], shape, wrong)} = "
-                                   f"{value_words(got[wrong])}, but the NumPy twin gives "
-                                   f"{value_words(expected.reshape(-1)[wrong])}",
-                                   "the CPU build passed, so look for threads that depend on each other's "
-                                   "writes: on a GPU they run at the same time", number)
+                return CheckResult(
+                    puzzle.name,
+                    False,
+                    f"case {number} of {len(cases)} ({case.about}), on the "
+                    f"GPU: {element_words(puzzle.names[position], shape, wrong)} = "
+                    f"{value_words(got[wrong])}, but the NumPy twin gives "
+                    f"{value_words(expected.reshape(-1)[wrong])}",
+                    "the CPU build passed, so look for threads that depend on each other's "
+                    "writes: on a GPU they run at the same time",
+                    number,
+                )
     return None
 
 

@@ -8,17 +8,37 @@ cache_explorer.py, pipeline_visualizer.py, dashboard.py), finding each trace by 
     pipeline   the pipeline timeline (Gantt) and the scratchpad's slot map, from an EventLog
     projections  the projected speed-up over hybrid against locality and table size
 """
+
 import plotly.graph_objects as go
 
-from scratchkit.course.viz.caches import (amdahl_figure, hit_rate_curves, reuse_figure, sampled_curves,
-                                          skew_cdf, window_figure)
+from scratchkit.course.viz.caches import (
+    amdahl_figure,
+    hit_rate_curves,
+    reuse_figure,
+    sampled_curves,
+    skew_cdf,
+    window_figure,
+)
 from scratchkit.course.viz.pipeline import pipeline_view, scratchpad_map, timeline
 from scratchkit.course.viz.projections import speedup_figure
 from scratchkit.course.viz.timing import stage_breakdown, trainer_comparison, training_curves
 
-__all__ = ["amdahl_figure", "hit_rate_curves", "reuse_figure", "sampled_curves", "skew_cdf", "window_figure",
-           "pipeline_view", "scratchpad_map", "timeline", "speedup_figure", "stage_breakdown", "trainer_comparison",
-           "training_curves", "trace_named"]
+__all__ = [
+    "amdahl_figure",
+    "hit_rate_curves",
+    "reuse_figure",
+    "sampled_curves",
+    "skew_cdf",
+    "window_figure",
+    "pipeline_view",
+    "scratchpad_map",
+    "timeline",
+    "speedup_figure",
+    "stage_breakdown",
+    "trainer_comparison",
+    "training_curves",
+    "trace_named",
+]
 
 
 def trace_named(fig: go.Figure, name: str):

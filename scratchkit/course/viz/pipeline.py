@@ -3,6 +3,7 @@
 Both take what `scratchkit.course.pipeline_replay.replay` returns. A batch has the same colour in both:
 in the timeline its bars, on the map the slots it holds.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,15 +14,33 @@ from plotly.subplots import make_subplots
 
 from scratchkit.scratchpipe.events import EventLog
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState
-from scratchkit.course.viz.palette import (BATCH_COLOURS, CONFLICT, FREE, INSERTED, LOSS_GAP, RESIDENT,
-                                           VICTIM, batch_colour)
+from scratchkit.course.viz.palette import (
+    BATCH_COLOURS,
+    CONFLICT,
+    FREE,
+    INSERTED,
+    LOSS_GAP,
+    RESIDENT,
+    VICTIM,
+    batch_colour,
+)
 
 # map codes: the five states that are not "held", then one code per batch colour
-_STATE_CODES = {SlotState.FREE: 0, SlotState.RESIDENT: 1, SlotState.VICTIM: 2,
-                SlotState.INSERTED: 3, SlotState.CONFLICT: 4}
+_STATE_CODES = {
+    SlotState.FREE: 0,
+    SlotState.RESIDENT: 1,
+    SlotState.VICTIM: 2,
+    SlotState.INSERTED: 3,
+    SlotState.CONFLICT: 4,
+}
 _CODE_COLOURS = (FREE, RESIDENT, VICTIM, INSERTED, CONFLICT) + BATCH_COLOURS
-_LEGEND = (("free", FREE), ("resident, not held", RESIDENT), ("victim", VICTIM),
-           ("just inserted", INSERTED), ("hazard: held victim", CONFLICT))
+_LEGEND = (
+    ("free", FREE),
+    ("resident, not held", RESIDENT),
+    ("victim", VICTIM),
+    ("just inserted", INSERTED),
+    ("hazard: held victim", CONFLICT),
+)
 STAGE_LABELS = [s.value.replace("_", "-") for s in STAGE_ORDER]
 
 
@@ -43,8 +62,7 @@ def map_grid(moment: Moment, columns: int = 32) -> tuple[np.ndarray, np.ndarray]
     for s in range(capacity):
         state = SlotState(int(moment.states[s]))
         holder = int(moment.holders[s])
-        codes[s] = (len(_STATE_CODES) + holder % len(BATCH_COLOURS) if state is SlotState.HELD
-                    else _STATE_CODES[state])
+        codes[s] = len(_STATE_CODES) + holder % len(BATCH_COLOURS) if state is SlotState.HELD else _STATE_CODES[state]
         rid = int(moment.slot_ids[s])
         what = "free" if rid < 0 else f"id {rid}"
         who = f", held by batch {holder}" if holder >= 0 else ""
@@ -54,13 +72,31 @@ def map_grid(moment: Moment, columns: int = 32) -> tuple[np.ndarray, np.ndarray]
 
 def _map_traces(moment: Moment, columns: int) -> list:
     codes, text = map_grid(moment, columns)
-    heat = go.Heatmap(z=codes, customdata=text, hovertemplate="%{customdata}<extra></extra>",
-                      colorscale=_discrete_colourscale(_CODE_COLOURS), zmin=-0.5,
-                      zmax=len(_CODE_COLOURS) - 0.5, showscale=False, xgap=1, ygap=1, name="slots")
-    legend = [go.Scatter(x=[None], y=[None], mode="markers", name=name,
-                         marker=dict(symbol="square", size=12, color=colour)) for name, colour in _LEGEND]
-    legend.append(go.Scatter(x=[None], y=[None], mode="markers", name="held: its batch's colour",
-                             marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0])))
+    heat = go.Heatmap(
+        z=codes,
+        customdata=text,
+        hovertemplate="%{customdata}<extra></extra>",
+        colorscale=_discrete_colourscale(_CODE_COLOURS),
+        zmin=-0.5,
+        zmax=len(_CODE_COLOURS) - 0.5,
+        showscale=False,
+        xgap=1,
+        ygap=1,
+        name="slots",
+    )
+    legend = [
+        go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=colour))
+        for name, colour in _LEGEND
+    ]
+    legend.append(
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name="held: its batch's colour",
+            marker=dict(symbol="square", size=12, color=BATCH_COLOURS[0]),
+        )
+    )
     return [heat, *legend]
 
 
@@ -68,20 +104,41 @@ def _timeline_traces(log: EventLog, moment: Moment | None) -> list:
     events = sorted(log.stages, key=lambda e: e.start)
     origin = min((e.start for e in events), default=0.0)
     ms = lambda t: 1000.0 * (t - origin)
-    bars = go.Bar(orientation="h", y=[e.stage.value.replace("_", "-") for e in events],
-                  base=[ms(e.start) for e in events], x=[ms(e.end) - ms(e.start) for e in events],
-                  marker_color=[batch_colour(e.batch) for e in events], text=[str(e.batch) for e in events],
-                  textposition="inside", insidetextanchor="middle", textangle=0, name="stage events", showlegend=False,
-                  customdata=[[e.batch, ms(e.start), ms(e.end)] for e in events],
-                  hovertemplate="%{y}(%{customdata[0]}): %{customdata[1]:.2f} - %{customdata[2]:.2f} ms<extra></extra>")
+    bars = go.Bar(
+        orientation="h",
+        y=[e.stage.value.replace("_", "-") for e in events],
+        base=[ms(e.start) for e in events],
+        x=[ms(e.end) - ms(e.start) for e in events],
+        marker_color=[batch_colour(e.batch) for e in events],
+        text=[str(e.batch) for e in events],
+        textposition="inside",
+        insidetextanchor="middle",
+        textangle=0,
+        name="stage events",
+        showlegend=False,
+        customdata=[[e.batch, ms(e.start), ms(e.end)] for e in events],
+        hovertemplate="%{y}(%{customdata[0]}): %{customdata[1]:.2f} - %{customdata[2]:.2f} ms<extra></extra>",
+    )
     current = [moment.event] if moment is not None else []
-    now = go.Scatter(x=[(ms(e.start) + ms(e.end)) / 2 for e in current],
-                     y=[e.stage.value.replace("_", "-") for e in current], mode="markers",
-                     marker=dict(symbol="diamond", size=15, color=CONFLICT, line=dict(color="white", width=2)),
-                     name="this moment", showlegend=False, hoverinfo="skip")
+    now = go.Scatter(
+        x=[(ms(e.start) + ms(e.end)) / 2 for e in current],
+        y=[e.stage.value.replace("_", "-") for e in current],
+        mode="markers",
+        marker=dict(symbol="diamond", size=15, color=CONFLICT, line=dict(color="white", width=2)),
+        name="this moment",
+        showlegend=False,
+        hoverinfo="skip",
+    )
     t = [ms(moment.time)] * 2 if moment is not None else []
-    line = go.Scatter(x=t, y=[STAGE_LABELS[0], STAGE_LABELS[-1]] if t else [], mode="lines",
-                      line=dict(color=CONFLICT, dash="dot"), name="now", showlegend=False, hoverinfo="skip")
+    line = go.Scatter(
+        x=t,
+        y=[STAGE_LABELS[0], STAGE_LABELS[-1]] if t else [],
+        mode="lines",
+        line=dict(color=CONFLICT, dash="dot"),
+        name="now",
+        showlegend=False,
+        hoverinfo="skip",
+    )
     return [bars, now, line]
 
 
@@ -108,8 +165,10 @@ def scratchpad_map(moment: Moment, columns: int = 32, title: str | None = None) 
     """A grid of the scratchpad's slots at a moment: free, resident, held by batch b, victim, inserted."""
     fig = go.Figure(_map_traces(moment, columns))
     _style_map(fig, row=None)
-    fig.update_layout(title=title or f"Scratchpad slots at {moment.event.stage.value}({moment.event.batch})",
-                      height=max(340, 140 + 28 * math.ceil(moment.states.size / columns)))
+    fig.update_layout(
+        title=title or f"Scratchpad slots at {moment.event.stage.value}({moment.event.batch})",
+        height=max(340, 140 + 28 * math.ceil(moment.states.size / columns)),
+    )
     return fig
 
 
@@ -122,14 +181,29 @@ def _style_map(fig: go.Figure, row: int | None) -> None:
 
 def _divergence_traces(divergence, batch: int) -> list:
     steps, hit_rate, loss_gap = (np.asarray(a) for a in divergence)
-    return [go.Scatter(x=steps, y=hit_rate, name="Train hit rate", mode="lines+markers",
-                       line_color=BATCH_COLOURS[0]),
-            # a filled line, not bars: a second bar trace (without text) would keep plotly from
-            # hiding the timeline's unreadable bar texts (uniformtext)
-            go.Scatter(x=steps, y=loss_gap, name="|loss - baseline loss|", mode="lines+markers", fill="tozeroy",
-                       line=dict(color=LOSS_GAP, shape="hvh"), marker_size=5),
-            go.Scatter(x=[batch, batch], y=[0, 1], name="batch now", mode="lines", showlegend=False,
-                       line=dict(color=CONFLICT, dash="dot"), hoverinfo="skip")]
+    return [
+        go.Scatter(x=steps, y=hit_rate, name="Train hit rate", mode="lines+markers", line_color=BATCH_COLOURS[0]),
+        # a filled line, not bars: a second bar trace (without text) would keep plotly from
+        # hiding the timeline's unreadable bar texts (uniformtext)
+        go.Scatter(
+            x=steps,
+            y=loss_gap,
+            name="|loss - baseline loss|",
+            mode="lines+markers",
+            fill="tozeroy",
+            line=dict(color=LOSS_GAP, shape="hvh"),
+            marker_size=5,
+        ),
+        go.Scatter(
+            x=[batch, batch],
+            y=[0, 1],
+            name="batch now",
+            mode="lines",
+            showlegend=False,
+            line=dict(color=CONFLICT, dash="dot"),
+            hoverinfo="skip",
+        ),
+    ]
 
 
 def gap_axis(loss_gap) -> dict:
@@ -152,12 +226,19 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     rows = math.ceil(moment.states.size / columns)
     timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "scratchpad slots, one table"
     if divergence is None:
-        fig = make_subplots(rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11,
-                            subplot_titles=[timeline_title, map_title])
+        fig = make_subplots(
+            rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11, subplot_titles=[timeline_title, map_title]
+        )
     else:
-        fig = make_subplots(rows=2, cols=2, row_heights=[0.44, 0.56], vertical_spacing=0.2, horizontal_spacing=0.1,
-                            specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
-                            subplot_titles=[timeline_title, map_title, "against the exact baseline"])
+        fig = make_subplots(
+            rows=2,
+            cols=2,
+            row_heights=[0.44, 0.56],
+            vertical_spacing=0.2,
+            horizontal_spacing=0.1,
+            specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
+            subplot_titles=[timeline_title, map_title, "against the exact baseline"],
+        )
     for trace in _timeline_traces(log, moment):
         fig.add_trace(trace, row=1, col=1)
     for trace in _map_traces(moment, columns):
@@ -165,18 +246,23 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     _style_timeline(fig, row=1)
     _style_map(fig, row=2)
     if divergence is None:
-        fig.update_layout(height=560 + 14 * rows, margin=dict(t=60, b=30),
-                          title=f"{moment.event.stage.value}({moment.event.batch})")
+        fig.update_layout(
+            height=560 + 14 * rows, margin=dict(t=60, b=30), title=f"{moment.event.stage.value}({moment.event.batch})"
+        )
         return fig
     hit, gap, now = _divergence_traces(divergence, moment.event.batch)
     fig.add_trace(hit, row=2, col=2)
     fig.add_trace(gap, row=2, col=2, secondary_y=True)
     fig.add_trace(now, row=2, col=2)
     fig.update_yaxes(title_text="Train hit rate", range=[0, 1.05], row=2, col=2, secondary_y=False)
-    fig.update_yaxes(title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True,
-                     **gap_axis(divergence[2]))
+    fig.update_yaxes(
+        title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True, **gap_axis(divergence[2])
+    )
     fig.update_xaxes(title_text="training step (batch)", row=2, col=2)
-    fig.update_layout(height=580, margin=dict(t=60, b=70, r=20),
-                      legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),
-                      title=f"{moment.event.stage.value}({moment.event.batch})")
+    fig.update_layout(
+        height=580,
+        margin=dict(t=60, b=70, r=20),
+        legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),
+        title=f"{moment.event.stage.value}({moment.event.batch})",
+    )
     return fig

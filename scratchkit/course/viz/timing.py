@@ -1,4 +1,5 @@
 """Where the time goes: stage breakdown bars, training curves, and measured vs projected speed."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -9,8 +10,8 @@ from plotly.subplots import make_subplots
 
 from scratchkit.course.viz.palette import BATCH_COLOURS, SERIES_COLOURS, STAGE_COLOURS, stage_colour
 
-LEGEND_ROW = 20      # px per legend entry (plotly's default font): a legend taller than the plot scrolls
-MARGINS = 180       # the title and plotly's default top and bottom margins
+LEGEND_ROW = 20  # px per legend entry (plotly's default font): a legend taller than the plot scrolls
+MARGINS = 180  # the title and plotly's default top and bottom margins
 
 
 def _breakdown_table(breakdown) -> dict[str, dict[str, float]]:
@@ -40,15 +41,25 @@ def stage_breakdown(breakdown, share: bool = False, title: str = "Where a traini
         if share:
             totals = np.array([sum(table[t].values()) for t in trainers]) * 1000.0
             values = 100.0 * values / np.where(totals > 0, totals, 1.0)
-        fig.add_bar(name=stage, y=trainers, x=values, orientation="h",
-                    marker_color=stage_colour(stage, unknown.index(stage) if stage in unknown else 0),
-                    hovertemplate=f"{stage}: %{{x:.2f}} {'%' if share else 'ms'}<extra>%{{y}}</extra>")
+        fig.add_bar(
+            name=stage,
+            y=trainers,
+            x=values,
+            orientation="h",
+            marker_color=stage_colour(stage, unknown.index(stage) if stage in unknown else 0),
+            hovertemplate=f"{stage}: %{{x:.2f}} {'%' if share else 'ms'}<extra>%{{y}}</extra>",
+        )
     # tall enough for a bar per trainer and for every stage in the legend, and its title: plotly
     # scrolls a legend taller than the plot area
     height = max(160 + 40 * len(trainers), MARGINS + LEGEND_ROW * (len(stages) + 2))
-    fig.update_layout(barmode="stack", title=title, height=height,
-                      xaxis_title="share of the step (%)" if share else "ms per step",
-                      legend_title_text="stage", yaxis_autorange="reversed")
+    fig.update_layout(
+        barmode="stack",
+        title=title,
+        height=height,
+        xaxis_title="share of the step (%)" if share else "ms per step",
+        legend_title_text="stage",
+        yaxis_autorange="reversed",
+    )
     return fig
 
 
@@ -66,8 +77,9 @@ def training_series(records, window: int = 10) -> dict[str, np.ndarray]:
     hi = np.arange(1, len(records) + 1)
     elapsed = ct[hi] - ct[lo]
     speed = np.divide(cs[hi] - cs[lo], elapsed, out=np.full(len(records), np.nan), where=elapsed > 0)
-    hit_rate = np.array([np.nan if r.hits is None or r.lookups == 0 else r.hits / r.lookups
-                         for r in records], dtype=np.float64)
+    hit_rate = np.array(
+        [np.nan if r.hits is None or r.lookups == 0 else r.hits / r.lookups for r in records], dtype=np.float64
+    )
     loss = np.array([r.loss for r in records], dtype=np.float64)
     return {"step": steps, "samples_per_s": speed, "loss": loss, "hit_rate": hit_rate}
 
@@ -76,8 +88,9 @@ ROWS = ("samples_per_s", "loss", "hit_rate")
 ROW_TITLES = ("samples/s", "loss", "hit rate")
 
 
-def training_curves(runs: Mapping[str, list] | None = None, trainers=(), window: int = 10,
-                    title: str = "Training, step by step") -> go.Figure:
+def training_curves(
+    runs: Mapping[str, list] | None = None, trainers=(), window: int = 10, title: str = "Training, step by step"
+) -> go.Figure:
     """Three stacked plots over steps: samples/s, loss, hit rate; one line per trainer.
 
     `runs` maps a trainer's name to its StepRecords; `trainers` adds empty lines (to fill live).
@@ -93,17 +106,30 @@ def training_curves(runs: Mapping[str, list] | None = None, trainers=(), window:
         series = training_series(records, window)
         colour = BATCH_COLOURS[i % len(BATCH_COLOURS)]
         for row, key in enumerate(ROWS, start=1):
-            fig.add_scatter(x=series["step"], y=series[key], name=name, legendgroup=name,
-                            showlegend=row == 1, line_color=colour, mode="lines", row=row, col=1)
+            fig.add_scatter(
+                x=series["step"],
+                y=series[key],
+                name=name,
+                legendgroup=name,
+                showlegend=row == 1,
+                line_color=colour,
+                mode="lines",
+                row=row,
+                col=1,
+            )
     fig.update_yaxes(range=[0, 1.05], row=3, col=1)
     fig.update_xaxes(title_text="step", row=3, col=1)
     fig.update_layout(title=title, height=560, margin=dict(t=70, b=40))
     return fig
 
 
-def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Mapping[str, float]] | None = None,
-                       relative_to: str | None = None, title: str = "Trainers side by side",
-                       step_errors: Mapping[str, float] | None = None) -> go.Figure:
+def trainer_comparison(
+    measured: Mapping[str, float],
+    projected: Mapping[str, Mapping[str, float]] | None = None,
+    relative_to: str | None = None,
+    title: str = "Trainers side by side",
+    step_errors: Mapping[str, float] | None = None,
+) -> go.Figure:
     """Grouped bars per trainer: the measured samples/s beside the cost model's projections.
 
     `projected` maps a machine's name to {trainer: samples/s}. With `relative_to` a
@@ -123,15 +149,38 @@ def trainer_comparison(measured: Mapping[str, float], projected: Mapping[str, Ma
             if relative_to not in values:
                 raise ValueError(f"{name}: no value for {relative_to!r} to divide by; it has {sorted(values)}")
             y = y / values[relative_to]
-        fig.add_bar(name=name, x=trainers, y=y, marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
-                    text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y], textposition="outside",
-                    textangle=-90, textfont_size=10, cliponaxis=False, constraintext="none")   # never shrunk
-    fig.update_layout(barmode="group", title=title, height=480, margin=dict(t=90, b=110),
-                      yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
-                      yaxis_type=None if relative_to else "log")
+        fig.add_bar(
+            name=name,
+            x=trainers,
+            y=y,
+            marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
+            text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y],
+            textposition="outside",
+            textangle=-90,
+            textfont_size=10,
+            cliponaxis=False,
+            constraintext="none",
+        )  # never shrunk
+    fig.update_layout(
+        barmode="group",
+        title=title,
+        height=480,
+        margin=dict(t=90, b=110),
+        yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
+        yaxis_type=None if relative_to else "log",
+    )
     if step_errors:
         words = ", ".join(f"{t} {100 * e:+.0f}%" for t, e in step_errors.items())
-        fig.add_annotation(text=f"How far the model can be trusted: its step time vs the measurement on this "
-                                f"machine<br>{words}", xref="paper", yref="paper", x=0, y=-0.2,
-                           showarrow=False, xanchor="left", yanchor="top", align="left", font_size=11)
+        fig.add_annotation(
+            text=f"How far the model can be trusted: its step time vs the measurement on this machine<br>{words}",
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-0.2,
+            showarrow=False,
+            xanchor="left",
+            yanchor="top",
+            align="left",
+            font_size=11,
+        )
     return fig
