@@ -62,3 +62,10 @@ def test_the_readme_shows_the_recorded_headline():
     record = json.loads((REPO / "results" / "projections.json").read_text())
     readme = (REPO / "README.md").read_text()
     assert headline_markdown(record) in readme
+
+
+def test_the_readme_stays_a_guide():
+    """What it is, the two commands, the course, the CLI, your own data, the trainers, the layout and
+    where results are, in at most 300 lines: the rest lives in docs/ and the records in results/."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README.md is {len(lines)} lines"
