@@ -13,7 +13,7 @@ from scratchkit.course.headline import (
     headline_table,
     peer_rows,
 )
-from scratchkit.trainers import PEERS, PRODUCTION_PEER, versus
+from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER, versus
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,14 +34,14 @@ def made_up_record() -> dict:
     }
 
 
-def test_a_row_per_workload_with_each_design_on_the_server_and_the_pipelines_ratios():
+def test_a_column_per_workload_a_row_per_design_on_the_server_and_the_pipelines_ratios():
     head, rows = headline_rows(made_up_record())
-    assert head[0] == "workload" and head[1 : 1 + len(DESIGNS)] == list(DESIGNS)
-    (row,) = rows
-    assert row[0] == "wide"
-    assert row[1 + DESIGNS.index(PIPELINE)] == "123k, train"  # thousands, the bound named
-    assert row[1] == "1k, stage0"  # the first design, not the V100's
-    assert row[1 + len(DESIGNS) :] == [f"{4.0 + i:.2f}" for i in range(len(PEERS))]
+    assert head == ["design", "wide"]
+    assert [r[0] for r in rows] == [*DESIGNS, f"{PIPELINE} x {BASELINE}"]
+    speeds = dict(rows[: len(DESIGNS)])
+    assert speeds[PIPELINE] == "123k, train"  # thousands, the bound named
+    assert speeds[DESIGNS[0]] == "1k, stage0"  # the first design, on the server, not the V100's
+    assert rows[-1][1] == f"{4.0 + PEERS.index(BASELINE):.2f}"
 
 
 def test_the_peer_table_has_a_column_per_server_with_what_bounds_the_peer():
@@ -54,7 +54,12 @@ def test_the_peer_table_has_a_column_per_server_with_what_bounds_the_peer():
 
 def test_the_markdown_says_where_its_figures_come_from():
     text = headline_markdown(made_up_record())
-    assert text.count("\n| wide |") == 2 and "results/projections.json" in text and "today" not in text
+    assert (
+        text.count("\n| wide |") == 1
+        and "| design | wide |" in text
+        and "results/projections.json" in text
+        and "today" not in text
+    )
     assert "`made up`, commit abc1234, today" in headline_table(made_up_record())._repr_html_().replace("&#x27;", "'")
 
 

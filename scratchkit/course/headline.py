@@ -5,7 +5,7 @@ ahead, looked up, chosen and filled by the device, as FBGEMM and TorchRec run it
 baseline at its best (`hybrid`: its host work on every core the server gives a GPU, up to what the
 host's memory serves): the peers of trainers/registry.py.
 
-    headline_rows(record)        (head, rows): a row per workload, a column per design and ratio
+    headline_rows(record)        (head, rows): a column per workload, a row per design and ratio
     peer_rows(record)            (head, rows): ScratchPipe over the production peer on every server
     headline_table(record)       the first as an HTML table (notebook 05; peer_table the second)
     headline_markdown(record)    both as Markdown tables (the README, by scripts/render_results.py)
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from scratchkit.course.tables import Table
-from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER, TrainerKind, versus
+from scratchkit.trainers import BASELINE, PRODUCTION_PEER, TrainerKind, versus
 
 RECORD = Path(__file__).resolve().parents[2] / "results" / "projections.json"
 SERVER = "h100-pcie5"
@@ -39,14 +39,18 @@ def recorded(path: Path = RECORD) -> dict:
 
 
 def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[list[str]]]:
-    """A row per workload of the record: each design's thousands of samples/s and the stage that
-    bounds it, then scratchpipe-device's speed over prefetch-lru's and hybrid's on the same server."""
-    head = ["workload"] + list(DESIGNS) + [f"{PIPELINE} x {peer}" for peer in PEERS]
-    rows = []
-    for workload, trainers in record["figures"].items():
-        at = {d: trainers[d][server] for d in DESIGNS}
-        speeds = [f"{at[d]['samples_per_s'] / 1000:,.0f}k, {at[d]['bound_stage']}" for d in DESIGNS]
-        rows.append([workload] + speeds + [f"{at[PIPELINE][versus(peer)]:.2f}" for peer in PEERS])
+    """A column per workload of the record; a row per design, its thousands of samples/s and the
+    stage that bounds it, then scratchpipe-device's speed over the baseline's (`hybrid`)."""
+    workloads = record["figures"]
+    head = ["design"] + list(workloads)
+    rows = [
+        [d]
+        + [f"{w[d][server]['samples_per_s'] / 1000:,.0f}k, {w[d][server]['bound_stage']}" for w in workloads.values()]
+        for d in DESIGNS
+    ]
+    # over the baseline here; over the production peer on every server: peer_rows
+    over = [f"{w[PIPELINE][server][versus(BASELINE)]:.2f}" for w in workloads.values()]
+    rows.append([f"{PIPELINE} x {BASELINE}"] + over)
     return head, rows
 
 

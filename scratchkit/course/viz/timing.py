@@ -164,19 +164,21 @@ def trainer_comparison(
     fig.update_layout(
         barmode="group",
         title=title,
-        height=480,
-        margin=dict(t=90, b=110),
+        height=560,
+        margin=dict(t=90, b=230),
         yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
         yaxis_type=None if relative_to else "log",
     )
+    fig.update_xaxes(tickangle=-90)  # the trainers' names upright: side by side they would overlap
     if step_errors:
-        words = ", ".join(f"{t} {100 * e:+.0f}%" for t, e in step_errors.items())
+        errors = [f"{t} {100 * e:+.0f}%" for t, e in step_errors.items()]
+        rows = "<br>".join(", ".join(errors[i : i + 4]) for i in range(0, len(errors), 4))  # four a line
         fig.add_annotation(
-            text=f"How far the model can be trusted: its step time vs the measurement on this machine<br>{words}",
+            text=f"How far the model can be trusted: its step time vs the measurement on this machine<br>{rows}",
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.2,
+            y=-0.5,
             showarrow=False,
             xanchor="left",
             yanchor="top",
