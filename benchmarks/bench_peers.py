@@ -25,8 +25,8 @@ full step the batches are made once before the rounds and every peer reads the s
 input pipeline hands batches over (the kit's synthetic generator takes 40-60% of a `small` step
 and is not what is compared; the cost model leaves it out too); `--generated` makes each peer
 generate its batches inside the timed loop instead. Thread counts go through the config
-(`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads), so
-all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
+(`TrainConfig.cpu_threads`, which every peer's constructor applies with torch.set_num_threads, and
+`TrainConfig.threads`, the kit's C++ loops), so all three run on the same number of threads. Rounds alternate the peers (ABCABC...) so a noisy
 machine slows them alike; the median round's samples/s is reported, and each peer's ratio to plain
 PyTorch is the median of its rounds' ratios (a round's peers ran back to back, under one load), shown with
 the lowest and highest round ratio to FBGEMM (the spread). `--record PATH` keeps the run as JSON
@@ -178,9 +178,11 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     from scratchkit.config import OptimizerConfig
     from scratchkit.embedding import fused_sgd
     from scratchkit.embedding import table_batched as tb
+    from scratchkit.embedding import tbe_native
 
     config = profile_config(profile)
     torch.set_num_threads(threads)
+    tbe_native.set_host_threads(threads)  # the kit's loops on the same count as torch's
     source, sizes, dim = SyntheticSource(config.data), list(config.data.table_sizes), config.model.dim
     batches = [source.batch(b) for b in range(steps)]
     inputs = [([torch.from_numpy(i) for i in b.ids], [torch.from_numpy(o) for o in b.offsets]) for b in batches]
@@ -266,7 +268,7 @@ def measure(
         if not generated:
             source = ReadAhead(source, WARMUP + steps)
         for n in threads:
-            config = replace(base, cpu_threads=n)
+            config = replace(base, cpu_threads=n, threads=n)  # torch's threads and the kit's loops'
             runs = {peer: [] for peer in peers}
             for r in range(rounds):
                 for peer in peers[r % len(peers) :] + peers[: r % len(peers)]:  # who goes first rotates

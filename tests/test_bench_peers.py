@@ -128,3 +128,22 @@ def test_the_run_is_recorded_with_its_command_and_rows(capsys, tmp_path):
     if bench.fbgemm_missing() is None:  # each round's ratio to FBGEMM kept: the spread
         rounds = [float(x) for x in gpu_only["x_fbgemm_rounds"].split()]
         assert len(rounds) == 2 and min(rounds) <= gpu_only["x_fbgemm"] <= max(rounds)
+
+
+def test_every_peer_runs_on_its_columns_threads(monkeypatch):
+    """A column of n threads gives every peer n: torch's (the dense model, FBGEMM's OpenMP) and the
+    kit's own C++ loops (`TrainConfig.threads`), whose default, every core, would give gpu-only the
+    whole machine in the one-thread column."""
+    from scratchkit.embedding import tbe_native
+
+    seen = []
+
+    def timed(name, config, source, steps):
+        if name == "gpu-only":
+            with bench.make_trainer("gpu-only", config, source=source):
+                seen.append((config.cpu_threads, tbe_native.host_threads(), torch.get_num_threads()))
+        return 1.0
+
+    monkeypatch.setattr(bench, "time_run", timed)
+    bench.measure(["tiny"], [1, 2], [1], 1, ["gpu-only", "pytorch"])
+    assert seen == [(1, 1, 1), (2, 2, 2)]
