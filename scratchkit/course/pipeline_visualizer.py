@@ -158,7 +158,7 @@ class PipelineVisualizer(widgets.VBox):
             self._draw_run(*drawing)
         finally:
             # only now: the page applies the kernel's messages in order, so the controls stay busy
-            # until the figure update above has been drawn
+            # until the figure update above has reached the page (plotly draws it in the next frames)
             for control in busy:
                 control.disabled = False
             self.rerun.description = "rerun"
