@@ -137,14 +137,14 @@ HEADLINE = (
 def with_headline(readme: str, folder: Path = REPO / "results") -> str:
     """The README with the table between its headline markers rendered from the projection record."""
     sys.path.insert(0, str(REPO))
-    from scratchkit.course.headline import headline_markdown
+    from scratchkit.course.headline import headline_markdown, recorded
 
     start, end = HEADLINE
     if start not in readme or end not in readme:
         raise ValueError(f"README.md lacks the headline markers {start} ... {end}")
     before, rest = readme.split(start, 1)
     after = rest.split(end, 1)[1]
-    table = headline_markdown(json.loads((folder / "projections.json").read_text()))
+    table = headline_markdown(recorded(folder / "projections.json"))
     return f"{before}{start}\n{table}\n{end}{after}"
 
 
