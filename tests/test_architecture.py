@@ -65,6 +65,7 @@ FLOORS = (
     "measured",
     "choices",
     "config",
+    "device_work",
     "backend",
     "allocator",
     "device",
