@@ -41,6 +41,7 @@ PAGE = REPO / "docs" / "published-gpu.md"
 FIELDS = ("id", "kind", "gpu", "server", "software", "timed", "shape", "value", "unit", "source", "quote")
 SHAPE = ("tables", "rows", "dim", "batch", "pooling", "optimizer", "precision", "placement", "ids")
 UNIT = "ms per step"
+ZIPF_EXPONENTS = {"criteo-kaggle": CRITEO_KAGGLE_EXPONENTS}  # the kit's fitted laws a record may name
 
 
 # ---------------------------------------------------------------------------------- the recipes
@@ -118,6 +119,10 @@ def check(record: dict, where: str) -> None:
         raise ValueError(f"{name}: shape.rows (and shape.unique) need one entry per table ({shape['tables']})")
     if shape["ids"]["law"] not in ("uniform", "zipf") and "unique" not in shape:
         raise ValueError(f"{name}: ids drawn by a {shape['ids']['law']} law need shape.unique, per table")
+    if shape["ids"]["law"] == "zipf" and shape["ids"].get("exponents") not in ZIPF_EXPONENTS:
+        raise ValueError(f"{name}: zipf ids need exponents, one of {', '.join(ZIPF_EXPONENTS)}")
+    if RECIPES[record["kind"]].parts is None and not {"dense", "bottom_mlp", "top_mlp"} <= set(shape):
+        raise ValueError(f"{name}: a whole step needs shape.dense, shape.bottom_mlp and shape.top_mlp")
     if not {"repository", "file", "commit"} <= set(source) or not record["quote"].strip():
         raise ValueError(f"{name}: source needs repository, file and commit, and the quote its printed line")
 
@@ -146,13 +151,13 @@ def step_work(record: dict) -> StepWork:
     optimizer = OptimizerKind.parse(s["optimizer"])
     lookups = s["batch"] * s["pooling"]
     if s["ids"]["law"] == "zipf":  # distinct rows as the kit draws them: a config, as a user writes one
-        exponents = {"criteo-kaggle": CRITEO_KAGGLE_EXPONENTS}[s["ids"]["exponents"]]
+        exponents = ZIPF_EXPONENTS[s["ids"]["exponents"]]
         config = TrainConfig(
             data=DataConfig(
                 table_sizes=tuple(s["rows"]),
                 pooling=s["pooling"],
                 batch_size=s["batch"],
-                num_dense=s.get("dense", 13),
+                num_dense=s["dense"],
                 zipf=exponents,
             ),
             model=ModelConfig(dim=s["dim"], bottom_mlp=tuple(s["bottom_mlp"]), top_mlp=tuple(s["top_mlp"])),

@@ -58,6 +58,10 @@ def test_a_record_lacking_a_field_or_of_an_unknown_kind_is_refused_by_name():
     record = copy.deepcopy(RECORDS[0]) | {"value": 1.9, "unit": "samples/s"}
     with pytest.raises(ValueError, match="ms per step"):
         check_published.check(record, "here")
+    step = copy.deepcopy({r["id"]: r for r in RECORDS}["v100-dlrm-fp32"])
+    del step["shape"]["top_mlp"]
+    with pytest.raises(ValueError, match="v100-dlrm-fp32.*a whole step needs shape.dense"):
+        check_published.check(step, "here")
 
 
 def test_the_distinct_rows_derived_match_what_the_benchmark_printed():
