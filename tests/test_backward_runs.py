@@ -133,3 +133,29 @@ def test_hybrid_on_a_gpu_runs_every_host_stage_in_the_loops(monkeypatch):
         hybrid.train_step()
     assert [c for c in called if c != "sk_tbe_runs_per_table"] == ["sk_tbe_forward", "sk_tbe_backward", "sk_tbe_sgd"]
     assert sorts == []
+
+
+def test_the_cost_model_cuts_tables_as_the_loops_do():
+    """costmodel/host_threads.py prices the loops' pieces by a Python copy of their rule and
+    constants (the cost model runs without the loops): both held to the C++ ones here."""
+    import re
+    from pathlib import Path
+
+    from scratchkit.costmodel import host_threads as model
+
+    for threads, tables, size, least in [
+        (1, 8, 10**5, 64),
+        (8, 8, 10**5, 64),
+        (14, 8, 81_920, 8192),
+        (14, 8, 2048, 64),
+    ]:
+        for t in (threads, threads + 1, 3 * threads):
+            assert model.runs_per_table(t, tables, size, least) == tbe_native.LOOPS.library.sk_tbe_runs_per_table(
+                t, tables, size, least
+            )
+    folder = Path(tb.__file__).parent
+    source = (folder / "table_batched.cpp").read_text() + (folder / "thread_pool.h").read_text()
+    for name in ("RUNS_A_THREAD", "MIN_BAGS", "MIN_ROWS", "MIN_LOOKUPS"):
+        (value,) = re.findall(rf"constexpr int64_t {name} = (\d+);", source)
+        assert int(value) == getattr(model, name), name
+    assert model.SORTED_STABLY_FROM == tbe_native.RADIX_MIN
