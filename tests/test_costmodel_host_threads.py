@@ -153,3 +153,24 @@ def test_hybrid_now_differs_between_the_servers_and_says_what_bounds_it():
     projected = {name: project("hybrid", work, get_hardware(name)) for name in SERVERS}
     assert len({round(p.samples_per_s) for p in projected.values()}) == len(SERVERS)
     assert all(p.bound_stage for p in projected.values())
+
+
+def test_hybrid_can_be_priced_at_one_gpus_share_of_the_host_or_a_whole_socket():
+    """servers.HostShare: the cores and DRAM channels one GPU gets of an 8-GPU server, or a
+    socket's; each with its datasheet, and the socket faster wherever the host binds hybrid."""
+    from scratchkit.costmodel.servers import HostShare, server
+
+    work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
+    for name, figures in SERVERS.items():
+        gpu, socket = server(name), server(name, HostShare.SOCKET)
+        cores, channels, source = figures["socket"]
+        assert (gpu.host_cores, socket.host_cores) == (figures["cores"][0], cores) and cores > gpu.host_cores
+        assert socket.host_memory_line_rate == pytest.approx(memory_line_rate(channels, figures["memory"][1]))
+        assert socket.name == f"{name}:socket" and source in socket.sources["host_cores"]
+        assert project("hybrid", work, socket).samples_per_s > 1.5 * project("hybrid", work, gpu).samples_per_s
+        assert project("gpu-only", work, socket).samples_per_s == pytest.approx(
+            project("gpu-only", work, gpu).samples_per_s
+        )
+    with SERVERS.registered("no-socket", {k: v for k, v in SERVERS["h100-pcie5"].items() if k != "socket"}):
+        with pytest.raises(ValueError, match="'no-socket' states no socket"):
+            server("no-socket", HostShare.SOCKET)
