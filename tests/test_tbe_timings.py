@@ -38,6 +38,6 @@ def test_the_backward_is_timed_past_radix_min_a_table_in_both_calibrations():
     only below it priced embedding-bound's 82k lookups a table at introsort's cost of 2k."""
     from scratchkit.calibration.kit_timings import TABLES
     from scratchkit.calibration.tbe_timings import BACKWARD_LOOKUPS
-    from scratchkit.costmodel.host_threads import SORTED_STABLY_FROM
+    from scratchkit.embedding.tbe_native import RADIX_MIN
 
-    assert all(max(sizes) >= TABLES * SORTED_STABLY_FROM for sizes in BACKWARD_LOOKUPS)
+    assert all(max(sizes) >= TABLES * RADIX_MIN for sizes in BACKWARD_LOOKUPS)

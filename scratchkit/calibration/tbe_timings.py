@@ -35,14 +35,14 @@ from scratchkit.costmodel.work import TBE_BAG
 
 # lookups of one call, all tables together (quick, full)
 TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768, 262144))
-# the backward's: the same, and in both at least one past RADIX_MIN lookups a table (32,768), where
-# torch sorts stably and the loop sorts by its own radix sort instead of introsort (another curve
-# for the same call: embedding-bound's 82k lookups a table priced from introsort's 2k cost less)
-BACKWARD_LOOKUPS = (TBE_LOOKUPS[0] + (8 * 40_960,), TBE_LOOKUPS[1])
 BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: costmodel/work.py)
 DENSITIES = ((0.1, 0.6, 0.95), (0.05, 0.25, 0.6, 0.85, 0.98))  # of the update (quick, full)
 UPDATE_ROWS = 2**20  # at most this many rows a call: the densest points of big tables are left out
 FEW = 2  # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
+# the backward's: the same, and in both at least one past RADIX_MIN lookups a table (32,768), where
+# torch sorts stably and the loop sorts by its own radix sort instead of introsort (another curve
+# for the same call: embedding-bound's 82k lookups a table priced from introsort's 2k cost less)
+BACKWARD_LOOKUPS = (TBE_LOOKUPS[0] + (TABLES * 40_960,), TBE_LOOKUPS[1])
 
 
 def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
