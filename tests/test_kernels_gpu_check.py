@@ -182,7 +182,7 @@ def test_rehearsal_runs_every_section_and_writes_one_json(tmp_path):
     proc = run(
         tmp_path,
         "--rehearse",
-        timeout=400,
+        timeout=900,
         GPU_CHECK_PROFILE="tiny",
         GPU_CHECK_WHEELS=str(tmp_path / "wheels"),
         GPU_CHECK_BENCH_ARGS="--quick --capacity 1024 --batch 256 --rounds 1",
@@ -196,6 +196,7 @@ def test_rehearsal_runs_every_section_and_writes_one_json(tmp_path):
     assert f"carried libraries: {site}/nvidia/sk_carried_test/lib" in report
     for section in SECTIONS[2:-1] + ["wheels"]:
         assert f"## {section}\nstatus: passed in" in report
+    assert re.search(r"## warmup\nstatus: passed in \d+ s \(budget 240 s\)", report)  # 3 x 80 s on a CPU
     tests_log = (tmp_path / "report" / "kernel_tests.log").read_text()
     assert "NVRTC checks" in tests_log or "NVRTC not available" in tests_log
     summary = json.loads((tmp_path / "report" / "gpu_check.json").read_text())

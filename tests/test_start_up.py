@@ -114,3 +114,10 @@ def test_bench_json_rows_carry_set_up_and_warm_up(capsys):
     assert main(["bench", "--profile", "tiny", "--trainers", "hybrid", "--steps", "2", "--warmup", "1", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["setup_s"] > 0 and row["warmup_s"] > 0
+
+
+def test_a_sharded_bench_reports_its_slowest_ranks_set_up(capsys):
+    args = ["bench", "--profile", "tiny", "--trainers", "hybrid", "--steps", "2", "--warmup", "1", "--json"]
+    assert main([*args, "--world-size", "2"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["world_size"] == 2 and row["setup_s"] > 0 and row["warmup_s"] > 0
