@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from itertools import islice
@@ -23,6 +24,8 @@ class BenchResult:
     fetched_rows_per_step: float = 0.0  # rows host -> device
     written_back_rows_per_step: float = 0.0  # rows device -> host
     evicting_tables_per_step: float = 0.0  # tables whose victim choice ran
+    setup_s: float = 0.0  # making the trainer: its tables, model, buffers and host processes
+    warmup_s: float = 0.0  # its untimed warm-up steps: first-use kernel compiles, the pipeline's start
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,9 +63,12 @@ def run_bench(
     if rounds == 1:  # one at a time: one trainer's tables in memory at once
         results = []
         for name in trainers:
+            started = time.perf_counter()
             with make_trainer(name, config, source=source, device=device) as trainer:
-                records = list(_timed(trainer, name, warmup, [steps], wrap)[0])
-            results.append(_result(name, steps, records))
+                setup_s = time.perf_counter() - started
+                (chunk,), warmup_s = _timed(trainer, name, warmup, [steps], wrap)
+                records = list(chunk)
+            results.append(_result(name, steps, records, setup_s, warmup_s))
     else:
         parts = _parts(steps, rounds)
         with ExitStack() as stack:
@@ -71,14 +77,18 @@ def run_bench(
             # then, copy on write: another trainer's tables made before it would fault a page at
             # a time as that trainer writes them, for as long as the child lives
             runs = [None] * len(trainers)  # by position: a trainer may be named twice
+            setup = [(0.0, 0.0)] * len(trainers)  # (setup_s, warmup_s)
             for i in sorted(range(len(trainers)), key=lambda i: not pipelined(trainers[i])):
+                started = time.perf_counter()
                 trainer = stack.enter_context(make_trainer(trainers[i], config, source=source, device=device))
-                runs[i] = _timed(trainer, trainers[i], warmup, parts, wrap)
+                setup_s = time.perf_counter() - started
+                runs[i], warmup_s = _timed(trainer, trainers[i], warmup, parts, wrap)
+                setup[i] = (setup_s, warmup_s)
             records = [[] for _ in trainers]
             for k in range(len(parts)):
                 for i in range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers))):
                     records[i] += list(runs[i][k])
-        results = [_result(name, steps, taken) for name, taken in zip(trainers, records)]
+        results = [_result(name, steps, taken, *times) for name, taken, times in zip(trainers, records, setup)]
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results
@@ -90,22 +100,25 @@ def _parts(steps: int, rounds: int) -> list[int]:
     return [steps // rounds + (k < steps % rounds) for k in range(rounds)]
 
 
-def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> list:
+def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> tuple[list, float]:
     """Start `trainer` on warmup + sum(parts) steps, take the warm-up, and return one iterator
-    per part of the timed steps (each drained before the next)."""
+    per part of the timed steps (each drained before the next), and the warm-up's seconds."""
     if hasattr(trainer, "events"):
         trainer.events.enabled = False  # the visualizer's trace is not what we measure
+    started = time.perf_counter()
     steps_run = trainer.train(warmup + sum(parts))
     for _ in range(warmup):
         next(steps_run)
+    warmup_s = time.perf_counter() - started
     # the last part is the generator itself, drained: what train() does after its last step
     # (ScratchPipe stops its pipeline) runs before the trainer closes, as in one uninterrupted call
     chunks = [islice(steps_run, n) for n in parts[:-1]] + [steps_run]
-    return [wrap(chunk, n, name) if wrap else chunk for chunk, n in zip(chunks, parts)]
+    return [wrap(chunk, n, name) if wrap else chunk for chunk, n in zip(chunks, parts)], warmup_s
 
 
-def _result(name: str, steps: int, records: list) -> BenchResult:
-    """A trainer's timed steps as one result: samples/s, and each stage's and counter's mean."""
+def _result(name: str, steps: int, records: list, setup_s: float = 0.0, warmup_s: float = 0.0) -> BenchResult:
+    """A trainer's timed steps as one result: samples/s, and each stage's and counter's mean;
+    the seconds it took to make and to warm up, apart."""
     seconds = sum(r.seconds for r in records)
     stages: dict[str, float] = {}
     for r in records:
@@ -124,4 +137,6 @@ def _result(name: str, steps: int, records: list) -> BenchResult:
         fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
         written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
         evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps,
+        setup_s=setup_s,
+        warmup_s=warmup_s,
     )
