@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 
+from scratchkit.device_work import Path, on_path
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.forked import POLL
 from scratchkit.scratchpipe.host_stages import InFlight
@@ -49,6 +50,10 @@ class ThreadStages:
 
     # --- the stages' threads ----------------------------------------------------------------------
     def _plan_loop(self) -> None:
+        with on_path(Path.PLAN):  # what this thread waits for and launches is Plan's (device_work.py)
+            self._plan_all()
+
+    def _plan_all(self) -> None:
         for b in range(self.start_index, self.stop_index):
             try:
                 self._at(Stage.PLAN, b)
