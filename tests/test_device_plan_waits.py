@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from scratchkit.config import DataConfig, VictimPolicy
+from scratchkit.config import CacheParams, DataConfig, VictimPolicy
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device_work import Path, on_path, snapshot
 from scratchkit.kernels.engine import host_build_works
@@ -75,3 +75,69 @@ def test_the_strict_device_refuses_what_a_gpu_would_wait_or_launch_for():
     assert isinstance(a[1:3], DeviceArray) and strict.reads == 0
     np.testing.assert_array_equal(strict.asnumpy(a), np.arange(5))
     assert strict.reads == 1
+
+
+@pytest.mark.parametrize("on_threads", [False, True])
+def test_each_step_records_plans_one_wait_and_train_sees_none_of_plans_work(tiny_config, on_threads):
+    """scratchpipe-device as a CPU runs it (Plan inline, in Train's thread) and as a GPU does (Plan
+    on a thread of its own; the stand-in CUDA runtime): every step's record has its Plan's one
+    wait and its launches, and Train's path has none of Plan's kernels, nor its wait."""
+    from scratchkit.device import Device
+    from scratchkit.kernels.signatures import kernels_in
+    from scratchkit.trainers import make_trainer
+    from stand_ins import StandInCuda
+
+    device = Device("cpu", StandInCuda()) if on_threads else "cpu"
+    config = tiny_config.replace(cache=CacheParams(capacity=103, depth=2))  # the least that fits: it evicts
+    train = snapshot(Path.TRAIN)
+    with make_trainer("scratchpipe-device", config, device=device) as trainer:
+        records = list(trainer.train(12))
+    on_train = snapshot(Path.TRAIN) - train
+    assert [r.plan_syncs for r in records] == [1] * 12
+    assert all(r.plan_launches > 10 for r in records) and sum(r.evicting_tables for r in records) > 0
+    plan_kernels = {k.name for k in kernels_in("plan.cu")}
+    assert not plan_kernels & set(on_train.launches) and "plan sizes" not in on_train.waits
+
+
+def kinds(work) -> tuple[int, int]:
+    """(kernels of the .cu files, array ops) among a batch's counted launches."""
+    from scratchkit.kernels.signatures import KERNELS
+
+    kernels = sum(count for name, count in work.launches.items() if name in KERNELS)
+    return kernels, work.kernel_launches - kernels
+
+
+@pytest.mark.parametrize("evicting", [False, True])
+def test_the_cost_model_prices_the_launches_and_the_wait_each_batch_counts(evicting):
+    """costmodel/device_stages.py's hand-counted constants, against the counts of batches planned
+    on the strict device (a GPU's code path): a filling batch (slots free, no table may evict) and
+    a full one (no slot free, the victim choice with 8 batches of horizon)."""
+    from scratchkit.costmodel import device_stages as priced
+
+    source = SyntheticSource(DATA)
+    if evicting:
+        capacities, policy, batches = minimum_capacities(source, 2, 0, 30), VictimPolicy.FURTHEST, range(12, 24)
+    else:
+        capacities, policy, batches = DATA.table_sizes, VictimPolicy.LRU, range(3, 6)
+    setup = setup_for(DATA.table_sizes, capacities, 2, policy, True, 8, False)
+    planner = device_planner(setup, source, StrictDevice())
+    for b in range(batches.start):
+        planner.plan(b)
+    kernels = priced.PLAN_KERNELS + priced.WORKING_SET_KERNELS
+    ops = priced.PLAN_OPS + priced.WORKING_SET_OPS
+    if evicting:
+        kernels += priced.VICTIM_KERNELS + 8 * priced.HORIZON_KERNELS
+        ops += priced.VICTIM_OPS + priced.URGENCY_OPS
+    else:
+        kernels, ops = kernels + priced.FREE_KERNELS, ops + priced.FREE_OPS
+    compared = 0
+    for b in batches:
+        rebuilds = planner.plans.map.rebuilds
+        free_before = planner.plans.free.any()
+        planned = planner.plan(b)
+        assert free_before != evicting and any(p.victims for p in planned.tables) == evicting, b
+        assert planned.work.host_syncs == priced.PLAN_SYNCS, b
+        if planner.plans.map.rebuilds == rebuilds:  # a rebuild's few launches are not priced a batch
+            assert kinds(planned.work) == (kernels, ops), b
+            compared += 1
+    assert compared >= 2

@@ -104,7 +104,7 @@ def test_table_bounds_count_each_tables_misses_free_and_held_slots(engine):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_victims_are_each_tables_least_urgent_then_least_recent_unheld_slots(engine, seed):
-    """victim_keys, a sort, victims_per_table, pick_victims and a sort: per table, its first
+    """victim_keys, a sort, victims_per_table, pick_victims and a compaction: per table, its first
     `need` candidates by (urgency, last trained, slot), all of them ascending; the obvious way:
     a lexsort per table of the candidates a mask finds."""
     on, rng = On(engine), np.random.default_rng(seed)
@@ -128,7 +128,9 @@ def test_the_victims_are_each_tables_least_urgent_then_least_recent_unheld_slots
     first, have, count, victim_at = on.ints(tables), on.ints(tables), on.ints(tables), on.dev(np.zeros(tables + 1))
     engine.victims_per_table(keys, on.dev(need), levels * (batch + 2) * slots, first, have, count)
     on.xp.cumsum(count, out=victim_at[1:])
-    victims = on.xp.sort(engine.pick_victims(keys, on.dev(table_of_slot), first, count, victim_at))
+    chosen = on.dev(np.zeros(slots))
+    engine.pick_victims(keys, on.dev(table_of_slot), first, count, chosen)
+    victims = engine.compact(on.scan(chosen), on.dev(np.arange(slots)))
 
     candidate = (slot_ids >= 0) & (hit_stamp != batch) & (last_planned < batch - depth)
     want, want_have = [], []

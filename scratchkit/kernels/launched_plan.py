@@ -96,12 +96,8 @@ class PlanKernels:
     def victims_per_table(self, keys, need, span: int, first, have, count) -> None:
         self._launch("victims_per_table", need.size, keys, keys.size, need, need.size, span, first, have, count)
 
-    def pick_victims(self, keys, table_of_slot, first, count, victim_at):
-        out = self._ints(keys.size)
-        self._launch(
-            "pick_victims", keys.size, keys, keys.size, table_of_slot, first, count, victim_at, count.size, out
-        )
-        return out
+    def pick_victims(self, keys, table_of_slot, first, count, chosen) -> None:
+        self._launch("pick_victims", keys.size, keys, keys.size, table_of_slot, first, count, chosen)
 
     def evict(self, victims, count, slot_ids, dirty):
         victim_ids, written = self._ints(victims.size), self._ints(victims.size)

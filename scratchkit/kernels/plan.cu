@@ -155,19 +155,15 @@ extern "C" __global__ void victims_per_table(const long long* keys, long long n,
     count[t] = need[t] < high - low ? need[t] : high - low;
 }
 
-// out [n]: table t's first count[t] candidates of the sorted keys (their slots) at victim_at[t]
-// onwards, then SK_PAD from victim_at[tables] on. n is the number of slots (key % n: the slot).
+// chosen [n], zeroed: 1 at the slot of each of table t's first count[t] candidates in the sorted
+// keys [n]. n is the number of slots (key % n: the slot). Scanned and compacted, the chosen slots
+// come out ascending: by table, as the plan wants them.
 extern "C" __global__ void pick_victims(const long long* keys, long long n, const long long* table_of_slot,
-                                        const long long* first, const long long* count, const long long* victim_at,
-                                        long long tables, long long* out) {
+                                        const long long* first, const long long* count, long long* chosen) {
     const long long i = sk_item();
-    if (i >= n) return;
-    const long long key = keys[i];
-    if (key != SK_PAD) {
-        const long long s = key % n, t = table_of_slot[s], rank = i - first[t];
-        if (rank < count[t]) out[victim_at[t] + rank] = s;
-    }
-    if (i >= victim_at[tables]) out[i] = SK_PAD;
+    if (i >= n || keys[i] == SK_PAD) return;
+    const long long s = keys[i] % n, t = table_of_slot[s];
+    if (i - first[t] < count[t]) chosen[s] = 1;
 }
 
 // The first count[0] victims leave their slots: victim_ids[i] the id it held, written[i] 1 where

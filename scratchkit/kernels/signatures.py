@@ -79,7 +79,7 @@ KERNELS: dict[str, Kernel] = {
         Kernel("table_bounds", "plan.cu", (L, L, L, L, L, I, L, L, L, L, L, L)),
         Kernel("victim_keys", "plan.cu", (L, L, L, L, L, L, L, I, I, I, I, L)),
         Kernel("victims_per_table", "plan.cu", (L, I, L, I, I, L, L, L)),
-        Kernel("pick_victims", "plan.cu", (L, I, L, L, L, L, I, L)),
+        Kernel("pick_victims", "plan.cu", (L, I, L, L, L, L)),
         Kernel("evict", "plan.cu", (L, L, I, L, B, L, L)),
         Kernel("assign_miss_slots", "plan.cu", (L, L, L, L, I, L, L, I, L)),
         Kernel("place", "plan.cu", (L, L, L, L, I, I, L, B, L, B, L)),

@@ -117,17 +117,12 @@ def victims_per_table(keys: np.ndarray, need, span: int, first, have, count) -> 
     count[:] = np.minimum(need, have)
 
 
-def pick_victims(keys: np.ndarray, table_of_slot, first, count, victim_at) -> np.ndarray:
-    """[S] each table's first count[t] candidates of the sorted keys (their slots), at
-    victim_at[t] onwards, then PAD (in key order: sort them for slot order)."""
-    out = np.full(len(keys), PAD, dtype=np.int64)
-    real = keys != PAD
+def pick_victims(keys: np.ndarray, table_of_slot, first, count, chosen) -> None:
+    """chosen [S] (zeroed) = 1 at each table's first count[t] candidates of the sorted keys."""
+    real = np.flatnonzero(keys != PAD)
     slots = keys[real] % len(keys)
     t = table_of_slot[slots]
-    rank = np.flatnonzero(real) - first[t]
-    chosen = rank < count[t]
-    out[victim_at[t[chosen]] + rank[chosen]] = slots[chosen]
-    return out
+    chosen[slots[real - first[t] < count[t]]] = 1
 
 
 def evict(victims, count, slot_ids, dirty) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ number of kernels (kernels/plan.cu), however many tables there are:
     hits, misses  one probe of the hash map (kernels/hashmap.cu); the misses compacted
     free slots    one pass over the slots, compacted (while any slot is free)
     bounds        each table's misses, free slots, the victims it needs
-    victims       one key per slot, one sort of the keys, each table's first few taken, sorted
+    victims       one key per slot, one sort of the keys, each table's first few taken
     the map       erase the victims' ids, insert the misses'                   (hashmap.cu)
     remap         every id in its slot, table-local, every lookup's slot       (gathers)
     read          every table's bounds, in one copy: the batch's one wait
@@ -124,6 +124,7 @@ class DevicePlans:
         self.slot_offsets = np.concatenate([[0], np.cumsum(setup.capacities)]).astype(np.int64)  # [T+1]
         self.tables, slots = len(setup.table_sizes), int(self.slot_offsets[-1])
         self.free = None  # [T] free slots per table, on the host: from each batch's read
+        self.beyond = np.asarray(setup.table_sizes) - np.asarray(setup.capacities)  # [T] rows no slot can hold
         self._bitmap = WorkingSets(int(self.row_offsets[-1])) if xp is np else None
         self._seen: dict[int, _Seen] = {}
         self._planned: dict[int, object] = {}  # batch -> its global slots, until retired
@@ -153,10 +154,12 @@ class DevicePlans:
             self._seen[k] = self._working_set(ids, [len(i) for i in batch.ids])
 
     def shortfall(self, b: int) -> int:
-        """At most how many victims Plan(b) needs in one table, known without waiting: a table's
-        lookups beyond the free slots it had at the last read (<= 0: none)."""
+        """At most how many victims Plan(b) needs in one table, known without waiting (<= 0:
+        none): a table misses no more ids than its lookups, nor than its rows not in its slots,
+        and its misses beyond the free slots it had at the last read are its victims."""
         free = self.free if self.free is not None else np.zeros(self.tables, np.int64)
-        return int(max(n - f for n, f in zip(self._seen[b].lookups, free)))
+        lookups = np.asarray(self._seen[b].lookups)
+        return int(np.max(np.minimum(lookups - free, self.beyond)))
 
     def plan(self, b: int, stop: int) -> list[TablePlan]:
         """Plan batch b (seen); batches b+1 .. stop-1 (seen when it may evict) are the look-ahead.
@@ -278,7 +281,9 @@ class DevicePlans:
         first = self.xp.empty(self.tables, dtype=self.xp.int64)
         engine.victims_per_table(keys, sizes.need, levels * (b + 2) * slots, first, sizes.have, sizes.victims)
         ops.scan(sizes.victims, out=sizes.victim_at[1:])
-        victims = ops.sort(engine.pick_victims(keys, self.table_of_slot, first, sizes.victims, sizes.victim_at))
+        chosen = ops.zeros(slots)
+        engine.pick_victims(keys, self.table_of_slot, first, sizes.victims, chosen)
+        victims = engine.compact(ops.scan(chosen), self.slot_numbers)  # ascending: by table
         count = sizes.victim_at[self.tables :]
         victim_ids, written = engine.evict(victims, count, self.slot_ids, self.dirty)
         self.map.erase(victim_ids)
