@@ -76,6 +76,13 @@ class _Stream:
     def synchronize(self) -> None:
         self.device.reads += 1
 
+    def record(self):
+        self.device.events.append(("recorded", self))  # the device orders work by it; no host wait
+        return self
+
+    def wait_event(self, event) -> None:
+        self.device.events.append(("waited", self, event))
+
 
 class StrictDevice:
     """The cupy names the device planner calls, recording each launch and each read."""
@@ -86,8 +93,11 @@ class StrictDevice:
     def __init__(self):
         self.launches: list[str] = []  # what a GPU would have run, by name
         self.reads = 0  # how often the host waited for it
+        self.events = []  # streams ordered after others, on the device
         DeviceArray.device = self
-        self.cuda = SimpleNamespace(Stream=lambda non_blocking=False: _Stream(self, non_blocking))
+        self.cuda = SimpleNamespace(
+            Stream=lambda non_blocking=False: _Stream(self, non_blocking), get_current_stream=lambda: _Stream(self)
+        )
 
     def _made(self, array: np.ndarray, launch: str | None = None) -> DeviceArray:
         if launch:

@@ -56,6 +56,18 @@ def test_each_batch_waits_once_and_every_launch_is_counted():
     assert evicting > 5
 
 
+def test_the_planners_stream_starts_after_what_its_maker_queued():
+    """The row stores' copies the planner starts from were queued on the making thread's stream:
+    the planner's own stream waits for them on the device (an event), not the host."""
+    source = SyntheticSource(DATA)
+    setup = setup_for(DATA.table_sizes, minimum_capacities(source, 2, 0, 30), 2, VictimPolicy.LRU, True, 8, False)
+    strict = StrictDevice()
+    planner = DevicePlans(setup, strict.engine())
+    (recorded, current), (waited, own, event) = strict.events
+    assert (recorded, waited) == ("recorded", "waited") and own is planner.stream.stream and event is current
+    assert strict.reads == 0
+
+
 def test_the_strict_device_refuses_what_a_gpu_would_wait_or_launch_for():
     """The checks above can fail: each thing the planner must not do is refused."""
     strict = StrictDevice()

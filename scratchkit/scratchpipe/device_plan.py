@@ -116,9 +116,10 @@ class DevicePlans:
                 f"ScratchPipe's planner chooses victims by furthest next use or LRU, not {setup.policy.value!r}"
             )
         xp = self.xp = engine.xp
-        self.engine, ops = engine, ArrayOps(xp)  # the kernels; the sorts, scans and the one read
-        self.ops = ops
+        self.engine, self.ops = engine, ArrayOps(xp)  # the kernels; the sorts, scans and the one read
+        ops = self.ops
         self.stream = OwnStream(xp)  # on a GPU the planner's kernels run beside Train's
+        self.stream.follow()  # the row stores' copies in `setup`, queued by this thread, come first
         self.depth, self.policy, self.holds, self.record = setup.depth, setup.policy, setup.holds, setup.record_events
         self.row_offsets = np.concatenate([[0], np.cumsum(setup.table_sizes)]).astype(np.int64)  # [T+1]
         self.slot_offsets = np.concatenate([[0], np.cumsum(setup.capacities)]).astype(np.int64)  # [T+1]
