@@ -109,6 +109,8 @@ def test_each_step_records_plans_one_wait_and_train_sees_none_of_plans_work(tiny
     assert all(r.plan_launches > 10 for r in records) and sum(r.evicting_tables for r in records) > 0
     plan_kernels = {k.name for k in kernels_in("plan.cu")}
     assert not plan_kernels & set(on_train.launches) and "plan sizes" not in on_train.waits
+    if on_threads:  # the row moves' threads (Collect, Write-back, Insert) count beside Plan's, not on Train's
+        assert not {k.name for k in kernels_in("rows.cu")} & set(on_train.launches)
 
 
 def kinds(work) -> tuple[int, int]:

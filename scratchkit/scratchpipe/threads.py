@@ -50,10 +50,6 @@ class ThreadStages:
 
     # --- the stages' threads ----------------------------------------------------------------------
     def _plan_loop(self) -> None:
-        with on_path(Path.PLAN):  # what this thread waits for and launches is Plan's (device_work.py)
-            self._plan_all()
-
-    def _plan_all(self) -> None:
         for b in range(self.start_index, self.stop_index):
             try:
                 self._at(Stage.PLAN, b)
@@ -116,7 +112,8 @@ class ThreadStages:
 
     def _guard(self, loop) -> None:
         try:
-            loop()
+            with on_path(Path.PLAN):  # the stages' threads' waits and launches are not Train's (device_work.py)
+                loop()
         except PipelineError as error:
             self._fail(error)
         except BaseException as error:  # noqa: BLE001 - a stage that is not one (a bug): say so
