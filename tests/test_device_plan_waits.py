@@ -155,3 +155,12 @@ def test_the_cost_model_prices_the_launches_and_the_wait_each_batch_counts(evict
             assert kinds(planned.work) == (kernels, ops), b
             compared += 1
     assert compared >= 2
+
+
+def test_bench_rows_carry_plans_waits_and_launches_a_step(tiny_config):
+    from scratchkit.measure.bench import run_bench
+
+    config = tiny_config.replace(cache=CacheParams(capacity=103, depth=2))
+    device, host = run_bench(config, ["scratchpipe-device", "scratchpipe"], steps=6, warmup=2, device="cpu")
+    assert device.to_dict()["plan_syncs_per_step"] == 1.0 and device.plan_launches_per_step > 10
+    assert (host.plan_syncs_per_step, host.plan_launches_per_step) == (0.0, 0.0)  # a host planner's: none
