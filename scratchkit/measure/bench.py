@@ -26,6 +26,8 @@ class BenchResult:
     evicting_tables_per_step: float = 0.0  # tables whose victim choice ran
     setup_s: float = 0.0  # making the trainer: its tables, model, buffers and host processes
     warmup_s: float = 0.0  # its untimed warm-up steps: first-use kernel compiles, the pipeline's start
+    plan_syncs_per_step: float = 0.0  # Plan's waits for the device (ScratchPipe's, device_work.py)
+    plan_launches_per_step: float = 0.0  # Plan's kernels and array calls on the device
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,4 +141,6 @@ def _result(name: str, steps: int, records: list, setup_s: float = 0.0, warmup_s
         evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps,
         setup_s=setup_s,
         warmup_s=warmup_s,
+        plan_syncs_per_step=sum(r.plan_syncs for r in records) / steps,
+        plan_launches_per_step=sum(r.plan_launches for r in records) / steps,
     )

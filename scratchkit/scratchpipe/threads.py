@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 
+from scratchkit.device_work import Path, on_path
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.forked import POLL
 from scratchkit.scratchpipe.host_stages import InFlight
@@ -111,7 +112,8 @@ class ThreadStages:
 
     def _guard(self, loop) -> None:
         try:
-            loop()
+            with on_path(Path.PLAN):  # the stages' threads' waits and launches are not Train's (device_work.py)
+                loop()
         except PipelineError as error:
             self._fail(error)
         except BaseException as error:  # noqa: BLE001 - a stage that is not one (a bug): say so

@@ -53,6 +53,8 @@ class StepRecord:
     written_back_rows: int = 0  # rows copied device -> host for the step
     evicting_tables: int = 0  # tables that chose victims for the step (its victim choice ran)
     stale_reads: int = 0  # rows read from the host before a pending write-back landed
+    plan_syncs: int = 0  # times ScratchPipe's Plan of the step's batch waited for the device
+    plan_launches: int = 0  # kernels (and array-library calls) that Plan launched on the device
 
     @property
     def samples_per_s(self) -> float:
