@@ -128,8 +128,11 @@ class PressesCtrlC(SyntheticSource):
 
 @pytest.mark.parametrize("name", ["hybrid", "gpu-only", "lru", "static"])
 def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name):
-    source = PressesCtrlC(tiny_config.data)
-    trainer = make_trainer(name, tiny_config, source=source)
+    """Batches made on the step's path (`batches_ahead=0`), so batch 4 is read inside step 4 (with
+    a loader, tests/test_loader.py)."""
+    config = tiny_config.replace(batches_ahead=0)
+    source = PressesCtrlC(config.data)
+    trainer = make_trainer(name, config, source=source)
     source.armed = True
     seen = []
     with pytest.raises(KeyboardInterrupt):
