@@ -183,10 +183,11 @@ class PlanAhead:
         self._batches: dict[int, object] = {}  # batch index -> the batch, while Plan needs it
         self._seen_upto = start - 1  # the last batch shown to the planners
         self._read = 0.0  # seconds spent reading, since the last plan
+        self._end = len(source)  # the look-ahead reads up to the source's end, past the call's
         self._ahead, self._pin = ahead, pin
         # made when taken until Plan's first batch: `plan_bytes` reads before a fork, where no
         # thread may run yet; `plan` then starts the loader's thread in the process that plans
-        self._loader = BatchLoader(source, setup.table_sizes, start, len(source), 0, pin)
+        self._loader = BatchLoader(source, setup.table_sizes, start, self._end, 0, pin)
         self._loading = False
 
     def _see_upto(self, k: int) -> None:
@@ -227,13 +228,13 @@ class PlanAhead:
         if not self._loading:  # the first plan: from here the batches are made ahead
             self._loading = True
             self._loader = BatchLoader(
-                self.source, self.setup.table_sizes, self._seen_upto + 1, len(self.source), self._ahead, self._pin
+                self.source, self.setup.table_sizes, self._seen_upto + 1, self._end, self._ahead, self._pin
             )
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
             k = self._in_flight.popleft()  # b-D-1 and older: trained
             self.plans.retire(k)
         self._see_upto(b)
-        stop = min(b + 1 + self.setup.horizon, len(self.source))
+        stop = min(b + 1 + self.setup.horizon, self._end)
         if self.setup.policy is VictimPolicy.FURTHEST and self.plans.shortfall(b) > 0:
             self._see_upto(stop - 1)  # the look-ahead, only to evict
         tables = self.plans.plan(b, stop)
