@@ -242,3 +242,15 @@ def test_taking_past_a_bad_batch_starts_again_after_it(tiny_config):
             loader.take(1)
         assert same(loader.take(2), SyntheticSource(tiny_config.data).batch(2))  # not stuck behind it
         assert same(loader.take(4), SyntheticSource(tiny_config.data).batch(4))  # skipping one
+
+
+def test_closing_the_trainer_stops_the_loader_of_a_loop_left_running(tiny_config):
+    trainer = make_trainer("gpu-only", tiny_config)
+    steps = trainer.train(6)
+    next(steps)
+    assert len(loader_threads()) == 1
+    trainer.close()
+    assert loader_threads() == []
+    with pytest.raises(RuntimeError, match="the batch loader is closed"):
+        next(steps)
+    assert trainer.next_batch == 1  # the step it refused changed nothing

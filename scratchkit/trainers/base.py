@@ -176,7 +176,9 @@ class Trainer(ABC):
         return [None] * len(self.config.data.table_sizes)
 
     def close(self) -> None:
-        """Flush and stop anything running. Safe to call twice."""
+        """Flush and stop anything running (the batch loader's thread, if a call left one
+        running: a loop not yet finished). Safe to call twice."""
+        self.loader.close()
 
     def make_tables(self, pin: bool = True) -> HostTables:
         """The host tables this trainer starts from: drawn from the config's seed
@@ -319,3 +321,4 @@ class HostTablesTrainer(Trainer):
 
     def close(self) -> None:
         self.flush()
+        super().close()
