@@ -4,7 +4,6 @@ would train them; nothing of it outlives a `train()` call however the call ends.
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections import Counter
 
@@ -172,35 +171,6 @@ def test_no_loader_thread_outlives_a_call_that_ends_or_fails(tiny_config, name):
         assert loader_threads() == []
         list(trainer.train(6 - trainer.next_batch))
         assert loader_threads() == []
-
-
-class PressesCtrlC(SyntheticSource):
-    """Ctrl-C while the loader's thread makes batch 4 (the signal lands in the trainer's thread)."""
-
-    armed = False
-
-    def batch(self, index):
-        if self.armed and index == 4:
-            self.armed = False
-            signal.raise_signal(signal.SIGINT)
-        return super().batch(index)
-
-
-@pytest.mark.parametrize("name", ["hybrid", "gpu-only", "prefetch-lru", "scratchpipe-device"])
-def test_ctrl_c_while_a_batch_is_made_ahead_stops_between_steps_and_stops_the_loader(tiny_config, name):
-    source = PressesCtrlC(tiny_config.data)
-    trainer = make_trainer(name, tiny_config, source=source, device="cpu")
-    source.armed = True
-    seen = []
-    with pytest.raises(KeyboardInterrupt):
-        for record in trainer.train(10):
-            seen.append(record.step)
-    assert loader_threads() == []
-    assert seen == list(range(len(seen))) and trainer.next_batch == len(seen) <= 5  # whole steps only
-    reference = ReferenceRun(tiny_config, SyntheticSource(tiny_config.data))
-    reference.train(trainer.next_batch)
-    assert all(bool((a == b).all()) for a, b in zip(trainer.embedding_weights(), reference.embedding_weights()))
-    trainer.close()
 
 
 def test_on_a_gpu_the_loaders_thread_pins_the_batch_and_the_step_copies_from_pinned_memory(tiny_config):
