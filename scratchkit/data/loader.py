@@ -31,6 +31,7 @@ any, count on the data path (device_work.Path.DATA), not on Train's.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import replace
 
 import numpy as np
@@ -38,6 +39,8 @@ import torch
 
 from scratchkit.data.checks import check_batch
 from scratchkit.device_work import Path, on_path
+
+KEPT = 2  # batches handed out that the loader keeps alive (`BatchLoader._handed`)
 
 
 def pinned(batch, pin):
@@ -87,6 +90,11 @@ class BatchLoader:
         self._wanted = start  # the next batch the trainer takes
         self._next = start  # the next batch the thread makes
         self._made: dict[int, _Made] = {}  # made, not yet taken
+        # the last batches handed out, kept alive: a non-blocking copy from a pinned batch's NumPy
+        # views is one torch's host allocator cannot see, so their pinned memory must not be freed
+        # (and handed to the next batch) until the step that copied them has waited for the
+        # device, as each step does for its loss
+        self._handed: deque = deque(maxlen=KEPT)
         self._generation = 0  # a restart's number: a batch made before it is dropped
         self._stopped_at_error = False
         self._closed = False
@@ -123,6 +131,7 @@ class BatchLoader:
                     raise RuntimeError("the batch loader's thread failed") from self._broken
                 self._cond.wait()
             made = self._made.pop(index)
+            self._handed.append(made)
         return made.get()
 
     def close(self) -> None:
