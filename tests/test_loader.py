@@ -83,6 +83,39 @@ def test_it_stays_ahead_by_its_window_and_never_reads_past_stop(tiny_config):
     assert max(source.made) == 4 and all(n == 1 for n in source.made.values())
 
 
+class AllAtOnce(SyntheticSource):
+    """A source whose batches 0..workers-1 are each made only once all of them are being made."""
+
+    def __init__(self, data, workers: int):
+        super().__init__(data)
+        self.together = threading.Barrier(workers, timeout=WAIT)
+        self.workers = workers
+
+    def batch(self, index):
+        if index < self.workers:
+            self.together.wait()  # BrokenBarrierError unless `workers` threads make batches at once
+        return super().batch(index)
+
+
+def test_its_workers_make_batches_at_once_and_hand_them_out_in_order(tiny_config):
+    source, plain = AllAtOnce(tiny_config.data, 3), SyntheticSource(tiny_config.data)
+    with BatchLoader(source, source.table_sizes, 0, 12, ahead=2, workers=3) as loader:
+        assert len(loader_threads()) == 3
+        assert all(same(loader.take(i), plain.batch(i)) for i in range(12))
+    assert loader_threads() == []
+
+
+def test_with_several_workers_a_bad_batch_is_still_raised_by_its_own_take(tiny_config):
+    spoil, message = SPOILERS["uint32 ids"]
+    source = Counted(tiny_config.data, bad=3, spoil=spoil)
+    with BatchLoader(source, source.table_sizes, 0, 40, ahead=4, workers=4) as loader:
+        assert all(same(loader.take(i), SyntheticSource(tiny_config.data).batch(i)) for i in range(3))
+        with pytest.raises(BadBatchError) as refused:
+            loader.take(3)
+        assert str(refused.value) == message
+    assert source.made[3] == 1 and max(source.made) <= 3 + 4  # never past the window
+
+
 def test_a_bad_batch_is_raised_by_the_take_of_its_index_and_read_anew_once_repaired(tiny_config):
     spoil, message = SPOILERS["uint64 ids"]
     source = Counted(tiny_config.data, bad=3, spoil=spoil)
@@ -201,6 +234,10 @@ def test_the_loaders_core_is_kept_from_the_host_loops_only_where_it_runs(tiny_co
         assert not_ahead.host_threads == default_threads()
     with pytest.raises(ValueError, match="batches_ahead must be an integer >= 0, got -1"):
         tiny_config.replace(batches_ahead=-1)
+    with pytest.raises(ValueError, match="loader_threads must be an integer >= 1, got 0"):
+        tiny_config.replace(loader_threads=0)
+    with make_trainer("gpu-only", none.replace(loader_threads=3)) as three:
+        assert three.host_threads == max(1, default_threads() - 3)
 
 
 def test_taking_past_a_bad_batch_starts_again_after_it(tiny_config):

@@ -79,8 +79,16 @@ def add_training_args(parser) -> None:
         type=int,
         default=TrainConfig.batches_ahead,
         metavar="N",
-        help="batches a thread makes ahead of the trainer, checked and (on a GPU) pinned, so a step "
-        "only waits for one already made (default %(default)s; 0: made on the step's path)",
+        help="batches the batch loader makes ahead of the trainer, checked and (on a GPU) pinned, so a "
+        "step only waits for one already made (default %(default)s; 0: made on the step's path)",
+    )
+    parser.add_argument(
+        "--loader-threads",
+        type=int,
+        default=TrainConfig.loader_threads,
+        metavar="N",
+        help="the batch loader's threads, a core each, each making whole batches (the same at any N): "
+        "more where one core makes batches slower than the device trains them (default %(default)s)",
     )
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
@@ -213,6 +221,7 @@ def _training(args, config, source, batches: int):
         summation_order=args.summation_order,
         threads=args.threads,
         batches_ahead=args.batches_ahead,
+        loader_threads=args.loader_threads,
     )
 
 

@@ -1,9 +1,14 @@
-"""Batches made ahead of the trainer, off the step's path, as torch's DataLoader makes them with a
-worker and `pin_memory`: while step b trains, a thread of its own makes batches b+1, b+2, ...
+"""Batches made ahead of the trainer, off the step's path, as torch's DataLoader makes them with
+workers and `pin_memory`: while step b trains, threads of their own make batches b+1, b+2, ...
 
-    loader = BatchLoader(source, table_sizes, start, stop, ahead=2, pin=dev.pin)
+    loader = BatchLoader(source, table_sizes, start, stop, ahead=2, pin=dev.pin, workers=1)
     batch = loader.take(b)    # batch b: made already (or waited for), through the door, pinned
-    loader.close()            # the thread stops (also `with BatchLoader(...) as loader:`)
+    loader.close()            # the threads stop (also `with BatchLoader(...) as loader:`)
+
+`workers` threads each make whole batches, the next index not yet taken by another: a source
+makes any batch on demand, in any order, on any thread (data/synthetic.py), so a batch is the same
+whatever the count, and `workers` batches are made at once where one core cannot keep up with the
+device (NumPy lets go of the interpreter's lock in its array loops).
 
 What it promises, and why each:
 
@@ -13,19 +18,19 @@ What it promises, and why each:
 - The door runs here (data/checks.py), off the step's path too. What making or checking batch b
   raised (a BadBatchError naming the batch, or the source's own error) is kept with b and raised
   by `take(b)`: in the step that would train b, never earlier, so a step is still all or nothing
-  and its message is the same as every trainer's. After an error the thread makes nothing more.
-- In order, each batch once. The thread makes start, start+1, ... up to `ahead` batches beyond
-  those taken, never one at or past `stop` (a `train()` call's end: a call never reads a batch
+  and its message is the same as every trainer's. After an error no thread starts another batch.
+- In order, each batch once. The threads make start, start+1, ... up to `ahead` batches (at
+  least one a worker) beyond those taken, never one at or past `stop` (a `train()` call's end: a call never reads a batch
   it does not train). A batch is handed out once: `take(i)` for any index other than the next
   (a step taken again after it failed, a batch read again once its source was repaired) drops
   what was made and starts again at i, from the source: nothing stale is ever trained.
-- Nothing outlives `close()`: the thread is joined (it finishes the batch it is making first).
+- Nothing outlives `close()`: the threads are joined (each finishes the batch it is making first).
   Ctrl-C lands in the trainer's thread, between steps (trainers/interrupt.py); the `train()`
   loop's exit closes its loader, as does an error.
 
 `ahead=0` keeps no thread: `take(b)` makes batch b right there, in the caller's thread (a call of
-one step, where a thread could not get ahead), unpinned. The thread's host waits, if a source has
-any, count on the data path (device_work.Path.DATA), not on Train's.
+one step, where a thread could not get ahead), unpinned. The threads' host waits, if a source has
+any, count on the loader's path (device_work.Path.DATA), not on Train's.
 """
 
 from __future__ import annotations
@@ -77,13 +82,14 @@ class _Made:
 
 
 class BatchLoader:
-    """Batches start..stop-1 of `source` made ahead on a thread of its own (module docstring)."""
+    """Batches start..stop-1 of `source` made ahead on `workers` threads (module docstring)."""
 
-    def __init__(self, source, table_sizes, start: int, stop: int, ahead: int = 2, pin=None):
-        if ahead < 0:
-            raise ValueError(f"batches made ahead must be >= 0, got {ahead}")
-        self.source, self.table_sizes, self.stop, self.ahead = source, tuple(table_sizes), stop, ahead
-        # pinned by the thread only: on the step's path a copy into pinned memory would cost what
+    def __init__(self, source, table_sizes, start: int, stop: int, ahead: int = 2, pin=None, workers: int = 1):
+        if ahead < 0 or workers < 1:
+            raise ValueError(f"a loader needs ahead >= 0 batches and workers >= 1, got {ahead} and {workers}")
+        self.source, self.table_sizes, self.stop = source, tuple(table_sizes), stop
+        self.ahead = max(ahead, workers) if ahead > 0 else 0  # room for every worker's batch
+        # pinned by the threads only: on the step's path a copy into pinned memory would cost what
         # the copy from pageable memory it saves costs (CUDA stages that through pinned memory)
         self.pin = pin if ahead > 0 else None
         self._cond = threading.Condition()
@@ -99,10 +105,11 @@ class BatchLoader:
         self._stopped_at_error = False
         self._closed = False
         self._broken: BaseException | None = None  # the thread's own failure (a bug), for `take`
-        self._thread = None
-        if ahead > 0:
-            self._thread = threading.Thread(target=self._run, name="batch-loader", daemon=True)
-            self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name="batch-loader", daemon=True) for _ in range(workers if ahead else 0)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def make(self, index: int):
         """Batch `index` made here and now: read, checked at the door, pinned."""
@@ -113,7 +120,7 @@ class BatchLoader:
     def take(self, index: int):
         """Batch `index`, once made; raises what making it raised (module docstring). A batch at
         or past `stop`, which the thread never makes, is made here."""
-        if self._thread is None or index >= self.stop:
+        if not self._threads or index >= self.stop:
             return self.make(index)
         with self._cond:
             if self._closed:
@@ -128,20 +135,21 @@ class BatchLoader:
             self._cond.notify_all()
             while index not in self._made:
                 if self._broken is not None:
-                    raise RuntimeError("the batch loader's thread failed") from self._broken
+                    raise RuntimeError("a batch loader's thread failed") from self._broken
                 self._cond.wait()
             made = self._made.pop(index)
             self._handed.append(made)
         return made.get()
 
     def close(self) -> None:
-        """Stop the thread (after the batch it is making) and drop what was made. Safe twice."""
+        """Stop the threads (each after the batch it is making) and drop what was made. Safe twice."""
         with self._cond:
             self._closed = True
             self._made.clear()
             self._cond.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
 
     def __enter__(self):
         return self
@@ -151,7 +159,7 @@ class BatchLoader:
 
     # --- the thread --------------------------------------------------------------------------------
     def _room(self) -> bool:
-        """Whether the thread may make batch `_next` now."""
+        """Whether a thread may take batch `_next` to make now."""
         return not self._stopped_at_error and self._next < self.stop and self._next < self._wanted + self.ahead
 
     def _run(self) -> None:
@@ -171,6 +179,7 @@ class BatchLoader:
                 if self._closed:
                     return
                 index, generation = self._next, self._generation
+                self._next += 1  # this thread's; the others take the ones after it
             try:
                 made = _Made(self.make(index))
             except Exception as error:  # kept for the step that would train batch `index`
@@ -178,8 +187,7 @@ class BatchLoader:
             with self._cond:
                 if generation == self._generation and not self._closed:
                     self._made[index] = made
-                    self._next = index + 1
-                    self._stopped_at_error = made.error is not None
+                    self._stopped_at_error |= made.error is not None
                     self._cond.notify_all()
 
 

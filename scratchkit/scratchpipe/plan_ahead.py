@@ -172,9 +172,9 @@ def _planners(setup: PlanSetup):
 class PlanAhead:
     """Plans batches one after another on a host copy of the map (see the module docstring)."""
 
-    def __init__(self, setup: PlanSetup, source, start: int = 0, ahead: int = 0, pin=None):
+    def __init__(self, setup: PlanSetup, source, start: int = 0, ahead: int = 0, pin=None, workers: int = 1):
         """Plans batches start, start+1, ... of `source`, read through a loader that makes
-        `ahead` batches ahead of Plan on a thread of its own (data/loader.py; `pin`: its pinning,
+        `ahead` batches ahead of Plan on `workers` threads (data/loader.py; `pin`: its pinning,
         None on a CPU or where Plan runs in a forked process)."""
         self.setup, self.source = setup, source
         with on_path(Path.PLAN):  # a device planner's set-up is Plan's work, whichever thread makes it
@@ -184,7 +184,7 @@ class PlanAhead:
         self._seen_upto = start - 1  # the last batch shown to the planners
         self._read = 0.0  # seconds spent reading, since the last plan
         self._end = len(source)  # the look-ahead reads up to the source's end, past the call's
-        self._ahead, self._pin = ahead, pin
+        self._ahead, self._pin, self._workers = ahead, pin, workers
         # made when taken until Plan's first batch: `plan_bytes` reads before a fork, where no
         # thread may run yet; `plan` then starts the loader's thread in the process that plans
         self._loader = BatchLoader(source, setup.table_sizes, start, self._end, 0, pin)
@@ -227,9 +227,9 @@ class PlanAhead:
     def _plan(self, b: int) -> Planned:
         if not self._loading:  # the first plan: from here the batches are made ahead
             self._loading = True
-            self._loader = BatchLoader(
-                self.source, self.setup.table_sizes, self._seen_upto + 1, self._end, self._ahead, self._pin
-            )
+            start = self._seen_upto + 1
+            sizes = self.setup.table_sizes
+            self._loader = BatchLoader(self.source, sizes, start, self._end, self._ahead, self._pin, self._workers)
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
             k = self._in_flight.popleft()  # b-D-1 and older: trained
             self.plans.retire(k)

@@ -129,7 +129,7 @@ class Trainer(ABC):
 
     @contextmanager
     def _loading(self, batches: range):
-        """While inside: `self.loader` makes this call's batches ahead on a thread of its own
+        """While inside: `self.loader` makes this call's batches ahead on threads of its own
         (data/loader.py), closed however the call ends. A call of one step makes its batch in
         the step, as does a step taken outside a call (`train_step()`)."""
         ahead = self.config.batches_ahead if len(batches) > 1 else 0
@@ -144,7 +144,8 @@ class Trainer(ABC):
         """A loader of batches start..stop-1 of the source, `ahead` of the trainer (0: made when
         taken), checked at the door and, on a GPU, pinned."""
         pin = self.dev.pin if self.dev.is_cuda else None
-        return BatchLoader(self.source, self.config.data.table_sizes, start, stop, ahead, pin=pin)
+        sizes, workers = self.config.data.table_sizes, self.config.loader_threads
+        return BatchLoader(self.source, sizes, start, stop, ahead, pin=pin, workers=workers)
 
     def _steps(self, steps: int) -> range:
         """The batch indices the next `steps` steps train on, checked against the source."""

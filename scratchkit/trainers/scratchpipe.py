@@ -222,7 +222,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         ahead = self.config.batches_ahead if stop - start > 1 else 0
         forked = where in (PlanIn.PROCESS, PlanIn.HOST_PROCESS)
         pin = self.dev.pin if self.dev.is_cuda and not forked else None
-        return PlanAhead(self.plan_setup(self._planner_threads(where)), self.source, start, ahead, pin)
+        setup, workers = self.plan_setup(self._planner_threads(where)), self.config.loader_threads
+        return PlanAhead(setup, self.source, start, ahead, pin, workers)
 
     def reserved_cores(self) -> int:
         """A CPU run's host stages take a core of their own (a forked process, or threads)."""
