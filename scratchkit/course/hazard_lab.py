@@ -29,7 +29,6 @@ from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.events import EventLog, Stage
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
@@ -125,18 +124,18 @@ class HazardLab:
         self,
         hazards: Hazards = Hazards(),
         on_step: Callable[[list[StepRecord]], None] | None = None,
-        planner=PlanIn.AUTO,
+        own_planner=None,
     ) -> LabResult:
         """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
-        called after every step (a widget draws its progress and the partial result); `planner`:
-        the trainer's (a planner of your own: scratchpipe/own_planner.py)."""
+        called after every step (a widget draws its progress and the partial result);
+        `own_planner`: a planner of your own in place of the kit's (scratchpipe/own_planner.py)."""
         with self._one_at_a_time:
-            return self._run(hazards, on_step, planner)
+            return self._run(hazards, on_step, own_planner)
 
-    def _run(self, hazards: Hazards, on_step, planner) -> LabResult:
+    def _run(self, hazards: Hazards, on_step, own_planner) -> LabResult:
         losses, rows = self.baseline()
         hook = None if hazards.write_back_order else self._slow
-        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, planner=planner)
+        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, own_planner=own_planner)
         try:
             records = []
             for record in trainer.train(self.steps):
