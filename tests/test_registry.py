@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from scratchkit.choices import Registry, UnknownName
+from scratchkit.config import CacheParams
 from scratchkit.commands.cli import main, parse
 from scratchkit.commands.common import parse_trainer_list
 from scratchkit.costmodel.servers import SERVERS
@@ -200,3 +201,16 @@ def test_each_of_the_kits_designs_is_registered_once_and_counts_the_stages_it_na
             assert tuple(design.count(work, place)) == design.stages, name
         assert design.caches == (name not in ("gpu-only", "hybrid"))
         assert (design.window(tiny_config) is not None) == (name not in ("gpu-only", "hybrid", "static"))
+
+
+@pytest.mark.parametrize("name", list(DESIGNS))
+def test_each_design_names_the_stages_its_trainer_records(name, tiny_config):
+    """A design's `stages` name its trainer's StepRecord stages (but `data`, which no model prices;
+    a stage that did nothing in a step, a write-back with no victim, is not recorded): what the
+    projection prices is what a run measures, past the first step (prefetch-lru fetches batch 0
+    on demand, then ahead)."""
+    config = tiny_config.replace(cache=CacheParams(capacity=192, depth=2))  # 3 batches in flight fit; caches evict
+    with make_trainer(name, config, device="cpu") as trainer:
+        recorded = {stage for record in list(trainer.train(6))[1:] for stage in record.stage_seconds}
+    assert "train" in recorded or "update" in recorded
+    assert recorded - {"data"} <= set(DESIGNS[name].stages)
