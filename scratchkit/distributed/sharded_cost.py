@@ -3,7 +3,7 @@
 A sharded step (scratchkit/distributed) adds exchanges to one GPU's step. Per rank and step, with
 weak scaling (every GPU trains the profile's batch B; N GPUs train a global batch of N*B):
 
-    compute   costmodel.project() of one rank's work on one GPU: its micro-batch's dense model and
+    compute   projection.project() of one rank's work on one GPU: its micro-batch's dense model and
               pooling, and the rows it owns (its distinct ids of the global batch: its shard's
               working set). The server's host memory bandwidth and host cores are shared by its
               G GPUs' pipelines, so each rank gets 1/G of them; each GPU has its own PCIe link.
@@ -175,7 +175,7 @@ class ShardedProjection:
     sharding: str
     gpus: int
     servers: int
-    compute_seconds: float  # one GPU's step on its share (costmodel.project)
+    compute_seconds: float  # one GPU's step on its share (projection.project)
     exchange_seconds: dict[str, float]  # per exchange
     step_seconds: float
     samples_per_s: float  # the whole job's: gpus * B / step
