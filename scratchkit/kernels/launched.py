@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..device_work import launched, waited
+
 ROW_LANES = 32  # threads per row in rows.cu (SK_ROW_LANES)
 
 
@@ -36,6 +40,7 @@ class CoalescingPlan:
         # the duplicates of a slot in lookup order.
         order = xp.argsort(slots * nnz + positions)
         sorted_slots = slots[order]
+        waited("coalescing plan sizes")  # flatnonzero's length: only the device knows it (tbe.cu needs none)
         starts = xp.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1
         run_starts = xp.concatenate([xp.zeros(1, xp.int64), starts.astype(xp.int64), xp.full(1, nnz, xp.int64)])
         unique_slots = xp.ascontiguousarray(sorted_slots[run_starts[:-1]])
@@ -48,12 +53,25 @@ class LaunchedEngine:
         self.launcher = launcher
         self.xp = xp
         self.threads_per_block = threads_per_block
+        self._addresses = {}  # tables' addresses -> the device array holding them
 
     def _launch(self, kernel: str, num_threads: int, *args) -> None:
         if num_threads == 0:
             return  # CUDA refuses an empty grid; nothing to do anyway
         grid = -(-num_threads // self.threads_per_block)
+        launched(kernel)
         self.launcher.launch(kernel, grid, self.threads_per_block, args)
+
+    def addresses(self, arrays):
+        """[T] int64: where each array's data starts, in the engine's memory, for a kernel that
+        takes one pointer per table. Kept per set of arrays (a trainer's tables stay where they
+        are), so a step copies no addresses to the device."""
+        key = tuple(a.ctypes.data if self.xp is np else a.data.ptr for a in arrays)
+        if key not in self._addresses:
+            if len(self._addresses) >= 64:  # tables made and dropped (a scratchpad's reset)
+                self._addresses.clear()
+            self._addresses[key] = self.xp.asarray(np.array(key, dtype=np.int64))
+        return self._addresses[key]
 
     # ---- hash map
     def hashmap_query(self, keys, values, ids):
@@ -175,3 +193,51 @@ class LaunchedEngine:
             out,
         )
         return out
+
+    # ---- table-batched embedding (tbe.cu): tables are lists of engine arrays, one per table
+    def tbe_forward(self, tables, index, index_base, starts, offsets, pooled) -> None:
+        num_bags, num_tables, dim = pooled.shape
+        self._launch(
+            "tbe_forward",
+            num_bags * num_tables * dim,
+            self.addresses(tables),
+            dim,
+            index,
+            index_base,
+            starts,
+            offsets,
+            num_tables,
+            num_bags,
+            pooled,
+        )
+
+    def _tbe_backward(self, kernel, per_lookup: int, tables, states, grad, sorted_keys, sorted_at, batch, rates):
+        """Launch one of tbe.cu's backward kernels with `per_lookup` threads per sorted lookup.
+        batch: (index, index_base, starts, offsets); rates: (lr,) or (lr, eps)."""
+        num_bags, num_tables, dim = grad.shape
+        n = sorted_keys.size
+        pointers = (self.addresses(tables),) + (() if states is None else (self.addresses(states),))
+        ahead = (*pointers, dim, grad, sorted_keys, sorted_at, n)
+        self._launch(kernel, n * per_lookup, *ahead, *batch, num_tables, num_bags, *rates)
+
+    def tbe_backward_sgd(self, tables, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr) -> None:
+        batch, dim = (index, index_base, starts, offsets), grad.shape[2]
+        self._tbe_backward("tbe_backward_sgd", dim, tables, None, grad, sorted_keys, sorted_at, batch, (lr,))
+
+    def tbe_backward_rowwise_adagrad(
+        self, tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
+    ) -> None:
+        batch = (index, index_base, starts, offsets)  # a thread per lookup: it sums its row's columns
+        kernel = "tbe_backward_rowwise_adagrad"
+        self._tbe_backward(kernel, 1, tables, states, grad, sorted_keys, sorted_at, batch, (lr, eps))
+
+    def tbe_backward_adagrad(
+        self, tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
+    ) -> None:
+        batch, dim = (index, index_base, starts, offsets), grad.shape[2]
+        kernel = "tbe_backward_adagrad"
+        self._tbe_backward(kernel, dim, tables, states, grad, sorted_keys, sorted_at, batch, (lr, eps))
+
+    def tbe_count_hits(self, slot_ids, index, keys, key_base, starts, hits) -> None:
+        num_tables, n = starts.size - 1, index.size
+        self._launch("tbe_count_hits", n, self.addresses(slot_ids), index, keys, key_base, starts, num_tables, n, hits)

@@ -1,8 +1,9 @@
 """NumPy twins of the CUDA kernels: same arguments, same results, written to be read.
 
-Each function here does what the kernel of the same name in `hashmap.cu`, `rows.cu` or
-`embedding_bag.cu` does, in the most direct NumPy (or plain Python) there is. The tests run the
-`.cu` sources (host build, CuPy) against these functions, so they are the specification.
+Each function here does what the kernel of the same name in `hashmap.cu`, `rows.cu`,
+`embedding_bag.cu`, `plan.cu` or `tbe.cu` does, in the most direct NumPy (or plain Python) there
+is. The tests run the `.cu` sources (host build, CuPy) against these functions, so they are the
+specification; `TwinEngine` puts them behind the launched engines' interface.
 
 Bit-for-bit agreement with the kernels comes from doing float arithmetic in the same order:
 - pooled sums and coalesced gradients add in lookup order (`np.add.at` applies its additions one
@@ -19,6 +20,8 @@ every query answer stays the same.
 from __future__ import annotations
 
 import numpy as np
+
+from ..device_work import launched
 
 EMPTY = -1  # a bucket never used
 TOMBSTONE = -2  # a bucket whose id was erased; probing walks past it, insert may reuse it
@@ -212,20 +215,138 @@ def victim_keys(candidates, table_of_slot, urgency, last_trained, levels: int, b
     ) * slots + candidates
 
 
+# ------------------------------------------------------- table-batched embedding (tbe.cu)
+# The batch as the kernels take it (T tables, B bags, N lookups in all):
+#     tables      [T] arrays [rows_t, dim]  each table's rows (or a cache's, a scratchpad's slots)
+#     index       [N]    the row each lookup reads: index[j] - index_base[t] for table t's lookups
+#     starts      [T+1]  table t's lookups are positions starts[t] .. starts[t+1]
+#     offsets     [T*B]  table t's bag b starts at lookup starts[t] + offsets[t*B + b]
+#     sorted_keys [N]    each lookup's global id (its table's first row, plus its id), sorted stably
+#     sorted_at   [N]    the lookup at each sorted position: a key's lookups in lookup order
+
+
+def bags_of(at: np.ndarray, t: np.ndarray, starts: np.ndarray, offsets: np.ndarray, num_bags: int) -> np.ndarray:
+    """The bag of each lookup at positions `at` of tables `t` (the last bag starting at or before it)."""
+    bag = np.empty(len(at), dtype=np.int64)
+    for table in np.unique(t):
+        mine = t == table
+        bags = offsets[table * num_bags : (table + 1) * num_bags]
+        bag[mine] = np.searchsorted(bags, at[mine] - starts[table], side="right") - 1
+    return bag
+
+
+def tables_of(at: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The table of each lookup at positions `at`."""
+    return np.searchsorted(starts, at, side="right") - 1
+
+
+def tbe_forward(tables, index, index_base, starts, offsets, pooled) -> None:
+    """pooled[b, t] = the sum of table t's rows over the lookups of its bag b, in lookup order."""
+    num_bags = pooled.shape[0]
+    pooled[...] = 0
+    for t, rows in enumerate(tables):
+        at = np.arange(starts[t], starts[t + 1])
+        bag = bags_of(at, np.full(len(at), t), starts, offsets, num_bags)
+        np.add.at(pooled[:, t], bag, rows[index[at] - index_base[t]])
+
+
+def summed_runs(grad, sorted_keys, sorted_at, index, index_base, starts, offsets):
+    """The distinct keys' runs: (table [R], row [R] each run updates, summed gradient [R, dim]),
+    each run's gradients added in lookup order."""
+    n, num_bags = len(sorted_keys), grad.shape[0]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]  # a run starts here
+    run = np.cumsum(first) - 1  # [N] the run of each sorted position
+    t = tables_of(sorted_at, starts)  # [N]
+    bag = bags_of(sorted_at, t, starts, offsets, num_bags)  # [N]
+    summed = np.zeros((int(first.sum()), grad.shape[2]), dtype=np.float32)
+    np.add.at(summed, run, grad[bag, t])
+    t_run = t[first]
+    rows = index[sorted_at[first]] - index_base[t_run]
+    return t_run, rows, summed
+
+
+def tbe_backward_sgd(tables, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr) -> None:
+    """row = fma(-lr, g, row) for every distinct looked-up row, g its summed gradient. In place."""
+    t_run, rows, g = summed_runs(grad, sorted_keys, sorted_at, index, index_base, starts, offsets)
+    for t, table in enumerate(tables):
+        mine = t_run == t
+        table[rows[mine]] = fma_f32(-np.float32(lr), g[mine], table[rows[mine]])
+
+
+def tbe_backward_rowwise_adagrad(
+    tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
+) -> None:
+    """s += mean(g*g); row = fma(-lr, g / (sqrt(s) + eps), row). states[t] is [rows_t, 1]."""
+    t_run, rows, g = summed_runs(grad, sorted_keys, sorted_at, index, index_base, starts, offsets)
+    sum_sq = np.zeros(len(rows), dtype=np.float32)
+    for c in range(g.shape[1]):  # column order, as the kernel adds them
+        sum_sq += g[:, c] * g[:, c]
+    for t, (table, state) in enumerate(zip(tables, states)):
+        mine = t_run == t
+        r = rows[mine]
+        s = state[r, 0] + sum_sq[mine] / np.float32(g.shape[1])
+        state[r, 0] = s
+        denom = np.sqrt(s) + np.float32(eps)
+        table[r] = fma_f32(-np.float32(lr), g[mine] / denom[:, None], table[r])
+
+
+def tbe_backward_adagrad(
+    tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
+) -> None:
+    """s += g*g; row = fma(-lr, g / (sqrt(s) + eps), row), element by element. states[t] [rows_t, dim]."""
+    t_run, rows, g = summed_runs(grad, sorted_keys, sorted_at, index, index_base, starts, offsets)
+    for t, (table, state) in enumerate(zip(tables, states)):
+        mine = t_run == t
+        r, gt = rows[mine], g[mine]
+        s = state[r] + gt * gt
+        state[r] = s
+        table[r] = fma_f32(-np.float32(lr), gt / (np.sqrt(s) + np.float32(eps)), table[r])
+
+
+def tbe_count_hits(slot_ids, index, keys, key_base, starts, hits) -> None:
+    """hits[0] += the lookups j whose slot index[j] of their table holds their id keys[j] - key_base[t]."""
+    for t, ids in enumerate(slot_ids):
+        at = slice(starts[t], starts[t + 1])
+        hits[0] += np.count_nonzero(ids[index[at]] == keys[at] - key_base[t])
+
+
+def _stands_for_its_kernel(function):
+    """A twin as an engine's method: each call counts as the launch of the kernel it twins
+    (device_work.launched), so a CPU run counts what a GPU run would launch."""
+
+    def counted(*args, **kwargs):
+        launched(function.__name__)
+        return function(*args, **kwargs)
+
+    counted.__name__, counted.__doc__ = function.__name__, function.__doc__
+    return staticmethod(counted)
+
+
 class TwinEngine:
     """The twins behind the same interface as the launched engines (host build, CuPy)."""
 
     name = "twin"
     xp = np
-    hashmap_query = staticmethod(hashmap_query)
-    hashmap_insert = staticmethod(hashmap_insert)
-    hashmap_erase = staticmethod(hashmap_erase)
-    gather_rows = staticmethod(gather_rows)
-    scatter_rows = staticmethod(scatter_rows)
-    embedding_bag_forward = staticmethod(embedding_bag_forward)
-    embedding_bag_backward_sgd = staticmethod(embedding_bag_backward_sgd)
-    embedding_bag_backward_rowwise_adagrad = staticmethod(embedding_bag_backward_rowwise_adagrad)
-    embedding_bag_backward_adagrad = staticmethod(embedding_bag_backward_adagrad)
-    to_local = staticmethod(to_local)
-    assign_miss_slots = staticmethod(assign_miss_slots)
-    victim_keys = staticmethod(victim_keys)
+    hashmap_query = _stands_for_its_kernel(hashmap_query)
+    hashmap_insert = _stands_for_its_kernel(hashmap_insert)
+    hashmap_erase = _stands_for_its_kernel(hashmap_erase)
+    gather_rows = _stands_for_its_kernel(gather_rows)
+    scatter_rows = _stands_for_its_kernel(scatter_rows)
+    embedding_bag_forward = _stands_for_its_kernel(embedding_bag_forward)
+    embedding_bag_backward_sgd = _stands_for_its_kernel(embedding_bag_backward_sgd)
+    embedding_bag_backward_rowwise_adagrad = _stands_for_its_kernel(embedding_bag_backward_rowwise_adagrad)
+    embedding_bag_backward_adagrad = _stands_for_its_kernel(embedding_bag_backward_adagrad)
+    to_local = _stands_for_its_kernel(to_local)
+    assign_miss_slots = _stands_for_its_kernel(assign_miss_slots)
+    victim_keys = _stands_for_its_kernel(victim_keys)
+    tbe_forward = _stands_for_its_kernel(tbe_forward)
+    tbe_backward_sgd = _stands_for_its_kernel(tbe_backward_sgd)
+    tbe_backward_rowwise_adagrad = _stands_for_its_kernel(tbe_backward_rowwise_adagrad)
+    tbe_backward_adagrad = _stands_for_its_kernel(tbe_backward_adagrad)
+    tbe_count_hits = _stands_for_its_kernel(tbe_count_hits)
+
+    @staticmethod
+    def addresses(arrays) -> list:
+        """The twins take the tables themselves where the kernels take their addresses."""
+        return list(arrays)
