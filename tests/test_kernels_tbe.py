@@ -148,7 +148,9 @@ def torch_reference(tables, states, arrays, keys, grad, kind, by_slot, slot_info
 def test_twin_matches_plain_pytorch(kind, by_slot):
     tables, arrays, keys, grad, slot_info = make_batch("three_tables", seed=2, by_slot=by_slot)
     states = state_for(kind, tables)
-    want_pooled, want_tables, want_states = torch_reference(tables, states, arrays, keys, grad, kind, by_slot, slot_info)
+    want_pooled, want_tables, want_states = torch_reference(
+        tables, states, arrays, keys, grad, kind, by_slot, slot_info
+    )
     pooled = np.empty_like(grad)
     batch = [arrays[k] for k in ("index", "index_base", "starts", "offsets")]
     twin.tbe_forward(tables, *batch, pooled)

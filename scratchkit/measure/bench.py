@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.device_ops import counting_ops
+from scratchkit.device_work import Path, snapshot
 from scratchkit.trainers import make_trainer, pipelined
 
 
@@ -23,6 +25,15 @@ class BenchResult:
     fetched_rows_per_step: float = 0.0  # rows host -> device
     written_back_rows_per_step: float = 0.0  # rows device -> host
     evicting_tables_per_step: float = 0.0  # tables whose victim choice ran
+    # what a step asks of the device (device_work.py): on Train's path, the host's waits for it and
+    # the kernels and copies it queues, torch's ops included, in one counted step (the last
+    # warm-up step; None without one); on the path of the stages ahead of Train (ScratchPipe's
+    # planner, Collect, Write-back, Insert: their own threads), over the timed steps (None when
+    # trainers alternate, as they may plan during each other's turns)
+    host_syncs_per_step: float | None = None
+    kernel_launches_per_step: float | None = None
+    plan_syncs_per_step: float | None = None
+    plan_launches_per_step: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -61,8 +72,11 @@ def run_bench(
         results = []
         for name in trainers:
             with make_trainer(name, config, source=source, device=device) as trainer:
-                records = list(_timed(trainer, name, warmup, [steps], wrap)[0])
-            results.append(_result(name, steps, records))
+                counted, parts = _timed(trainer, name, warmup, [steps], wrap)
+                plan = snapshot(Path.PLAN)
+                records = list(parts[0])
+                plan = snapshot(Path.PLAN) - plan
+            results.append(_result(name, steps, records, counted, plan))
     else:
         parts = _parts(steps, rounds)
         with ExitStack() as stack:
@@ -77,8 +91,8 @@ def run_bench(
             records = [[] for _ in trainers]
             for k in range(len(parts)):
                 for i in range(len(trainers)) if k % 2 == 0 else reversed(range(len(trainers))):
-                    records[i] += list(runs[i][k])
-        results = [_result(name, steps, taken) for name, taken in zip(trainers, records)]
+                    records[i] += list(runs[i][1][k])
+        results = [_result(name, steps, taken, run[0]) for name, taken, run in zip(trainers, records, runs)]
     for r in results:
         r.ratio = r.samples_per_s / results[0].samples_per_s
     return results
@@ -90,22 +104,31 @@ def _parts(steps: int, rounds: int) -> list[int]:
     return [steps // rounds + (k < steps % rounds) for k in range(rounds)]
 
 
-def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> list:
-    """Start `trainer` on warmup + sum(parts) steps, take the warm-up, and return one iterator
-    per part of the timed steps (each drained before the next)."""
+def _timed(trainer, name: str, warmup: int, parts: list[int], wrap) -> tuple:
+    """Start `trainer` on warmup + sum(parts) steps, take the warm-up, and return the counted
+    step's record (the last warm-up step's, torch's ops counted too: `device_ops.counting_ops`,
+    which slows a step, so never a timed one; None without a warm-up) and one iterator per part of
+    the timed steps (each drained before the next)."""
     if hasattr(trainer, "events"):
         trainer.events.enabled = False  # the visualizer's trace is not what we measure
     steps_run = trainer.train(warmup + sum(parts))
-    for _ in range(warmup):
-        next(steps_run)
+    counted = None
+    for k in range(warmup):
+        if k < warmup - 1:
+            next(steps_run)
+            continue
+        with counting_ops(trainer.device):
+            counted = next(steps_run)
     # the last part is the generator itself, drained: what train() does after its last step
     # (ScratchPipe stops its pipeline) runs before the trainer closes, as in one uninterrupted call
     chunks = [islice(steps_run, n) for n in parts[:-1]] + [steps_run]
-    return [wrap(chunk, n, name) if wrap else chunk for chunk, n in zip(chunks, parts)]
+    return counted, [wrap(chunk, n, name) if wrap else chunk for chunk, n in zip(chunks, parts)]
 
 
-def _result(name: str, steps: int, records: list) -> BenchResult:
-    """A trainer's timed steps as one result: samples/s, and each stage's and counter's mean."""
+def _result(name: str, steps: int, records: list, counted=None, plan=None) -> BenchResult:
+    """A trainer's timed steps as one result: samples/s, and each stage's and counter's mean;
+    Train's waits and launches from the `counted` step's record, the planner's path's from `plan`
+    (its DeviceWork over the timed steps)."""
     seconds = sum(r.seconds for r in records)
     stages: dict[str, float] = {}
     for r in records:
@@ -124,4 +147,8 @@ def _result(name: str, steps: int, records: list) -> BenchResult:
         fetched_rows_per_step=sum(r.fetched_rows for r in records) / steps,
         written_back_rows_per_step=sum(r.written_back_rows for r in records) / steps,
         evicting_tables_per_step=sum(r.evicting_tables for r in records) / steps,
+        host_syncs_per_step=None if counted is None else float(counted.host_syncs),
+        kernel_launches_per_step=None if counted is None else float(counted.kernel_launches),
+        plan_syncs_per_step=None if plan is None else plan.host_syncs / steps,
+        plan_launches_per_step=None if plan is None else plan.kernel_launches / steps,
     )
