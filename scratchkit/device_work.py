@@ -29,11 +29,12 @@ from enum import Enum
 
 
 class Path(str, Enum):
-    """Whose work a wait or a launch is: the thread it happens on."""
+    """Whose work a wait or a launch is: the thread it happens on, named by its role (not by a
+    pipeline stage: a planner thread may run Collect too)."""
 
-    TRAIN = "train"  # the trainer's own thread: every step's forward, backward and update
-    PLAN = "plan"  # ScratchPipe's planner, ahead of Train on a stream of its own
-    DATA = "data"  # the loader making batches ahead of the trainer
+    TRAIN = "trainer"  # the trainer's own thread: every step's forward, backward and update
+    PLAN = "planner"  # ScratchPipe's planner, ahead of Train on a stream of its own
+    DATA = "loader"  # the loader making batches ahead of the trainer
 
 
 @dataclass
