@@ -20,7 +20,15 @@ from scratchkit.measure.verify import GPU_TOLERANCE, largest_difference, verify
 from scratchkit.trainers import make_trainer
 from stand_ins import StandInCuda
 
-ON_THE_DEVICE = ["gpu-only", "lru", "static", "prefetch-lru", "scratchpipe", "scratchpipe-device", "prefetch-lru-device"]
+ON_THE_DEVICE = [
+    "gpu-only",
+    "lru",
+    "static",
+    "prefetch-lru",
+    "scratchpipe",
+    "scratchpipe-device",
+    "prefetch-lru-device",
+]
 
 
 def stand_in(kernels: str = "twin") -> Device:
