@@ -38,6 +38,9 @@ from scratchkit.device_work import launched, waited
 class TorchCuda:
     """The runtime of a real GPU: torch.cuda, and CuPy's stream for the scratchpad's kernels."""
 
+    def __init__(self):
+        self._streams = {}  # torch's stream pointer -> CuPy's view of it (`kernel_stream`)
+
     def pin(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.pin_memory()
 
@@ -66,8 +69,12 @@ class TorchCuda:
         get_cupy().cuda.get_current_stream().synchronize()
 
     def kernel_stream(self):
-        """CuPy's kernels on torch's current stream, so they and torch's ops run in order."""
-        return get_cupy().cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        """CuPy's kernels on torch's current stream, so they and torch's ops run in order (one
+        CuPy view of each torch stream, made on first use)."""
+        pointer = torch.cuda.current_stream().cuda_stream
+        if pointer not in self._streams:
+            self._streams[pointer] = get_cupy().cuda.ExternalStream(pointer)
+        return self._streams[pointer]
 
     def new_event(self, timing: bool = False):
         return torch.cuda.Event(enable_timing=timing)

@@ -36,6 +36,7 @@ import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind
 from scratchkit.device import Device
+from scratchkit.device_work import launched
 from scratchkit.kernels.engine import EngineKind, make_engine
 
 
@@ -67,6 +68,8 @@ class DeviceTBE:
         self.num_tables = len(table_sizes)
         bases = torch.from_numpy(np.concatenate([self.row_base[:-1], np.zeros(self.num_tables, np.int64)]))
         self.id_base, self.slot_base = dev.to_device_together([bases])[0].split(self.num_tables)
+        with dev.kernel_stream():
+            self._id_base = self._array(self.id_base)  # the hit count's, as the engine's array
         self._views: dict[tuple, list] = {}  # tables' data pointers -> their engine arrays
 
     # --- the batch --------------------------------------------------------------------------------
@@ -138,11 +141,11 @@ class DeviceTBE:
     def count_hits(self, slot_ids: list, lookups: DeviceLookups) -> torch.Tensor:
         """A device scalar: the lookups whose slot holds their id, given each table's slot ids
         (engine arrays of this engine). Nothing waits: read it with the loss (Device.read_later)."""
-        hits = self.xp.zeros(1, dtype=np.uint64)
         a = lookups.arrays
         with self.dev.kernel_stream():
-            keys = a["keys"]
-            self.engine.tbe_count_hits(list(slot_ids), a["index"], keys, self._array(self.id_base), a["starts"], hits)
+            hits = self.xp.zeros(1, dtype=np.uint64)  # a memset on a GPU
+            launched("hit counter zeroed")
+            self.engine.tbe_count_hits(list(slot_ids), a["index"], a["keys"], self._id_base, a["starts"], hits)
         return _as_torch(hits.view(np.int64))[0]
 
     def reads_books(self, books) -> bool:

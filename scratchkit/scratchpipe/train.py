@@ -24,6 +24,7 @@ import torch
 
 from scratchkit.config import OptimizerConfig
 from scratchkit.device import Device
+from scratchkit.device_work import launched
 from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.table_batched import Coalesced, apply_updates, pooled_lookup_tables
 from scratchkit.scratchpipe.host_stages import InFlight
@@ -91,7 +92,8 @@ def train_on_device(
     b, batch = item.index, item.batch
     lookups = tbe.lookups(batch.ids, batch.offsets, [plan.lookup_slots for plan in item.tables])
     books = [pad.slot_ids for pad in pads]
-    if pads and tbe.reads_books(books[0]):  # a device counter, read with the loss
+    books_on_device = bool(pads) and tbe.reads_books(books[0])
+    if books_on_device:  # a device counter, read with the loss
         hits = dev.read_later(tbe.count_hits(books, lookups), "hits")
     else:  # the host planner's books are host arrays: the host counts, waiting for nothing
         hits = count_hits(item, pads)
@@ -105,6 +107,8 @@ def train_on_device(
         with dev.kernel_stream():  # after the update, in its stream
             for pad, plan in zip(pads, item.tables):
                 pad.mark_trained(plan.decision.slots, b)
+        if books_on_device:  # two array ops a table, on the device's books
+            launched("mark_trained", 2 * len(pads))
 
     update_weights(update_tables)
     return loss, hits

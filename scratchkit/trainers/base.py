@@ -60,10 +60,12 @@ class StepRecord:
     host_syncs: int = 0
     kernel_launches: int = 0
     waits: dict[str, int] = field(default_factory=dict)
+    launches: dict[str, int] = field(default_factory=dict)
 
     def count_work(self, work: DeviceWork) -> None:
         """Take the step's waits and launches (a difference of two `device_work.snapshot`s)."""
-        self.host_syncs, self.kernel_launches, self.waits = work.host_syncs, work.kernel_launches, dict(work.waits)
+        self.host_syncs, self.kernel_launches = work.host_syncs, work.kernel_launches
+        self.waits, self.launches = dict(work.waits), dict(work.launches)
 
     @property
     def samples_per_s(self) -> float:
