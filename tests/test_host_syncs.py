@@ -102,3 +102,34 @@ def test_the_op_counter_knows_which_torch_ops_wait():
     work = snapshot(Path.TRAIN) - before
     assert work.waits == {"torch._local_scalar_dense": 1, "torch.index": 1}
     assert work.launches["torch.sort"] == 1 and "torch.view" not in work.launches
+
+
+def test_the_stage_timer_reads_events_without_waiting_and_counts_a_late_stage_once():
+    """On a GPU the timer records events and reads each stage once both ends are done: a stage
+    still running at a step's `take` (the update, queued after the loss's wait) is counted in a
+    later one, never dropped, never twice; nothing waits."""
+    from scratchkit.trainers.timing import StageTimer
+
+    class Clock:  # events whose end is done only once `done` says so
+        def __init__(self):
+            self.done, self.t = set(), 0.0
+
+        def mark(self):
+            self.t += 1.0
+            return self.t
+
+        def seconds(self, start, end):
+            return end - start if end in self.done else None
+
+    clock = Clock()
+    timer = StageTimer(events=clock)
+    before = snapshot(Path.TRAIN)
+    with timer.stage("mlp"):
+        pass
+    with timer.stage("update"):
+        pass
+    clock.done.add(2.0)  # mlp's end is done; update's (4.0) is not yet
+    assert timer.take() == {"mlp": 1.0}
+    clock.done.add(4.0)
+    assert timer.take() == {"update": 1.0} and timer.take() == {}
+    assert (snapshot(Path.TRAIN) - before).host_syncs == 0
