@@ -175,7 +175,10 @@ class Device:
             return
         waited(what)
         with device_call():
-            values = torch.stack([r.tensor.reshape(()).to(torch.float64) for r in readings]).tolist()
+            if len(readings) == 1:  # (the common case, without stacking)
+                values = [float(readings[0].tensor)]
+            else:
+                values = torch.stack([r.tensor.reshape(()).to(torch.float64) for r in readings]).tolist()
         for reading, value in zip(readings, values):
             reading.tensor, reading.value = None, value
 
