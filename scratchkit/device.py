@@ -81,10 +81,12 @@ class TorchCuda:
 
     def deterministic(self) -> None:
         # Process-wide torch switch for CUDA, where some kernels use atomics. The CPU ops the kit
-        # uses are deterministic already (the bit-exact tests check it), and the switch costs
-        # ~1 s on first use (it imports torch._dynamo), so the CPU goes without it.
+        # uses are deterministic already (the bit-exact tests check it), so the CPU goes without
+        # it. torch.use_deterministic_algorithms would also set torch.compile's flag, importing
+        # torch._inductor and torch._dynamo (seconds, for a compiler the kit never uses): the
+        # switch itself is torch._C's, set here alone.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
 
 
 class Device:

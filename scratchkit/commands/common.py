@@ -204,9 +204,11 @@ def _training(args, config, source, batches: int):
 
 def parse_trainer_list(text: str) -> list[str]:
     """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
-    trainers (trainers/registry.py)."""
-    from scratchkit.trainers import TRAINERS  # torch: only once a command runs
+    trainers (trainers/registry.py); 'all' -> every registered trainer, in order."""
+    from scratchkit.trainers import TRAINERS, available_trainers  # torch: only once a command runs
 
+    if text.strip() == "all":
+        return available_trainers()
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from ..device_work import launched, waited
+from scratchkit.device_work import launched, waited
+from scratchkit.kernels.launched_plan import PlanKernels
+from scratchkit.kernels.launched_tbe import TbeKernels
 
 ROW_LANES = 32  # threads per row in rows.cu (SK_ROW_LANES)
 
@@ -47,13 +47,13 @@ class CoalescingPlan:
         return cls(xp.ascontiguousarray(bag_of[order]), unique_slots, run_starts)
 
 
-class LaunchedEngine:
+class LaunchedEngine(PlanKernels, TbeKernels):
     def __init__(self, name: str, launcher, xp, threads_per_block: int = 256):
         self.name = name
         self.launcher = launcher
         self.xp = xp
         self.threads_per_block = threads_per_block
-        self._addresses = {}  # tables' addresses -> the device array holding them
+        self._addresses = {}  # for tbe.cu's kernels: tables' addresses -> their device array
 
     def _launch(self, kernel: str, num_threads: int, *args) -> None:
         if num_threads == 0:
@@ -62,28 +62,25 @@ class LaunchedEngine:
         launched(kernel)
         self.launcher.launch(kernel, grid, self.threads_per_block, args)
 
-    def addresses(self, arrays):
-        """[T] int64: where each array's data starts, in the engine's memory, for a kernel that
-        takes one pointer per table. Kept per set of arrays (a trainer's tables stay where they
-        are), so a step copies no addresses to the device."""
-        key = tuple(a.ctypes.data if self.xp is np else a.data.ptr for a in arrays)
-        if key not in self._addresses:
-            if len(self._addresses) >= 64:  # tables made and dropped (a scratchpad's reset)
-                self._addresses.clear()
-            self._addresses[key] = self.xp.asarray(np.array(key, dtype=np.int64))
-        return self._addresses[key]
-
     # ---- hash map
     def hashmap_query(self, keys, values, ids):
         out = self.xp.empty(ids.size, dtype=self.xp.int64)
         self._launch("hashmap_query", ids.size, keys, values, keys.size - 1, ids, ids.size, out)
         return out
 
-    def hashmap_insert(self, keys, values, ids, slots) -> tuple[int, int]:
-        stats = self.xp.zeros(2, dtype=self.xp.uint64)  # [tombstones reused, ids with no bucket]
-        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size, stats)
-        reused, failed = (int(v) for v in stats.tolist())
+    def hashmap_insert(self, keys, values, ids, slots, stats=None) -> tuple[int, int] | None:
+        """(tombstones reused, ids with no bucket), read back now (a wait); given `stats` ([2]
+        uint64 on the device), added there instead, for the caller to read when it next waits."""
+        counts = self.xp.zeros(2, dtype=self.xp.uint64) if stats is None else stats
+        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size, counts)
+        if stats is not None:
+            return None
+        waited("hashmap_insert counts")
+        reused, failed = (int(v) for v in counts.tolist())
         return reused, failed
+
+    def hashmap_stamp(self, keys, values, ids, value: int, out) -> None:
+        self._launch("hashmap_stamp", ids.size, keys, values, keys.size - 1, ids, ids.size, value, out)
 
     def hashmap_erase(self, keys, values, ids):
         out = self.xp.empty(ids.size, dtype=self.xp.int64)
@@ -165,79 +162,3 @@ class LaunchedEngine:
             lr,
             eps,
         )
-
-    # ---- the device planner's fused steps (plan.cu)
-    def to_local(self, values, where, table_of_slot, starts):
-        out = self.xp.empty(values.size, dtype=self.xp.int64)
-        self._launch("to_local", values.size, values, where, table_of_slot, starts, values.size, out)
-        return out
-
-    def assign_miss_slots(self, miss_at, take, free_at, victim_at, free_slots, victims, n: int):
-        out = self.xp.empty(n, dtype=self.xp.int64)
-        self._launch("assign_miss_slots", n, miss_at, take, free_at, victim_at, take.size, free_slots, victims, n, out)
-        return out
-
-    def victim_keys(self, candidates, table_of_slot, urgency, last_trained, levels, batch, slots):
-        out = self.xp.empty(candidates.size, dtype=self.xp.int64)
-        self._launch(
-            "victim_keys",
-            candidates.size,
-            candidates,
-            table_of_slot,
-            urgency,
-            last_trained,
-            levels,
-            batch,
-            slots,
-            candidates.size,
-            out,
-        )
-        return out
-
-    # ---- table-batched embedding (tbe.cu): tables are lists of engine arrays, one per table
-    def tbe_forward(self, tables, index, index_base, starts, offsets, pooled) -> None:
-        num_bags, num_tables, dim = pooled.shape
-        self._launch(
-            "tbe_forward",
-            num_bags * num_tables * dim,
-            self.addresses(tables),
-            dim,
-            index,
-            index_base,
-            starts,
-            offsets,
-            num_tables,
-            num_bags,
-            pooled,
-        )
-
-    def _tbe_backward(self, kernel, per_lookup: int, tables, states, grad, sorted_keys, sorted_at, batch, rates):
-        """Launch one of tbe.cu's backward kernels with `per_lookup` threads per sorted lookup.
-        batch: (index, index_base, starts, offsets); rates: (lr,) or (lr, eps)."""
-        num_bags, num_tables, dim = grad.shape
-        n = sorted_keys.size
-        pointers = (self.addresses(tables),) + (() if states is None else (self.addresses(states),))
-        ahead = (*pointers, dim, grad, sorted_keys, sorted_at, n)
-        self._launch(kernel, n * per_lookup, *ahead, *batch, num_tables, num_bags, *rates)
-
-    def tbe_backward_sgd(self, tables, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr) -> None:
-        batch, dim = (index, index_base, starts, offsets), grad.shape[2]
-        self._tbe_backward("tbe_backward_sgd", dim, tables, None, grad, sorted_keys, sorted_at, batch, (lr,))
-
-    def tbe_backward_rowwise_adagrad(
-        self, tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
-    ) -> None:
-        batch = (index, index_base, starts, offsets)  # a thread per lookup: it sums its row's columns
-        kernel = "tbe_backward_rowwise_adagrad"
-        self._tbe_backward(kernel, 1, tables, states, grad, sorted_keys, sorted_at, batch, (lr, eps))
-
-    def tbe_backward_adagrad(
-        self, tables, states, grad, sorted_keys, sorted_at, index, index_base, starts, offsets, lr, eps
-    ) -> None:
-        batch, dim = (index, index_base, starts, offsets), grad.shape[2]
-        kernel = "tbe_backward_adagrad"
-        self._tbe_backward(kernel, dim, tables, states, grad, sorted_keys, sorted_at, batch, (lr, eps))
-
-    def tbe_count_hits(self, slot_ids, index, keys, key_base, starts, hits) -> None:
-        num_tables, n = starts.size - 1, index.size
-        self._launch("tbe_count_hits", n, self.addresses(slot_ids), index, keys, key_base, starts, num_tables, n, hits)

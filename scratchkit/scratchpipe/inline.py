@@ -51,7 +51,9 @@ class InlineStages:
             result = run(*args)
         except Exception as error:  # Ctrl-C cannot land here: the trainer holds it until the step ends
             raise PipelineError(stage, b, error) from error
-        self.clock.record(stage, b, t0, time.perf_counter(), getattr(result, "read_seconds", 0.0))
+        self.clock.record(
+            stage, b, t0, time.perf_counter(), getattr(result, "read_seconds", 0.0), getattr(result, "work", None)
+        )
         return result
 
     def reach_trained(self, b: int) -> bool:

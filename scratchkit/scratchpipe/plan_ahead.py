@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import check_batch
+from scratchkit.device_work import DeviceWork, Path, on_path, snapshot
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.scratchpipe.device_plan import DevicePlans
 from scratchkit.scratchpipe.own_planner import OwnPlans
@@ -101,6 +102,7 @@ class Planned:
     batch: object
     tables: list[TablePlan]
     read_seconds: float = 0.0  # of the planning time, spent reading batches from their source
+    work: DeviceWork = field(default_factory=DeviceWork)  # the device work Plan(b) counted (its waits, launches)
 
 
 class TwinPlans:
@@ -172,7 +174,8 @@ class PlanAhead:
     def __init__(self, setup: PlanSetup, source, start: int = 0):
         """Plans batches start, start+1, ... of `source`."""
         self.setup, self.source = setup, source
-        self.plans = _planners(setup)
+        with on_path(Path.PLAN):  # a device planner's set-up is Plan's work, whichever thread makes it
+            self.plans = _planners(setup)
         self._in_flight: deque[int] = deque()  # batches planned, not yet retired
         self._batches: dict[int, object] = {}  # batch index -> the batch, while Plan needs it
         self._seen_upto = start - 1  # the last batch shown to the planners
@@ -206,7 +209,15 @@ class PlanAhead:
         return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
 
     def plan(self, b: int) -> Planned:
-        """Plan(b). Call for b = start, start+1, ... in order (rule 1)."""
+        """Plan(b). Call for b = start, start+1, ... in order (rule 1). Its device work counts on
+        Plan's path (device_work.py), on whichever thread it runs: `Planned.work`."""
+        with on_path(Path.PLAN):
+            before = snapshot(Path.PLAN)
+            planned = self._plan(b)
+            planned.work = snapshot(Path.PLAN) - before
+        return planned
+
+    def _plan(self, b: int) -> Planned:
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
             k = self._in_flight.popleft()  # b-D-1 and older: trained
             self.plans.retire(k)

@@ -113,7 +113,7 @@ class ThreadStages:
 
     def _guard(self, loop) -> None:
         try:
-            with on_path(Path.PLAN):  # the stages' waits and launches are not Train's
+            with on_path(Path.PLAN):  # the stages' threads' waits and launches are not Train's (device_work.py)
                 loop()
         except PipelineError as error:
             self._fail(error)

@@ -254,6 +254,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
+        plan = self.clock.take_work(b)
         record = StepRecord(
             step=b,
             loss=loss,
@@ -266,6 +267,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
             written_back_rows=sum(p.written_back_rows for p in item.tables),
             evicting_tables=sum(p.victims > 0 for p in item.tables),
             stale_reads=item.stale_reads,
+            plan_syncs=plan.host_syncs,
+            plan_launches=plan.kernel_launches,
         )
         record.count_work(work)  # Train's alone: the stages ahead of it count on their own path
         return record
