@@ -73,7 +73,8 @@ class TorchCuda:
         CuPy view of each torch stream, made on first use)."""
         pointer = torch.cuda.current_stream().cuda_stream
         if pointer not in self._streams:
-            self._streams[pointer] = get_cupy().cuda.ExternalStream(pointer)
+            cuda = get_cupy().cuda  # torch's default stream is the legacy null stream: CuPy's own
+            self._streams[pointer] = cuda.Stream.null if pointer == 0 else cuda.ExternalStream(pointer)
         return self._streams[pointer]
 
     def new_event(self, timing: bool = False):

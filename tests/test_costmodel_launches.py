@@ -28,7 +28,7 @@ TRAIN_STAGES = {  # the stages that are Train's work in each trainer's priced st
     "lru": ("transfer", "embedding_forward", "mlp", "embedding_backward", "update"),
     "scratchpipe-device": ("train",),
 }
-EMBEDDING = ("tbe_", "torch.sort", "mark_trained", "hit counter")  # the kernels and ops of the embedding path
+EMBEDDING = ("tbe_", "torch.sort", "slots marked", "hit counter")  # the kernels and ops of the embedding path
 
 
 def counted_step(name, config):

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from scratchkit.config import OptimizerConfig, OptimizerKind
 from scratchkit.embedding.optim import apply_update, embedding_backward
-from scratchkit.kernels import twin
+from scratchkit.kernels import twin_tbe as twin
 
 CASES = {  # name: (rows of each table, dim, bags, longest bag)
     "three_tables": ((7, 30, 1), 8, 9, 6),

@@ -108,7 +108,7 @@ def train_on_device(
             for pad, plan in zip(pads, item.tables):
                 pad.mark_trained(plan.decision.slots, b)
         if books_on_device:  # two array ops a table, on the device's books
-            launched("mark_trained", 2 * len(pads))
+            launched("slots marked trained", 2 * len(pads))
 
     update_weights(update_tables)
     return loss, hits

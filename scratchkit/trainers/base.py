@@ -66,6 +66,7 @@ class StepRecord:
         """Take the step's waits and launches (a difference of two `device_work.snapshot`s)."""
         self.host_syncs, self.kernel_launches = work.host_syncs, work.kernel_launches
         self.waits, self.launches = dict(work.waits), dict(work.launches)
+
     plan_syncs: int = 0  # times ScratchPipe's Plan of the step's batch waited for the device
     plan_launches: int = 0  # kernels (and array-library calls) that Plan launched on the device
 
