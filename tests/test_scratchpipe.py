@@ -457,10 +457,12 @@ class SlowReads:
 @pytest.mark.parametrize("planner", ["thread", "process", "host-process", "inline", "device"])
 def test_no_stage_takes_negative_time_when_reading_is_slower_than_planning(tiny_config, planner):
     """Plan's stage is its time less the reading it did (the step's `data`); a driver that reads the
-    first batch before Plan starts (to size the plan ring) must not subtract that reading from it."""
+    first batch before Plan starts (to size the plan ring) must not subtract that reading from it.
+    Batches made as Plan reads them (`batches_ahead=0`), so that each one's reading is Plan's."""
     minimum = smallest_capacity(tiny_config, 2, 12)
     source = SlowReads(SyntheticSource(tiny_config.data))
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, planner=planner)
+    config = config_with(tiny_config, minimum, 2).replace(batches_ahead=0)
+    trainer = ScratchPipeTrainer(config, source, planner=planner)
     records = list(trainer.train(12))
     assert all(v >= 0 for r in records for v in r.stage_seconds.values()), [r.stage_seconds for r in records[:2]]
     # each batch's reading, once, by a stage: but the first, read as the call starts to size the

@@ -98,9 +98,10 @@ class StageClock:
     def record(
         self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0, work: DeviceWork | None = None
     ) -> None:
-        """`reading`: seconds of the stage spent reading batches from their source (Plan reads
-        them): the step's `data`, as every trainer counts it, not the stage's own time. `work`:
-        the device work the stage counted (Plan's: its waits and launches)."""
+        """`reading`: seconds of the stage spent taking batches from the batch loader (Plan takes
+        them; the wait for one not made yet): the step's `data`, as every trainer counts it, not
+        the stage's own time. `work`: the device work the stage counted (Plan's: its waits and
+        launches)."""
         self.log.stage(batch, stage, start, end)
         with self._lock:
             if work is not None:

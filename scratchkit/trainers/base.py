@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
@@ -18,7 +19,7 @@ import torch.nn.functional as F
 
 from scratchkit.allocator import keep_step_memory
 from scratchkit.config import OnNonFiniteLoss, TrainConfig
-from scratchkit.data.checks import check_batch
+from scratchkit.data.loader import BatchLoader
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.device_work import DeviceWork, Path, snapshot
@@ -116,6 +117,9 @@ class Trainer(ABC):
         self.backward_workspace = BackwardWorkspace()  # the C++ backward's buffers, step after step
         self.next_batch = 0  # index of the batch the next step trains on
         self.call_end = 0  # the running train() call trains batches up to, not including, this
+        # where steps take their batches: the running call's loader, else one that makes each
+        # batch as it is taken (`_loading`)
+        self.loader = self.batch_loader(0, len(self.source), 0)
         self.torn: str | None = None  # why this trainer trains no further (`update_weights`)
 
     # --- the interface -------------------------------------------------------------------------
@@ -128,15 +132,36 @@ class Trainer(ABC):
         interrupted = InterruptFlag()
         batches = self._steps(steps)
         self.call_end = batches.stop
-        for _ in batches:
-            set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
-            before = snapshot(Path.TRAIN)
-            with interrupted:
-                record = self.train_step()
-            record.count_work(snapshot(Path.TRAIN) - before)
-            yield record
-            if interrupted.raised:
-                raise KeyboardInterrupt
+        with self._loading(batches):
+            for _ in batches:
+                set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
+                before = snapshot(Path.TRAIN)
+                with interrupted:
+                    record = self.train_step()
+                record.count_work(snapshot(Path.TRAIN) - before)
+                yield record
+                if interrupted.raised:
+                    raise KeyboardInterrupt
+
+    @contextmanager
+    def _loading(self, batches: range):
+        """While inside: `self.loader` makes this call's batches ahead on threads of its own
+        (data/loader.py), closed however the call ends. A call of one step makes its batch in
+        the step, as does a step taken outside a call (`train_step()`)."""
+        ahead = self.config.batches_ahead if len(batches) > 1 else 0
+        self.loader = self.batch_loader(batches.start, batches.stop, ahead)
+        try:
+            yield
+        finally:
+            self.loader.close()
+            self.loader = self.batch_loader(self.next_batch, len(self.source), 0)
+
+    def batch_loader(self, start: int, stop: int, ahead: int) -> BatchLoader:
+        """A loader of batches start..stop-1 of the source, `ahead` of the trainer (0: made when
+        taken), checked at the door and, on a GPU, pinned."""
+        pin = self.dev.pin if self.dev.is_cuda else None
+        sizes, workers = self.config.data.table_sizes, self.config.loader_threads
+        return BatchLoader(self.source, sizes, start, stop, ahead, pin=pin, workers=workers)
 
     def _steps(self, steps: int) -> range:
         """The batch indices the next `steps` steps train on, checked against the source."""
@@ -151,7 +176,8 @@ class Trainer(ABC):
 
     def reserved_cores(self) -> int:
         """Cores this trainer's run keeps from its host embedding loops when the config leaves their
-        threads to the machine: 0, as it runs in this process alone."""
+        threads to the machine, beside the batch loader's (`TrainConfig.host_threads`): 0, as it
+        runs in this process alone."""
         return 0
 
     @abstractmethod
@@ -167,7 +193,9 @@ class Trainer(ABC):
         return [None] * len(self.config.data.table_sizes)
 
     def close(self) -> None:
-        """Flush and stop anything running. Safe to call twice."""
+        """Flush and stop anything running (the batch loader's thread, if a call left one
+        running: a loop not yet finished). Safe to call twice."""
+        self.loader.close()
 
     def make_tables(self, pin: bool = True) -> HostTables:
         """The host tables this trainer starts from: drawn from the config's seed
@@ -190,10 +218,11 @@ class Trainer(ABC):
 
     # --- shared pieces ---------------------------------------------------------------------------
     def load_batch(self, batch=None):
-        """Batch `next_batch` (`batch`, if the trainer read it already) with its ids and offsets as
-        host tensors, checked at the door (scratchkit/data/checks.py) before any of it is trained."""
-        batch = self.source.batch(self.next_batch) if batch is None else batch
-        check_batch(batch, self.config.data.table_sizes, self.next_batch)
+        """Batch `next_batch` (`batch`, if the trainer took it from its loader already) with its ids
+        and offsets as host tensors. The loader made it ahead and checked it at the door
+        (scratchkit/data/checks.py): a bad batch raises here, before any of its step is trained.
+        What is left on the step's path is the wait for it, if it is not made yet."""
+        batch = self.loader.take(self.next_batch) if batch is None else batch
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
         return batch, ids, offsets
@@ -310,3 +339,4 @@ class HostTablesTrainer(Trainer):
 
     def close(self) -> None:
         self.flush()
+        super().close()

@@ -193,15 +193,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         self.clock.clear()
+        plan_ahead = self.plan_ahead(where, start, stop)
         self._driver = driver = start_driver(
-            where,
-            self.stages,
-            self.schedule,
-            PlanAhead(self.plan_setup(self._planner_threads(where)), self.source, start),
-            start,
-            stop,
-            self.clock,
-            self.stage_hook,
+            where, self.stages, self.schedule, plan_ahead, start, stop, self.clock, self.stage_hook
         )
         interrupted, finished, last_end = InterruptFlag(), False, time.perf_counter()
         try:
@@ -220,7 +214,20 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 raise error.__cause__ from None
             raise
         finally:
-            self._end(driver, finished)
+            try:
+                self._end(driver, finished)
+            finally:
+                plan_ahead.close()
+
+    def plan_ahead(self, where: PlanIn, start: int, stop: int) -> PlanAhead:
+        """The call's Plan, its batches made ahead by a loader where it runs (`batches_ahead`),
+        pinned on a GPU unless Plan runs in a forked process (no CUDA call may run in one). A call
+        of one step makes its batches as Plan reads them."""
+        ahead = self.config.batches_ahead if stop - start > 1 else 0
+        forked = where in (PlanIn.PROCESS, PlanIn.HOST_PROCESS)
+        pin = self.dev.pin if self.dev.is_cuda and not forked else None
+        setup, workers = self.plan_setup(self._planner_threads(where)), self.config.loader_threads
+        return PlanAhead(setup, self.source, start, ahead, pin, workers)
 
     def reserved_cores(self) -> int:
         """A CPU run's host stages take a core of their own (a forked process, or threads)."""
