@@ -91,7 +91,20 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     ]
     stage_table = _lay_out(["stage ms/step"] + [r.trainer for r in results], stage_rows)
     measured = versus_peers("measured", [r.trainer for r in results], [r.samples_per_s for r in results])
-    return "\n".join(_lay_out(head, rows) + measured + bounds + [""] + stage_table)
+    return "\n".join(_lay_out(head, rows) + measured + bounds + device_work_line(results) + [""] + stage_table)
+
+
+def device_work_line(results: list[BenchResult]) -> list[str]:
+    """A line: each trainer's host waits / kernel launches a step on Train's path (a counted step),
+    and, where stages run ahead of Train, theirs ("ahead"). Nothing without a counted step."""
+    counted = [r for r in results if r.host_syncs_per_step is not None]
+    if not counted:
+        return []
+    ahead = lambda r: (
+        f" (ahead {r.plan_syncs_per_step:.1f} / {r.plan_launches_per_step:.0f})" if r.plan_launches_per_step else ""
+    )
+    parts = [f"{r.trainer} {r.host_syncs_per_step:.0f} / {r.kernel_launches_per_step:.0f}{ahead(r)}" for r in counted]
+    return ["host waits / launches a step (docs/cli.md): " + ", ".join(parts)]
 
 
 def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:

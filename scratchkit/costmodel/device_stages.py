@@ -156,15 +156,10 @@ def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> di
                         + kit.scatter(True, v, rb, t.rows * rb)
                     )  # into the host table
         insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)  # dirty bits, ids
-    if not cpu:  # Train's hit check and marks, on the device's bookkeeping
+    if not cpu:  # Train's hit check (one kernel, read with the loss) and marks, on the device's bookkeeping
+        train += kit.device_hit_count(w.tables)
         for t in w.tables:
-            train += (
-                kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES)
-                + kit.stream(True, 2 * t.unique * ID_BYTES)
-                + _slot_writes(2 * t.unique, t.capacity)
-                + kit.calls(True, "op", 4)
-            )
-        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)  # every table's check as one answer
+            train += _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 2)
     return {
         "plan": plan_work(w, fetched, written, cpu),
         "collect": collect,
