@@ -67,6 +67,7 @@ FLOORS = (
     "choices",
     "config",
     "device_work",
+    "device_ops",
     "backend",
     "allocator",
     "device",

@@ -74,13 +74,16 @@ class DemandCache:
     fetch_stages: tuple[str, str] = ("fetch", "write_back")
 
     def __call__(self, w: StepWork, place: Place) -> dict[str, Work]:
-        train = train_stages(w, footprint="capacity", by_slot=True, batched=place.device_batched)
+        by_slot = not place.kernels  # tbe.cu reads each lookup's slot: no searchsorted of the distinct ids
+        train = train_stages(
+            w, footprint="capacity", by_slot=by_slot, batched=place.device_batched, kernels=place.kernels
+        )
         train["update"] += total(kit.map_write(t.unique, t.capacity) for t in w.tables)  # dirty bits
         fetch, write_back = self.fetch_stages
         return {
             fetch: self.fetch(w, place.device_is_host),
             write_back: self.write_back(w, place.device_is_host),
-            "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables),
+            "transfer": id_transfer(w, arrays=2, kernels=place.kernels) + kit.calls(False, "op", w.num_tables),
             **train,
         }
 

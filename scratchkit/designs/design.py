@@ -36,6 +36,7 @@ class Place:
 
     device_is_host: bool = False  # the device is the host's CPU: its kernels are NumPy calls
     host_batched: bool = False  # the host has the table-batched C++ loops (table_batched.py)
+    kernels: bool = False  # the device is a GPU whose Train runs tbe.cu's kernels (embedding/device_tbe.py)
 
     @property
     def device_batched(self) -> bool:
@@ -47,7 +48,11 @@ class Place:
         """The place of `machine` (None: a GPU without the loops, every stage per-table torch ops)."""
         if machine is None:
             return cls()
-        return cls(device_is_host=machine.device_is_host, host_batched=machine.batched_host)
+        return cls(
+            device_is_host=machine.device_is_host,
+            host_batched=machine.batched_host,
+            kernels=not machine.device_is_host,
+        )
 
 
 @dataclass(frozen=True)

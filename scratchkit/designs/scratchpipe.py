@@ -75,7 +75,11 @@ def scratchpipe_stages(w: StepWork, place: Place) -> dict[str, Work]:
                         + Work(pcie=v * rb, pcie_copies=1)
                     )
         insert += kit.map_write(m, t.capacity) + kit.map_write(m, t.capacity)  # dirty bits, ids
-    train = total(train_stages(w, footprint="capacity", by_slot=False, batched=place.device_batched).values())
+    train = total(
+        train_stages(
+            w, footprint="capacity", by_slot=False, batched=place.device_batched, kernels=place.kernels
+        ).values()
+    )
     train += total(
         kit.map_lookup(t.unique, t.capacity)
         + kit.scan(t.unique, 2)  # every lookup hits
@@ -84,7 +88,9 @@ def scratchpipe_stages(w: StepWork, place: Place) -> dict[str, Work]:
         + kit.from_numpy(4)
         for t in w.tables
     )  # slots, ids, offsets
-    transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(w, arrays=2)
+    transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(
+        w, arrays=2, kernels=place.kernels
+    )
     return {
         "plan": plan,
         "collect": collect,

@@ -153,8 +153,9 @@ def device_scratchpipe_stages(w: StepWork, place: Place) -> dict[str, Work]:
     the host, and Train is scratchpipe's own (rows.py)."""
     if place.device_is_host:
         return device_stages(w, scratchpipe_stages(w, place)["train"], cpu=True)
-    train = total(train_stages(w, footprint="capacity", by_slot=False, batched=place.device_batched).values())
-    return device_stages(w, train + id_transfer(w, arrays=1))
+    train = total(train_stages(w, footprint="capacity", by_slot=False, kernels=True).values())
+    # the ids and offsets in one copy; the slots, Plan's on the device, joined there (one op)
+    return device_stages(w, train + id_transfer(w, arrays=1, kernels=True) + kit.calls(True, "op"))
 
 
 def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work]:
@@ -179,15 +180,10 @@ def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work
                         + kit.scatter(True, v, rb, t.rows * rb)
                     )  # into the host table
         insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)  # dirty bits, ids
-    if not cpu:  # Train's hit check and marks, on the device's bookkeeping
+    if not cpu:  # Train's hit check (one kernel, read with the loss) and marks, on the device's bookkeeping
+        train += kit.device_hit_count(w.tables)
         for t in w.tables:
-            train += (
-                kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES)
-                + kit.stream(True, 2 * t.unique * ID_BYTES)
-                + _slot_writes(2 * t.unique, t.capacity)
-                + kit.calls(True, "op", 4)
-            )
-        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)  # every table's check as one answer
+            train += _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 2)
     return {
         "plan": plan_work(w, fetched, written, cpu),
         "collect": collect,

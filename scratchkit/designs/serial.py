@@ -36,8 +36,8 @@ def one_after_another(parts: dict[str, Work], w: StepWork, machine, extra_s: flo
 def gpu_only_stages(w: StepWork, place: Place) -> dict[str, Work]:
     """The ids to the device, then every stage on the tables there."""
     return {
-        "transfer": id_transfer(w, arrays=1),
-        **train_stages(w, footprint="table", by_slot=False, batched=place.device_batched),
+        "transfer": id_transfer(w, arrays=1, kernels=place.kernels),
+        **train_stages(w, footprint="table", by_slot=False, batched=place.device_batched, kernels=place.kernels),
     }
 
 

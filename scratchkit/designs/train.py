@@ -18,14 +18,25 @@ def total(parts) -> Work:
     return summed
 
 
-def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False) -> dict[str, Work]:
+def train_stages(
+    w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False, kernels: bool = False
+) -> dict[str, Work]:
     """Forward, MLP, backward and update with every row in device memory: in tables of their own
     (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`).
     `batched`: the device is a CPU with the C++ loops, so the trainers make one table-batched
-    call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table)."""
+    call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table).
+    `kernels`: the device is a GPU, where Train runs tbe.cu's kernels for every table at once
+    (embedding/device_tbe.py), the dense features and labels crossing in one copy."""
     B, rb, d = w.batch_size, w.row_bytes, w.dim
     rows = lambda t: t.rows if footprint == "table" else t.capacity
-    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=2)
+    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=1 if kernels else 2)
+    if kernels:
+        return {
+            "embedding_forward": kit.device_lookups(w.tables, rb, [rows(t) * rb for t in w.tables], B),
+            "mlp": mlp,
+            "embedding_backward": kit.device_sort(w.lookups),
+            "update": kit.device_update(w.tables, d, w.state_width, w.optimizer, [rows(t) for t in w.tables]),
+        }
     per_table_update = total(
         kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables
     ) + kit.calls(True, "update_stage")
@@ -48,9 +59,10 @@ def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = 
     return {"embedding_forward": forward, "mlp": mlp, "embedding_backward": backward, "update": per_table_update}
 
 
-def id_transfer(w: StepWork, arrays: int) -> Work:
-    """Each table's ids (and slots: `arrays`=2) and offsets to the device."""
+def id_transfer(w: StepWork, arrays: int, kernels: bool = False) -> Work:
+    """Each table's ids (and slots: `arrays`=2) and offsets to the device: a copy each, or with
+    `kernels` (a GPU: embedding/device_tbe.py) every table's packed into one."""
     return Work(
         pcie=arrays * w.lookups * ID_BYTES + w.batch_size * w.num_tables * ID_BYTES,
-        pcie_copies=(arrays + 1) * w.num_tables,
+        pcie_copies=1 if kernels else (arrays + 1) * w.num_tables,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from scratchkit.device_work import launched, waited
 from scratchkit.kernels.launched_plan import PlanKernels
+from scratchkit.kernels.launched_tbe import TbeKernels
 
 ROW_LANES = 32  # threads per row in rows.cu (SK_ROW_LANES)
 
@@ -39,18 +40,20 @@ class CoalescingPlan:
         # the duplicates of a slot in lookup order.
         order = xp.argsort(slots * nnz + positions)
         sorted_slots = slots[order]
+        waited("coalescing plan sizes")  # flatnonzero's length: only the device knows it (tbe.cu needs none)
         starts = xp.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1
         run_starts = xp.concatenate([xp.zeros(1, xp.int64), starts.astype(xp.int64), xp.full(1, nnz, xp.int64)])
         unique_slots = xp.ascontiguousarray(sorted_slots[run_starts[:-1]])
         return cls(xp.ascontiguousarray(bag_of[order]), unique_slots, run_starts)
 
 
-class LaunchedEngine(PlanKernels):
+class LaunchedEngine(PlanKernels, TbeKernels):
     def __init__(self, name: str, launcher, xp, threads_per_block: int = 256):
         self.name = name
         self.launcher = launcher
         self.xp = xp
         self.threads_per_block = threads_per_block
+        self._addresses = {}  # for tbe.cu's kernels: tables' addresses -> their device array
 
     def _launch(self, kernel: str, num_threads: int, *args) -> None:
         if num_threads == 0:

@@ -87,6 +87,11 @@ KERNELS: dict[str, Kernel] = {
         Kernel("to_local", "plan.cu", (L, L, L, I, L, L, L, L, L)),
         Kernel("to_global", "plan.cu", (L, L, L, I, L)),
         Kernel("gather_ids", "plan.cu", (L, L, I, L)),
+        Kernel("tbe_forward", "tbe.cu", (L, I, L, L, L, L, I, I, R)),
+        Kernel("tbe_backward_sgd", "tbe.cu", (L, I, R, L, L, I, L, L, L, L, I, I, F)),
+        Kernel("tbe_backward_rowwise_adagrad", "tbe.cu", (L, L, I, R, L, L, I, L, L, L, L, I, I, F, F)),
+        Kernel("tbe_backward_adagrad", "tbe.cu", (L, L, I, R, L, L, I, L, L, L, L, I, I, F, F)),
+        Kernel("tbe_count_hits", "tbe.cu", (L, L, L, L, L, I, I, U)),
     )
 }
 

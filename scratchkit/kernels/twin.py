@@ -1,15 +1,16 @@
 """NumPy twins of the CUDA kernels: same arguments, same results, written to be read.
 
 Each function here does what the kernel of the same name in `hashmap.cu`, `rows.cu` or
-`embedding_bag.cu` does (`plan.cu`'s are in twin_plan.py), in the most direct NumPy (or plain Python) there is. The tests run the
-`.cu` sources (host build, CuPy) against these functions, so they are the specification.
+`embedding_bag.cu` does (`plan.cu`'s are in twin_plan.py, `tbe.cu`'s in twin_tbe.py), in the most
+direct NumPy (or plain Python) there is. The tests run the `.cu` sources (host build, CuPy)
+against these functions, so they are the specification.
 
 Bit-for-bit agreement with the kernels comes from doing float arithmetic in the same order:
 - pooled sums and coalesced gradients add in lookup order (`np.add.at` applies its additions one
   index after the other, in the order given, like a kernel thread walking its bag);
 - row-wise Adagrad's mean of g*g sums the columns left to right, as the kernel's loop does
   (`.sum(axis=1)` would add pairwise and differ in the last bit);
-- the row update is one fused multiply-add; NumPy has none, so `fma_f32` computes it exactly.
+- the row update is one fused multiply-add; NumPy has none, so `fma_f32` (floats.py) computes it exactly.
 
 Hash map layout matches too, not just query answers: inserting ids one after the other, in order,
 is what the serial host build does. A GPU inserts concurrently, so its buckets may differ, while
@@ -21,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from scratchkit.device_work import launched
+from scratchkit.kernels.floats import fma_f32
 from scratchkit.kernels.twin_plan import PLAN_TWINS
+from scratchkit.kernels.twin_tbe import TBE_TWINS
 
 EMPTY = -1  # a bucket never used
 TOMBSTONE = -2  # a bucket whose id was erased; probing walks past it, insert may reuse it
@@ -141,27 +144,6 @@ def coalesce(slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray) ->
     return unique_slots, grad
 
 
-def fma_f32(a, b, c) -> np.ndarray:
-    """a*b + c in float32 with a single rounding, like C's fmaf and a GPU's FFMA.
-
-    In float64, a*b is exact (24+24 significant bits fit in 53) and TwoSum gives p + c = s + t
-    exactly. Rounding s to float32 is then right except when s lies exactly halfway between two
-    float32 numbers and the lost part t tips the true value to one side: fix those.
-    """
-    a, b, c = (np.asarray(x, dtype=np.float32).astype(np.float64) for x in (a, b, c))
-    p = a * b
-    s = p + c
-    bp = s - p
-    t = (p - (s - bp)) + (c - bp)  # s + t == a*b + c exactly
-    r = np.asarray(s.astype(np.float32))
-    r64 = r.astype(np.float64)
-    side = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
-    other = np.nextafter(r, side)  # the float32 neighbour on s's side of r
-    halfway = (s != r64) & ((r64 + other.astype(np.float64)) * 0.5 == s)
-    tipped = halfway & (t != 0) & (np.sign(t) == np.sign(s - r64))
-    return np.where(tipped, other, r).astype(np.float32)
-
-
 def embedding_bag_backward_sgd(
     rows: np.ndarray, slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray, lr: float
 ) -> None:
@@ -223,6 +205,11 @@ class TwinEngine:
     name = "twin"
     xp = np
 
+    @staticmethod
+    def addresses(arrays) -> list:
+        """The twins take the tables themselves where the kernels take their addresses."""
+        return list(arrays)
+
 
 for _kernel in (
     hashmap_query,
@@ -236,5 +223,6 @@ for _kernel in (
     embedding_bag_backward_rowwise_adagrad,
     embedding_bag_backward_adagrad,
     *PLAN_TWINS,
+    *TBE_TWINS,
 ):
     setattr(TwinEngine, _kernel.__name__, _counted(_kernel))

@@ -101,6 +101,7 @@ def bench_tables(results, projections: list[dict] | None = None) -> tuple[Table,
         ["setup s"] + [f"{r.setup_s:.2f}" for r in results],  # making it: apart from its timed steps
         ["warm-up s"] + [f"{r.warmup_s:.2f}" for r in results],
     ]
+    rows += device_work_rows(results)
     for m in machines:
         projected = [row[m] for row in projections]
         rows += [
@@ -116,6 +117,22 @@ def bench_tables(results, projections: list[dict] | None = None) -> tuple[Table,
         for s in stages
     ]
     return Table(["trainer"] + names, rows), Table(["stage ms/step"] + names, stage_rows)
+
+
+def device_work_rows(results) -> list[list[str]]:
+    """What each trainer's counted step asked of the device (docs/cli.md): the host's waits and
+    the kernels it queued on Train's path, and the same for the stages run ahead of it (Plan).
+    None where no step was counted (`--warmup 0`)."""
+    if all(r.host_syncs_per_step is None for r in results):
+        return []
+    cell = lambda v, f: "-" if v is None else f.format(v)
+    return [
+        ["host waits/step"] + [cell(r.host_syncs_per_step, "{:.1f}") for r in results],
+        ["launches/step"] + [cell(r.kernel_launches_per_step, "{:.0f}") for r in results],
+        ["ahead waits/step"] + [f"{r.plan_syncs_per_step:.1f}" if r.plan_launches_per_step else "-" for r in results],
+        ["ahead launches/step"]
+        + [f"{r.plan_launches_per_step:.0f}" if r.plan_launches_per_step else "-" for r in results],
+    ]
 
 
 def bench_table(results, projections: list[dict] | None = None) -> Tables:

@@ -29,7 +29,7 @@ import numpy as np
 
 from scratchkit.config import VictimPolicy
 from scratchkit.data.loader import BatchLoader
-from scratchkit.device_work import DeviceWork, Path, on_path, snapshot
+from scratchkit.device_work import DeviceWork, Path, on_path, snapshot_here
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.scratchpipe.device_plan import DevicePlans
 from scratchkit.scratchpipe.own_planner import OwnPlans
@@ -243,11 +243,12 @@ class PlanAhead:
 
     def plan(self, b: int) -> Planned:
         """Plan(b). Call for b = start, start+1, ... in order (rule 1). Its device work counts on
-        Plan's path (device_work.py), on whichever thread it runs: `Planned.work`."""
+        Plan's path (device_work.py), on whichever thread it runs: `Planned.work`, this thread's
+        alone (the row moves' threads count on Plan's path beside it)."""
         with on_path(Path.PLAN):
-            before = snapshot(Path.PLAN)
+            before = snapshot_here()
             planned = self._plan(b)
-            planned.work = snapshot(Path.PLAN) - before
+            planned.work = snapshot_here() - before
         return planned
 
     def _plan(self, b: int) -> Planned:

@@ -83,6 +83,7 @@ class ThreadStages:
             after = self.schedule.evict_waits_for(item.index) if item is not None else 0
             if item is None or not self._wait_until(lambda: self._trained_upto >= after):
                 return
+            self.stages.wait_for_train(after)  # that Train's update done on the device, not only queued
             with self.stages.lock:  # a flush sees the slots between batches only
                 for stage in EVICTING_STAGES:
                     run = self.stages.evicting(stage)

@@ -22,6 +22,7 @@ from scratchkit.config import OnNonFiniteLoss, TrainConfig
 from scratchkit.data.loader import BatchLoader
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
+from scratchkit.device_work import DeviceWork, Path, snapshot
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
 from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, embedding_backward_tables
@@ -54,6 +55,19 @@ class StepRecord:
     written_back_rows: int = 0  # rows copied device -> host for the step
     evicting_tables: int = 0  # tables that chose victims for the step (its victim choice ran)
     stale_reads: int = 0  # rows read from the host before a pending write-back landed
+    # what Train's path asked of the device in the step (device_work.py): the times the host
+    # waited for it, by cause, and the kernels and copies it queued, as the device layer counts
+    # them (torch's own ops too where `device_ops.counting_ops` is on: bench's counted step)
+    host_syncs: int = 0
+    kernel_launches: int = 0
+    waits: dict[str, int] = field(default_factory=dict)
+    launches: dict[str, int] = field(default_factory=dict)
+
+    def count_work(self, work: DeviceWork) -> None:
+        """Take the step's waits and launches (a difference of two `device_work.snapshot`s)."""
+        self.host_syncs, self.kernel_launches = work.host_syncs, work.kernel_launches
+        self.waits, self.launches = dict(work.waits), dict(work.launches)
+
     plan_syncs: int = 0  # times ScratchPipe's Plan of the step's batch waited for the device
     plan_launches: int = 0  # kernels (and array-library calls) that Plan launched on the device
 
@@ -99,7 +113,7 @@ class Trainer(ABC):
         num_tables = len(config.data.table_sizes)
         self.model = init_dense_model(config.model, self.source.num_dense, num_tables, config.seed).to(self.device)
         self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
-        self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
+        self.timer = StageTimer(events=self.dev.stage_clock())
         self.backward_workspace = BackwardWorkspace()  # the C++ backward's buffers, step after step
         self.next_batch = 0  # index of the batch the next step trains on
         self.call_end = 0  # the running train() call trains batches up to, not including, this
@@ -121,8 +135,10 @@ class Trainer(ABC):
         with self._loading(batches):
             for _ in batches:
                 set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
+                before = snapshot(Path.TRAIN)
                 with interrupted:
                     record = self.train_step()
+                record.count_work(snapshot(Path.TRAIN) - before)
                 yield record
                 if interrupted.raised:
                     raise KeyboardInterrupt
@@ -230,11 +246,12 @@ class Trainer(ABC):
 
         pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]). A non-finite loss
         stops here, before the backward pass (`TrainConfig.nonfinite_loss` may let it through).
+        The loss's read is the step's one wait for the device (`Device.read`).
         """
-        loss, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
+        loss, value, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
         self.dense_optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        return float(loss.detach()), pooled.grad
+        return value, pooled.grad
 
     def update_weights(self, update_tables: Callable[[], None]) -> None:
         """The one place a step changes weights: the dense optimizer's step, then the tables'
@@ -278,23 +295,23 @@ class Trainer(ABC):
 
 def dense_loss(
     model, dev: Device, batch, pooled: torch.Tensor, step: int, nonfinite_loss: OnNonFiniteLoss
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The dense model's loss on `batch`: (loss, `pooled` [B, T, dim] as a leaf whose .grad the
-    backward fills). A NaN or infinite loss raises NonFiniteLossError naming the step, before any
+) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """The dense model's loss on `batch`: (loss, its value, `pooled` [B, T, dim] as a leaf whose
+    .grad the backward fills). The value is read from the device with whatever the step asked to
+    read later (`Device.read`): the step's one wait. A NaN or infinite loss raises NonFiniteLossError naming the step, before any
     backward, unless `nonfinite_loss` is CONTINUE. Every trainer's dense step starts here (and a
     sharded rank's: scratchkit/distributed/replica.py)."""
-    dense = dev.to_device(torch.from_numpy(batch.dense))
-    labels = dev.to_device(torch.from_numpy(batch.labels))
+    dense, labels = dev.to_device_together([torch.from_numpy(batch.dense), torch.from_numpy(batch.labels)])
     pooled = pooled.detach().requires_grad_(True)
     loss = F.binary_cross_entropy_with_logits(model(dense, pooled), labels)
-    value = float(loss.detach())
+    value = dev.read(loss)  # the step's one wait: with it, whatever the step asked to read later
     if not math.isfinite(value) and nonfinite_loss is OnNonFiniteLoss.RAISE:
         raise NonFiniteLossError(
             f"step {step}: the loss is {value}, so training stopped before "
             "this step changed any weight (nonfinite_loss='continue' in "
             "TrainConfig trains on)"
         )
-    return loss, pooled
+    return loss, value, pooled
 
 
 class HostTablesTrainer(Trainer):

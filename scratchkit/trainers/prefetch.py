@@ -52,6 +52,7 @@ from enum import Enum
 
 from scratchkit.config import VictimPolicy
 from scratchkit.data.checks import BadBatchError
+from scratchkit.device_work import Path, current_path, on_path
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.drivers import PlanIn
@@ -186,7 +187,8 @@ class Prefetch:
 
     def _run(self) -> None:
         try:
-            with self._stream:
+            # on its own thread its waits and launches are not Train's (device_work.py)
+            with self._stream, on_path(Path.PLAN if self._thread is not None else current_path()):
                 self._value = self._serve(ServeStages(self.timer, PREFETCH_STAGES))
             self._stream.finish()  # its rows are in place before Train reads them
         except BaseException as error:  # handed to the step at the join
