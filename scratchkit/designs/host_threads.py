@@ -31,9 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scratchkit.costmodel.hardware import Hardware
-from scratchkit.costmodel.work import FLOAT_BYTES, Work
-from scratchkit.costmodel.step import StepWork
+from scratchkit.designs.step import StepWork
+from scratchkit.designs.work import FLOAT_BYTES, Work
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
 LINE_BYTES = 64  # a cache line: what DRAM serves per random access
@@ -42,12 +41,12 @@ MIN_ROWS = 256  # fewest rows a thread's run of the SGD update takes (table_batc
 HOST_MEMORY = "host memory"  # the name of the cap when it binds
 
 
-def host_threads(w: StepWork, hw: Hardware) -> float:
+def host_threads(w: StepWork, machine) -> float:
     """The threads the host's embedding work is priced on (see the module note): on this CPU as
     many as run at once, where the machine's neighbours leave fewer cores than it has."""
-    if hw.device_is_host:
-        return max(1.0, min(w.host_threads or 1, hw.host_cores, hw.co_run_cores or hw.host_cores))
-    return hw.host_cores
+    if machine.device_is_host:
+        return max(1.0, min(w.host_threads or 1, machine.host_cores, machine.co_run_cores or machine.host_cores))
+    return machine.host_cores
 
 
 def pieces(stage: str, w: StepWork) -> int:
@@ -90,30 +89,34 @@ class HostSpread:
         return self.memory_seconds > self.cores_seconds
 
 
-def calls_seconds(part: Work, hw: Hardware) -> float:
+def calls_seconds(part: Work, machine) -> float:
     """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
     threads (the dispatch, the arguments' checks, waking the pool)."""
-    return sum(count * hw.call(False, name) for name, count in part.host_calls)
+    return sum(count * machine.call(False, name) for name, count in part.host_calls)
 
 
-def spread(stage: str, part: Work, w: StepWork, hw: Hardware) -> HostSpread:
+def spread(stage: str, part: Work, w: StepWork, machine) -> HostSpread:
     """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
     calls' fixed costs stay the caller's, the rest spreads."""
-    threads = min(host_threads(w, hw), pieces(stage, w))
-    rate = hw.host_memory_line_rate
+    threads = min(host_threads(w, machine), pieces(stage, w))
+    rate = machine.host_memory_line_rate
     memory = memory_lines(stage, w) / rate if rate else 0.0
-    calls = calls_seconds(part, hw)
-    return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
+    calls = calls_seconds(part, machine)
+    return HostSpread(calls + (part.host_seconds(machine) - calls) / threads, calls + memory)
 
 
 def hybrid_stage_seconds(
-    parts: dict[str, Work], w: StepWork, hw: Hardware
+    parts: dict[str, Work], w: StepWork, machine
 ) -> tuple[dict[str, float], dict[str, HostSpread]]:
     """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
     stages' HostSpread (which limit binds it)."""
-    spreads = {s: spread(s, parts[s], w, hw) for s in HOST_EMBEDDING_STAGES if s in parts}
+    spreads = {s: spread(s, parts[s], w, machine) for s in HOST_EMBEDDING_STAGES if s in parts}
     seconds = {
-        s: (part.seconds(hw) - part.host_seconds(hw) + spreads[s].seconds if s in spreads else part.seconds(hw))
+        s: (
+            part.seconds(machine) - part.host_seconds(machine) + spreads[s].seconds
+            if s in spreads
+            else part.seconds(machine)
+        )
         for s, part in parts.items()
     }
     return seconds, spreads
