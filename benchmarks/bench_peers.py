@@ -358,7 +358,7 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--record", metavar="PATH", help="also keep the run as JSON at PATH (e.g. results/peers.json)")
     args = parser.parse_args(argv)
-    record = RunRecord("benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    record = RunRecord.of_run(__file__, argv)
     for name in args.profiles.split(","):
         try:
             profile_config(name)

@@ -109,7 +109,7 @@ check(bag_sums)
 # | `mlp` | device | forward and backward of the MLPs, and their optimizer step |
 # | `embedding_backward` | host | turn the pooled gradients into one gradient per touched row |
 # | `update` | host | the sparse optimizer step on those rows |
-# | `data` | host | make the batch (synthetic here) |
+# | `data` | host | wait for the batch, which a thread of its own made ahead (synthetic here) |
 #
 # Every stage is timed on every step, so the breakdown below is a measurement, not a guess.
 # `gpu-only` (all tables on the device) is beside it for comparison. On this machine the "device" is
@@ -117,7 +117,7 @@ check(bag_sums)
 # same steps onto GPU servers.
 
 # %%
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 from scratchkit import run_bench
 from scratchkit.course.viz import stage_breakdown
 

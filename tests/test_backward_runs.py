@@ -136,12 +136,12 @@ def test_hybrid_on_a_gpu_runs_every_host_stage_in_the_loops(monkeypatch):
 
 
 def test_the_cost_model_cuts_tables_as_the_loops_do():
-    """costmodel/host_threads.py prices the loops' pieces by a Python copy of their rule and
+    """designs/host_threads.py prices the loops' pieces by a Python copy of their rule and
     constants (the cost model runs without the loops): both held to the C++ ones here."""
     import re
     from pathlib import Path
 
-    from scratchkit.costmodel import host_threads as model
+    from scratchkit.designs import host_threads as model
 
     for threads, tables, size, least in [
         (1, 8, 10**5, 64),

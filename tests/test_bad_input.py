@@ -20,7 +20,8 @@ from scratchkit.data.movielens import load_movielens
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.measure.reference import ReferenceRun
-from scratchkit.trainers import TRAINERS, make_trainer, pipelined
+from scratchkit.designs import DESIGNS
+from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import NonFiniteLossError
 
 BAD_BATCH = 3
@@ -74,7 +75,7 @@ CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("what", list(CORRUPTIONS))
-@pytest.mark.parametrize("name", list(TRAINERS))
+@pytest.mark.parametrize("name", list(DESIGNS))
 def test_every_trainer_refuses_a_bad_batch_in_the_same_words(tiny_config, name, what):
     corrupt, message = CORRUPTIONS[what]
     source = Corrupted(tiny_config.data, corrupt)
@@ -87,7 +88,7 @@ def test_every_trainer_refuses_a_bad_batch_in_the_same_words(tiny_config, name, 
     # a ScratchPipe pipeline checks every batch of the call before its first step (its capacity
     # check reads them all); the others train batches 0-2 and stop at batch 3's door. Nothing
     # trained is lost.
-    assert trainer.next_batch == (0 if pipelined(name) else BAD_BATCH)
+    assert trainer.next_batch == (0 if DESIGNS[name].plans_ahead else BAD_BATCH)
     reference = ReferenceRun(tiny_config, SyntheticSource(tiny_config.data))
     reference.train(trainer.next_batch)
     for mine, theirs in zip(trainer.embedding_weights(), reference.embedding_weights()):
@@ -118,7 +119,7 @@ sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
 from test_bad_input import Corrupted, set_id
 config = get_profile("tiny")
 for planner in ("host-process", "process", "thread"):
-    trainer = ScratchPipeTrainer(config, source=Corrupted(config.data, set_id(-1)), planner=planner)
+    trainer = ScratchPipeTrainer(config, source=Corrupted(config.data, set_id(-1)), where=planner)
     try:
         list(trainer.train(20))
     except ValueError as error:

@@ -9,6 +9,7 @@ slice of the fault campaign that benchmarks/bench_faults.py runs in full.
 
 import os
 import signal
+import threading
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
+from stand_ins import scratchpipe_at
 
 STEPS = 20
 
@@ -55,7 +57,7 @@ def kill_host_process_at(stage, batch):
 @pytest.mark.parametrize("stage", [Stage.COLLECT, Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT])
 def test_a_killed_host_process_loses_no_row(tiny_config, stage):
     trainer = ScratchPipeTrainer(
-        evicting_config(tiny_config), planner="host-process", stage_hook=kill_host_process_at(stage, 9)
+        evicting_config(tiny_config), where="host-process", stage_hook=kill_host_process_at(stage, 9)
     )
     with pytest.raises(PipelineError, match=f"stage {stage.value} failed on batch 9: .*killed by SIGKILL"):
         list(trainer.train(STEPS))
@@ -69,7 +71,7 @@ def test_a_killed_host_process_loses_no_row(tiny_config, stage):
 @pytest.mark.parametrize("planner", ["host-process", "process", "thread", "device"])
 def test_checkpoints_between_the_steps_of_a_running_loop_are_exact(tiny_config, planner):
     config = evicting_config(tiny_config, OptimizerKind.ROWWISE_ADAGRAD)
-    trainer = ScratchPipeTrainer(config, planner=planner)
+    trainer = scratchpipe_at(planner, config)
     reference = ReferenceRun(config, trainer.source)
     for record in trainer.train(STEPS):
         saved = trainer.checkpoint()  # while the host stages run ahead
@@ -115,7 +117,9 @@ def test_a_checkpoint_file_is_whole_or_absent(tmp_path, tiny_config, monkeypatch
 
 
 class PressesCtrlC(SyntheticSource):
-    """Ctrl-C while batch 4 is being read, in the middle of that training step."""
+    """Ctrl-C while batch 4 is being read: in the middle of that training step where batches are
+    made on the step's path; with a batch loader, on its thread while an earlier step trains
+    (the signal lands in the trainer's thread)."""
 
     armed = False
 
@@ -128,8 +132,11 @@ class PressesCtrlC(SyntheticSource):
 
 @pytest.mark.parametrize("name", ["hybrid", "gpu-only", "lru", "static"])
 def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name):
-    source = PressesCtrlC(tiny_config.data)
-    trainer = make_trainer(name, tiny_config, source=source)
+    """Batches made on the step's path (`batches_ahead=0`), so batch 4 is read inside step 4 (with
+    a loader, tests/test_loader.py)."""
+    config = tiny_config.replace(batches_ahead=0)
+    source = PressesCtrlC(config.data)
+    trainer = make_trainer(name, config, source=source)
     source.armed = True
     seen = []
     with pytest.raises(KeyboardInterrupt):
@@ -137,6 +144,21 @@ def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name
             seen.append(record.step)
     assert seen == [0, 1, 2, 3, 4] and trainer.next_batch == 5  # step 4 whole, and yielded
     assert differs_from_reference(trainer, 5) == 0.0
+
+
+@pytest.mark.parametrize("name", ["hybrid", "gpu-only", "prefetch-lru", "scratchpipe-device"])
+def test_ctrl_c_while_a_batch_is_made_ahead_stops_between_steps_and_stops_the_loader(tiny_config, name):
+    source = PressesCtrlC(tiny_config.data)
+    trainer = make_trainer(name, tiny_config, source=source, device="cpu")
+    source.armed = True
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        for record in trainer.train(10):
+            seen.append(record.step)
+    assert [t for t in threading.enumerate() if t.name == "batch-loader"] == []
+    assert seen == list(range(len(seen))) and trainer.next_batch == len(seen) <= 5  # whole steps only
+    assert differs_from_reference(trainer, trainer.next_batch) == 0.0
+    trainer.close()
 
 
 # --- a slice of the campaign ----------------------------------------------------------------------
@@ -172,7 +194,7 @@ def late(stage, b):                 # in the host process: batch 3 collected lat
     if stage is Stage.COLLECT and b == 3:
         time.sleep(1.0)
 
-trainer = ScratchPipeTrainer(get_profile("tiny"), planner="host-process", stage_hook=late)
+trainer = ScratchPipeTrainer(get_profile("tiny"), where="host-process", stage_hook=late)
 steps = trainer.train(20)
 next(steps)                         # Train(0) done: batch 3 may write back and insert (depth 2)
 trainer.stages.lock.acquire()       # as checkpoint() and flush() do, at this batch boundary

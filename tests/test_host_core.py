@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from scratchkit.costmodel import servers
-from scratchkit.costmodel.step import StepWork, TableWork
+from scratchkit.designs.step import StepWork, TableWork
 from scratchkit.config import OptimizerKind
-from scratchkit.projection.costmodel import project, stage_work
+from scratchkit.projection.project import project, stage_work
 
 from tests.test_costmodel import batched
 

@@ -31,11 +31,11 @@ import torch
 
 from scratchkit.costmodel.hardware import RowCurve
 from scratchkit.calibration.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
-from scratchkit.costmodel.work import TBE_BAG
+from scratchkit.designs.work import TBE_BAG
 
 # lookups of one call, all tables together (quick, full)
 TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768, 262144))
-BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: costmodel/work.py)
+BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: designs/work.py)
 DENSITIES = ((0.1, 0.6, 0.95), (0.05, 0.25, 0.6, 0.85, 0.98))  # of the update (quick, full)
 UPDATE_ROWS = 2**20  # at most this many rows a call: the densest points of big tables are left out
 FEW = 2  # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)

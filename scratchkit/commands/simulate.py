@@ -104,12 +104,15 @@ def run(args) -> int:
         return _simulate(args)
     import tempfile
 
-    from scratchkit.commands.trace import write_from_args
+    from dataclasses import replace
+
+    from scratchkit.commands.request import DataRequest
+    from scratchkit.commands.trace import write_trace
 
     with tempfile.TemporaryDirectory(prefix="scratchkit-trace-") as folder:
-        data_batch = args.batch_size  # lookups, not samples: keep it aside
-        args.batch_size = None
-        path, accesses, batches = write_from_args(args, f"{folder}/trace.npy")
+        data_batch = args.batch_size  # lookups, not samples: the data's own batches are traced
+        data = replace(DataRequest.from_args(args), batch_size=None)
+        path, accesses, batches = write_trace(data, args.steps, f"{folder}/trace.npy")
         args.trace = str(path)
         args.batch_size = data_batch or (accesses // batches if not args.mrc else None)
         if args.mrc or not _takes_batches(args):

@@ -31,7 +31,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
   within the spread a faster clock or a slower memory makes).
 - the host's memory system: hybrid's embedding work spreads over `host_cores`, but all of them
   together draw random rows from one GPU's share of the server's DRAM channels
-  (`host_memory_line_rate`, costmodel/host_threads.py): channels per GPU (the CPU's datasheet:
+  (`host_memory_line_rate`, designs/host_threads.py): channels per GPU (the CPU's datasheet:
   channels per socket x sockets / GPUs) x a channel's random 64 B line rate, taken as half its
   peak (transfers/s x 8 B / 64 B): a random line opens a DRAM row and turns the bus around, and
   loaded-latency benchmarks of random 64 B reads (Intel MLC's class) reach about half a channel's

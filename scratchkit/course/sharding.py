@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from scratchkit.course.tables import Table
+from scratchkit.measure.report import Table
 from scratchkit.course.viz.palette import BATCH_COLOURS
 from scratchkit.data.batch import micro_batch
 from scratchkit.distributed.routing import Route, RoutedSource

@@ -4,8 +4,8 @@ The host gathers and pools the rows, the pooled vectors cross to the device, the
 the pooled gradients cross back, and the host coalesces them and updates the rows. Every embedding
 byte moves at host-memory speed.
 
-The host's work runs in the table-batched C++ loops on `TrainConfig.threads` threads (every core
-by default, as FBGEMM's CPU TBE uses them): whole tables a thread, and with more threads than
+The host's work runs in the table-batched C++ loops on `TrainConfig.threads` threads (by default
+every core but the batch loader's, as FBGEMM's CPU TBE uses them): whole tables a thread, and with more threads than
 tables the forward's bags and the update's rows too; each bag's sum and each row's coalesced
 gradient is one thread's, in the same order at every count, so
 the result is PyTorch's bit for bit whatever the threads (tests/test_threads.py).
@@ -17,11 +17,11 @@ import time
 
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.serial import HYBRID
 
 
 class HybridTrainer(HostTablesTrainer):
-    name = TrainerKind.HYBRID.value
+    name = HYBRID.name
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()

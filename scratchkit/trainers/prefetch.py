@@ -39,6 +39,8 @@ call's last batch: a call never fails on a batch it does not train, and the mini
 cache's error names is the minimum for the batches of that call. And what was read ahead is
 taken once: a step takes batch b with its prefetched rows and leaves nothing behind, so a step
 that fails, or a batch the door refuses, is read again from the source when training goes on.
+Both batches come from the trainer's loader (data/loader.py), made ahead and checked at the door
+on its thread: step b's `data` takes batch b+1 from it, already made.
 """
 
 from __future__ import annotations
@@ -49,16 +51,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from scratchkit.config import VictimPolicy
-from scratchkit.data.checks import BadBatchError, check_batch
+from scratchkit.data.checks import BadBatchError
+from scratchkit.device_work import Path, current_path, on_path
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.cached import DemandFilledTrainer, Served, ServeStages
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.prefetch import PREFETCH_LRU, PREFETCH_STAGES
 from scratchkit.trainers.timing import StageTimer
-
-PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 
 class PrefetchIn(str, Enum):
@@ -75,15 +76,6 @@ class PrefetchIn(str, Enum):
         return self
 
 
-def batch_is_good(batch, table_sizes, index: int) -> bool:
-    """Whether `batch` would pass the door (data/checks.py); the prefetch leaves a bad one alone."""
-    try:
-        check_batch(batch, table_sizes, index)
-    except BadBatchError:
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class Ahead:
     """A batch read and served one step early: its index, the batch, its rows in the cache."""
@@ -96,7 +88,7 @@ class Ahead:
 class PrefetchLRUTrainer(DemandFilledTrainer):
     """LRU cache filled one batch ahead; the batch in flight's rows are locked."""
 
-    name = TrainerKind.PREFETCH_LRU.value
+    name = PREFETCH_LRU.name
     policy = VictimPolicy.LRU
 
     def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):
@@ -109,11 +101,11 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         b, ahead = self.next_batch, self._take_ahead()
-        with self.timer.stage("data"):  # batch b (read last step, to prefetch its rows) and b+1
+        with self.timer.stage("data"):  # batch b (taken last step, to prefetch its rows) and b+1
             batch, ids, offsets = self.load_batch(ahead.batch if ahead else None)
-            nxt = self.source.batch(b + 1) if b + 1 < self.call_end else None
+            nxt = self._take_next(b + 1)
         served = ahead.served if ahead else self.serve(batch, b)  # the first step: a demand fill
-        if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, b + 1):
+        if nxt is not None:
             locked = [slot_u for _, _, _, slot_u in served.tables]  # while b trains: fetch b+1
             self.dev.synchronize_current_stream()  # victims' rows as the last update left them
             self._prefetch = Prefetch(
@@ -147,6 +139,16 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def close(self) -> None:
         self._join_prefetch()
         super().close()
+
+    def _take_next(self, index: int):
+        """Batch `index` from the loader, to prefetch its rows; None past the call's end, or if the
+        door refuses it: the prefetch leaves a bad batch alone, and its own step refuses it."""
+        if index >= self.call_end:
+            return None
+        try:
+            return self.loader.take(index)
+        except BadBatchError:
+            return None
 
     def _take_ahead(self) -> Ahead | None:
         """Batch next_batch as the last step read and served it, if it did; taken once. (A bad
@@ -185,7 +187,8 @@ class Prefetch:
 
     def _run(self) -> None:
         try:
-            with self._stream:
+            # on its own thread its waits and launches are not Train's (device_work.py)
+            with self._stream, on_path(Path.PLAN if self._thread is not None else current_path()):
                 self._value = self._serve(ServeStages(self.timer, PREFETCH_STAGES))
             self._stream.finish()  # its rows are in place before Train reads them
         except BaseException as error:  # handed to the step at the join

@@ -30,21 +30,25 @@ from typing import Callable, Iterator
 
 
 from scratchkit.data.checks import BadBatchError
+from scratchkit.device_work import Path, snapshot
+from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
 from scratchkit.scratchpipe.device_moves import DeviceStages
-from scratchkit.scratchpipe.drivers import PlanIn, start_driver
+from scratchkit.scratchpipe.drivers import PlanIn, place_for, start_driver
 from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
 from scratchkit.scratchpipe.host_stages import HostStages
 from scratchkit.scratchpipe.own_planner import PlanMistake, Planner
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 from scratchkit.scratchpipe.rows import ScratchpadRows
 from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
-from scratchkit.scratchpipe.train import count_hits, train_through_slots
+from scratchkit.scratchpipe.train import count_hits, train_on_device, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
-from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
+from scratchkit.designs.prefetch import PREFETCH_LRU_DEVICE
+from scratchkit.designs.scratchpipe import SCRATCHPIPE
+from scratchkit.designs.scratchpipe_device import SCRATCHPIPE_DEVICE
 
 __all__ = [
     "DeviceScratchPipeTrainer",
@@ -57,7 +61,8 @@ __all__ = [
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
-    name = TrainerKind.SCRATCHPIPE.value
+    name = SCRATCHPIPE.name
+    plans_on_device = False  # Plan and the row moves on the host (DeviceScratchPipeTrainer: the device)
 
     def __init__(
         self,
@@ -70,7 +75,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         engine: str = "auto",
         record_events: bool = True,
         stage_hook: Callable[[Stage, int], None] | None = None,
-        planner: PlanIn | str | Planner = PlanIn.AUTO,
+        where: PlanIn | str = PlanIn.AUTO,
+        own_planner: Planner | None = None,
         planner_threads: int | None = None,
         native_planner: bool | None = None,
     ):
@@ -80,11 +86,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.schedule = Schedule(self.depth, hazards)
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
-        # `planner`: where the kit's planner runs (drivers.py), or a planner of your own (a function,
-        # own_planner.py), run on the threads driver: in the trainer's process, where it was written
-        self.own_planner = planner if callable(planner) else None
-        self.plan_in = PlanIn.THREAD if self.own_planner is not None else PlanIn.parse(planner)
-        self.plans_on_device = self.plan_in is PlanIn.DEVICE  # scratchpipe-device: Plan and the moves there
+        # `where`: where Plan and the host stages run (drivers.py); `own_planner`: a plan function of
+        # your own in place of the kit's planner (own_planner.py), run in the trainer's process,
+        # where it was written. A pair that cannot run together is refused (drivers.place_for)
+        if own_planner is not None and not callable(own_planner):
+            raise ValueError(f"own_planner must be a plan function (own_planner.py), got {own_planner!r}")
+        self.own_planner = own_planner
+        self.plan_in = place_for(where, own_planner=own_planner is not None, plans_on_device=self.plans_on_device)
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
         self.planner_threads, self.native_planner = planner_threads, native_planner
@@ -105,6 +113,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.stage_hook = stage_hook  # tests: raise or sleep at a given stage and batch
         self.clock = StageClock(EventLog(enabled=record_events))
         self.capacities = [config.cache.capacity_for(n) for n in config.data.table_sizes]
+        # Train's kernels on a GPU (train.py's train_on_device); on a CPU the C++ loops
+        self.tbe = DeviceTBE(self.dev, config.data.table_sizes) if self.dev.is_cuda else None
         self._driver = None  # the running `train()` call's, else None
         self._reset()
 
@@ -189,15 +199,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         self.clock.clear()
+        plan_ahead = self.plan_ahead(where, start, stop)
         self._driver = driver = start_driver(
-            where,
-            self.stages,
-            self.schedule,
-            PlanAhead(self.plan_setup(self._planner_threads(where)), self.source, start),
-            start,
-            stop,
-            self.clock,
-            self.stage_hook,
+            where, self.stages, self.schedule, plan_ahead, start, stop, self.clock, self.stage_hook
         )
         interrupted, finished, last_end = InterruptFlag(), False, time.perf_counter()
         try:
@@ -216,7 +220,20 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 raise error.__cause__ from None
             raise
         finally:
-            self._end(driver, finished)
+            try:
+                self._end(driver, finished)
+            finally:
+                plan_ahead.close()
+
+    def plan_ahead(self, where: PlanIn, start: int, stop: int) -> PlanAhead:
+        """The call's Plan, its batches made ahead by a loader where it runs (`batches_ahead`),
+        pinned on a GPU unless Plan runs in a forked process (no CUDA call may run in one). A call
+        of one step makes its batches as Plan reads them."""
+        ahead = self.config.batches_ahead if stop - start > 1 else 0
+        forked = where in (PlanIn.PROCESS, PlanIn.HOST_PROCESS)
+        pin = self.dev.pin if self.dev.is_cuda and not forked else None
+        setup, workers = self.plan_setup(self._planner_threads(where)), self.config.loader_threads
+        return PlanAhead(setup, self.source, start, ahead, pin, workers)
 
     def reserved_cores(self) -> int:
         """A CPU run's host stages take a core of their own (a forked process, or threads)."""
@@ -228,15 +245,30 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t0 = time.perf_counter()
         if self.stage_hook is not None:
             self.stage_hook(Stage.TRAIN, b)
-        pads = self.stages.pads
-        hits = count_hits(item, pads)
-        loss = train_through_slots(
-            item, pads, self.dev, self.dense_step, self.embedding_backward, self.update_weights, self.config.optimizer
-        )  # next_batch: b + 1
+        pads, work = self.stages.pads, snapshot(Path.TRAIN)
+        if self.tbe is not None:  # on a GPU: tbe.cu's kernels, one wait (the loss, the hits with it)
+            loss, hits = train_on_device(
+                item, pads, self.dev, self.tbe, self.dense_step, self.update_weights, self.config.optimizer
+            )
+            self.stages.trained(b, self.dev.record_event())  # what the evicting stages wait for
+            hits = hits if isinstance(hits, int) else int(hits.value)
+        else:
+            hits = count_hits(item, pads)
+            loss = train_through_slots(
+                item,
+                pads,
+                self.dev,
+                self.dense_step,
+                self.embedding_backward,
+                self.update_weights,
+                self.config.optimizer,
+            )  # next_batch: b + 1
+        work = snapshot(Path.TRAIN) - work
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
-        return StepRecord(
+        plan = self.clock.take_work(b)
+        record = StepRecord(
             step=b,
             loss=loss,
             samples=item.batch.batch_size,
@@ -248,7 +280,11 @@ class ScratchPipeTrainer(HostTablesTrainer):
             written_back_rows=sum(p.written_back_rows for p in item.tables),
             evicting_tables=sum(p.victims > 0 for p in item.tables),
             stale_reads=item.stale_reads,
+            plan_syncs=plan.host_syncs,
+            plan_launches=plan.kernel_launches,
         )
+        record.count_work(work)  # Train's alone: the stages ahead of it count on their own path
+        return record
 
     def _end(self, driver, finished: bool) -> None:
         """Stop the driver; after an early stop, flush (every dirty row is in its slot, even if a
@@ -324,20 +360,18 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
     schedule: the host keeps only the order of the batches. Its plans are the host planner's,
     array for array; what changes is where they are made and where rows move."""
 
-    name = TrainerKind.SCRATCHPIPE_DEVICE.value
-
-    def __init__(self, config, source=None, device=None, **options):
-        super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
+    name = SCRATCHPIPE_DEVICE.name
+    plans_on_device = True
 
 
 class PrefetchLRUDeviceTrainer(DeviceScratchPipeTrainer):
     """`prefetch-lru-device`, the production peer: an LRU cache filled one batch ahead whose
     lookup, victim choice and fill are device kernels, as FBGEMM's TBE cache runs under TorchRec's
     prefetch pipeline. It is scratchpipe-device at look-ahead depth 1 with LRU victims (the batch
-    in flight's rows held), whatever the config's depth and victim policy: its registry entry
-    fixes those two (`TrainerSpec.fixed_cache`), which the projection's counters read too."""
+    in flight's rows held), whatever the config's depth and victim policy: its design
+    fixes those two (`Design.fixed_cache`), which the projection's counters read too."""
 
-    name = PRODUCTION_PEER
+    name = PREFETCH_LRU_DEVICE.name
 
     def __init__(self, config, source=None, device=None, **options):
-        super().__init__(trainer_config(self.name, config), source, device, **options)
+        super().__init__(PREFETCH_LRU_DEVICE.config_for(config), source, device, **options)

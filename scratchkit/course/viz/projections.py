@@ -59,7 +59,7 @@ def speedup_figure(grid, title: str | None = None) -> go.Figure:
     fig.update_layout(
         title=title
         or (
-            f"Projected speed-up over hybrid on {grid.hardware}<br>({grid.profile}, "
+            f"Projected speed-up over hybrid on {grid.machine}<br>({grid.profile}, "
             f"cache and scratchpad {grid.capacity:,} rows per table)"
         ),
         title_font_size=14,

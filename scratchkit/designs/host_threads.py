@@ -37,9 +37,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scratchkit.costmodel.hardware import Hardware
-from scratchkit.costmodel.work import FLOAT_BYTES, Work
-from scratchkit.costmodel.step import StepWork
+from scratchkit.designs.step import StepWork
+from scratchkit.designs.work import FLOAT_BYTES, Work
 
 HOST_EMBEDDING_STAGES = ("embedding_forward", "embedding_backward", "update")
 LINE_BYTES = 64  # a cache line: what DRAM serves per random access
@@ -54,18 +53,18 @@ SORTED_STABLY_FROM = 32768  # lookups from which torch sorts a table stably, so 
 HOST_MEMORY = "host memory"  # the name of the cap when it binds
 
 
-def host_threads(w: StepWork, hw: Hardware) -> float:
+def host_threads(w: StepWork, machine) -> float:
     """The cores the host's embedding work runs on at once (see the module note): on this CPU no
     more than its run's threads, nor than it gets at once where the machine's neighbours leave
     fewer cores than it has."""
-    if hw.device_is_host:
-        return max(1.0, min(loop_threads(w, hw), hw.host_cores, hw.co_run_cores or hw.host_cores))
-    return hw.host_cores
+    if machine.device_is_host:
+        return max(1.0, min(loop_threads(w, machine), machine.host_cores, machine.co_run_cores or machine.host_cores))
+    return machine.host_cores
 
 
-def loop_threads(w: StepWork, hw: Hardware) -> int:
+def loop_threads(w: StepWork, machine) -> int:
     """The threads the loops are given: a GPU server's host cores, a CPU run's own threads."""
-    return (w.host_threads or 1) if hw.device_is_host else hw.host_cores
+    return (w.host_threads or 1) if machine.device_is_host else machine.host_cores
 
 
 def runs_per_table(threads: int, tables: int, size: float, least: int) -> int:
@@ -89,12 +88,12 @@ def pieces(stage: str, w: StepWork, threads: int) -> int:
     )
 
 
-def busy_threads(stage: str, w: StepWork, hw: Hardware) -> float:
+def busy_threads(stage: str, w: StepWork, machine) -> float:
     """How many of the cores a stage keeps busy: its pieces taken by the loop's threads in rounds
     (p pieces on t threads: p / ceil(p / t) busy), on no more than the cores it runs on."""
-    threads = loop_threads(w, hw)
+    threads = loop_threads(w, machine)
     p = pieces(stage, w, threads)
-    return min(host_threads(w, hw), p / math.ceil(p / threads))
+    return min(host_threads(w, machine), p / math.ceil(p / threads))
 
 
 def _lines(row_bytes: float) -> int:
@@ -127,30 +126,34 @@ class HostSpread:
         return self.memory_seconds > self.cores_seconds
 
 
-def calls_seconds(part: Work, hw: Hardware) -> float:
+def calls_seconds(part: Work, machine) -> float:
     """Of `part`'s host seconds, its calls' fixed costs: the caller's, on one thread whatever the
     threads (the dispatch, the arguments' checks, waking the pool)."""
-    return sum(count * hw.call(False, name) for name, count in part.host_calls)
+    return sum(count * machine.call(False, name) for name, count in part.host_calls)
 
 
-def spread(stage: str, part: Work, w: StepWork, hw: Hardware) -> HostSpread:
+def spread(stage: str, part: Work, w: StepWork, machine) -> HostSpread:
     """The host share of `part` (stage `stage` of hybrid) on `host_threads` threads, capped: the
     calls' fixed costs stay the caller's, the rest spreads."""
-    threads = busy_threads(stage, w, hw)
-    rate = hw.host_memory_line_rate
+    threads = busy_threads(stage, w, machine)
+    rate = machine.host_memory_line_rate
     memory = memory_lines(stage, w) / rate if rate else 0.0
-    calls = calls_seconds(part, hw)
-    return HostSpread(calls + (part.host_seconds(hw) - calls) / threads, calls + memory)
+    calls = calls_seconds(part, machine)
+    return HostSpread(calls + (part.host_seconds(machine) - calls) / threads, calls + memory)
 
 
 def hybrid_stage_seconds(
-    parts: dict[str, Work], w: StepWork, hw: Hardware
+    parts: dict[str, Work], w: StepWork, machine
 ) -> tuple[dict[str, float], dict[str, HostSpread]]:
     """Hybrid's stages in seconds, its host embedding stages spread and capped; and each of those
     stages' HostSpread (which limit binds it)."""
-    spreads = {s: spread(s, parts[s], w, hw) for s in HOST_EMBEDDING_STAGES if s in parts}
+    spreads = {s: spread(s, parts[s], w, machine) for s in HOST_EMBEDDING_STAGES if s in parts}
     seconds = {
-        s: (part.seconds(hw) - part.host_seconds(hw) + spreads[s].seconds if s in spreads else part.seconds(hw))
+        s: (
+            part.seconds(machine) - part.host_seconds(machine) + spreads[s].seconds
+            if s in spreads
+            else part.seconds(machine)
+        )
         for s, part in parts.items()
     }
     return seconds, spreads
