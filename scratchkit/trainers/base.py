@@ -175,7 +175,7 @@ class Trainer(ABC):
         """Batch `next_batch` (`batch`, if the trainer read it already) with its ids and offsets as
         host tensors, checked at the door (scratchkit/data/checks.py) before any of it is trained."""
         batch = self.source.batch(self.next_batch) if batch is None else batch
-        check_batch(batch, self.config.data.table_sizes, self.next_batch)
+        check_batch(batch, self.config.data.table_sizes, self.next_batch, num_dense=self.model.num_dense)
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
         return batch, ids, offsets

@@ -75,10 +75,10 @@ class PrefetchIn(str, Enum):
         return self
 
 
-def batch_is_good(batch, table_sizes, index: int) -> bool:
+def batch_is_good(batch, table_sizes, num_dense: int, index: int) -> bool:
     """Whether `batch` would pass the door (data/checks.py); the prefetch leaves a bad one alone."""
     try:
-        check_batch(batch, table_sizes, index)
+        check_batch(batch, table_sizes, index, num_dense=num_dense)
     except BadBatchError:
         return False
     return True
@@ -113,7 +113,7 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
             batch, ids, offsets = self.load_batch(ahead.batch if ahead else None)
             nxt = self.source.batch(b + 1) if b + 1 < self.call_end else None
         served = ahead.served if ahead else self.serve(batch, b)  # the first step: a demand fill
-        if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, b + 1):
+        if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, self.model.num_dense, b + 1):
             locked = [slot_u for _, _, _, slot_u in served.tables]  # while b trains: fetch b+1
             self.dev.synchronize_current_stream()  # victims' rows as the last update left them
             self._prefetch = Prefetch(
