@@ -55,7 +55,8 @@ class RoutedSource:
         trainer's read and the step's (rank.py) make it once per step in one process."""
         if self._last is None or self._last[0] != index:
             whole = self.source.batch(index)
-            check_batch(whole, self.plan.table_sizes, index, num_dense=self.source.num_dense)  # an id out of range would belong to no one
+            # an id out of range would belong to no one
+            check_batch(whole, self.plan.table_sizes, index, num_dense=self.source.num_dense)
             self._last = (index, whole)
         return self._last[1]
 

@@ -184,7 +184,8 @@ class PlanAhead:
             index = self._seen_upto + 1
             start = time.perf_counter()
             batch = self.source.batch(index)
-            check_batch(batch, self.setup.table_sizes, index, num_dense=self.source.num_dense)  # an id out of range: never planned
+            # an id out of range: never planned
+            check_batch(batch, self.setup.table_sizes, index, num_dense=self.source.num_dense)
             self._read += time.perf_counter() - start
             self._batches[index] = batch
             self.plans.see(index, batch)
