@@ -236,17 +236,32 @@ def test_bad_trace_files_are_refused_in_one_line(tmp_path, capsys):
     np.save(tmp_path / "empty.npy", np.array([], dtype=np.int64))
     (tmp_path / "ids.txt").write_text("1 2 3\n")
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "int32.npy", np.arange(5, dtype=np.int32))
+    np.save(tmp_path / "uint64.npy", np.arange(5, dtype=np.uint64))
+    np.save(tmp_path / "huge.npy", np.array([3, 4, 2**63 + 5, 1], dtype=np.uint64))
+    np.save(tmp_path / "floats.npy", np.arange(5, dtype=np.float64))
+    np.save(tmp_path / "square.npy", np.zeros((2, 2), dtype=np.int64))
+    convert = "np.save('{0}', np.load('{0}').astype(np.int64)) converts them exactly"
     cases = {
         tmp_path: "is a folder, not a trace file",
         tmp_path / "two.npz": "is an .npz archive, not a single array",
         tmp_path / "empty.npy": "the trace is empty",
         tmp_path / "ids.txt": "is not a .npy file (it is text, starting '1 2 3')",
         tmp_path / "objects.npy": "is not a trace (it holds Python objects)",
+        tmp_path / "int32.npy": "the trace's ids are int32, not int64: " + convert.format(tmp_path / "int32.npy"),
+        tmp_path / "uint64.npy": "the trace's ids are uint64, not int64: " + convert.format(tmp_path / "uint64.npy"),
+        tmp_path / "huge.npy": f"huge.npy: id {2**63 + 5} at position 2 is 2**63 or more: the trace's ids are uint64",
+        tmp_path / "floats.npy": "the trace's ids are float64, not int64: a trace holds row ids, whole numbers from 0; "
+        "write them as int64 (np.save(path, ids.astype(np.int64)), where every id is whole)",
+        tmp_path / "square.npy": "a trace is a 1-D array of int64 ids, got shape (2, 2)",
     }
+    streamed = {"int32.npy", "uint64.npy", "huge.npy", "floats.npy", "square.npy"}  # --mrc reads a chunk at a time
     for path, expected in cases.items():
-        code, out, err = cli(capsys, "simulate", "--trace", path, "--policy", "lru", "--capacity", 4)
-        assert code == 2 and expected in err and str(path) in err, err
-        assert len(err.strip().splitlines()) == 1 and "allow_pickle" not in err
+        runs = [["--policy", "lru", "--capacity", 4]] + ([["--mrc"]] if path.name in streamed else [])
+        for flags in runs:
+            code, out, err = cli(capsys, "simulate", "--trace", path, *flags)
+            assert code == 2 and expected in err and str(path) in err, (flags, err)
+            assert len(err.strip().splitlines()) == 1 and "allow_pickle" not in err
 
 
 def test_a_negative_tolerance_is_refused(capsys):

@@ -163,7 +163,7 @@ def test_bad_options_exit_2_with_a_clear_message(capsys, trace_file, argv, messa
     "content, message",
     [
         (np.array([[1, 2], [3, 4]], dtype=np.int64), "1-D"),
-        (np.array([1.0, 2.0]), "integer"),
+        (np.array([1.0, 2.0]), "float64, not int64"),
         (np.array([4, -1, 2], dtype=np.int64), "ids must be >= 0"),
     ],
 )

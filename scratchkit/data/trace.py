@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from scratchkit.sim.checks import check_file_ids
+
 
 def table_offsets(table_sizes) -> np.ndarray:
     """Start of each table in the global id space: [0, n0, n0+n1, ...] (one entry per table)."""
@@ -83,7 +85,7 @@ def check_trace_file(path: str | Path, hint: str = "") -> Path:
 
 
 def read_trace(path: str | Path) -> np.ndarray:
-    """Load and check a trace file: a `.npy` holding a 1-D, non-empty, non-negative integer array.
+    """Load and check a trace file: a `.npy` holding a 1-D, non-empty, non-negative int64 array.
     Anything else (a folder, an `.npz`, a text or TSV file) is refused in one line naming it."""
     path = check_trace_file(path)
     try:
@@ -91,13 +93,12 @@ def read_trace(path: str | Path) -> np.ndarray:
     except (ValueError, OSError, EOFError) as error:  # Python objects inside, a truncated file
         reason = "it holds Python objects" if "pickle" in str(error) else str(error).split(". ")[0]
         raise ValueError(f"{path} is not a trace ({reason}): {WHAT_A_TRACE_IS}") from None
-    if trace.ndim != 1 or not np.issubdtype(trace.dtype, np.integer):
-        raise ValueError(f"{path}: a trace is a 1-D integer array, got shape {trace.shape} dtype {trace.dtype}")
+    check_file_ids(trace, path)
     if trace.size == 0:
         raise ValueError(f"{path}: the trace is empty: there are no accesses to simulate")
     if trace.min() < 0:
         raise ValueError(f"{path}: ids must be >= 0; position {int(np.argmin(trace))} holds {int(trace.min())}")
-    return trace.astype(np.int64, copy=False)
+    return trace
 
 
 def _looks_like(path: Path) -> str:
