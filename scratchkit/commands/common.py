@@ -171,13 +171,8 @@ def _profile_config(args):
 
 
 def _training(args, config, source, batches: int):
-    """The optimizer and cache flags applied to `config`; --capacity min measured on `source`."""
-    if args.depth < 1:
-        raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
-    if args.plan_stripes < 1:
-        raise ValueError(f"--plan-stripes must be >= 1, got {args.plan_stripes}")
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    """The optimizer and cache flags applied to `config`; --capacity min measured on `source`.
+    (Their ranges were checked before anything was read: commands/flags.py.)"""
     optimizer = OptimizerConfig(
         kind=OptimizerKind.parse(args.optimizer), **({"lr": args.lr} if args.lr is not None else {})
     )

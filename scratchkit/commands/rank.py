@@ -20,6 +20,7 @@ import traceback
 from scratchkit.commands import bench, verify
 from scratchkit.commands.common import add_config_args
 from scratchkit.commands.distributed import add_sharding_args, check_sharding_args
+from scratchkit.commands.flags import check_flags
 
 
 def build_rank_parser() -> argparse.ArgumentParser:
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     note). The rank's process then leaves with `os._exit` (scratchkit/distributed/__main__.py)."""
     args = build_rank_parser().parse_args(argv)
     try:
+        check_flags(args)
         status = run_rank_command(args)
     except (ValueError, FileNotFoundError) as error:
         print(f"scratchkit.distributed {args.command}: error: {error}", file=sys.stderr)
@@ -77,8 +79,6 @@ def run_rank_command(args) -> int:
         raise ValueError(f"--world-size {args.world_size}, but this job has {env.world_size} ranks")
     args.world_size = env.world_size
     check_sharding_args(args)
-    if args.command == "verify" and args.tolerance is not None and not args.tolerance >= 0:
-        raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     steps, warmup = run_length(args)
     spec = JobSpec(
         config=config_from_args(args),

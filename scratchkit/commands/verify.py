@@ -34,8 +34,6 @@ def run(args) -> int:
     from scratchkit.commands.common import parse_trainer_list
     from scratchkit.measure.verify import verify
 
-    if args.tolerance is not None and not args.tolerance >= 0:
-        raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     if args.world_size is not None:
         return run_sharded("verify", args)
     trainers = parse_trainer_list(args.trainers)
