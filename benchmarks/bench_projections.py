@@ -15,7 +15,8 @@ and whether Plan bounds it.
     python benchmarks/bench_projections.py                     # the four profiles, ~2-3 min on 2 cores
     python benchmarks/bench_projections.py --profiles embedding-bound --batches 8
     python benchmarks/bench_projections.py --profiles embedding-bound --record results/projections.json
-    python benchmarks/bench_projections.py --sensitivity       # scratchpipe-device's assumptions, one at a time
+    python benchmarks/bench_projections.py --sensitivity [--record results/projection-sensitivity.json]
+                                                               # scratchpipe-device's assumptions, one at a time
 
 `--json PATH` writes {profile: {trainer: {server: projection}}}: each projection's samples/s,
 bound_stage ("host memory" where the memory cap bounds hybrid), stages, resources, its speed over
@@ -67,13 +68,16 @@ def main(argv=None) -> int:
         help="scratchpipe-device on the H100 profile with one assumption changed at a time",
     )
     args = parser.parse_args(argv)
+    record = RunRecord("python benchmarks/bench_projections.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     if args.sensitivity:
-        return sensitivity(
+        figures = sensitivity(
             [p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
             args.batches,
             args.scale,
         )
-    record = RunRecord("python benchmarks/bench_projections.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+        if args.record:
+            print(f"recorded in {record.write(args.record, figures)}")
+        return 0
     hardware = list(SERVERS)
     report = {}
     for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
@@ -153,9 +157,11 @@ def projection_figures(projection, rows: list, server: str) -> dict:
     return figures
 
 
-def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
+def sensitivity(profiles: list[str], batches: int, scale: float | None) -> dict:
     """scratchpipe-device / gpu-only on h100-pcie5 as profiled, with the link at half its rate
-    (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages."""
+    (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages:
+    {profile: {case: {"x_gpu_only": ratio, "bound_stage": stage}}}, printed as it goes."""
+    figures = {}
     hw = get_hardware(TARGET[1])
     cases = {
         "as profiled": hw,
@@ -168,13 +174,16 @@ def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
         config = get_profile(name, scale=scale)
         fetched, written = simulated_counters(config, "scratchpipe-device", batches, sample_tables=1)
         work = StepWork.from_config(config, batches=2).with_counters(fetched, written)
+        figures[name] = {}
         for label, h in cases.items():
             p, g = project("scratchpipe-device", work, h), project("gpu-only", work, h)
+            figures[name][label] = {"x_gpu_only": p.samples_per_s / g.samples_per_s, "bound_stage": p.bound_stage}
             print(f"  {name:24s} {label:20s} {p.samples_per_s / g.samples_per_s:5.2f}x  bound by {p.bound_stage}")
         p, g = project("scratchpipe-device", work, hw), project("gpu-only", work, hw)
         serial = work.batch_size / sum(p.stage_seconds.values())
+        figures[name]["no overlap"] = {"x_gpu_only": serial / g.samples_per_s, "bound_stage": "every stage in turn"}
         print(f"  {name:24s} {'no overlap':20s} {serial / g.samples_per_s:5.2f}x  (every stage one after another)")
-    return 0
+    return figures
 
 
 if __name__ == "__main__":
