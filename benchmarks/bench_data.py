@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/bench_data.py [--quick]
 
 For each profile: batches/s of `SyntheticSource.batch(i)` alone, and steps/s of the gpu-only
-trainer (which makes its batches inside its step), measured side by side in one run. The ratio
-generator/trainer says how many times faster than training the data comes.
+trainer (whose batch loader makes its batches ahead, beside its steps, on a core of its own),
+measured side by side in one run. The ratio generator/trainer says how many times faster than
+training the data comes: above 1, the loader keeps up and a step's `data` is near nothing.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ check(bag_sums)
 # | `mlp` | device | forward and backward of the MLPs, and their optimizer step |
 # | `embedding_backward` | host | turn the pooled gradients into one gradient per touched row |
 # | `update` | host | the sparse optimizer step on those rows |
-# | `data` | host | make the batch (synthetic here) |
+# | `data` | host | wait for the batch, which a thread of its own made ahead (synthetic here) |
 #
 # Every stage is timed on every step, so the breakdown below is a measurement, not a guess.
 # `gpu-only` (all tables on the device) is beside it for comparison. On this machine the "device" is

@@ -120,3 +120,35 @@ def get_nvrtc():
             "(the kernels-ci extra) or a CUDA toolkit"
         ) from err
     return nvrtc
+
+
+# The oldest architecture each NVRTC major release still compiles for, for bindings that cannot
+# say (no `getSupportedArchs`): CUDA 12 dropped Kepler (sm_35/37), CUDA 13 Maxwell, Pascal and
+# Volta (below sm_75).
+OLDEST_ARCH_OF_NVRTC = {11: 35, 12: 50, 13: 75}
+
+
+def nvrtc_architectures(nvrtc=None) -> tuple[tuple[int, ...] | None, str]:
+    """(the architectures this NVRTC compiles for, how that was found).
+
+    NVRTC's own list (nvrtcGetSupportedArchs, CuPy's `getSupportedArchs`) where the bindings have
+    it. Otherwise the list is None, and the second item says which oldest architecture NVRTC's
+    major version implies (OLDEST_ARCH_OF_NVRTC): `supports_architecture` then decides by it.
+    """
+    nvrtc = nvrtc if nvrtc is not None else get_nvrtc()
+    version = ".".join(map(str, nvrtc.getVersion()))
+    ask = getattr(nvrtc, "getSupportedArchs", None)
+    if ask is not None:
+        return tuple(int(a) for a in ask()), f"NVRTC {version}'s getSupportedArchs"
+    major = nvrtc.getVersion()[0]
+    oldest = OLDEST_ARCH_OF_NVRTC.get(major, max(OLDEST_ARCH_OF_NVRTC.values()))
+    return None, f"NVRTC {version} (its bindings lack getSupportedArchs: assumed sm_{oldest} and newer)"
+
+
+def supports_architecture(nvrtc, architecture: int) -> bool:
+    """Whether this NVRTC compiles for sm_`architecture` (see nvrtc_architectures)."""
+    known, _ = nvrtc_architectures(nvrtc)
+    if known is not None:
+        return architecture in known
+    major = nvrtc.getVersion()[0]
+    return architecture >= OLDEST_ARCH_OF_NVRTC.get(major, max(OLDEST_ARCH_OF_NVRTC.values()))

@@ -204,9 +204,15 @@ class TrainConfig:
     cpu_threads: int | None = 1
     # threads for the host's embedding work, the C++ table-batched loops (hybrid's lookups, backward
     # and update on the host; every trainer's on a CPU run): over tables and bags, bit-exact at every
-    # count. None: every core this process may use (`default_threads`), less one for ScratchPipe's
-    # host process where it forks one.
+    # count. None: every core this process may use (`default_threads`), less the batch loader's
+    # threads (`loader_threads`) and one for ScratchPipe's host stages on a CPU run.
     threads: int | None = None
+    # batches the batch loader makes ahead of the trainer, checked and (on a GPU) pinned, so a
+    # step only takes one already made (data/loader.py); 0: each batch is made on the step's path
+    batches_ahead: int = 2
+    # the loader's threads, each a core of its own, each making whole batches (the same batches at
+    # any count): more where one core makes batches slower than the device trains them
+    loader_threads: int = 1
     # a NaN or infinite loss stops training with an error naming the step (OnNonFiniteLoss)
     nonfinite_loss: OnNonFiniteLoss | str = OnNonFiniteLoss.RAISE
     # the order a CPU run sums each id's gradients in (SummationOrder): PyTorch's, or a faster one
@@ -217,6 +223,10 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
+        for name, least in (("batches_ahead", 0), ("loader_threads", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         object.__setattr__(self, "nonfinite_loss", OnNonFiniteLoss.parse(self.nonfinite_loss))
         object.__setattr__(self, "summation_order", SummationOrder.parse(self.summation_order))
         if self.summation_order is SummationOrder.BY_ID and self.optimizer.kind is not OptimizerKind.SGD:
@@ -229,8 +239,12 @@ class TrainConfig:
 
     def host_threads(self, reserved: int = 0) -> int:
         """The threads the host's embedding work runs on: `threads`, or every core this process
-        may use less `reserved` (cores another process of the run needs), at least one."""
-        return self.threads if self.threads is not None else max(1, default_threads() - reserved)
+        may use less the batch loader's (`loader_threads`, where `batches_ahead` runs them) and
+        `reserved` (cores another process of the run needs), at least one."""
+        if self.threads is not None:
+            return self.threads
+        loader = self.loader_threads if self.batches_ahead > 0 else 0
+        return max(1, default_threads() - loader - reserved)
 
     def replace(self, **changes) -> "TrainConfig":
         """A copy with some fields changed; nested fields as `data=replace(cfg.data, ...)`."""

@@ -29,11 +29,12 @@ from enum import Enum
 
 
 class Path(str, Enum):
-    """Whose work a wait or a launch is: the thread it happens on."""
+    """Whose work a wait or a launch is: the thread it happens on, named by its role (not by a
+    pipeline stage: a planner thread may run Collect too)."""
 
-    TRAIN = "train"  # the trainer's own thread: every step's forward, backward and update
-    PLAN = "plan"  # ScratchPipe's planner, ahead of Train on a stream of its own
-    DATA = "data"  # the loader making batches ahead of the trainer
+    TRAIN = "trainer"  # the trainer's own thread: every step's forward, backward and update
+    PLAN = "planner"  # ScratchPipe's planner, ahead of Train on a stream of its own
+    DATA = "loader"  # the loader making batches ahead of the trainer
 
 
 @dataclass
@@ -63,7 +64,7 @@ class DeviceWork:
 
 _lock = threading.Lock()  # the counts are shared by every thread; a count is one locked add
 _counts = {path: DeviceWork() for path in Path}
-_thread = threading.local()  # .path: this thread's Path (unset: TRAIN)
+_thread = threading.local()  # .path: this thread's Path (unset: TRAIN); .work: its own counts
 
 
 def current_path() -> Path:
@@ -86,12 +87,26 @@ def waited(what: str, times: int = 1) -> None:
     """The host waited for the device `times` times, for `what` (e.g. "loss", "plan sizes")."""
     with _lock:
         _counts[current_path()].waits[what] += times
+    _own().waits[what] += times
 
 
 def launched(what: str, times: int = 1) -> None:
     """The host queued `times` kernels of `what` (a kernel's or an op's name)."""
     with _lock:
         _counts[current_path()].launches[what] += times
+    _own().launches[what] += times
+
+
+def _own() -> DeviceWork:
+    if not hasattr(_thread, "work"):
+        _thread.work = DeviceWork()
+    return _thread.work
+
+
+def snapshot_here() -> DeviceWork:
+    """A copy of everything this thread alone counted, on whatever path: what one stage did while
+    other threads count on its path beside it (ScratchPipe's row moves beside its Plan)."""
+    return _own().copy()
 
 
 def snapshot(path: Path = Path.TRAIN) -> DeviceWork:

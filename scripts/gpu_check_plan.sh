@@ -17,23 +17,16 @@ plan_of() {   # plan_of SECTION: what the section runs, as one line
             if [ -e "${found[0]}" ]; then
                 echo "pip install --no-index --no-deps --target $SITE: ${found[*]##*/}; their nvidia/*/lib on LD_LIBRARY_PATH"
             else echo "no carried wheels in $WHEELS: nothing to install"; fi ;;
-        env) echo "nvidia-smi --query-gpu=...; scratchkit.backend describe, CuPy/NVRTC/device -> env.json" ;;
-        kernel_tests) echo "pytest tests/test_kernels_nvrtc.py tests/test_device.py; pytest -m gpu tests/test_kernels*.py tests/test_scratchpad*.py" ;;
+        env) echo "nvidia-smi --query-gpu=...; scratchkit.backend describe, CuPy, NVRTC and the targets it builds, device -> env.json" ;;
+        warmup) echo "scripts/gpu_check_warmup.py $DEVICE: imports, CUDA context, NVRTC and g++ builds, every trainer and the reference 3 steps of tiny, each timed -> warmup.json" ;;
+        kernel_tests) echo "pytest -o addopts='' tests/test_kernels_nvrtc.py tests/test_device.py (the targets this NVRTC builds; skips named); pytest -m gpu tests/test_kernels*.py tests/test_scratchpad*.py tests/test_device_plan.py" ;;
         kernel_bench) echo "benchmarks/bench_kernels.py ${GPU_CHECK_BENCH_ARGS:---quick}: lookups/s, gather GB/s vs the device's copy GB/s -> kernel_bench.json" ;;
-        verify) echo "scratchkit verify --profile $PROFILE --trainers $(verify_trainers) --steps 20 --device $DEVICE (tolerance 1e-4 on CUDA), and tiny with rowwise_adagrad -> verify.json" ;;
-        distributed) echo "scratchkit verify --profile tiny --trainers gpu-only,hybrid,scratchpipe --steps 10 --world-size $(distributed_ranks) --sharding row --device $DEVICE: NCCL, one rank per GPU (at most 2) -> distributed.json" ;;
-        bench_small) echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) $BENCH_STEPS --project all --device $DEVICE -> bench_small.json" ;;
-        bench_embedding)
-            if has_profile "$EMBEDDING_PROFILE"; then
-                echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $(bench_trainers) $BENCH_STEPS --project all --device $DEVICE${EMBEDDING_ARGS:+ $EMBEDDING_ARGS} -> bench_embedding.json"
-            else echo "not available in this version: profile $EMBEDDING_PROFILE"; fi ;;
-        calibrate)
-            if has_command calibrate; then echo "scratchkit calibrate --json${CALIBRATE_ARGS:+ $CALIBRATE_ARGS} -> calibrate.json (and this-cpu's profile)"
-            else echo "not available in this version: scratchkit calibrate"; fi ;;
-        validate)
-            if has_bench_option --validate; then
-                echo "scratchkit bench --profile $PROFILE --trainers $(bench_trainers) $VALIDATE_STEPS --validate --json --device $DEVICE -> validate.json"
-            else echo "not available in this version: scratchkit bench --validate"; fi ;;
+        verify) echo "scratchkit verify --profile tiny --trainers all --steps ${VERIFY_STEPS%% *} --device $DEVICE (tolerance 1e-4 on CUDA), and with rowwise_adagrad (${VERIFY_STEPS##* } steps) -> verify.json" ;;
+        distributed) echo "scratchkit verify --profile tiny --trainers all --steps 6 --world-size $(distributed_ranks) --sharding row --device $DEVICE: NCCL, one rank per GPU (at most 2) -> distributed.json" ;;
+        bench_small) echo "scratchkit bench --profile $PROFILE --trainers $BENCH_TRAINERS $BENCH_STEPS --project all --device $DEVICE -> bench_small.json" ;;
+        bench_embedding) echo "scratchkit bench --profile $EMBEDDING_PROFILE --trainers $EMBEDDING_TRAINERS $BENCH_STEPS --project all --device $DEVICE${EMBEDDING_ARGS:+ $EMBEDDING_ARGS} -> bench_embedding.json" ;;
+        calibrate) echo "scratchkit calibrate --json${CALIBRATE_ARGS:+ $CALIBRATE_ARGS} -> calibrate.json (and this-cpu's profile)" ;;
+        validate) echo "scratchkit bench --profile $PROFILE --trainers $BENCH_TRAINERS $VALIDATE_STEPS --validate --json --device $DEVICE -> validate.json" ;;
     esac
 }
 
@@ -47,6 +40,14 @@ dry_run_checks() {
     else check FAIL "torch: not importable by $PY"; fi
     if "$PY" -c "import scratchkit.commands.cli" 2>/dev/null; then check OK "scratchkit importable from $REPO"
     else check FAIL "scratchkit: not importable from $REPO"; fi
+    # the test sections' needs: pytest and hypothesis; nbval, jupyter and libcachesim are not
+    if version=$("$PY" -c "import pytest, hypothesis; print('pytest', pytest.__version__, 'hypothesis', hypothesis.__version__)" 2>/dev/null); then
+        check OK "test sections: $version (they run without nbval's ini options)"
+    else check FAIL "test sections: pytest or hypothesis not importable by $PY"; fi
+    if [ -n "${PYTHONPYCACHEPREFIX:-}" ]; then check NOTE "compiled Python files: kept in $PYTHONPYCACHEPREFIX (set here)"
+    elif [ "$(pycache_plan)" = none ]; then
+        check NOTE "compiled Python files: none for torch here; the check keeps them in $OUT/pycache (PYTHONPYCACHEPREFIX)"
+    else check OK "compiled Python files: torch's are here"; fi
     local wheels=("$WHEELS"/*.whl) has_cupy_wheel=0
     if [ -e "${wheels[0]}" ]; then
         check OK "carried wheels in $WHEELS: ${wheels[*]##*/}"
@@ -54,7 +55,16 @@ dry_run_checks() {
     else check NOTE "carried wheels: none in $WHEELS (the check uses what $PY has)"; fi
     local scratch   # CuPy makes its cache folder on import: not in $OUT, which a dry run leaves alone
     scratch=$(mktemp -d)
-    version=$(CUPY_CACHE_DIR="$scratch" "$PY" -c "import cupy; from scratchkit.backend import get_nvrtc; print(cupy.__version__, 'NVRTC', get_nvrtc().getVersion())" 2>/dev/null)
+    version=$(CUPY_CACHE_DIR="$scratch" "$PY" - 2>/dev/null <<'PYEOF'
+import cupy
+from scratchkit.backend import get_nvrtc
+from scratchkit.kernels.cupy_loader import nvrtc_targets
+nvrtc = get_nvrtc()
+targets, skipped = nvrtc_targets(nvrtc)
+left_out = "".join(f"; skips {t}: {why}" for t, why in skipped.items())
+print(cupy.__version__, "NVRTC", ".".join(map(str, nvrtc.getVersion())), "builds", ", ".join(targets) + left_out)
+PYEOF
+)
     local cupy_rc=$?
     rm -rf "$scratch"
     if [ $cupy_rc = 0 ]; then
@@ -66,8 +76,8 @@ dry_run_checks() {
     else check NOTE "nvidia-smi: no GPU here (missing, or lists no device); a real run stops at the probe"; fi
     command -v timeout >/dev/null 2>&1 && check OK "coreutils timeout" || check FAIL "coreutils timeout: missing"
     local missing=()
-    for f in tests/test_kernels_nvrtc.py tests/test_device.py tests/test_trainers_gpu.py \
-             benchmarks/bench_kernels.py scripts/gpu_check_summary.py docs/gpu-expected.json; do
+    for f in tests/test_kernels_nvrtc.py tests/test_device.py tests/test_device_plan.py benchmarks/bench_kernels.py \
+             scripts/gpu_check_warmup.py scripts/gpu_check_summary.py docs/gpu-expected.json; do
         [ -e "$REPO/$f" ] || missing+=("$f")
     done
     [ ${#missing[@]} = 0 ] && check OK "files the sections use are here" || check FAIL "missing: ${missing[*]}"

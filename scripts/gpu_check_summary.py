@@ -2,11 +2,11 @@
 
     python scripts/gpu_check_summary.py OUT MODE
 
-Reads what the sections left in OUT (sections.tsv, env.json, kernel_bench.json, verify.json,
-distributed.json, bench_small.json, bench_embedding.json, calibrate.json, validate.json; any may
-be missing when its section did not run), writes OUT/gpu_check.json, and prints a text summary for report.md in which each
-measured trainer and kernel figure stands beside the projection docs/gpu-expected.json made
-before the run.
+Reads what the sections left in OUT (sections.tsv, env.json, warmup.json, kernel_bench.json,
+verify.json, distributed.json, bench_small.json, bench_embedding.json, calibrate.json,
+validate.json; any may be missing when its section did not run), writes OUT/gpu_check.json, and
+prints a text summary for report.md in which each measured trainer and kernel figure stands beside
+the projection docs/gpu-expected.json made before the run.
 """
 
 from __future__ import annotations
@@ -54,7 +54,20 @@ def bench_lines(name: str, rows: list | None, expected: dict, status: str) -> li
     for r in rows:
         e = expected.get(r["trainer"])
         exp = f"{e['samples_per_s']:>10,.0f} ({e['ratio']:.2f}, {e['bound_stage']})" if e else "-"
-        lines.append(f"  {r['trainer']:13s} {r['samples_per_s']:>10,.0f} ({r['ratio']:.2f})  | {exp}")
+        lines.append(f"  {r['trainer']:19s} {r['samples_per_s']:>10,.0f} ({r['ratio']:.2f})  | {exp}")
+    lines.append(
+        "  set-up s (warm-up s): "
+        + ", ".join(f"{r['trainer']} {r.get('setup_s', 0):.1f} ({r.get('warmup_s', 0):.1f})" for r in rows)
+    )
+    return lines
+
+
+def warmup_lines(parts: list | None) -> list[str]:
+    """What the cold start cost, part by part (the warmup section)."""
+    if not parts:
+        return ["warm-up: no figures (section did not run or failed early)"]
+    lines = [f"warm-up: {sum(p['seconds'] for p in parts):.1f} s"]
+    lines += [f"  {p['part']:40s} {p['seconds']:7.2f} s{'' if p['ok'] else '  FAILED'}" for p in parts]
     return lines
 
 
@@ -83,6 +96,7 @@ def main(argv: list[str]) -> int:
         "mode": mode,
         "sections": sections(out),
         "env": load(out / "env.json"),
+        "warmup": load(out / "warmup.json"),
         "kernel_bench": load(out / "kernel_bench.json"),
         "verify": load(out / "verify.json"),
         "distributed": load(out / "distributed.json"),
@@ -100,6 +114,11 @@ def main(argv: list[str]) -> int:
     lines = ["", "## summary", "", "```"]
     lines += [f"{s['section']:16s} {s['status']:30s} {s['seconds']:4d} s / {s['budget']} s" for s in run["sections"]]
     lines.append(f"total {sum(s['seconds'] for s in run['sections'])} s")
+    env = run["env"] or {}
+    if env.get("nvrtc_targets") is not None:
+        skipped = "".join(f"; skipped {t}: {why}" for t, why in env.get("nvrtc_skipped", {}).items())
+        lines.append(f"NVRTC {env['nvrtc']} builds {', '.join(env['nvrtc_targets'])}{skipped}")
+    lines += warmup_lines(run["warmup"])
     for v in run["verify"] or []:
         lines.append(
             f"verify {v['trainer']:13s} max |diff| {v['max_abs_diff']:.2e} (tolerance "

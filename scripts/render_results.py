@@ -7,7 +7,9 @@ Each record becomes a section: the command that made it, the commit, the date, t
 its figures, whatever shape a benchmark gives them: a table for each group of rows (a dict or a
 list of dicts), a line for a single figure or a dict of them, a group of these for anything
 deeper. So a benchmark's record renders without a line here for it (the fault campaign's, the
-trainers', and the peers', validation's and projections' records where they are present).
+trainers', and the peers', validation's and projections' records where they are present). A
+record that names a `page` is rendered there by its own script, with what it derives from it
+(results/published-gpu.json: scripts/check_published.py); its section here links to it.
 The README and the docs quote these figures and link here; the README's headline table (between
 its `<!-- headline -->` markers) is rendered here too, from results/projections.json
 (scratchkit/course/headline.py, which notebook 05 shows), and its course table (between its
@@ -118,6 +120,9 @@ def section(name: str, record: dict) -> list[str]:
         f"- machine: {record['machine']}",
         "",
     ]
+    if "page" in record:  # a record its own script renders (with what it derives from it)
+        page = Path(record["page"]).name
+        return lines + [f"Its figures are rendered in [{page}]({page}).", ""]
     for key, value in record["figures"].items():
         lines += figure(key, value)
     return lines
@@ -166,6 +171,20 @@ def with_course(readme: str, folder: Path = REPO / "results") -> str:
     return between(readme, COURSE, course_markdown(recorded_times(folder / "notebooks.json")))
 
 
+def keep_current(targets: dict[Path, str], check: bool, script: str) -> int:
+    """Write each target whose text differs from what is rendered for it; `check`: write nothing,
+    name each stale one and return 1 if there is any (the test that keeps the pages current)."""
+    stale = [path for path, text in targets.items() if not path.exists() or path.read_text() != text]
+    if check:
+        for path in stale:
+            print(f"{path} is out of date: run {script}", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(targets[path])
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -176,15 +195,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     readme = REPO / "README.md"
     targets = {REPO / "docs" / "results.md": render(), readme: with_course(with_headline(readme.read_text()))}
-    stale = [path for path, text in targets.items() if not path.exists() or path.read_text() != text]
-    if args.check:
-        for path in stale:
-            print(f"{path} is out of date: run scripts/render_results.py", file=sys.stderr)
-        return 1 if stale else 0
-    for path in stale:
-        path.write_text(targets[path])
-        print(f"wrote {path}")
-    return 0
+    return keep_current(targets, args.check, "scripts/render_results.py")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ the kernel tests, which run this engine next to the others (conftest.py's `engin
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -102,11 +103,36 @@ class StandInStream:
         return f"stream{self.number}"
 
 
+class StandInEvent:
+    """A CUDA event that records its calls and the wall time it was recorded at: the host runs the
+    work before it at once, so it is done as soon as it is recorded."""
+
+    def __init__(self, runtime: "StandInCuda", timing: bool):
+        self.runtime, self.timing, self.at = runtime, timing, None
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+        self.runtime._record("record_event", event=self)
+
+    def synchronize(self) -> None:
+        self.runtime._record("synchronize_event", event=self)
+
+    def query(self) -> bool:
+        return self.at is not None
+
+    def elapsed_time(self, end: "StandInEvent") -> float:
+        if not (self.timing and end.timing):
+            raise RuntimeError("elapsed_time needs two events made with enable_timing=True")
+        return (end.at - self.at) * 1000.0
+
+
 class StandInCuda:
     """A CUDA runtime for `scratchkit.device.Device` that records every call, with the calling
     thread and the stream in use, and keeps the tensors on the CPU: `Device("cpu", StandInCuda())`
     makes a trainer run its CUDA lines in CI. `pin` returns a copy it remembers, so a test can ask
-    whether an asynchronous copy really came from pinned memory."""
+    whether an asynchronous copy really came from pinned memory. Train's kernels run on the
+    `kernels` engine given to the Device (default: the embedding layer's choice, the NumPy twins);
+    `cupy_stand_in_engine` (conftest.py) runs the CuPy launcher's own lines instead."""
 
     def __init__(self):
         self.calls: list[tuple[str, str, dict]] = []  # (thread name, call, details)
@@ -171,6 +197,14 @@ class StandInCuda:
 
     def synchronize_kernels(self) -> None:
         self._record("synchronize_kernels")
+
+    @contextmanager
+    def kernel_stream(self):
+        self._record("enter_kernel_stream")
+        yield
+
+    def new_event(self, timing: bool = False) -> StandInEvent:
+        return StandInEvent(self, timing)
 
     def deterministic(self) -> None:
         self._record("deterministic")

@@ -66,6 +66,7 @@ FLOORS = (
     "choices",
     "config",
     "device_work",
+    "device_ops",
     "backend",
     "allocator",
     "device",

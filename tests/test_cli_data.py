@@ -150,6 +150,8 @@ def test_bad_data_flags_get_one_line_and_exit_2(capsys, argv, message):
         (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
         (["bench", "--warmup", "-1"], "--warmup must be >= 0 (untimed steps before the timed ones), got -1"),
         (["bench", "--max-rows", "0"], "--max-rows must be >= 1 (rows a table), got 0"),
+        (["verify", "--batches-ahead", "-1"], "--batches-ahead must be >= 0 (batches made ahead of the steps), got -1"),
+        (["bench", "--loader-threads", "0"], "--loader-threads must be >= 1, got 0"),
         (["trace", "--steps", "0", "--out", "ids.npy"], "--steps must be >= 1, got 0"),
         (["simulate", "--policy", "lookahead", "--capacity", "4", "--depth", "0"], "--depth must be >= 1"),
         (["simulate", "--policy", "lru", "--capacity", "0"], "--capacity must be >= 1 (rows in the cache), got 0"),

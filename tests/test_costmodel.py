@@ -589,11 +589,16 @@ def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(t
     assert side(adagrad["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", 8))
 
 
-def test_a_gpu_or_an_uncalibrated_host_keeps_the_per_table_ops():
-    """On a GPU the tables' ops stay optim.py's, one call per table; hybrid's host stages are
+def test_a_gpu_runs_tbe_kernels_and_an_uncalibrated_host_keeps_the_per_table_ops():
+    """On a GPU Train is tbe.cu's: one launch for every table's lookups, one sort, one launch for
+    the backward and update, the ids in one copy, however many tables; hybrid's host stages are
     batched only where the profile measured the C++ calls."""
-    on_gpu = stage_work("gpu-only", tables(8), batched(device_is_host=False))
-    assert on_gpu["embedding_forward"].device_calls.count(("lookup", 1)) == 8
+    for count in (1, 8):
+        on_gpu = stage_work("gpu-only", tables(count), batched(device_is_host=False))
+        assert on_gpu["embedding_forward"].device_calls == (("kernel", 1),)
+        assert on_gpu["embedding_backward"].device_calls == (("op", 1),)
+        assert on_gpu["update"].device_calls == (("kernel", 1),)
+        assert on_gpu["transfer"].pcie_copies == 1
     hybrid = stage_work("hybrid", tables(8), batched(device_is_host=False))["embedding_forward"].host_calls
     assert hybrid == (("tbe_forward", 1), ("tbe_forward_table", 8))
     plain = stage_work("hybrid", tables(8), toy())["embedding_forward"].host_calls

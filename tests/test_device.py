@@ -53,11 +53,19 @@ def test_a_cuda_device_gets_torch_cuda_and_none_picks_what_is_here():
     assert as_device(dev) is dev and dev.is_cuda and dev.torch.type == "cpu"
 
 
-def test_every_trainer_through_its_cuda_lines_matches_the_reference_exactly(tiny_config):
-    results = list(verify(tiny_config, ALL_TRAINERS, steps=6, device=stand_in(), tolerance=0.0))
+def test_every_trainer_through_its_cuda_lines_matches_the_reference(tiny_config):
+    """hybrid's CUDA lines are torch's ops on the host's tables: PyTorch exactly. The others train
+    with tbe.cu's kernels there (embedding/device_tbe.py), which add each id's gradients in lookup
+    order: PyTorch's result to rounding, and bit for bit the CPU's by-id run
+    (tests/test_device_tbe.py)."""
+    results = list(verify(tiny_config, ALL_TRAINERS, steps=6, device=stand_in(), tolerance=1e-6))
     assert [r.trainer for r in results] == ALL_TRAINERS
     for r in results:
-        assert r.max_abs_diff == 0.0, r
+        assert r.passed, r
+        if r.trainer == "hybrid":
+            assert r.max_abs_diff == 0.0, r
+        else:
+            assert 0.0 < r.max_abs_diff and r.dense_max_abs_diff == 0.0, r  # only the sums' order differs
 
 
 def test_host_tables_are_pinned_and_the_switch_is_set(tiny_config):
@@ -73,12 +81,13 @@ def test_hybrid_step_moves_pooled_rows_and_gradients_and_times_on_the_device(tin
         before = len(dev.runtime.calls)
         trainer.train_step()
         step = [(c, d.get("non_blocking")) for c, d in dev.runtime.calls_of()[before:]]
-    moves = [s for s in step if s[0] != "synchronize"]
-    # pooled [B, T, dim] over (asynchronously), dense features and labels, the gradient back
-    assert moves == [("to_device", True), ("to_device", False), ("to_device", False), ("to_host", False)]
-    # the stage timer waits at the end of each stage: mlp twice (the passes, then the optimizer's
-    # step in update_weights, once nothing of the step can fail)
-    assert step.count(("synchronize", None)) == 8
+    moves = [s for s in step if s[0] in ("to_device", "to_host")]
+    # pooled [B, T, dim] over (asynchronously), the dense features and labels in one pinned copy,
+    # the gradient back (the one wait besides the loss's: hybrid's backward is the host's)
+    assert moves == [("to_device", True), ("to_device", True), ("to_host", False)]
+    # the stage timer records an event at each stage's start and end, and waits for none: mlp
+    # twice (the passes, then the optimizer's step in update_weights, once nothing can fail)
+    assert step.count(("record_event", None)) == 2 * 8 and ("synchronize", None) not in step
 
 
 def test_scratchpipe_issues_the_gpu_sequence(tiny_config):
@@ -108,12 +117,20 @@ def test_scratchpipe_issues_the_gpu_sequence(tiny_config):
             assert details["stream"] is None and not details["non_blocking"]
     moved_in = sum(1 for c, d in evict if c == "to_device" and d["stream"] is streams[0])
     assert moved_in == steps * tables * (1 + has_state)
+    # the evicting stages of batch b wait for Train(b-D-1)'s event (none for the first D+1), then
+    # copy on the side stream and wait for it and for Insert's scatter
     order = [c for c, _ in evict if c not in ("to_device", "to_host")]
-    assert order == ["enter_stream", "exit_stream", "synchronize_stream", "synchronize_kernels"] * steps
+    moves = ["enter_stream", "exit_stream", "synchronize_stream", "synchronize_kernels"]
+    assert order == moves * (config.cache.depth + 1) + (["synchronize_event"] + moves) * (steps - 3)
     collect = Counter(c for c, _ in calls.calls_of("scratchpipe-collect"))
     assert collect == {"pin": steps * tables * (1 + has_state)}
+    # Train waits for its own update never: it records an event the evicting stages wait for
+    # (the one wait left on its thread is the flush's, after the last step)
     train = [c for c, _ in calls.calls_of("MainThread")]
-    assert train.count("synchronize_current_stream") == steps
+    assert train.count("synchronize_current_stream") == 1 and train[-1] != "record_event"
+    waited = [d["event"] for c, d in evict if c == "synchronize_event"]
+    recorded = [d["event"] for c, d in calls.calls_of("MainThread") if c == "record_event"]
+    assert set(waited) <= set(recorded)
 
 
 @pytest.mark.parametrize("trainer", ["lru", "gpu-only"])
@@ -122,10 +139,14 @@ def test_caches_and_device_tables_move_rows_through_the_device(tiny_config, trai
     with make_trainer(trainer, tiny_config, device=dev) as t:
         records = list(t.train(3))
         t.embedding_weights()
-    moves = Counter((c, d["non_blocking"]) for c, d in dev.runtime.calls_of() if c.startswith("to_"))
-    assert moves[("to_device", False)] > 0  # ids and offsets (a cache's: slots)
+    copies = [(c, d) for c, d in dev.runtime.calls_of() if c.startswith("to_")]
+    moves = Counter((c, d["non_blocking"]) for c, d in copies)
+    # a step's ids and offsets (a cache's: slots too) in one pinned copy, then the dense features
+    # and labels in another: asynchronous, from pinned memory (and once, first, the tables' bases)
+    steps = [d for c, d in copies if c == "to_device" and d["non_blocking"]]
+    assert len(steps) == 1 + 2 * 3 and all(d["pinned"] and len(d["shape"]) == 1 for d in steps)
     if trainer == "gpu-only":
-        assert moves[("to_host", False)] > 0
+        assert moves[("to_device", False)] > 0 and moves[("to_host", False)] > 0  # the tables, there and back
     else:  # the device's row kernels read misses and write victims over the link: no row copied
         assert sum(r.fetched_rows for r in records) > 0
-        assert moves[("to_device", True)] == 0 and moves[("to_host", False)] == 0
+        assert moves[("to_device", False)] == 0 and moves[("to_host", False)] == 0

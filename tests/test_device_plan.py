@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scratchkit.config import DataConfig, VictimPolicy
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.kernels.array_ops import ArrayOps
 from scratchkit.kernels.engine import EngineKind, host_build_works, make_engine
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.device_map import DeviceSlotMap
@@ -119,23 +120,29 @@ def test_every_engine_plans_as_the_host_twin(engine):
 
 
 def test_the_map_rebuilds_before_tombstones_fill_it_and_still_answers():
-    """Erase and insert over and over in a small map: it rebuilds, and every query stays right."""
+    """Erase and insert over and over in a small map, settling each round with the counts its
+    inserts left on the device: it rebuilds, and every query stays right."""
     engine = make_engine(EngineKind.TWIN)
     capacity, rng = 16, np.random.default_rng(1)
-    slot_map, slot_ids = DeviceSlotMap(capacity, engine), np.full(capacity, -1, np.int64)
+    slot_map, slot_ids = DeviceSlotMap(capacity, engine, ArrayOps(np)), np.full(capacity, -1, np.int64)
+    slot_numbers = np.arange(capacity, dtype=np.int64)
     for round_ in range(40):
         gone = np.flatnonzero(slot_ids >= 0)[: rng.integers(0, 6)]
         ids = slot_ids[gone].copy()
         slot_ids[gone] = -1
-        slot_map.erase(ids, slot_ids)
+        slot_map.erase(ids)
         free = np.flatnonzero(slot_ids < 0)[:4]
         new = rng.choice(np.setdiff1d(np.arange(1000), slot_ids), size=len(free), replace=False)
-        slot_map.insert(new.astype(np.int64), free)
+        stats = np.zeros(2, np.uint64)
+        slot_map.insert(new.astype(np.int64), free, stats)
         slot_ids[free] = new
+        reused, failed = (int(s) for s in stats)
+        slot_map.settle(int((slot_ids >= 0).sum()), len(ids), reused, failed, slot_ids, slot_numbers)
         everyone = np.arange(1000, dtype=np.int64)
         expected = np.full(1000, -1, np.int64)
         expected[slot_ids[slot_ids >= 0]] = np.flatnonzero(slot_ids >= 0)
         assert np.array_equal(slot_map.query(everyone), expected), round_
+        assert slot_map.live + slot_map.tombstones <= 0.75 * slot_map.table_size
     assert slot_map.rebuilds > 0
 
 

@@ -45,3 +45,25 @@ def test_counts_from_many_threads_are_all_kept():
     for w in workers:
         w.join()
     assert (snapshot(Path.DATA) - before).kernel_launches == 4000
+
+
+def test_a_threads_own_counts_leave_out_another_thread_on_the_same_path():
+    """Plan(b)'s work is its thread's alone, though the row moves' threads count on Plan's path
+    beside it: `snapshot_here` sees one thread, `snapshot` the whole path."""
+    import threading
+
+    from scratchkit.device_work import snapshot_here
+
+    with on_path(Path.PLAN):
+        mine, path = snapshot_here(), snapshot(Path.PLAN)
+        waited("plan sizes")
+
+        def mover():
+            with on_path(Path.PLAN):
+                waited("train's update")
+
+        other = threading.Thread(target=mover)
+        other.start()
+        other.join()
+        assert (snapshot_here() - mine).waits == {"plan sizes": 1}
+        assert (snapshot(Path.PLAN) - path).waits == {"plan sizes": 1, "train's update": 1}

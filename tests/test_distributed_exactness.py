@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,26 @@ def test_one_rank_of_every_trainer_equals_the_reference(tiny_config, one_rank_gr
             dense = [p.detach() for p in rank.model.parameters()]
             assert largest_difference(dense, reference.dense_parameters()) == 0.0, name
         assert [r.step for r in records] == list(range(8)) and records[-1].samples == 32
+
+
+class CountsBatches(SyntheticSource):
+    def __init__(self, data):
+        super().__init__(data)
+        self.made = Counter()
+
+    def batch(self, index):
+        self.made[index] += 1
+        return super().batch(index)
+
+
+@pytest.mark.parametrize("name", ["gpu-only", "prefetch-lru"])
+def test_a_rank_makes_each_global_batch_once(tiny_config, one_rank_group, name):
+    """The shard trainer's loader makes global batch b ahead; the rank's step trains its samples
+    from the same batch, which the routed batch carries, not from a second read of the source."""
+    source = CountsBatches(tiny_config.data)
+    with RankTrainer(name, tiny_config, plan_shards("row", tiny_config.data.table_sizes, 1), 0, source=source) as rank:
+        list(rank.train(6))
+    assert source.made == Counter(range(6))
 
 
 def test_a_backend_without_all_to_all_is_refused_in_one_line_naming_torch(one_rank_group, monkeypatch):

@@ -9,6 +9,7 @@ slice of the fault campaign that benchmarks/bench_faults.py runs in full.
 
 import os
 import signal
+import threading
 
 import pytest
 import torch
@@ -115,7 +116,9 @@ def test_a_checkpoint_file_is_whole_or_absent(tmp_path, tiny_config, monkeypatch
 
 
 class PressesCtrlC(SyntheticSource):
-    """Ctrl-C while batch 4 is being read, in the middle of that training step."""
+    """Ctrl-C while batch 4 is being read: in the middle of that training step where batches are
+    made on the step's path; with a batch loader, on its thread while an earlier step trains
+    (the signal lands in the trainer's thread)."""
 
     armed = False
 
@@ -128,8 +131,11 @@ class PressesCtrlC(SyntheticSource):
 
 @pytest.mark.parametrize("name", ["hybrid", "gpu-only", "lru", "static"])
 def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name):
-    source = PressesCtrlC(tiny_config.data)
-    trainer = make_trainer(name, tiny_config, source=source)
+    """Batches made on the step's path (`batches_ahead=0`), so batch 4 is read inside step 4 (with
+    a loader, tests/test_loader.py)."""
+    config = tiny_config.replace(batches_ahead=0)
+    source = PressesCtrlC(config.data)
+    trainer = make_trainer(name, config, source=source)
     source.armed = True
     seen = []
     with pytest.raises(KeyboardInterrupt):
@@ -137,6 +143,21 @@ def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name
             seen.append(record.step)
     assert seen == [0, 1, 2, 3, 4] and trainer.next_batch == 5  # step 4 whole, and yielded
     assert differs_from_reference(trainer, 5) == 0.0
+
+
+@pytest.mark.parametrize("name", ["hybrid", "gpu-only", "prefetch-lru", "scratchpipe-device"])
+def test_ctrl_c_while_a_batch_is_made_ahead_stops_between_steps_and_stops_the_loader(tiny_config, name):
+    source = PressesCtrlC(tiny_config.data)
+    trainer = make_trainer(name, tiny_config, source=source, device="cpu")
+    source.armed = True
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        for record in trainer.train(10):
+            seen.append(record.step)
+    assert [t for t in threading.enumerate() if t.name == "batch-loader"] == []
+    assert seen == list(range(len(seen))) and trainer.next_batch == len(seen) <= 5  # whole steps only
+    assert differs_from_reference(trainer, trainer.next_batch) == 0.0
+    trainer.close()
 
 
 # --- a slice of the campaign ----------------------------------------------------------------------

@@ -1,47 +1,57 @@
 """scripts/gpu_check.sh on a machine without a GPU: it must say so clearly and stop; its dry run
-prints the plan and checks what it needs; a rehearsal runs every section on the CPU."""
+prints the plan and checks what it needs; a rehearsal runs every section on the CPU, as a bare GPU
+machine would: no nbval, jupyter or libcachesim, and pytest loading no plugin by itself."""
 
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from scratchkit.backend import detect
 from scratchkit.commands.cli import build_parser
-from scratchkit.profiles import PROFILES
+from scratchkit.backend import detect
+from scratchkit.trainers import available_trainers
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"
 SECTIONS = [
     "wheels",
     "gpu_probe",
     "env",
+    "warmup",
     "kernel_tests",
     "kernel_bench",
     "verify",
     "distributed",
+    "calibrate",
     "bench_small",
     "bench_embedding",
-    "calibrate",
     "validate",
     "summary",
 ]
+# What a bare GPU machine lacks (its python3 has torch, CuPy and pytest): the rehearsal runs with
+# each of these refusing to import, so no section may need one.
+ABSENT = ("nbval", "jupyter", "jupyterlab", "jupyter_server", "libcachesim", "playwright", "plotly", "ipywidgets")
+BLOCKER = f"""import sys
+
+ABSENT = {ABSENT!r}
 
 
-def later_features() -> dict[str, bool]:
-    """The sections waiting on features a later version adds: is each one here yet?"""
-    parser = build_parser()
-    commands = next(a for a in parser._actions if a.dest == "command").choices
-    bench_options = {o for a in commands["bench"]._actions for o in a.option_strings}
-    return {
-        "bench_embedding": "embedding-bound" in PROFILES,
-        "calibrate": "calibrate" in commands,
-        "validate": "--validate" in bench_options,
-    }
+class Absent:
+    \"\"\"Refuses the packages a bare GPU machine lacks, as a missing package would.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ABSENT:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (absent in this rehearsal)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Absent())
+"""
 
 
 def fake_nvidia_smi(tmp_path, exit_code):
@@ -80,30 +90,42 @@ def test_dry_run_prints_the_plan_and_checks_what_it_needs(tmp_path):
     assert [name for _, name, _, _ in steps] == SECTIONS
     assert [int(n) for n, _, _, _ in steps] == list(range(1, len(SECTIONS) + 1))
     plans = {name: plan for _, name, _, plan in steps}
-    for section, here in later_features().items():
-        assert plans[section].startswith("not available in this version") != here, plans[section]
     assert "cupy_cuda12x-14.2.0" in plans["wheels"] and "--no-index --no-deps" in plans["wheels"]
-    assert "tolerance 1e-4 on CUDA" in plans["verify"]
+    assert "-o addopts=''" in plans["kernel_tests"]  # the ini's nbval options left out
+    assert "--trainers all" in plans["verify"] and "tolerance 1e-4 on CUDA" in plans["verify"]
+    assert "--trainers all" in plans["distributed"]
     assert "--world-size 1 --sharding row --device cuda" in plans["distributed"]  # a fake 1-GPU driver
-    # the commands the benches, calibrate and validate run are the CLI's real commands and flags
-    for section in ("bench_small", "bench_embedding", "calibrate", "validate"):
-        if later_features().get(section, True):
-            words = plans[section].split(" -> ")[0].split()
-            assert words[0] == "scratchkit", plans[section]
-            build_parser().parse_args(words[1:])  # an unknown flag exits (SystemExit 2)
-    assert "--steps 50" in plans["bench_embedding"] and "--scale" not in plans["bench_embedding"]  # GPU: full size
+    # the commands the sections run are the CLI's real commands and flags
+    for section in ("verify", "distributed", "bench_small", "bench_embedding", "calibrate", "validate"):
+        words = plans[section].split(" -> ")[0].split(":")[0].split(" (")[0].split()
+        assert words[0] == "scratchkit", plans[section]
+        build_parser().parse_args(words[1:])  # an unknown flag exits (SystemExit 2)
+    assert "--steps 20" in plans["bench_embedding"] and "--scale" not in plans["bench_embedding"]  # GPU: full size
     for line in (
         "[OK  ] python:",
         "[OK  ] torch importable:",
+        "[OK  ] test sections: pytest",
         "[OK  ] carried wheels in",
         "[NOTE] nvidia-smi: no GPU here",
         "[OK  ] budgets:",
     ):
         assert line in out
+    assert re.search(r"compiled Python files: (torch's are here|none for torch here)", out)
     total = int(re.search(r"budgets: (\d+) s", out).group(1))
     assert total == sum(int(b[:-1]) for _, _, b, _ in steps if b != "-") and total < 480
     assert out.rstrip().endswith("dry run: every check passed")
     assert not (tmp_path / "report").exists()  # nothing written, nothing installed
+
+
+def test_dry_run_notes_a_torch_without_compiled_files(tmp_path):
+    """A site-packages that keeps no compiled files for torch (as on the first H200 host): every
+    Python would compile torch again, so the check keeps them in OUT/pycache, and says so."""
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = 'a torch without .pyc'\n")
+    proc = run(tmp_path, "--dry-run", PYTHONPATH=str(fake.parent), PYTHONDONTWRITEBYTECODE="1")
+    assert "[NOTE] compiled Python files: none for torch here; the check keeps them in" in proc.stdout
+    assert not (fake / "__pycache__").exists()
 
 
 def test_dry_run_fails_when_something_is_missing(tmp_path):
@@ -150,47 +172,65 @@ def carried_wheel(folder: Path) -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs coreutils timeout")
 def test_rehearsal_runs_every_section_and_writes_one_json(tmp_path):
-    """The sections, timeouts and report plumbing, exercised without a GPU (GPU tests skip)."""
+    """The sections, timeouts and report plumbing, exercised without a GPU (GPU tests skip), as on a
+    bare GPU machine: pytest loads no plugin by itself, so the ini's nbval options would be
+    refused, and the notebooks' and the cache simulators' packages cannot be imported."""
     wheel = carried_wheel(tmp_path / "wheels")
+    absent = tmp_path / "absent"
+    absent.mkdir()
+    (absent / "sitecustomize.py").write_text(BLOCKER)
     proc = run(
         tmp_path,
         "--rehearse",
-        timeout=400,
+        timeout=900,
         GPU_CHECK_PROFILE="tiny",
         GPU_CHECK_WHEELS=str(tmp_path / "wheels"),
         GPU_CHECK_BENCH_ARGS="--quick --capacity 1024 --batch 256 --rounds 1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        PYTHONPATH=str(absent),
     )
     report = (tmp_path / "report" / "report.md").read_text()
     assert proc.returncode == 0, report
     site = tmp_path / "report" / "site"
     assert f"  {wheel}" in report and (site / "nvidia" / "sk_carried_test" / "lib").is_dir()
     assert f"carried libraries: {site}/nvidia/sk_carried_test/lib" in report
-    later = later_features()
-    for section in (
-        "wheels",
-        "env",
-        "kernel_tests",
-        "kernel_bench",
-        "verify",
-        "distributed",
-        "bench_small",
-        "bench_embedding",
-        "calibrate",
-        "validate",
-    ):
-        expected = "passed" if later.get(section, True) else "not available in this version"
-        assert f"## {section}\nstatus: {expected} in" in report
+    for section in SECTIONS[2:-1] + ["wheels"]:
+        assert f"## {section}\nstatus: passed in" in report
+    assert re.search(r"## warmup\nstatus: passed in \d+ s \(budget 240 s\)", report)  # 3 x 80 s on a CPU
+    tests_log = (tmp_path / "report" / "kernel_tests.log").read_text()
+    assert "NVRTC checks" in tests_log or "NVRTC not available" in tests_log
     summary = json.loads((tmp_path / "report" / "gpu_check.json").read_text())
-    assert summary["mode"] == "rehearse" and len(summary["sections"]) == 10
-    assert {v["trainer"] for v in summary["verify"]} >= {"gpu-only", "hybrid", "scratchpipe"}
+    assert summary["mode"] == "rehearse" and len(summary["sections"]) == 11
+    trainers = available_trainers()
+    assert [w["part"].split(":")[0] for w in summary["warmup"]][-len(trainers) - 1 : -1] == trainers
+    assert all(w["ok"] for w in summary["warmup"]) and "warm-up:" in report
+    assert [v["trainer"] for v in summary["verify"]] == trainers
     assert all(v["passed"] and v["max_abs_diff"] == 0.0 for v in summary["verify"])  # CPU: exact
-    assert [(v["world_size"], v["backend"], v["max_abs_diff"]) for v in summary["distributed"]] == [
-        (2, "gloo", 0.0)
-    ] * 3  # 2 gloo ranks
+    assert [(v["trainer"], v["world_size"], v["backend"], v["max_abs_diff"]) for v in summary["distributed"]] == [
+        (t, 2, "gloo", 0.0) for t in trainers
+    ]  # 2 gloo ranks
     assert [r["trainer"] for r in summary["bench_small"]][:2] == ["gpu-only", "hybrid"]
-    if later["calibrate"] and later["validate"]:  # validate prices with the profile calibrate saved
-        assert summary["calibrate"]["name"] == "this-cpu"
-        assert summary["validate"]["hardware"].startswith("saved calibration")
-        assert summary["validate"]["verdict"].startswith(("PASS", "FAIL"))
-        assert {r["trainer"] for r in summary["validate"]["rows"]} >= {"gpu-only", "hybrid", "scratchpipe"}
+    assert all(r["setup_s"] > 0 and r["warmup_s"] > 0 for r in summary["bench_small"])
+    assert summary["calibrate"]["name"] == "this-cpu"  # validate prices with the profile calibrate saved
+    assert summary["validate"]["hardware"].startswith("saved calibration")
+    assert summary["validate"]["verdict"].startswith(("PASS", "FAIL"))
+    assert {r["trainer"] for r in summary["validate"]["rows"]} >= {"gpu-only", "hybrid", "scratchpipe"}
     assert "expected before the run" in report and summary["kernel_bench"]["results"]
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs coreutils timeout")
+def test_a_section_out_of_time_shows_where_its_python_was(tmp_path):
+    """A section past its budget gets SIGABRT, as run_section sends it: Python's fault handler (the
+    check sets PYTHONFAULTHANDLER) writes each thread's stack to the log before it dies."""
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\n\n\ndef waits_forever():\n    time.sleep(60)\n\n\nwaits_forever()\n")
+    proc = subprocess.run(
+        ["timeout", "--signal=ABRT", "--kill-after=10", "2", "bash", "-c", f"ulimit -c 0; {sys.executable} {stuck}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        timeout=30,
+    )
+    assert proc.returncode == 124
+    assert "Fatal Python error: Aborted" in proc.stderr and "waits_forever" in proc.stderr
+    assert "timeout --signal=ABRT" in SCRIPT.read_text() and "PYTHONFAULTHANDLER=1" in SCRIPT.read_text()

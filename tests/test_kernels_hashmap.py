@@ -146,3 +146,51 @@ def test_twin_hash_spreads_sequential_ids():
     """Sanity of the hash itself: consecutive ids land in many different buckets."""
     homes = twin.home_buckets(np.arange(4096), 4095)
     assert len(np.unique(homes)) > 0.6 * 4096  # a random map fills ~63%
+
+
+def test_padding_is_skipped_and_no_negative_id_is_ever_found(engine):
+    """The device planner's buffers go in whole: a pair with a negative id or slot is skipped; -1
+    and -2 (an empty and an erased bucket's marks) are never found, nor erased."""
+    pair = Pair(engine, 32)
+    pair.insert([5, 9], [0, 1])
+    pair.erase([9])  # a tombstone (-2) beside empty buckets (-1)
+    got = pair.engine.hashmap_insert(
+        pair.keys, pair.values, pair._dev([7, -1, 8, 2**63 - 1]), pair._dev([3, 4, -1, -1])
+    )
+    twin.hashmap_insert(pair.twin_keys, pair.twin_values, np.array([7, -1, 8, 2**63 - 1]), np.array([3, 4, -1, -1]))
+    pair.model[7] = 3
+    assert got[1] == 0
+    pair.check_layout()
+    np.testing.assert_array_equal(
+        pair._host(pair.engine.hashmap_query(pair.keys, pair.values, pair._dev([-1, -2]))), [-1, -1]
+    )
+    keys_before = pair._host(pair.keys).copy()
+    pair.engine.hashmap_erase(pair.keys, pair.values, pair._dev([-1, -2]))
+    np.testing.assert_array_equal(pair._host(pair.keys), keys_before)
+    pair.query([5, 7, 8, 9])
+
+
+def test_insert_adds_its_counts_to_the_stats_it_is_given(engine):
+    """Given a stats array, insert reads nothing back: the counts wait there for the caller's read."""
+    pair = Pair(engine, 16)
+    ids = colliding_ids(home=3, mask=15, count=3)
+    pair.insert(ids, [0, 1, 2])
+    pair.erase(ids[:2])
+    stats = pair.xp.zeros(2, dtype=pair.xp.uint64)
+    more = colliding_ids(home=3, mask=15, count=5)[3:]
+    assert pair.engine.hashmap_insert(pair.keys, pair.values, pair._dev(more), pair._dev([5, 6]), stats) is None
+    pair.engine.hashmap_insert(pair.keys, pair.values, pair._dev([]), pair._dev([]), stats)
+    np.testing.assert_array_equal(pair._host(stats), [2, 0])  # both tombstones reused
+
+
+def test_stamp_marks_the_slot_of_each_id_in_the_map(engine):
+    pair = Pair(engine, 64)
+    pair.insert([11, 22, 33], [4, 0, 7])
+    out = pair._dev(np.zeros(9))
+    pair.engine.hashmap_stamp(pair.keys, pair.values, pair._dev([33, 44, 11, 2**63 - 1]), 5, out)
+    pair.engine.hashmap_stamp(pair.keys, pair.values, pair._dev([11]), 8, out)  # a later stamp wins
+    np.testing.assert_array_equal(pair._host(out), [0, 0, 0, 0, 8, 0, 0, 5, 0])
+    want = np.zeros(9, np.int64)
+    twin.hashmap_stamp(pair.twin_keys, pair.twin_values, np.array([33, 44, 11]), 5, want)
+    twin.hashmap_stamp(pair.twin_keys, pair.twin_values, np.array([11]), 8, want)
+    np.testing.assert_array_equal(pair._host(out), want)

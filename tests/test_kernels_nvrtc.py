@@ -1,7 +1,9 @@
 """Every `.cu` file through the kit's own NVRTC loader, for every architecture CI targets.
 
 Needs CuPy and libnvrtc (the kernels-ci extra), not a GPU. CI installs them, and conftest's
-`require_nvrtc` fails instead of skipping under CI=true, so these checks always run there.
+`require_nvrtc` fails instead of skipping under CI=true, so these checks always run there. A
+target the NVRTC in use no longer builds (CUDA 13's has no sm_70) is skipped with the reason
+(`require_target`), except in CI, whose NVRTC 12.x builds them all.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from conftest import require_nvrtc
+from conftest import require_nvrtc, require_target
 from scratchkit.projection.hardware import get_hardware, hardware_names
 from scratchkit.kernels.compiled import (
     KernelSignatureError,
@@ -27,6 +29,7 @@ from scratchkit.kernels.cupy_loader import (
     KernelCompileError,
     compile_checked,
     cuda_binary,
+    nvrtc_targets,
     target_for,
 )
 from scratchkit.kernels.signatures import KERNEL_DIR, KERNELS, SOURCES, Arg, Kernel, kernels_in
@@ -54,7 +57,7 @@ FORBIDDEN = (".f64", "%fd", ".ftz", ".approx", "div.full", "rcp.", "rsqrt.", "ex
 
 @cache
 def compiled(source: str, target: str):
-    require_nvrtc()
+    require_target(target)
     return compile_checked(source, target)
 
 
@@ -69,14 +72,51 @@ def test_ci_targets_cover_the_gpu_profiles():
         assert all(f"sm_{GPU_ARCHITECTURES[g]}" in CI_TARGETS for g in gpus)
 
 
-def test_nvrtc_knows_every_ci_target(nvrtc):
-    for target in CI_TARGETS:
-        assert int(target[3:]) in nvrtc.getSupportedArchs(), f"NVRTC {nvrtc.getVersion()} lacks {target}"
+def test_the_targets_asked_for_are_those_this_nvrtc_builds(nvrtc):
+    targets, skipped = nvrtc_targets(nvrtc)
+    assert set(targets) | set(skipped) == set(CI_TARGETS) and not set(targets) & set(skipped)
+    for target in targets:
+        assert int(target[3:]) in nvrtc.getSupportedArchs()
         assert target_for(int(target[3:])) == target
+    for target, why in skipped.items():
+        assert int(target[3:]) not in nvrtc.getSupportedArchs() and target in why
+
+
+class FakeNvrtc:
+    """NVRTC's version, and its list of architectures only if `archs` is given (old bindings)."""
+
+    def __init__(self, version, archs=None):
+        self.version = version
+        if archs is not None:
+            self.getSupportedArchs = lambda: tuple(archs)
+
+    def getVersion(self):
+        return self.version
+
+
+CUDA_13_ARCHS = (75, 80, 86, 89, 90, 100, 120)  # what CUDA 13 dropped: everything below sm_75
+
+
+@pytest.mark.parametrize(
+    "fake,skipped,why",
+    [
+        (FakeNvrtc((13, 0), CUDA_13_ARCHS), ["sm_70"], "NVRTC 13.0's getSupportedArchs has no sm_70"),
+        (FakeNvrtc((12, 9), (50, 60, 70, 75, 80, 86, 89, 90)), [], ""),
+        (FakeNvrtc((13, 0)), ["sm_70"], "lack getSupportedArchs: assumed sm_75 and newer) has no sm_70"),
+        (FakeNvrtc((12, 4)), [], ""),
+    ],
+)
+def test_a_target_nvrtc_dropped_is_left_out_with_the_reason(fake, skipped, why):
+    """CUDA 13's NVRTC no longer builds sm_70: the checks ask for the rest and say so; bindings
+    without NVRTC's list fall back on its major version."""
+    targets, left_out = nvrtc_targets(fake)
+    assert list(left_out) == skipped and set(targets) == set(CI_TARGETS) - set(skipped)
+    assert all(why in reason for reason in left_out.values())
 
 
 @pytest.mark.parametrize("source,target", CASES)
 def test_the_loader_finds_every_kernel_by_name_and_signature(source, target, tmp_path):
+    require_target(target)
     path = cuda_binary(source, target, cache_dir=tmp_path)  # the loader's own cache path
     cubin = path.read_bytes()
     assert cubin[:4] == b"\x7fELF" and path.suffix == ".cubin"
@@ -126,7 +166,7 @@ def break_first_kernel(text: str) -> tuple[str, int]:
 
 @pytest.mark.parametrize("source,target", CASES)
 def test_compile_errors_name_the_cu_file_and_line(source, target, tmp_path):
-    require_nvrtc()
+    require_target(target)
     text, line = break_first_kernel((KERNEL_DIR / source).read_text())
     (tmp_path / source).write_text(text)
     with pytest.raises(KernelCompileError) as err:
@@ -226,6 +266,20 @@ def test_ci_refuses_to_skip_the_nvrtc_checks(monkeypatch):
     monkeypatch.setenv("CI", "")
     with pytest.raises(pytest.skip.Exception, match="NVRTC not available here"):
         require_nvrtc()
+
+
+def test_ci_refuses_to_skip_a_target(monkeypatch):
+    """An NVRTC without sm_70 skips its checks on a GPU machine, but fails them in CI."""
+    from scratchkit import backend
+
+    monkeypatch.setattr(backend, "get_nvrtc", lambda: FakeNvrtc((13, 0), CUDA_13_ARCHS))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must compile for every CI target, but: NVRTC 13.0"):
+        require_target("sm_70")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="cannot compile for sm_70 here: NVRTC 13.0's"):
+        require_target("sm_70")
+    assert require_target("sm_90").getVersion() == (13, 0)
 
 
 def test_get_nvrtc_explains_what_is_missing(monkeypatch):

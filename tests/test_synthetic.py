@@ -1,9 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from scratchkit.config import DataConfig
-from scratchkit.data.synthetic import SyntheticSource, ZipfSampler
+from scratchkit.data.synthetic import SyntheticSource, ZipfSampler, zipf_cdf
+from scratchkit.profiles import get_profile
 
 
 def test_batches_are_deterministic_and_random_access():
@@ -60,3 +63,48 @@ def test_guide_table_sampler_equals_binary_search(num_rows, exponent, seed):
     sampler = ZipfSampler(num_rows, exponent)
     u = np.random.default_rng(seed).random(2000)
     np.testing.assert_array_equal(sampler.ranks(u), np.searchsorted(sampler.cdf, u, side="right"))
+
+
+def plain_batch(cfg: DataConfig, index: int):
+    """Batch `index` of `cfg` made the plain way the module note states: one binary search of each
+    table's whole CDF per draw, no guide table, no sampler shared between tables, nothing in place
+    (laws of at most EXACT_RANKS ranks: no continuous tail). -> (dense, ids, labels)."""
+    rng = np.random.default_rng([cfg.seed, index])
+    B, L = cfg.batch_size, cfg.pooling
+    dense = rng.standard_normal((B, cfg.num_dense), dtype=np.float32)
+    ids = []
+    for t, n in enumerate(cfg.table_sizes):
+        u = rng.random(B * L)
+        s = cfg.exponent(t)
+        ranks = np.searchsorted(zipf_cdf(cfg.ranks(t), s), u, side="right") if s > 0 else (u * n).astype(np.int64)
+        a = (0x9E3779B1 + 2 * (cfg.seed + t)) % n or 1  # the scatter's multiplier: coprime with n
+        while math.gcd(a, n) != 1:
+            a = a % n + 1
+        ids.append(((ranks % n) * a + (7919 * t + cfg.seed) % n) % n)
+    weights = np.random.default_rng([cfg.seed, 2**31 - 1]).standard_normal(cfg.num_dense).astype(np.float32)
+    score = dense @ weights / max(1.0, math.sqrt(cfg.num_dense))
+    for t_ids in ids:
+        score = score + (((t_ids * 2654435761) % 1000) / 1000.0 - 0.5).reshape(B, L).mean(axis=1)
+    labels = (rng.random(B) < 1.0 / (1.0 + np.exp(-2.0 * score))).astype(np.float32)
+    return dense, ids, labels
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        get_profile("tiny").data,
+        get_profile("embedding-bound", scale=0.01).data,  # 1M-rank laws folded into 10k rows, shared
+        DataConfig(table_sizes=(997, 5, 1000), pooling=3, batch_size=40, zipf=(0.0, 1.3, 0.6), seed=11),
+        DataConfig(table_sizes=(300, 300), pooling=5, batch_size=8, zipf=2.5, rank_rows=(70_000, 300), seed=2),
+    ],
+    ids=["tiny", "embedding-bound", "per-table laws", "folded"],
+)
+def test_batches_equal_their_plain_twin(cfg):
+    source = SyntheticSource(cfg)
+    for index in (0, 1, len(source) - 1):
+        batch, (dense, ids, labels) = source.batch(index), plain_batch(cfg, index)
+        np.testing.assert_array_equal(batch.dense, dense)
+        np.testing.assert_array_equal(batch.labels, labels)
+        for mine, plain in zip(batch.ids, ids):
+            assert mine.dtype == np.int64
+            np.testing.assert_array_equal(mine, plain)

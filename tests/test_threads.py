@@ -50,13 +50,15 @@ def test_verify_would_see_a_wrong_sum(monkeypatch):
     assert result.max_abs_diff > 0.0 and not result.passed
 
 
-def test_the_default_is_every_core_less_scratchpipes_host_stages():
+def test_the_default_is_every_core_less_the_loaders_and_scratchpipes_host_stages():
     config = few_tables_many_bags(None)
-    with make_trainer("hybrid", config) as hybrid:
-        assert hybrid.host_threads == default_threads()
-        assert tbe_native.host_threads() == default_threads()
+    with make_trainer("hybrid", config) as hybrid:  # a core for the batch loader's thread
+        assert hybrid.host_threads == max(1, default_threads() - 1)
+        assert tbe_native.host_threads() == hybrid.host_threads
+    with make_trainer("hybrid", config.replace(batches_ahead=0)) as on_the_path:
+        assert on_the_path.host_threads == default_threads()
     with make_trainer("scratchpipe", config) as scratchpipe:
-        assert scratchpipe.host_threads == max(1, default_threads() - 1)
+        assert scratchpipe.host_threads == max(1, default_threads() - 2)
     with make_trainer("hybrid", config.replace(threads=3)) as three:
         assert three.host_threads == 3
 

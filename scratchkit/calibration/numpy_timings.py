@@ -45,13 +45,12 @@ def numpy_call_latencies(bench: Bench) -> dict[str, float]:
         lambda t: np.flatnonzero(small[t] > 3),
         lambda t: np.zeros(16, dtype=bool),
     )
-    # a kernel of the .cu files as this CPU runs it (the host build, else the NumPy twin): to_local
+    # a kernel of the .cu files as this CPU runs it (the host build, else the NumPy twin): a gather
     engine = make_engine(resolve(EngineKind.AUTO, "cpu"))
-    starts, of_slot = np.array([0, 8, 16]), np.repeat(np.arange(2), 8)
     return {
         "numpy": float(np.mean([bench.per_call(f) for f in kinds])),
         "unique": bench.per_call(lambda t: np.unique(small[t], return_inverse=True, return_counts=True)),
-        "kernel": bench.per_call(lambda t: engine.to_local(pick + t, pick, of_slot, starts)),
+        "kernel": bench.per_call(lambda t: engine.gather_ids(small[t], pick)),
         "device_plan_table": 0.0,
     }  # measured last, beyond what the finished hardware prices
 

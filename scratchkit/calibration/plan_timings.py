@@ -267,6 +267,7 @@ def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
     else its NumPy twin), as scratchpipe-device's Plan queries it: a full map of S slots, 16k
     ids a query, half of them in it, in random order. The time of a 64-id query is taken out
     (the call's own cost is a `kernel` call of its stage). -> (rate by slots, source)."""
+    from scratchkit.kernels.array_ops import ArrayOps
     from scratchkit.kernels.engine import EngineKind, make_engine, resolve
     from scratchkit.scratchpipe.device_map import DeviceSlotMap
 
@@ -274,8 +275,8 @@ def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
     points = []
     for slots in MAP_SLOTS[not quick]:
         resident = rng.choice(4 * slots, slots, replace=False).astype(np.int64)
-        table = DeviceSlotMap(slots, engine)
-        table.insert(resident, np.arange(slots, dtype=np.int64))
+        table = DeviceSlotMap(slots, engine, ArrayOps(engine.xp))
+        table.fill(resident, np.arange(slots, dtype=np.int64))
 
         def seconds(n: int) -> float:
             ids = [

@@ -23,7 +23,9 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("bench", help="measure trainers side by side on identical batches")
     add_config_args(p)
     p.add_argument(
-        "--trainers", default=None, help="comma-separated (default gpu-only,hybrid; with --validate every trainer)"
+        "--trainers",
+        default=None,
+        help="comma-separated, or all (default gpu-only,hybrid; with --validate every trainer)",
     )
     p.add_argument(
         "--steps",

@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 
 from scratchkit.commands import data_args
-from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder, default_threads
+from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder, TrainConfig, default_threads
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.profiles import PROFILES, get_profile, scalable_profiles
@@ -71,8 +71,24 @@ def add_training_args(parser) -> None:
         help=f"threads for the host's embedding work (hybrid's lookups, backward and "
         f"update; the C++ loops of every CPU run), over tables and bags, "
         f"bit-exact at any N (default: every core this process may use, "
-        f"{default_threads()} here, less one for ScratchPipe's host stages on a "
-        f"CPU run)",
+        f"{default_threads()} here, less one for the batch loader's thread and one "
+        f"for ScratchPipe's host stages on a CPU run)",
+    )
+    parser.add_argument(
+        "--batches-ahead",
+        type=int,
+        default=TrainConfig.batches_ahead,
+        metavar="N",
+        help="batches the batch loader makes ahead of the trainer, checked and (on a GPU) pinned, so a "
+        "step only waits for one already made (default %(default)s; 0: made on the step's path)",
+    )
+    parser.add_argument(
+        "--loader-threads",
+        type=int,
+        default=TrainConfig.loader_threads,
+        metavar="N",
+        help="the batch loader's threads, a core each, each making whole batches (the same at any N): "
+        "more where one core makes batches slower than the device trains them (default %(default)s)",
     )
     parser.add_argument("--device", default=None, help="torch device (default: cuda if present, else cpu)")
 
@@ -194,14 +210,23 @@ def _training(args, config, source, batches: int):
             victim_policy=config.cache.victim_policy,
             plan_stripes=args.plan_stripes,
         )
-    return config.replace(optimizer=optimizer, cache=cache, summation_order=args.summation_order, threads=args.threads)
+    return config.replace(
+        optimizer=optimizer,
+        cache=cache,
+        summation_order=args.summation_order,
+        threads=args.threads,
+        batches_ahead=args.batches_ahead,
+        loader_threads=args.loader_threads,
+    )
 
 
 def parse_trainer_list(text: str) -> list[str]:
     """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
-    trainers (trainers/registry.py)."""
-    from scratchkit.trainers import TRAINERS  # torch: only once a command runs
+    trainers (trainers/registry.py); 'all' -> every registered trainer, in order."""
+    from scratchkit.trainers import TRAINERS, available_trainers  # torch: only once a command runs
 
+    if text.strip() == "all":
+        return available_trainers()
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")

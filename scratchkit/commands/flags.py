@@ -14,6 +14,8 @@ RANGES = {
     "--depth": (1, True, "batches planned ahead of training"),
     "--plan-stripes": (1, True, None),
     "--threads": (1, True, None),
+    "--batches-ahead": (0, True, "batches made ahead of the steps"),
+    "--loader-threads": (1, True, None),
     "--batch-size": (1, True, "samples per batch"),
     "--max-rows": (1, True, "rows a table"),
     "--max-samples": (1, True, "samples read"),

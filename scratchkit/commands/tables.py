@@ -45,9 +45,10 @@ def _lay_out(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def format_table(results: list[BenchResult], projections: list[dict] | None = None) -> str:
-    """Two plain-text tables: one row per trainer (samples/s, ratio, hit rate, ms per step and
-    any projections), then ms per step in each stage, one row per stage and a column per trainer
-    ("-": the trainer has no such stage). `hit rate` is "-" for a trainer with no device cache.
+    """Two plain-text tables: one row per trainer (samples/s, ratio, hit rate, ms per step, the
+    seconds it took to make and to warm up, apart from its timed steps, and any projections),
+    then ms per step in each stage, one row per stage and a column per trainer ("-": the trainer
+    has no such stage). `hit rate` is "-" for a trainer with no device cache.
 
     `projections` (from `scratchkit.projection.costmodel.project_bench`), one {machine: Projection} per
     result, add a column per machine, projected samples/s (ratio), and a line per machine
@@ -56,7 +57,8 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     speed over its (`versus_peers`).
     """
     machines = list(projections[0]) if projections else []
-    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step"] + [f"{p} (ratio)" for p in machines]
+    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step", "setup s", "warm-up s"]
+    head += [f"{p} (ratio)" for p in machines]
     rows = [
         [
             r.trainer,
@@ -64,6 +66,8 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
             f"{r.ratio:.2f}",
             "-" if r.hit_rate is None else f"{r.hit_rate:.3f}",
             f"{1000 * r.seconds / max(r.steps, 1):.2f}",
+            f"{r.setup_s:.2f}",
+            f"{r.warmup_s:.2f}",
         ]
         + [f"{projections[i][p].samples_per_s:,.0f} ({projections[i][p].ratio:.2f})" for p in machines]
         for i, r in enumerate(results)
@@ -87,7 +91,20 @@ def format_table(results: list[BenchResult], projections: list[dict] | None = No
     ]
     stage_table = _lay_out(["stage ms/step"] + [r.trainer for r in results], stage_rows)
     measured = versus_peers("measured", [r.trainer for r in results], [r.samples_per_s for r in results])
-    return "\n".join(_lay_out(head, rows) + measured + bounds + [""] + stage_table)
+    return "\n".join(_lay_out(head, rows) + measured + bounds + device_work_line(results) + [""] + stage_table)
+
+
+def device_work_line(results: list[BenchResult]) -> list[str]:
+    """A line: each trainer's host waits / kernel launches a step on Train's path (a counted step),
+    and, where stages run ahead of Train, theirs ("ahead"). Nothing without a counted step."""
+    counted = [r for r in results if r.host_syncs_per_step is not None]
+    if not counted:
+        return []
+    ahead = lambda r: (
+        f" (ahead {r.plan_syncs_per_step:.1f} / {r.plan_launches_per_step:.0f})" if r.plan_launches_per_step else ""
+    )
+    parts = [f"{r.trainer} {r.host_syncs_per_step:.0f} / {r.kernel_launches_per_step:.0f}{ahead(r)}" for r in counted]
+    return ["host waits / launches a step (docs/cli.md): " + ", ".join(parts)]
 
 
 def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:

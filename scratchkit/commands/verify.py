@@ -12,7 +12,7 @@ from scratchkit.config import SummationOrder
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("verify", help="compare trainers' final parameters with plain PyTorch")
     add_config_args(p, default_profile="tiny")  # trains in about a second
-    p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated (default gpu-only,hybrid)")
+    p.add_argument("--trainers", default="gpu-only,hybrid", help="comma-separated, or all (default gpu-only,hybrid)")
     p.add_argument(
         "--steps",
         type=int,

@@ -3,14 +3,16 @@
 `scratchpipe-device` plans on the device (scratchpipe/device_plan.py) and moves rows with the
 device's kernels (scratchpipe/device_moves.py), so its per-id and per-row work is device work:
 
-- Plan, every table at once: the working set (a sort of all the lookups), two probes of the hash
-  map (the shortfall, then the plan), passes over the slots (free, held), the misses into the
-  map, the slots' ids, dirty bits and plan marks, the remap of every lookup; and, in the share of
-  steps that evict, the victim choice: passes over the slots for the candidates and their keys,
-  one probe of the map per batch of the horizon (the urgencies), one sort of the candidates, the
-  victims out of the map. Each array op is a launch (a CuPy kernel on a GPU, a NumPy call on a
-  CPU), a fixed number per batch however many tables; each length the host must know (where each
-  table's misses, free slots and victims start) waits for the device: a sync, priced as a small copy.
+- Plan, every table at once (device_plan.py): the working set (a sort of all the lookups, then
+  passes over them), one probe of the hash map, passes over the working set's buffers (the misses
+  flagged, scanned, compacted, placed, made table-local), the misses into the map, the slots'
+  ids, dirty bits and plan marks, the remap of every lookup; while a slot is free, a pass over
+  the slots for them; and, in the share of steps that may evict, the victim choice: a key per
+  slot, one sort of the slots' keys, passes over the slots for the rest (the chosen flagged,
+  scanned, compacted), one stamp of the map per batch of the horizon (the urgencies), the victims
+  out of the map. Each array op is a launch (a CuPy call on a GPU, a NumPy call on a CPU), each kernel
+  of the .cu files one, a fixed number per batch however many tables; the host reads every
+  table's counts once a batch, at the end: one sync, priced as a small copy.
 - Collect: the missed rows read from the host tables by a gather kernel, over the link on a GPU.
 - Write-back: the dirty victims' rows gathered from their slots and written over the link.
 - Insert: the rows scattered into their slots, the slots' dirty bits and ids.
@@ -31,19 +33,29 @@ from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, Work
 from scratchkit.costmodel.step import StepWork
 from scratchkit.embedding.working_sets import WorkingSets
 
-# Counted in device_plan.py's code (a NumPy call on a CPU, a CuPy kernel or copy on a GPU, plan.cu's
-# fused steps one each; a boolean index, `flatnonzero` or a count read back needs the device first:
-# a sync):
-PLAN_OPS = 47  # array ops a batch, every table at once: see, shortfall, plan, retire
-PLAN_KERNELS = 12  # and the .cu files' kernels: 2 map queries, an insert, an erase, 7 table-local
-# cuts, the misses' slots
-PLAN_SYNCS = 11  # waits for the device a batch (lengths, the tables' bounds)
-VICTIM_OPS = 24  # more ops a batch that evicts, beyond those per batch of the horizon,
-VICTIM_KERNELS = 1  # and the victims' keys
-HORIZON_OPS = 1  # per batch of the horizon: a scatter of urgencies,
-HORIZON_KERNELS = 1  # and a probe of the map
-VICTIM_SYNCS = 4  # the hits' slots, the candidates, their count per table, the chosen
-UNIQUE_PASSES = 6  # unique(return_inverse): the sort, then ~6 passes of n int64
+# Plan's launches and waits a batch, counted in device_plan.py's code as a GPU runs it (device_work.py
+# counts each as it runs; tests/test_device_plan_waits.py holds these to those counts): array ops
+# (sorts, scans, fills: a launch on a GPU, a NumPy call on a CPU) and the .cu files' kernels.
+PLAN_OPS = 2  # every batch: the counts' array zeroed, the misses' scan;
+PLAN_KERNELS = 12  # and the trained batch marked, the working set's table starts, the probe, the
+# hits split, the misses compacted, the tables' bounds, the misses' slots, the insert, the place,
+# two table-local cuts, every lookup's slot
+WORKING_SET_OPS = 2  # a GPU's working set: the sort, the scan (a CPU's is a bitmap: _working_set)
+WORKING_SET_KERNELS = 2  # and each run's first id, the buffers
+FREE_OPS = 1  # while a slot is free: the scan of the free ones,
+FREE_KERNELS = 2  # their flags, their compaction
+VICTIM_OPS = 5  # a batch that may evict: the keys' sort, the chosen zeroed, three scans
+# (victims per table, the chosen, the written ones)
+VICTIM_KERNELS = 10  # the keys, each table's share, the pick, their compaction, the eviction,
+# the erase, a table-local cut, two compactions of the written victims, their starts
+URGENCY_OPS = 1  # furthest next use: the urgencies zeroed,
+HORIZON_KERNELS = 1  # and a stamp of the map per batch of the horizon
+PLAN_SYNCS = 1  # the one read of every table's counts, a batch
+UNIQUE_PASSES = 10  # a GPU's working set after its sort: ~10 passes of n int64 (runs, scan, buffers)
+NUMPY_UNIQUE_PASSES = 6  # np.unique(return_inverse) after its sort, on a CPU
+PLAN_PASSES = 12  # the working set's buffers: flags, scan, compaction, place, table-local, remap
+VICTIM_PASSES = 20  # over the slots, to choose victims: the keys' inputs, the pick, scans, compactions
+FREE_PASSES = 3  # over the slots, for the free ones: flags, scan, compaction
 
 
 def _probe(ids: float, slots: float) -> Work:
@@ -71,11 +83,19 @@ def _sort(keys: float, count: float, cpu: bool) -> Work:
 
 
 def _working_set(N: float, U: float, rows: int, cpu: bool) -> Work:
-    """unique(ids, return_inverse) of N lookups: a sort, or on a CPU with small tables the bitmap
-    (lookahead.WorkingSets: N marks, a pass over the rows to read and clear them, U positions)."""
+    """unique(ids, return_inverse) of N lookups: on a GPU a sort, its passes and kernels; on a CPU
+    embedding/working_sets.py's, the bitmap where the tables are small next to the batch (N marks,
+    a pass over the rows to read and clear them, U positions), else np.unique (a sort, ~6 passes)."""
     if cpu and rows <= WorkingSets.BITMAP_ROWS_PER_LOOKUP * N:
         return kit.bitmap_working_set(True, N, U, rows)
-    return _sort(N, 1, cpu) + kit.stream(True, UNIQUE_PASSES * N * ID_BYTES)
+    if cpu:
+        return _sort(N, 1, cpu) + kit.stream(True, NUMPY_UNIQUE_PASSES * N * ID_BYTES)
+    return (
+        _sort(N, 1, cpu)
+        + kit.stream(True, UNIQUE_PASSES * N * ID_BYTES)
+        + _ops(WORKING_SET_OPS, cpu)
+        + _kernels(WORKING_SET_KERNELS)
+    )
 
 
 def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool = False) -> Work:
@@ -85,28 +105,28 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool
     f, H = w.victim_share, w.plan_horizon
     work = (
         _working_set(N, U, w.table_rows, cpu)
-        + _probe(2 * U, S)
-        + kit.stream(True, 4 * S * ID_BYTES)  # shortfall, plan; free, held
-        + _probe(M, S)
-        + _slot_writes(3 * M + 2 * U, S)  # insert; ids, dirty, marks, retire
+        + _probe(U, S)  # hits and misses
+        + kit.stream(True, PLAN_PASSES * N * ID_BYTES)
+        + _probe(M, S)  # the misses into the map
+        + _slot_writes(3 * M + 2 * U, S)  # ids, dirty, marks; retire
         + kit.gather(True, N, ID_BYTES, U * ID_BYTES)  # every lookup's slot
         + _ops(PLAN_OPS, cpu)
         + _kernels(PLAN_KERNELS)
         + kit.calls(False, "device_plan_table", len(w.tables))  # each table's plan cut out
-        + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS)
-    )  # the ids in
-    evicting = [(t, v) for t, v in zip(w.tables, written) if v]
-    if evicting:
-        candidates = max(sum(t.capacity - t.unique for t, _ in evicting), 1)
+        + Work(pcie=N * ID_BYTES, pcie_copies=1 + PLAN_SYNCS)  # the ids in, the counts out
+    )
+    filling = 1.0 - f  # a slot is free while the scratchpads fill: the steps that do not evict
+    work += kit.stream(True, filling * FREE_PASSES * S * ID_BYTES) + _ops(filling * FREE_OPS, cpu)
+    work += _kernels(filling * FREE_KERNELS)
+    if any(written):
         work += (
-            kit.stream(True, f * 8 * S * ID_BYTES)
-            + _probe(f * H * U, S)  # candidates, keys; urgencies
+            kit.stream(True, f * VICTIM_PASSES * S * ID_BYTES)
+            + _probe(f * H * U, S)  # the urgencies: the horizon's working sets through the map
             + _slot_writes(f * H * U, S)
-            + _sort(candidates, f, cpu)
-            + _probe(f * sum(v for _, v in evicting), S)  # the victims out of the map
-            + _ops(f * (VICTIM_OPS + HORIZON_OPS * H), cpu)
+            + _sort(S, f, cpu)  # every slot's key
+            + _probe(f * sum(written), S)  # the victims out of the map
+            + _ops(f * (VICTIM_OPS + URGENCY_OPS * (H > 0)), cpu)
             + _kernels(f * (VICTIM_KERNELS + HORIZON_KERNELS * H))
-            + Work(pcie_copies=f * VICTIM_SYNCS)
         )
     return work
 
@@ -136,15 +156,10 @@ def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> di
                         + kit.scatter(True, v, rb, t.rows * rb)
                     )  # into the host table
         insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)  # dirty bits, ids
-    if not cpu:  # Train's hit check and marks, on the device's bookkeeping
+    if not cpu:  # Train's hit check (one kernel, read with the loss) and marks, on the device's bookkeeping
+        train += kit.device_hit_count(w.tables)
         for t in w.tables:
-            train += (
-                kit.gather(True, t.unique, ID_BYTES, t.capacity * ID_BYTES)
-                + kit.stream(True, 2 * t.unique * ID_BYTES)
-                + _slot_writes(2 * t.unique, t.capacity)
-                + kit.calls(True, "op", 4)
-            )
-        train += kit.calls(True, "op", 2) + Work(pcie_copies=1)  # every table's check as one answer
+            train += _slot_writes(2 * t.unique, t.capacity) + kit.calls(True, "op", 2)
     return {
         "plan": plan_work(w, fetched, written, cpu),
         "collect": collect,

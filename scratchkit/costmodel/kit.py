@@ -71,16 +71,62 @@ CACHED = CACHED_BYTES  # bytes: a table this small stays in a core's cache (the 
 
 
 def update(device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind, table_rows: float) -> Work:
-    """`apply_update`: the u touched rows gathered, updated and scattered back (the calibrated
-    SGD update of a row), their optimizer state likewise, Adagrad's extra elementwise passes."""
+    """`apply_update`: its torch ops, and `update_rows`."""
+    return calls(device, f"update_{optimizer.value}") + update_rows(device, u, dim, state_width, optimizer, table_rows)
+
+
+def update_rows(
+    device: bool, u: float, dim: int, state_width: int, optimizer: OptimizerKind, table_rows: float
+) -> Work:
+    """u touched rows of a table of `table_rows` updated in place (the calibrated SGD update of a
+    row), their optimizer state gathered and scattered likewise, Adagrad's extra elementwise passes."""
     row, state = dim * FLOAT_BYTES, state_width * FLOAT_BYTES
-    work = (
-        calls(device, f"update_{optimizer.value}")
-        + on(device, rows=(("update", u, row, table_rows * row),))
-        + stream(device, EXTRA_UPDATE_PASSES[optimizer] * u * row)
+    work = on(device, rows=(("update", u, row, table_rows * row),)) + stream(
+        device, EXTRA_UPDATE_PASSES[optimizer] * u * row
     )
     if state:
         work = work + gather(device, u, state, table_rows * state) + scatter(device, u, state, table_rows * state)
+    return work
+
+
+# ------------------------------------------------------------------ tbe.cu's kernels (on a GPU)
+# Train on a GPU (embedding/device_tbe.py): for every table at once, one launch for the lookups, a
+# sort of the lookups' keys, one launch for the backward fused with the update. Each is a "kernel"
+# or an "op" of CALL_OPS: tests/test_costmodel_launches.py holds these counts to the launches a
+# step makes, counted (device_work.py).
+def device_lookups(tables, row_bytes: int, footprints, bags: int) -> Work:
+    """`DeviceTBE.forward` (tbe_forward): one launch; per table its distinct rows from the table
+    (`footprints[t]` bytes), its repeats from the core's cache, its ids read and its bags written,
+    as `lookup` prices them."""
+    work = calls(True, "kernel")
+    for t, f in zip(tables, footprints):
+        work += on(True, rows=(("lookup", t.unique, row_bytes, f), ("lookup", t.lookups - t.unique, row_bytes, CACHED)))
+        work += stream(True, t.lookups * ID_BYTES + bags * (row_bytes + ID_BYTES))
+    return work
+
+
+def device_sort(n: float) -> Work:
+    """`DeviceTBE.sort`: torch.sort(stable) of the batch's n lookup keys, one op."""
+    return calls(True, "op") + on(True, sorts=(("torch", n, 1),))
+
+
+def device_update(tables, dim: int, state_width: int, optimizer: OptimizerKind, table_rows) -> Work:
+    """`DeviceTBE.update` (tbe_backward_<optimizer>): one launch; each lookup's bag gradient read
+    and summed into its id's run (n x dim floats, at the coalesce's value rate), each table's
+    distinct rows updated in place with their state (`update_rows`, `table_rows[t]` rows)."""
+    n = sum(t.lookups for t in tables)
+    work = calls(True, "kernel") + on(True, sort_values=n * dim)
+    for t, rows in zip(tables, table_rows):
+        work += update_rows(True, t.unique, dim, state_width, optimizer, rows)
+    return work
+
+
+def device_hit_count(tables) -> Work:
+    """`DeviceTBE.count_hits` (tbe_count_hits): a zeroed counter (one op) and one launch reading
+    each lookup's slot's id; read with the loss, so no copy of its own."""
+    work = calls(True, "op") + calls(True, "kernel")
+    for t in tables:
+        work += gather(True, t.lookups, ID_BYTES, t.capacity * ID_BYTES)
     return work
 
 

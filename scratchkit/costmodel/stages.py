@@ -41,14 +41,25 @@ def _total(parts) -> Work:
     return total
 
 
-def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False) -> dict[str, Work]:
+def train_stages(
+    w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False, kernels: bool = False
+) -> dict[str, Work]:
     """Forward, MLP, backward and update with every row in device memory: in tables of their own
     (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`).
     `batched`: the device is a CPU with the C++ loops, so the trainers make one table-batched
-    call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table)."""
+    call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table).
+    `kernels`: the device is a GPU, where Train runs tbe.cu's kernels for every table at once
+    (embedding/device_tbe.py), the dense features and labels crossing in one copy."""
     B, rb, d = w.batch_size, w.row_bytes, w.dim
     rows = lambda t: t.rows if footprint == "table" else t.capacity
-    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=2)
+    mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=1 if kernels else 2)
+    if kernels:
+        return {
+            "embedding_forward": kit.device_lookups(w.tables, rb, [rows(t) * rb for t in w.tables], B),
+            "mlp": mlp,
+            "embedding_backward": kit.device_sort(w.lookups),
+            "update": kit.device_update(w.tables, d, w.state_width, w.optimizer, [rows(t) for t in w.tables]),
+        }
     per_table_update = _total(
         kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables
     ) + kit.calls(True, "update_stage")
@@ -71,11 +82,12 @@ def train_stages(w: StepWork, *, footprint: str, by_slot: bool, batched: bool = 
     return {"embedding_forward": forward, "mlp": mlp, "embedding_backward": backward, "update": per_table_update}
 
 
-def id_transfer(w: StepWork, arrays: int) -> Work:
-    """Each table's ids (and slots: `arrays`=2) and offsets to the device."""
+def id_transfer(w: StepWork, arrays: int, kernels: bool = False) -> Work:
+    """Each table's ids (and slots: `arrays`=2) and offsets to the device: a copy each, or with
+    `kernels` (a GPU: embedding/device_tbe.py) every table's packed into one."""
     return Work(
         pcie=arrays * w.lookups * ID_BYTES + w.batch_size * w.num_tables * ID_BYTES,
-        pcie_copies=(arrays + 1) * w.num_tables,
+        pcie_copies=1 if kernels else (arrays + 1) * w.num_tables,
     )
 
 
@@ -166,8 +178,9 @@ def cache_write_back(w: StepWork, trainer: str, cpu: bool = False) -> Work:
     return work
 
 
-def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
-    """Plan, Collect, Write-back, Transfer, Insert and Train of one batch."""
+def scratchpipe_stages(w: StepWork, batched: bool = False, kernels: bool = False) -> dict[str, Work]:
+    """Plan, Collect, Write-back, Transfer, Insert and Train of one batch (`kernels`: on a GPU,
+    Train runs tbe.cu's kernels, its ids, offsets and slots in one copy)."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     mb = w.moved_row_bytes
     plan = (
@@ -199,7 +212,7 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
                         + Work(pcie=v * rb, pcie_copies=1)
                     )
         insert += kit.map_write(m, t.capacity) + kit.map_write(m, t.capacity)  # dirty bits, ids
-    train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=batched).values())
+    train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=batched, kernels=kernels).values())
     train += _total(
         kit.map_lookup(t.unique, t.capacity)
         + kit.scan(t.unique, 2)  # every lookup hits
@@ -208,7 +221,7 @@ def scratchpipe_stages(w: StepWork, batched: bool = False) -> dict[str, Work]:
         + kit.from_numpy(4)
         for t in w.tables
     )  # slots, ids, offsets
-    transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(w, arrays=2)
+    transfer = Work(pcie=w.fetched_rows * mb, pcie_copies=2 * w.num_tables) + id_transfer(w, arrays=2, kernels=kernels)
     return {
         "plan": plan,
         "collect": collect,
@@ -244,19 +257,21 @@ def stage_work(trainer: str, w: StepWork, hw=None) -> dict[str, Work]:
     (`batched_host`), the embedding stages that run on that CPU are counted as they run there:
     hybrid's always, the others' where the device is the host (None: per-table torch ops)."""
     host = hw is not None and hw.batched_host
-    parts = _stage_work(priced_as(trainer), w, host, host and hw.device_is_host, hw is not None and hw.device_is_host)
+    device_is_host = hw is not None and hw.device_is_host
+    kernels = hw is not None and not hw.device_is_host  # a GPU: Train runs tbe.cu's kernels
+    parts = _stage_work(priced_as(trainer), w, host, host and device_is_host, device_is_host, kernels)
     return {name: work.in_step(w.unique_rows) for name, work in parts.items()}
 
 
 def _stage_work(
-    kind: TrainerKind, w: StepWork, host_batched: bool, device_batched: bool, device_is_host: bool
+    kind: TrainerKind, w: StepWork, host_batched: bool, device_batched: bool, device_is_host: bool, kernels: bool
 ) -> dict[str, Work]:
     """The stages of a trainer priced as `kind` (its registry entry's `priced_as`)."""
     trainer = kind.value
     if kind is TrainerKind.GPU_ONLY:
         return {
-            "transfer": id_transfer(w, arrays=1),
-            **train_stages(w, footprint="table", by_slot=False, batched=device_batched),
+            "transfer": id_transfer(w, arrays=1, kernels=kernels),
+            **train_stages(w, footprint="table", by_slot=False, batched=device_batched, kernels=kernels),
         }
     if kind is TrainerKind.HYBRID:
         device = train_stages(w, footprint="table", by_slot=False, batched=host_batched)
@@ -269,20 +284,22 @@ def _stage_work(
             "update": device["update"].on_host(),
         }
     if kind in (TrainerKind.STATIC, TrainerKind.LRU, TrainerKind.LFU, TrainerKind.PREFETCH_LRU):
-        train = train_stages(w, footprint="capacity", by_slot=True, batched=device_batched)
+        by_slot = not kernels  # tbe.cu reads each lookup's slot: no searchsorted of the distinct ids
+        train = train_stages(w, footprint="capacity", by_slot=by_slot, batched=device_batched, kernels=kernels)
         train["update"] += _total(kit.map_write(t.unique, t.capacity) for t in w.tables)  # dirty bits
         names = ("prefetch", "prefetch_write_back") if kind is TrainerKind.PREFETCH_LRU else ("fetch", "write_back")
         return {
             names[0]: cache_fetch(w, trainer, device_is_host),
             names[1]: cache_write_back(w, trainer, device_is_host),
-            "transfer": id_transfer(w, arrays=2) + kit.calls(False, "op", w.num_tables),
+            "transfer": id_transfer(w, arrays=2, kernels=kernels) + kit.calls(False, "op", w.num_tables),
             **train,
         }
     if kind is TrainerKind.SCRATCHPIPE:
-        return scratchpipe_stages(w, device_batched)
+        return scratchpipe_stages(w, device_batched, kernels)
     if kind is TrainerKind.SCRATCHPIPE_DEVICE:  # Train as scratchpipe's, its check on the device (device_stages.py)
         if device_is_host:  # where the device is the CPU, the very same Train (rows.py)
             return device_scratchpipe_stages(w, scratchpipe_stages(w, device_batched)["train"], cpu=True)
-        train = _total(train_stages(w, footprint="capacity", by_slot=False, batched=device_batched).values())
-        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1))
+        train = _total(train_stages(w, footprint="capacity", by_slot=False, kernels=True).values())
+        # the ids and offsets in one copy; the slots, Plan's on the device, joined there (one op)
+        return device_scratchpipe_stages(w, train + id_transfer(w, arrays=1, kernels=True) + kit.calls(True, "op"))
     raise ValueError(f"no cost model for {kind!r}")

@@ -32,6 +32,11 @@ class Batch:
         """Embedding lookups in this batch, all tables together."""
         return int(sum(len(i) for i in self.ids))
 
+    def nbytes(self) -> int:
+        """Bytes of the batch's arrays (and of any batch it carries: a routed batch's global one)."""
+        arrays = (self.dense, self.labels, *self.ids, *self.offsets)
+        return int(sum(np.asarray(a).nbytes for a in arrays))
+
 
 def micro_batch(batch: Batch, part: int, parts: int) -> Batch:
     """Samples part*B/parts .. (part+1)*B/parts - 1 of `batch`, as a batch of their own.

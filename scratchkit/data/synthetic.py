@@ -40,8 +40,10 @@ class ZipfSampler:
 
     Gives exactly `np.searchsorted(cdf, u, side="right")`, but instead of a binary search over the
     whole CDF per draw (cache-unfriendly: ~60 ns a draw for 20k rows), `guide[j]` jumps to the first
-    rank whose CDF exceeds j/G, and a few vectorised steps finish the search. Laws of more than
-    EXACT_RANKS ranks sample the head exactly and the tail from its continuous form (module note).
+    rank whose CDF exceeds j/G, and a few vectorised steps finish the search; a draw in a bucket of
+    one rank (`start`) needs no step at all. Laws of more than EXACT_RANKS ranks sample the head
+    exactly and the tail from its continuous form (module note). A source's tables of one law
+    share one sampler (the embedding-bound profiles' eight tables: one 1M-rank law).
     """
 
     EXACT_RANKS = 1 << 20
@@ -51,6 +53,13 @@ class ZipfSampler:
         head = min(num_rows, self.EXACT_RANKS)
         self.cdf = zipf_cdf(head, exponent)  # [head] the head, normalised
         self.guide = np.searchsorted(self.cdf, np.arange(head) / head, side="right")
+        # A bucket whose first rank's CDF lies above the bucket's end holds no other rank: every
+        # draw in it is that rank, with no look at the CDF. The margin keeps it so for a draw u
+        # whose u * G rounds down into the bucket from just past its end (a relative error of
+        # 2^-53, far inside 1e-9). Kept as ~rank (negative) where the search must go on, in int32
+        # (head <= 2^20 ranks): half the bytes of the one random read most draws make.
+        ends = (np.arange(head) + 1) / head * (1 + 1e-9)  # [G] each bucket's end, and a margin
+        self.start = np.where(self.cdf[self.guide] > ends, self.guide, ~self.guide).astype(np.int32)  # [G]
         head_mass = float(np.sum(np.arange(1, head + 1, dtype=np.float64) ** -exponent))
         self.p_head = head_mass / (head_mass + self._tail_mass()) if num_rows > head else 1.0
 
@@ -70,8 +79,10 @@ class ZipfSampler:
         return rank
 
     def _head(self, u: np.ndarray) -> np.ndarray:
-        rank = self.guide[(u * len(self.guide)).astype(np.int64)]
-        pending = np.flatnonzero(self.cdf[rank] <= u)
+        rank = self.start[(u * len(self.guide)).astype(np.int64)].astype(np.int64)
+        search = np.flatnonzero(rank < 0)  # draws in buckets of more than one rank
+        rank[search] = ~rank[search]  # their bucket's first rank: the search starts there
+        pending = search[self.cdf[rank[search]] <= u[search]]
         while pending.size:  # a step or two: buckets hold ~1 rank each
             rank[pending] += 1
             pending = pending[self.cdf[rank[pending]] <= u[pending]]
@@ -104,10 +115,12 @@ class SyntheticSource:
         self.num_dense = config.num_dense
         self.batch_size = config.batch_size
         self.num_batches = config.num_batches
-        self._samplers = [
-            ZipfSampler(config.ranks(t), config.exponent(t)) if config.exponent(t) > 0 else None
-            for t in range(len(self.table_sizes))
-        ]
+        laws: dict[tuple[int, float], ZipfSampler] = {}  # one sampler per law, shared by its tables
+        for t in range(len(self.table_sizes)):
+            law = (config.ranks(t), config.exponent(t))
+            if law[1] > 0 and law not in laws:
+                laws[law] = ZipfSampler(*law)
+        self._samplers = [laws.get((config.ranks(t), config.exponent(t))) for t in range(len(self.table_sizes))]
         self._scatter = [
             (_coprime_multiplier(n, config.seed + t), (7919 * t + config.seed) % n)
             for t, n in enumerate(self.table_sizes)
@@ -133,9 +146,13 @@ class SyntheticSource:
             u = rng.random(B * L)
             sampler = self._samplers[t]
             ranks = sampler.ranks(u) if sampler is not None else (u * n).astype(np.int64)
-            ranks %= n  # a scaled table folds its tail
             a, c = self._scatter[t]
-            ids.append((ranks.astype(np.int64) * a + c) % n)  # [B*L], bag b = ids[b*L:(b+1)*L]
+            if sampler is not None and (sampler.num_rows - 1) * a + c >= 2**63:
+                ranks %= n  # a scaled table folds its tail first, where a*rank + c would overflow
+            ranks *= a  # in place: (a*rank + c) % n folds the tail by itself, as rank % n does
+            ranks += c
+            ranks %= n
+            ids.append(ranks)  # [B*L], bag b = ids[b*L:(b+1)*L]
             offsets.append(np.arange(0, B * L, L, dtype=np.int64))  # [B]
         labels = self._labels(rng, dense, ids)
         return Batch(dense=dense, ids=tuple(ids), offsets=tuple(offsets), labels=labels)

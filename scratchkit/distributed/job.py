@@ -13,6 +13,7 @@ raises RankFailed; the command exits non-zero then, and the launcher stops the r
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -167,16 +168,21 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
 def bench_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[dict] | None:
     rows = []
     for name in spec.trainers:
+        started = time.perf_counter()
         with _rank_trainer(name, spec, plan, rank, board) as trainer:
+            setup_s = time.perf_counter() - started
             if hasattr(trainer.trainer, "events"):
                 trainer.trainer.events.enabled = False  # the visualizer's trace is not measured
+            started = time.perf_counter()
             steps_run = trainer.train(spec.warmup + spec.steps)
             for _ in range(spec.warmup):
                 next(steps_run)
+            warmup_s = time.perf_counter() - started
             sent_before = trainer.exchange.sent_bytes
             records = list(steps_run)
             sent = trainer.exchange.sent_bytes - sent_before
-        everyone = gather(([r.to_dict() for r in records], sent), spec.warmup + spec.steps, f"gather {name}")
+        mine = ([r.to_dict() for r in records], sent, (setup_s, warmup_s))
+        everyone = gather(mine, spec.warmup + spec.steps, f"gather {name}")
         if rank == 0:
             rows.append(summarize(name, everyone, spec, plan))
     if rank != 0:
@@ -188,15 +194,16 @@ def bench_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[dict]
 
 def summarize(name: str, everyone: list, spec: JobSpec, plan: ShardingPlan) -> dict:
     """One bench row for the whole job from every rank's timed records (as `run_bench`'s rows,
-    plus the world size, the sharding and the bytes each step sends between ranks)."""
+    plus the world size, the sharding and the bytes each step sends between ranks). Set-up and
+    warm-up: the slowest rank's."""
     steps, world = spec.steps, plan.world_size
-    seconds = max(sum(r["seconds"] for r in records) for records, _ in everyone)  # the slowest rank
+    seconds = max(sum(r["seconds"] for r in records) for records, _, _ in everyone)  # the slowest rank
     stages: dict[str, float] = {}
-    for records, _ in everyone:  # mean over ranks, per step
+    for records, _, _ in everyone:  # mean over ranks, per step
         for r in records:
             for k, v in r["stage_seconds"].items():
                 stages[k] = stages.get(k, 0.0) + v / (steps * world)
-    total = lambda key: sum(r[key] or 0 for records, _ in everyone for r in records)
+    total = lambda key: sum(r[key] or 0 for records, _, _ in everyone for r in records)
     lookups = total("lookups")
     result = BenchResult(
         name,
@@ -208,14 +215,17 @@ def summarize(name: str, everyone: list, spec: JobSpec, plan: ShardingPlan) -> d
         lookups_per_step=lookups / steps,
         fetched_rows_per_step=total("fetched_rows") / steps,
         written_back_rows_per_step=total("written_back_rows") / steps,
+        setup_s=max(setup_s for _, _, (setup_s, _) in everyone),
+        warmup_s=max(warmup_s for _, _, (_, warmup_s) in everyone),
     )
     return result.to_dict() | {
         "world_size": world,
         "sharding": plan.kind.value,
         "backend": backend_for(spec.device),
-        "sent_bytes_per_step": sum(sent for _, sent in everyone) / steps,
+        "sent_bytes_per_step": sum(sent for _, sent, _ in everyone) / steps,
         "rank_samples_per_s": [
-            spec.config.data.batch_size // world * steps / sum(r["seconds"] for r in records) for records, _ in everyone
+            spec.config.data.batch_size // world * steps / sum(r["seconds"] for r in records)
+            for records, _, _ in everyone
         ],
     }
 

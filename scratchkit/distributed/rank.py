@@ -6,7 +6,8 @@ Step b on rank r (every rank runs the same step at once; the collectives keep th
 
     shard trainer   looks up the rows of its routed batch b (its cache or scratchpad first: a
                     ScratchPipe shard planned them D batches ago), then calls `_step`:
-    _step           reads micro-batch r of global batch b (`micro_batch`), routes its distinct
+    _step           takes micro-batch r of global batch b (`micro_batch` of the global batch the
+                    routed batch carries: made once, ahead, by the shard trainer's loader), routes its distinct
                     ids (Route), exchanges ids and rows (exchange.py), pools its lookups, trains
                     the dense replica (replica.py), coalesces its tables' gradients, exchanges
                     them, and hands the shard trainer the summed gradient of each of its rows
@@ -98,7 +99,7 @@ class RankTrainer:
         batch b -> (this rank's micro-batch loss, their summed gradients, same shape)."""
         if self.on_step is not None:
             self.on_step(b)
-        batch = micro_batch(self.routed.whole(b), self.rank, self.world_size)  # my samples [B/N]
+        batch = micro_batch(routed.whole, self.rank, self.world_size)  # my samples [B/N]
         route = Route.of(batch, self.plan)
         arrivals = self.exchange.send_ids(route, list(routed.ids), b)
         sizes = [len(ids) for ids in routed.ids]  # per local table

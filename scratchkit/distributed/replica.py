@@ -43,13 +43,13 @@ class DenseReplica:
         started = time.perf_counter()
         if self.board is not None:
             self.board.enter(step, "dense")
-        loss, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
+        loss, value, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
         self.optimizer.zero_grad(set_to_none=True)
         (loss if self.world_size == 1 else loss / self.world_size).backward()
         self.seconds["dense"] += time.perf_counter() - started
         self.combine(step)
         self.optimizer.step()
-        return float(loss.detach()), pooled.grad
+        return value, pooled.grad
 
     def combine(self, step: int) -> None:
         """Every rank's dense gradients, added in rank order, into this replica's `.grad`s."""

@@ -11,6 +11,9 @@ says who owns what):
                    holds per shard. In TorchRec the input dist's all-to-all delivers these ids;
                    here every rank can read every global batch, so the planner reads them ahead
                    of time, and Train checks that the ids the all-to-all delivers are these.
+                   Each routed batch carries the global batch it was routed from (`RoutedBatch`),
+                   so the rank's step trains its samples from the very batch its trainer's loader
+                   made ahead (data/loader.py): each global batch is made once.
     Route          the sample side's: rank r's micro-batch (its share of the global batch), each
                    table's distinct ids and each lookup's place among them, and the order in which
                    the distinct ids go to their owners: a stable sort by owner, then table, so each
@@ -39,6 +42,17 @@ def owned_ids(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
     return unique[(unique >= start) & (unique < stop)] - start
 
 
+@dataclass(frozen=True)
+class RoutedBatch(Batch):
+    """A shard's bags of global batch b (`RoutedSource.batch`), and that global batch (`whole`),
+    whose samples the rank's step trains (rank.py)."""
+
+    whole: Batch
+
+    def nbytes(self) -> int:
+        return super().nbytes() + self.whole.nbytes()
+
+
 class RoutedSource:
     """Global batches as rank `rank`'s shards see them (module docstring). A batch source."""
 
@@ -48,33 +62,26 @@ class RoutedSource:
         self.table_sizes = tuple(s.rows for s in self.shards)
         self.num_dense = 0  # the samples' features stay with the rank that trains them
         self.num_batches = len(source)
-        self._last: tuple[int, Batch] | None = None
-
-    def whole(self, index: int) -> Batch:
-        """Global batch `index`, checked at the door; the last one read is kept, so the shard
-        trainer's read and the step's (rank.py) make it once per step in one process."""
-        if self._last is None or self._last[0] != index:
-            whole = self.source.batch(index)
-            # an id out of range would belong to no one
-            check_batch(whole, self.plan.table_sizes, index, num_dense=self.source.num_dense)
-            self._last = (index, whole)
-        return self._last[1]
 
     def __len__(self) -> int:
         return self.num_batches
 
-    def batch(self, index: int) -> Batch:
+    def batch(self, index: int) -> RoutedBatch:
         """Per shard, the sorted distinct local ids of global batch `index` it owns, a bag each.
-        Every shard has as many bags as the largest (at least one); the others' extra bags are empty."""
-        whole = self.whole(index)
+        Every shard has as many bags as the largest (at least one); the others' extra bags are
+        empty. The global batch is checked at the door first: an id out of range would belong to
+        no one."""
+        whole = self.source.batch(index)
+        check_batch(whole, self.plan.table_sizes, index, num_dense=self.source.num_dense)
         ids = [owned_ids(whole.ids[s.table], s.start, s.stop) for s in self.shards]  # [u_l]
         bags = max(1, *(len(i) for i in ids))
         offsets = [np.minimum(np.arange(bags, dtype=np.int64), len(i)) for i in ids]  # [bags]
-        return Batch(
+        return RoutedBatch(
             dense=np.zeros((bags, 0), dtype=np.float32),
             ids=tuple(ids),
             offsets=tuple(offsets),
             labels=np.zeros(bags, dtype=np.float32),
+            whole=whole,
         )
 
 

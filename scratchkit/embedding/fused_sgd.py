@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
+from scratchkit.device_work import launched
 from scratchkit.embedding.table_batched import BackwardWorkspace
 from scratchkit.embedding.tbe_native import (
     LOOPS,
@@ -85,6 +86,7 @@ def sort_lookups(
         starts.append(starts[-1] + n)
     packed = (workspace or BackwardWorkspace()).take_packed(sum(lengths))
     result = SortedLookups(packed, int64s(starts), int64s(lengths), offsets, int64s(num_rows))
+    launched("tbe_sort_tables")  # a C++ call for every table: what a GPU launches as one kernel
     status = LOOPS.library.sk_tbe_sort_tables(
         len(ids),
         offsets[0].shape[0],
@@ -124,6 +126,7 @@ def fused_sgd_update(weights: list[torch.Tensor], lookups: SortedLookups, grad: 
         )
     if grad.stride(2) != 1:
         grad = grad.contiguous()
+    launched("tbe_fused_sgd")  # a C++ call for every table: what a GPU launches as one kernel
     status = LOOPS.library.sk_tbe_fused_sgd(
         len(weights),
         grad.shape[0],

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from scratchkit.config import OptimizerConfig, OptimizerKind
+from scratchkit.embedding.dense_optim import DenseAdagrad, DenseSGD
 
 
 def pooled_lookup(weight: torch.Tensor, index: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
@@ -95,9 +96,10 @@ def slots_of_unique(unique_ids: torch.Tensor, ids: torch.Tensor, slots: torch.Te
     return torch.empty_like(unique_ids).index_put_((position,), slots)  # duplicates agree
 
 
-def make_dense_optimizer(params, config: OptimizerConfig) -> torch.optim.Optimizer:
-    """The MLPs' optimizer: torch's own, so the reference uses the very same. Row-wise Adagrad is an
-    embedding-only idea; the MLPs then use element-wise Adagrad."""
+def make_dense_optimizer(params, config: OptimizerConfig) -> DenseSGD:
+    """The MLPs' optimizer: torch.optim's arithmetic, which the reference trains with, without its
+    start-up (dense_optim.py). Row-wise Adagrad is an embedding-only idea; the MLPs then use
+    element-wise Adagrad."""
     if config.kind is OptimizerKind.SGD:
-        return torch.optim.SGD(params, lr=config.lr)
-    return torch.optim.Adagrad(params, lr=config.lr, eps=config.eps)
+        return DenseSGD(params, lr=config.lr)
+    return DenseAdagrad(params, lr=config.lr, eps=config.eps)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import torch
 
 from scratchkit.config import OptimizerConfig, OptimizerKind, SummationOrder
+from scratchkit.device_work import launched
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
 from scratchkit.embedding.tbe_native import (
     LOOPS,
@@ -153,6 +154,7 @@ def pooled_lookup_tables(
     check_same_shapes("weights", weights, 1, dim, "columns, as weights[0]")
     pooled = torch.empty(num_bags, len(weights), dim)
     rows, lengths = int64s(w.shape[0] for w in weights), int64s(i.shape[0] for i in indices)
+    launched("tbe_forward")  # a C++ call for every table: what a GPU launches as one kernel
     status = LOOPS.library.sk_tbe_forward(
         len(weights),
         num_bags,
@@ -227,6 +229,7 @@ def embedding_backward_tables(
     counts = int64s([0] * len(ids))
     if grad.stride(2) != 1:
         grad = grad.contiguous()
+    launched("tbe_backward")  # a C++ call for every table: what a GPU launches as one kernel
     status = LOOPS.library.sk_tbe_backward(
         len(ids),
         grad.shape[0],
@@ -274,6 +277,7 @@ def apply_updates(
     ):
         apply_updates_twin(weights, states, coalesced, config)
         return
+    launched("tbe_sgd")  # a C++ call for every table: what a GPU launches as one kernel
     status = LOOPS.library.sk_tbe_sgd(
         len(weights),
         flat.grad_sum.shape[1],

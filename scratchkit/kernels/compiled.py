@@ -25,7 +25,14 @@ from .signatures import KERNELS, Arg, Kernel
 
 # The PTX parameter type each Python-side argument kind is launched as: CuPy passes arrays as
 # 64-bit device pointers and the loader turns scalars into np.int64 / np.float32 (cupy_loader).
-PTX_PARAM = {Arg.I64_ARRAY: "u64", Arg.U64_ARRAY: "u64", Arg.F32_ARRAY: "u64", Arg.I64: "u64", Arg.F32: "f32"}
+PTX_PARAM = {
+    Arg.I64_ARRAY: "u64",
+    Arg.U64_ARRAY: "u64",
+    Arg.F32_ARRAY: "u64",
+    Arg.BOOL_ARRAY: "u64",
+    Arg.I64: "u64",
+    Arg.F32: "f32",
+}
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
 _PARAM = re.compile(r"\.param\s+\.(\w+)")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backend import get_cupy, get_nvrtc
+from ..backend import get_cupy, get_nvrtc, nvrtc_architectures, supports_architecture
 from .compiled import check_compiled
 from .host_build import default_cache_dir
 from .signatures import KERNEL_DIR, KERNELS, Arg, check_arrays, kernels_in
@@ -59,6 +59,18 @@ GPU_ARCHITECTURES = {
     "H200": 90,
 }  # same architecture as the H100, more HBM
 CI_TARGETS = tuple(f"sm_{a}" for a in sorted(set(GPU_ARCHITECTURES.values())))
+
+
+def nvrtc_targets(nvrtc=None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(the CI_TARGETS the NVRTC in use compiles for, {each other CI target: why not}).
+
+    Each NVRTC drops old architectures (CUDA 13's no longer targets sm_70, the V100's), so a check
+    asks only for what this one can build, and names what it left out. CI's NVRTC (12.x, the
+    kernels-ci extra) still builds them all."""
+    nvrtc = nvrtc if nvrtc is not None else get_nvrtc()
+    _, how = nvrtc_architectures(nvrtc)
+    usable = tuple(t for t in CI_TARGETS if supports_architecture(nvrtc, int(t[3:])))
+    return usable, {t: f"{how} has no {t}" for t in CI_TARGETS if t not in usable}
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,12 @@ def nvrtc_compile(source: str, target: str, kernel_dir: Path = KERNEL_DIR) -> by
 def target_for(compute_capability: int) -> str:
     """A cubin for the device when NVRTC knows its architecture, else PTX for the newest it knows."""
     nvrtc = get_nvrtc()
-    known = [a for a in nvrtc.getSupportedArchs() if a <= compute_capability]
+    archs, how = nvrtc_architectures(nvrtc)
+    if archs is None:  # bindings without NVRTC's list: its version decides
+        if supports_architecture(nvrtc, compute_capability):
+            return f"sm_{compute_capability}"
+        raise KernelCompileError(f"{how}: no sm_{compute_capability}")
+    known = [a for a in archs if a <= compute_capability]
     if compute_capability in known:
         return f"sm_{compute_capability}"
     if not known:

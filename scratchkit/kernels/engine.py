@@ -71,7 +71,15 @@ class OwnStream:
     so its kernels run beside Train's); on a CPU nothing (NumPy is done when it returns)."""
 
     def __init__(self, xp):
+        self.xp = xp
         self.stream = None if xp is np else xp.cuda.Stream(non_blocking=True)
+
+    def follow(self) -> None:
+        """What is queued here from now on starts, on the device, after everything the calling
+        thread has queued on its current stream so far: arrays that thread made may be read here.
+        The host does not wait (an event recorded there, waited for here)."""
+        if self.stream is not None:
+            self.stream.wait_event(self.xp.cuda.get_current_stream().record())
 
     def __enter__(self):
         (self.stream or nullcontext()).__enter__()

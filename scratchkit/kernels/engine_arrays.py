@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..device_work import waited
+
 
 class EngineArrays:
     """Conversions between the caller's arrays and the engine's (`xp`), whose torch tensors live on
@@ -38,11 +40,15 @@ class EngineArrays:
         return array if on_device else self.to_host(array)
 
     def to_host(self, array) -> np.ndarray:
-        """An engine array as a NumPy array (itself with the host engines)."""
+        """An engine array as a NumPy array (itself with the host engines). A wait for the device
+        on a GPU, counted on any engine (device_work.py): a CPU runs the same lines."""
+        waited("copy to host")
         return array if self.xp is np else self.xp.asnumpy(array)
 
     def host(self, x, name: str, dtype=np.int64) -> np.ndarray:
         """x (list, NumPy, CuPy or torch) as a 1-D C-contiguous host array of `dtype`."""
+        if self.on_device(x):
+            waited("copy to host")  # the device's array read back
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
         elif self.xp is not np and isinstance(x, self.xp.ndarray):

@@ -10,9 +10,11 @@
 // are reused by later inserts. They make misses slower as they pile up, so the Python side counts
 // them and rebuilds the table (clear + re-insert the live ids) before they fill it.
 //
-// Preconditions, checked by the Python wrapper before any launch: ids are in [0, 2^63), the ids of
-// one insert are unique and absent from the map, and the table has room. With those, concurrent
-// inserts need only atomicCAS on the key: the thread that wins a bucket owns it.
+// Preconditions, checked by the Python wrapper before any launch: the ids of one insert are unique
+// and absent from the map, and the table has room. With those, concurrent inserts need only
+// atomicCAS on the key: the thread that wins a bucket owns it. A negative id is no id: it is never
+// found, and an insert skips a pair whose id or slot is negative (the device planner's buffers end
+// in such padding, plan.cu).
 //
 // One thread per id. ids and slots are int64 (`long long`); atomicCAS works on the same bits
 // viewed as `unsigned long long`.
@@ -34,6 +36,7 @@ __device__ __forceinline__ unsigned long long sk_hash(unsigned long long x) {
 // The bucket holding `id`, or -1 when it is absent: walk the probe sequence from the home bucket
 // past other ids and tombstones until the id or an EMPTY bucket (the end of the chain).
 __device__ __forceinline__ long long sk_find(const long long* keys, long long mask, long long id) {
+    if (id < 0) return -1;  // EMPTY and TOMBSTONE are negative: no id matches them
     unsigned long long bucket = sk_hash((unsigned long long)id) & (unsigned long long)mask;
     for (long long probe = 0; probe <= mask; ++probe) {
         const long long key = keys[bucket];
@@ -54,6 +57,18 @@ extern "C" __global__ void hashmap_query(const long long* keys, const long long*
     out_slots[i] = bucket < 0 ? -1 : values[bucket];
 }
 
+// out[slot of ids[i]] = value, for each id in the map (absent ids are skipped). The ids of one
+// launch are distinct, so no two threads write one slot: launched from the furthest batch to the
+// nearest, the nearest batch's value is the one left.
+extern "C" __global__ void hashmap_stamp(const long long* keys, const long long* values, long long mask,
+                                         const long long* ids, long long n, long long value,
+                                         long long* out) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long bucket = sk_find(keys, mask, ids[i]);
+    if (bucket >= 0) out[values[bucket]] = value;
+}
+
 // Store ids[i] -> slots[i] in the first EMPTY or TOMBSTONE bucket of the id's probe sequence.
 // stats[0] += number of tombstones reused; stats[1] += number of ids that found no bucket
 // (never happens when the wrapper's room check holds; the wrapper raises if it does).
@@ -61,7 +76,7 @@ extern "C" __global__ void hashmap_insert(long long* keys, long long* values, lo
                                           const long long* ids, const long long* slots,
                                           long long n, unsigned long long* stats) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || ids[i] < 0 || slots[i] < 0) return;  // padding, not a pair
     const unsigned long long id = (unsigned long long)ids[i];
     unsigned long long bucket = sk_hash(id) & (unsigned long long)mask;
     for (long long probe = 0; probe <= mask; ++probe) {

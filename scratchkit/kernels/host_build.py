@@ -38,6 +38,7 @@ CTYPES = {
     Arg.I64_ARRAY: ctypes.c_void_p,
     Arg.U64_ARRAY: ctypes.c_void_p,
     Arg.F32_ARRAY: ctypes.c_void_p,
+    Arg.BOOL_ARRAY: ctypes.c_void_p,
     Arg.I64: ctypes.c_longlong,
     Arg.F32: ctypes.c_float,
 }

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scratchkit.device_work import launched, waited
+from scratchkit.kernels.launched_plan import PlanKernels
+from scratchkit.kernels.launched_tbe import TbeKernels
+
 ROW_LANES = 32  # threads per row in rows.cu (SK_ROW_LANES)
 
 
@@ -36,23 +40,26 @@ class CoalescingPlan:
         # the duplicates of a slot in lookup order.
         order = xp.argsort(slots * nnz + positions)
         sorted_slots = slots[order]
+        waited("coalescing plan sizes")  # flatnonzero's length: only the device knows it (tbe.cu needs none)
         starts = xp.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1
         run_starts = xp.concatenate([xp.zeros(1, xp.int64), starts.astype(xp.int64), xp.full(1, nnz, xp.int64)])
         unique_slots = xp.ascontiguousarray(sorted_slots[run_starts[:-1]])
         return cls(xp.ascontiguousarray(bag_of[order]), unique_slots, run_starts)
 
 
-class LaunchedEngine:
+class LaunchedEngine(PlanKernels, TbeKernels):
     def __init__(self, name: str, launcher, xp, threads_per_block: int = 256):
         self.name = name
         self.launcher = launcher
         self.xp = xp
         self.threads_per_block = threads_per_block
+        self._addresses = {}  # for tbe.cu's kernels: tables' addresses -> their device array
 
     def _launch(self, kernel: str, num_threads: int, *args) -> None:
         if num_threads == 0:
             return  # CUDA refuses an empty grid; nothing to do anyway
         grid = -(-num_threads // self.threads_per_block)
+        launched(kernel)
         self.launcher.launch(kernel, grid, self.threads_per_block, args)
 
     # ---- hash map
@@ -61,11 +68,19 @@ class LaunchedEngine:
         self._launch("hashmap_query", ids.size, keys, values, keys.size - 1, ids, ids.size, out)
         return out
 
-    def hashmap_insert(self, keys, values, ids, slots) -> tuple[int, int]:
-        stats = self.xp.zeros(2, dtype=self.xp.uint64)  # [tombstones reused, ids with no bucket]
-        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size, stats)
-        reused, failed = (int(v) for v in stats.tolist())
+    def hashmap_insert(self, keys, values, ids, slots, stats=None) -> tuple[int, int] | None:
+        """(tombstones reused, ids with no bucket), read back now (a wait); given `stats` ([2]
+        uint64 on the device), added there instead, for the caller to read when it next waits."""
+        counts = self.xp.zeros(2, dtype=self.xp.uint64) if stats is None else stats
+        self._launch("hashmap_insert", ids.size, keys, values, keys.size - 1, ids, slots, ids.size, counts)
+        if stats is not None:
+            return None
+        waited("hashmap_insert counts")
+        reused, failed = (int(v) for v in counts.tolist())
         return reused, failed
+
+    def hashmap_stamp(self, keys, values, ids, value: int, out) -> None:
+        self._launch("hashmap_stamp", ids.size, keys, values, keys.size - 1, ids, ids.size, value, out)
 
     def hashmap_erase(self, keys, values, ids):
         out = self.xp.empty(ids.size, dtype=self.xp.int64)
@@ -147,31 +162,3 @@ class LaunchedEngine:
             lr,
             eps,
         )
-
-    # ---- the device planner's fused steps (plan.cu)
-    def to_local(self, values, where, table_of_slot, starts):
-        out = self.xp.empty(values.size, dtype=self.xp.int64)
-        self._launch("to_local", values.size, values, where, table_of_slot, starts, values.size, out)
-        return out
-
-    def assign_miss_slots(self, miss_at, take, free_at, victim_at, free_slots, victims, n: int):
-        out = self.xp.empty(n, dtype=self.xp.int64)
-        self._launch("assign_miss_slots", n, miss_at, take, free_at, victim_at, take.size, free_slots, victims, n, out)
-        return out
-
-    def victim_keys(self, candidates, table_of_slot, urgency, last_trained, levels, batch, slots):
-        out = self.xp.empty(candidates.size, dtype=self.xp.int64)
-        self._launch(
-            "victim_keys",
-            candidates.size,
-            candidates,
-            table_of_slot,
-            urgency,
-            last_trained,
-            levels,
-            batch,
-            slots,
-            candidates.size,
-            out,
-        )
-        return out

@@ -23,6 +23,7 @@ class Arg(Enum):
     I64_ARRAY = "long long*"
     U64_ARRAY = "unsigned long long*"
     F32_ARRAY = "float*"
+    BOOL_ARRAY = "bool*"
     I64 = "long long"
     F32 = "float"
 
@@ -34,7 +35,9 @@ class Arg(Enum):
     def dtype(self) -> np.dtype:
         """NumPy dtype of the array's elements, or of the scalar."""
         return np.dtype(
-            {"long long": np.int64, "unsigned long long": np.uint64, "float": np.float32}[self.value.rstrip("*")]
+            {"long long": np.int64, "unsigned long long": np.uint64, "float": np.float32, "bool": np.bool_}[
+                self.value.rstrip("*")
+            ]
         )
 
 
@@ -50,8 +53,8 @@ class Kernel:
 
 
 # Short names for the table: L = long long*, U = unsigned long long*, R = float* (rows),
-# I = long long, F = float.
-L, U, R, I, F = Arg.I64_ARRAY, Arg.U64_ARRAY, Arg.F32_ARRAY, Arg.I64, Arg.F32
+# B = bool*, I = long long, F = float.
+L, U, R, B, I, F = Arg.I64_ARRAY, Arg.U64_ARRAY, Arg.F32_ARRAY, Arg.BOOL_ARRAY, Arg.I64, Arg.F32
 
 KERNELS: dict[str, Kernel] = {
     k.name: k
@@ -59,15 +62,36 @@ KERNELS: dict[str, Kernel] = {
         Kernel("hashmap_query", "hashmap.cu", (L, L, I, L, I, L)),
         Kernel("hashmap_insert", "hashmap.cu", (L, L, I, L, L, I, U)),
         Kernel("hashmap_erase", "hashmap.cu", (L, L, I, L, I, L)),
+        Kernel("hashmap_stamp", "hashmap.cu", (L, L, I, L, I, I, L)),
         Kernel("gather_rows", "rows.cu", (R, I, L, I, R)),
         Kernel("scatter_rows", "rows.cu", (R, I, L, I, R)),
         Kernel("embedding_bag_forward", "embedding_bag.cu", (R, I, L, I, L, I, R)),
         Kernel("embedding_bag_backward_sgd", "embedding_bag.cu", (R, I, R, L, L, L, I, F)),
         Kernel("embedding_bag_backward_rowwise_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
         Kernel("embedding_bag_backward_adagrad", "embedding_bag.cu", (R, R, I, R, L, L, L, I, F, F)),
-        Kernel("to_local", "plan.cu", (L, L, L, L, I, L)),
+        Kernel("first_of_runs", "plan.cu", (L, L, I, L)),
+        Kernel("working_set", "plan.cu", (L, L, L, I, L, L)),
+        Kernel("lower_bounds", "plan.cu", (L, I, L, I, L)),
+        Kernel("in_range", "plan.cu", (L, I, I, I, L)),
+        Kernel("compact", "plan.cu", (L, L, I, L)),
+        Kernel("counts_at", "plan.cu", (L, L, I, L)),
+        Kernel("split_hits", "plan.cu", (L, L, I, I, L, L)),
+        Kernel("table_bounds", "plan.cu", (L, L, L, L, L, I, L, L, L, L, L, L)),
+        Kernel("victim_keys", "plan.cu", (L, L, L, L, L, L, L, I, I, I, I, L)),
+        Kernel("victims_per_table", "plan.cu", (L, I, L, I, I, L, L, L)),
+        Kernel("pick_victims", "plan.cu", (L, I, L, L, L, L)),
+        Kernel("evict", "plan.cu", (L, L, I, L, B, L, L)),
         Kernel("assign_miss_slots", "plan.cu", (L, L, L, L, I, L, L, I, L)),
-        Kernel("victim_keys", "plan.cu", (L, L, L, L, I, I, I, I, L)),
+        Kernel("place", "plan.cu", (L, L, L, L, I, I, L, B, L, B, L)),
+        Kernel("mark_trained", "plan.cu", (L, I, I, B, L)),
+        Kernel("to_local", "plan.cu", (L, L, L, I, L, L, L, L, L)),
+        Kernel("to_global", "plan.cu", (L, L, L, I, L)),
+        Kernel("gather_ids", "plan.cu", (L, L, I, L)),
+        Kernel("tbe_forward", "tbe.cu", (L, I, L, L, L, L, I, I, R)),
+        Kernel("tbe_backward_sgd", "tbe.cu", (L, I, R, L, L, I, L, L, L, L, I, I, F)),
+        Kernel("tbe_backward_rowwise_adagrad", "tbe.cu", (L, L, I, R, L, L, I, L, L, L, L, I, I, F, F)),
+        Kernel("tbe_backward_adagrad", "tbe.cu", (L, L, I, R, L, L, I, L, L, L, L, I, I, F, F)),
+        Kernel("tbe_count_hits", "tbe.cu", (L, L, L, L, L, I, I, U)),
     )
 }
 

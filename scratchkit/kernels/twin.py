@@ -1,15 +1,16 @@
 """NumPy twins of the CUDA kernels: same arguments, same results, written to be read.
 
 Each function here does what the kernel of the same name in `hashmap.cu`, `rows.cu` or
-`embedding_bag.cu` does, in the most direct NumPy (or plain Python) there is. The tests run the
-`.cu` sources (host build, CuPy) against these functions, so they are the specification.
+`embedding_bag.cu` does (`plan.cu`'s are in twin_plan.py, `tbe.cu`'s in twin_tbe.py), in the most
+direct NumPy (or plain Python) there is. The tests run the `.cu` sources (host build, CuPy)
+against these functions, so they are the specification.
 
 Bit-for-bit agreement with the kernels comes from doing float arithmetic in the same order:
 - pooled sums and coalesced gradients add in lookup order (`np.add.at` applies its additions one
   index after the other, in the order given, like a kernel thread walking its bag);
 - row-wise Adagrad's mean of g*g sums the columns left to right, as the kernel's loop does
   (`.sum(axis=1)` would add pairwise and differ in the last bit);
-- the row update is one fused multiply-add; NumPy has none, so `fma_f32` computes it exactly.
+- the row update is one fused multiply-add; NumPy has none, so `fma_f32` (floats.py) computes it exactly.
 
 Hash map layout matches too, not just query answers: inserting ids one after the other, in order,
 is what the serial host build does. A GPU inserts concurrently, so its buckets may differ, while
@@ -19,6 +20,11 @@ every query answer stays the same.
 from __future__ import annotations
 
 import numpy as np
+
+from scratchkit.device_work import launched
+from scratchkit.kernels.floats import fma_f32
+from scratchkit.kernels.twin_plan import PLAN_TWINS
+from scratchkit.kernels.twin_tbe import TBE_TWINS
 
 EMPTY = -1  # a bucket never used
 TOMBSTONE = -2  # a bucket whose id was erased; probing walks past it, insert may reuse it
@@ -43,6 +49,8 @@ def home_buckets(ids: np.ndarray, mask: int) -> np.ndarray:
 
 def find_bucket(keys: np.ndarray, id_: int, home: int) -> int:
     """The bucket holding id_, or -1: walk from `home` past other ids and tombstones to an EMPTY."""
+    if id_ < 0:
+        return -1  # EMPTY and TOMBSTONE are negative: no id matches them
     mask, bucket = len(keys) - 1, home
     for _ in range(len(keys)):
         if keys[bucket] == id_:
@@ -60,14 +68,18 @@ def hashmap_query(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.n
     return np.array([values[b] if b >= 0 else -1 for b in found], dtype=np.int64)
 
 
-def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray, slots: np.ndarray) -> tuple[int, int]:
-    """Store ids[i] -> slots[i] in the first EMPTY or TOMBSTONE bucket, one id after the other.
+def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray, slots: np.ndarray, stats=None):
+    """Store ids[i] -> slots[i] in the first EMPTY or TOMBSTONE bucket, one id after the other; a
+    pair whose id or slot is negative is padding, skipped.
 
-    Returns (tombstones reused, ids that found no bucket), the kernel's `stats`.
+    Returns (tombstones reused, ids that found no bucket), the kernel's `stats`; given `stats`
+    ([2] uint64), adds them there instead, as the kernel does, and returns None.
     """
     mask = len(keys) - 1
     reused = failed = 0
     for id_, slot, bucket in zip(ids.tolist(), slots.tolist(), home_buckets(ids, mask).tolist()):
+        if id_ < 0 or slot < 0:
+            continue
         for _ in range(len(keys)):
             if keys[bucket] in (EMPTY, TOMBSTONE):
                 reused += int(keys[bucket] == TOMBSTONE)
@@ -76,7 +88,16 @@ def hashmap_insert(keys: np.ndarray, values: np.ndarray, ids: np.ndarray, slots:
             bucket = (bucket + 1) & mask
         else:
             failed += 1
-    return reused, failed
+    if stats is None:
+        return reused, failed
+    stats += np.array([reused, failed], dtype=stats.dtype)
+    return None
+
+
+def hashmap_stamp(keys: np.ndarray, values: np.ndarray, ids: np.ndarray, value: int, out: np.ndarray) -> None:
+    """out[slot of id] = value for each id in the map (ids distinct; absent ones skipped)."""
+    slots = hashmap_query(keys, values, ids)
+    out[slots[slots >= 0]] = value
 
 
 def hashmap_erase(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -123,27 +144,6 @@ def coalesce(slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray) ->
     return unique_slots, grad
 
 
-def fma_f32(a, b, c) -> np.ndarray:
-    """a*b + c in float32 with a single rounding, like C's fmaf and a GPU's FFMA.
-
-    In float64, a*b is exact (24+24 significant bits fit in 53) and TwoSum gives p + c = s + t
-    exactly. Rounding s to float32 is then right except when s lies exactly halfway between two
-    float32 numbers and the lost part t tips the true value to one side: fix those.
-    """
-    a, b, c = (np.asarray(x, dtype=np.float32).astype(np.float64) for x in (a, b, c))
-    p = a * b
-    s = p + c
-    bp = s - p
-    t = (p - (s - bp)) + (c - bp)  # s + t == a*b + c exactly
-    r = np.asarray(s.astype(np.float32))
-    r64 = r.astype(np.float64)
-    side = np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))
-    other = np.nextafter(r, side)  # the float32 neighbour on s's side of r
-    halfway = (s != r64) & ((r64 + other.astype(np.float64)) * 0.5 == s)
-    tipped = halfway & (t != 0) & (np.sign(t) == np.sign(s - r64))
-    return np.where(tipped, other, r).astype(np.float32)
-
-
 def embedding_bag_backward_sgd(
     rows: np.ndarray, slots: np.ndarray, offsets: np.ndarray, grad_pooled: np.ndarray, lr: float
 ) -> None:
@@ -188,44 +188,41 @@ def embedding_bag_backward_adagrad(
     rows[unique_slots] = fma_f32(-np.float32(lr), grad / (np.sqrt(s) + np.float32(eps)), rows[unique_slots])
 
 
-# ------------------------------------------------------------- the device planner's steps
-def to_local(values: np.ndarray, where: np.ndarray, table_of_slot: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """values[i] - starts[table of slot where[i]]: global ids or slots made table-local."""
-    return values - starts[table_of_slot[where]]
+def _counted(kernel):
+    """A twin called as an engine's kernel: one launch counted (device_work), then the twin."""
 
+    def launch(*args, **kwargs):
+        launched(kernel.__name__)
+        return kernel(*args, **kwargs)
 
-def assign_miss_slots(miss_at, take, free_at, victim_at, free_slots, victims, n: int) -> np.ndarray:
-    """Each of the n misses' slot, table by table (table t's at miss_at[t]..miss_at[t+1]): its
-    first take[t] get free_slots[free_at[t]:], the rest victims[victim_at[t]:], in order."""
-    out = np.empty(n, dtype=np.int64)
-    for t in range(len(take)):
-        start, stop, k = int(miss_at[t]), int(miss_at[t + 1]), int(take[t])
-        out[start : start + k] = free_slots[free_at[t] : free_at[t] + k]
-        out[start + k : stop] = victims[victim_at[t] : victim_at[t] + stop - start - k]
-    return out
-
-
-def victim_keys(candidates, table_of_slot, urgency, last_trained, levels: int, batch: int, slots: int) -> np.ndarray:
-    """One int64 per candidate slot ordering (table, urgency, last trained, slot), lowest first."""
-    return (
-        (table_of_slot[candidates] * levels + urgency[candidates]) * (batch + 2) + last_trained[candidates] + 1
-    ) * slots + candidates
+    return staticmethod(launch)
 
 
 class TwinEngine:
-    """The twins behind the same interface as the launched engines (host build, CuPy)."""
+    """The twins behind the same interface as the launched engines (host build, CuPy): each call
+    counts as the launch of its kernel, as theirs do."""
 
     name = "twin"
     xp = np
-    hashmap_query = staticmethod(hashmap_query)
-    hashmap_insert = staticmethod(hashmap_insert)
-    hashmap_erase = staticmethod(hashmap_erase)
-    gather_rows = staticmethod(gather_rows)
-    scatter_rows = staticmethod(scatter_rows)
-    embedding_bag_forward = staticmethod(embedding_bag_forward)
-    embedding_bag_backward_sgd = staticmethod(embedding_bag_backward_sgd)
-    embedding_bag_backward_rowwise_adagrad = staticmethod(embedding_bag_backward_rowwise_adagrad)
-    embedding_bag_backward_adagrad = staticmethod(embedding_bag_backward_adagrad)
-    to_local = staticmethod(to_local)
-    assign_miss_slots = staticmethod(assign_miss_slots)
-    victim_keys = staticmethod(victim_keys)
+
+    @staticmethod
+    def addresses(arrays) -> list:
+        """The twins take the tables themselves where the kernels take their addresses."""
+        return list(arrays)
+
+
+for _kernel in (
+    hashmap_query,
+    hashmap_insert,
+    hashmap_erase,
+    hashmap_stamp,
+    gather_rows,
+    scatter_rows,
+    embedding_bag_forward,
+    embedding_bag_backward_sgd,
+    embedding_bag_backward_rowwise_adagrad,
+    embedding_bag_backward_adagrad,
+    *PLAN_TWINS,
+    *TBE_TWINS,
+):
+    setattr(TwinEngine, _kernel.__name__, _counted(_kernel))

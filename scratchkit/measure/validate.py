@@ -7,7 +7,7 @@ the run counted) on `this-cpu` (the saved calibration, else one measured now). A
 and stage carries `measured_s`, `predicted_s` and `error` (predicted / measured - 1).
 
 The bounds (the issue's): every stage that takes more than 10% of the step within 25%, and the
-step within 15%. `data` (making the batch) is not modelled: its measured seconds enter the
+step within 15%. `data` (the wait for the batch the loader made ahead) is not modelled: its measured seconds enter the
 predicted step where the trainer spends them (`costmodel.project(extra=...)`), so the step row
 compares like with like. The verdict names the worst stage among those the bound applies to.
 """

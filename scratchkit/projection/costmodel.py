@@ -42,9 +42,10 @@ No overlap is assumed inside a stage. Across stages (`project`):
   its stages run inline, one after another in the trainer's thread (scratchpipe/inline.py): the
   step is their sum.
 
-What is not modelled: the `data` stage (making the batch; in a real input pipeline it overlaps
-training, and the kit's synthetic generator is not what is measured): a validation run passes
-its measured seconds in (`extra`) where the trainer spends them. `measure/validate.py` compares the
+What is not modelled: the `data` stage (the step's wait for its batch, which the batch loader
+made ahead beside training, data/loader.py, as a real input pipeline does; the kit's synthetic
+generator is not what is measured): a validation run passes its measured seconds in (`extra`)
+where the trainer spends them. `measure/validate.py` compares the
 `this-cpu` prediction with measured stage times, so the error of the model is a figure.
 """
 

@@ -1,24 +1,33 @@
-"""ScratchPipe's Plan on the device: the host planner's decisions, for every table at once.
+"""ScratchPipe's Plan on the device: the host planner's decisions, for every table at once, with one
+wait for the device a batch.
 
 The host planner (plan.py, and its C++ loop plan_loop.cpp) keeps each table's id -> slot map in a
 host array and works id by id on the CPU. On a GPU server that is the bound: the host stages of a
 large, low-locality model need ~150 core-ms a step against gpu-only's ~2 ms (docs/costmodel.md).
 This planner keeps every per-id and per-slot array on the device and plans a batch as a fixed
-number of whole-array operations, however many tables there are (on a GPU each is a kernel, and
-a kernel's launch costs about what a small one runs for, so the count matters):
+number of kernels (kernels/plan.cu), however many tables there are:
 
-    working set   unique of every table's ids at once -> U_b [U] sorted, inverse [N]   (a sort)
-    hits, misses  one probe of the hash map (kernels/hashmap.cu) for U_b
-    free slots    one pass over the slots; each table's share found by a binary search
-    victims       one key per candidate slot, one sort of the keys, each table's first few taken
+    working set   sort every table's ids at once, mark each run's first, scan: U_b, inverse
+    hits, misses  one probe of the hash map (kernels/hashmap.cu); the misses compacted
+    free slots    one pass over the slots, compacted (while any slot is free)
+    bounds        each table's misses, free slots, the victims it needs
+    victims       one key per slot, one sort of the keys, each table's first few taken
     the map       erase the victims' ids, insert the misses'                   (hashmap.cu)
-    remap         slots[inverse]                                                (a gather)
+    remap         every id in its slot, table-local, every lookup's slot       (gathers)
+    read          every table's bounds, in one copy: the batch's one wait
+
+The host never asks the device how long an array is before the end: an array whose length only
+the device knows is a buffer as long as it could be, padded (kernels/twin_plan.py says how), and
+each table's bounds are computed on the device, into one small array (`_Sizes`) read once. So on
+a GPU the planner queues a batch's kernels on its own stream and waits once, for all of them,
+while Train's kernels run beside them. What the host must decide before that read, it decides
+from what it knows without one: whether the batch may evict (each table's lookups against the
+free slots it counted from the last read) and so whether to choose victims at all.
 
 The tables share one id space and one slot space: table t's id i is the global id
 i + row_offsets[t], its slot s the global slot s + slot_offsets[t]. Sorted global ids are grouped
-by table, so are ascending global slots: every "per table" below is a contiguous range, found by
-`searchsorted` on the offsets, and no loop runs over the tables except to cut the result into
-one TablePlan each (views, no copies).
+by table, so are ascending global slots: every "per table" below is a contiguous range, and no
+loop runs over the tables except to cut the result into one TablePlan each (views, no copies).
 
 Its decisions are plan.TablePlanner's exactly (a test holds them array for array): the same free
 slots first, ascending; the same victims, least urgent (furthest next use within the horizon),
@@ -28,24 +37,68 @@ array over every row of the table; this one keeps nothing per row and names the 
 batch that wrote back any row of the table, no earlier than the host planner's batch: Collect(b)
 may wait a little longer, never less.
 
-`xp` is the engine's array module: NumPy on a CPU (the hash map by the host build of the `.cu`, or
-its NumPy twin), CuPy on a GPU. Holds are a batch number per slot, not a count: a slot is held
-while the last batch that planned it is in flight (b-D .. b-1), which is what the host planner's
-hold and release amount to, without a release pass.
+`xp` is the engine's array module: NumPy on a CPU (the kernels by the host build of the `.cu`, or
+their NumPy twins; there the working set is embedding/working_sets.py's, its lengths exact), CuPy
+on a GPU. Every call that launches device work is counted (device_work.py): the engine's kernels,
+and the sorts, scans and fills through kernels/array_ops.py.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from scratchkit.config import VictimPolicy
+from scratchkit.embedding.working_sets import WorkingSets
+from scratchkit.kernels.array_ops import ArrayOps
 from scratchkit.kernels.engine import OwnStream
+from scratchkit.kernels.twin_plan import PAD
 from scratchkit.scratchpipe.device_map import DeviceSlotMap
 from scratchkit.scratchpipe.events import PlanDecision
-from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.scratchpipe.plan import TablePlan
 
-NEVER = -(2**40)  # last_planned of a slot no batch of this call has planned
+NEVER = -(2**40)  # a slot's last_planned or hit stamp before any batch of this call
+
+
+class _Seen(NamedTuple):
+    """A batch's working set: unique [u] global ids sorted (then padding), inverse [n], its
+    length `count` [1] and each table's start `unique_at` [T+1], on the device; lookups per table."""
+
+    unique: object
+    inverse: object
+    count: object
+    unique_at: object
+    lookups: list
+
+
+class _Evicted(NamedTuple):
+    victims: object  # [S] slots, ascending (by table), then padding
+    victim_ids: object  # [S] the id each held
+    written_pos: object  # [S] scan of which were dirty (Write-back's)
+    count: object  # [1] how many
+
+
+class _Sizes:
+    """Every number the host needs of Plan(b), in one int64 array, so one copy reads them all.
+    Starts per table [T+1] (the last, the total): of the working set, the misses, the free slots,
+    the held slots, the victims, the written victims. Counts per table [T]: the victims it needs,
+    the free slots its misses take, its candidates, its victims. Then the map's insert counts [2]."""
+
+    STARTS = ("unique_at", "miss_at", "free_at", "held_at", "victim_at", "written_at")
+    COUNTS = ("need", "take", "have", "victims")
+
+    def __init__(self, array, tables: int):
+        self.array, at = array, 0
+        for names, length in ((self.STARTS, tables + 1), (self.COUNTS, tables)):
+            for name in names:
+                setattr(self, name, array[at : at + length])
+                at += length
+        self.stats = array[at : at + 2]
+
+    @classmethod
+    def length(cls, tables: int) -> int:
+        return len(cls.STARTS) * (tables + 1) + len(cls.COUNTS) * tables + 2
 
 
 class DevicePlans:
@@ -63,226 +116,237 @@ class DevicePlans:
                 f"ScratchPipe's planner chooses victims by furthest next use or LRU, not {setup.policy.value!r}"
             )
         xp = self.xp = engine.xp
-        self.engine = engine  # the hash map's kernels and plan.cu's fused steps
+        self.engine, self.ops = engine, ArrayOps(xp)  # the kernels; the sorts, scans and the one read
+        ops = self.ops
         self.stream = OwnStream(xp)  # on a GPU the planner's kernels run beside Train's
+        self.stream.follow()  # the row stores' copies in `setup`, queued by this thread, come first
         self.depth, self.policy, self.holds, self.record = setup.depth, setup.policy, setup.holds, setup.record_events
         self.row_offsets = np.concatenate([[0], np.cumsum(setup.table_sizes)]).astype(np.int64)  # [T+1]
         self.slot_offsets = np.concatenate([[0], np.cumsum(setup.capacities)]).astype(np.int64)  # [T+1]
-        self.row_starts, self.slot_starts = xp.asarray(self.row_offsets), xp.asarray(self.slot_offsets)
-        tables = len(setup.table_sizes)
-        # the row stores as the call starts (on a GPU their device arrays: one copy, once a call)
-        joined = lambda arrays, dtype: np.concatenate([_host(xp, a) for a in arrays] + [np.empty(0, dtype)])
-        ids = [np.where(s >= 0, s + o, -1) for s, o in zip([_host(xp, a) for a in setup.slot_ids], self.row_offsets)]
-        # what the slots will hold once the plans so far are inserted (the row stores lag behind)
-        self.slot_ids = xp.asarray(joined(ids, np.int64))  # [S] global id
-        self.dirty = xp.asarray(joined(setup.dirty, bool))  # [S]
-        self.last_trained = xp.asarray(joined(setup.last_trained, np.int64))  # [S]
-        self.last_planned = xp.full(len(self.slot_ids), NEVER, dtype=xp.int64)  # [S]
-        self.table_of_slot = xp.asarray(np.repeat(np.arange(tables), setup.capacities))  # [S]
-        self.map = DeviceSlotMap(len(self.slot_ids), engine)
-        resident = xp.flatnonzero(self.slot_ids >= 0)
-        self.map.insert(xp.ascontiguousarray(self.slot_ids[resident]), resident)
-        self._unique = WorkingSets(int(self.row_offsets[-1])) if xp is np else None
-        self._seen: dict[int, tuple] = {}  # batch -> (unique [U], inverse [N], lookups per table)
-        self._planned: dict[int, object] = {}  # batch -> its global slots [U], until retired
-        self._last_write_back = np.full(tables, -1, dtype=np.int64)  # per table (module note)
+        self.tables, slots = len(setup.table_sizes), int(self.slot_offsets[-1])
+        self.free = None  # [T] free slots per table, on the host: from each batch's read
+        self.beyond = np.asarray(setup.table_sizes) - np.asarray(setup.capacities)  # [T] rows no slot can hold
+        self._bitmap = WorkingSets(int(self.row_offsets[-1])) if xp is np else None
+        self._seen: dict[int, _Seen] = {}
+        self._planned: dict[int, object] = {}  # batch -> its global slots, until retired
+        self._last_write_back = np.full(self.tables, -1, dtype=np.int64)  # per table (module note)
+        table_of_slot = np.repeat(np.arange(self.tables), setup.capacities)
+        with self.stream:
+            self.row_starts, self.slot_starts = ops.upload(self.row_offsets), ops.upload(self.slot_offsets)
+            self.table_of_slot = ops.upload(table_of_slot)  # [S]
+            self.slot_numbers = ops.upload(np.arange(slots))  # [S]
+            self.local_slot_numbers = ops.upload(np.arange(slots) - self.slot_offsets[table_of_slot])  # [S]
+            # what the slots will hold once the plans so far are inserted (the row stores lag behind)
+            local_ids = ops.join(setup.slot_ids, np.int64)
+            self.slot_ids = engine.to_global(local_ids, self.table_of_slot, self.row_starts)  # [S] -1 free
+            self.dirty = ops.join(setup.dirty, bool)  # [S]
+            self.last_trained = ops.join(setup.last_trained, np.int64)  # [S]
+            self.last_planned, self.hit_stamp = ops.full(slots, NEVER), ops.full(slots, NEVER)  # [S]
+            self.zeros = ops.zeros(slots)  # [S] the scan of no flags; LRU's urgency of every slot
+            self.none = xp.empty(0, dtype=xp.int64)
+            self.map = DeviceSlotMap(slots, engine, ops)
+            self.map.fill(self.slot_ids, self.slot_numbers)
 
     # --- the interface PlanAhead drives -------------------------------------------------------------
     def see(self, k: int, batch) -> None:
         """Batch k's ids, every table's as one array of global ids: its working set."""
         ids = np.concatenate([i + o for i, o in zip(batch.ids, self.row_offsets)])  # [N] host
         with self.stream:
-            unique, inverse = (
-                self._unique(ids)
-                if self._unique is not None
-                else self.xp.unique(self.xp.asarray(ids), return_inverse=True)
-            )
-        self._seen[k] = (unique, inverse, [len(i) for i in batch.ids])
+            self._seen[k] = self._working_set(ids, [len(i) for i in batch.ids])
 
     def shortfall(self, b: int) -> int:
-        """The most victims Plan(b) needs in one table (<= 0: none)."""
-        with self.stream:
-            misses = self._seen[b][0][self.map.query(self._seen[b][0]) < 0]
-            return int(self._short(misses, self.xp.flatnonzero(self.slot_ids < 0))[2].max())
+        """At most how many victims Plan(b) needs in one table, known without waiting (<= 0:
+        none): a table misses no more ids than its lookups, nor than its rows not in its slots,
+        and its misses beyond the free slots it had at the last read are its victims."""
+        free = self.free if self.free is not None else np.zeros(self.tables, np.int64)
+        lookups = np.asarray(self._seen[b].lookups)
+        return int(np.max(np.minimum(lookups - free, self.beyond)))
 
     def plan(self, b: int, stop: int) -> list[TablePlan]:
-        """Plan batch b (seen); batches b+1 .. stop-1 (seen when it must evict) are the look-ahead.
-        Its arrays are computed when it returns (the stream finished): other threads read them."""
+        """Plan batch b (seen); batches b+1 .. stop-1 (seen when it may evict) are the look-ahead.
+        Its arrays are computed when it returns (the host waited for them): other threads read them."""
         with self.stream:
-            plans = self._plan(b, stop)
-        self.stream.finish()
-        return plans
+            return self._plan(b, stop)
+
+    def retire(self, k: int) -> None:
+        """Train(k) has finished by the time the plan being made is used: its slots are dirty and
+        clocked (their holds end by themselves: a slot is held while last_planned >= b - depth)."""
+        with self.stream:
+            self.engine.mark_trained(self._planned.pop(k), k, self.dirty, self.last_trained)
+
+    # --- the steps of Plan ------------------------------------------------------------------------
+    def _working_set(self, ids: np.ndarray, lookups: list[int]) -> _Seen:
+        engine, ops = self.engine, self.ops
+        if self._bitmap is not None:  # a CPU's: exact lengths, known on the host
+            unique, inverse = self._bitmap(ids)
+            count = np.array([len(unique)], dtype=np.int64)
+        else:
+            device_ids = ops.upload(ids)
+            order = ops.argsort(device_ids)
+            pos = ops.scan(engine.first_of_runs(device_ids, order))
+            unique, inverse = engine.working_set(device_ids, order, pos)
+            count = self._count(pos)
+        unique_at = self.xp.empty(self.tables + 1, dtype=self.xp.int64)
+        engine.lower_bounds(unique, self.row_starts, unique_at)
+        return _Seen(unique, inverse, count, unique_at, lookups)
 
     def _plan(self, b: int, stop: int) -> list[TablePlan]:
-        xp = self.xp
-        unique, inverse, lookups = self._seen[b]
+        engine, ops = self.engine, self.ops
+        seen = self._seen[b]
         for k in [k for k in self._seen if k < b]:
             del self._seen[k]
-        slots = self.map.query(unique)  # [U] global, -1 = miss
-        hit = slots >= 0
-        miss_ids = xp.ascontiguousarray(unique[~hit])  # [M] sorted: by table
-        held = self._held_mask(b)
-        free = xp.flatnonzero(self.slot_ids < 0)  # [F] ascending: by table
-        miss_at, free_at, short = self._short(miss_ids, free)
-        victims = xp.empty(0, dtype=xp.int64)  # [V] ascending: by table
-        if short.max(initial=0) > 0:
-            victims = self._choose_victims(np.maximum(short, 0), slots[hit], held, b, stop)
-        victim_ids, dirty_victims = self.slot_ids[victims], self.dirty[victims]
-        self.slot_ids[victims] = -1
-        self.map.erase(victim_ids, self.slot_ids)
-        miss_slots = self._miss_slots(miss_at, free, free_at, victims, np.maximum(short, 0))
-        self.map.insert(miss_ids, miss_slots)
-        self.slot_ids[miss_slots] = miss_ids
-        self.dirty[miss_slots] = False  # they arrive clean
-        slots[~hit] = miss_slots
-        self.last_planned[slots] = b  # held until Train(b)
-        self._planned[b] = slots
-        held_before = xp.flatnonzero(held) if self.record else xp.empty(0, xp.int64)
-        written = xp.flatnonzero(dirty_victims)  # [W] of the victims: Write-back's
-        # every array in table-local ids and slots (one kernel each), then each table's part is a view
-        local_ids = lambda ids, where: self.engine.to_local(ids, where, self.table_of_slot, self.row_starts)
-        local = lambda where: self.engine.to_local(where, where, self.table_of_slot, self.slot_starts)
-        unique_local, slots_local = local_ids(unique, slots), local(slots)
-        victim_ids_local, victims_local = local_ids(victim_ids, victims), local(victims)
-        miss_ids_local, miss_slots_local = local_ids(miss_ids, miss_slots), local(miss_slots)
-        lookup_slots, held_local = slots_local[inverse], local(held_before)
-        written_ids, written_slots = victim_ids_local[written], victims_local[written]
-        cut = _Cut(self, unique, victims, held_before, victims[written])
+        sizes = _Sizes(ops.zeros(_Sizes.length(self.tables)), self.tables)
+        slots = self.map.query(seen.unique)  # [u] global, -1 = miss
+        miss_pos = ops.scan(engine.split_hits(slots, seen.count, b, self.hit_stamp))
+        miss_ids = engine.compact(miss_pos, seen.unique)  # [u] by table, then padding
+        free_pos, free = self._free_slots()
+        held_pos = self._held(b)
+        engine.table_bounds(
+            seen.unique_at, miss_pos, free_pos, held_pos, self.slot_starts, *(getattr(sizes, n) for n in _BOUNDS)
+        )
+        evicted = self._evict(b, stop, sizes) if self.shortfall(b) > 0 else None
+        miss_slots = engine.assign_miss_slots(
+            sizes.miss_at,
+            sizes.take,
+            sizes.free_at,
+            sizes.victim_at,
+            free,
+            evicted.victims if evicted else self.none,
+            len(slots),
+        )
+        self.map.insert(miss_ids, miss_slots, sizes.stats.view(np.uint64))
+        hit = engine.place(
+            seen.unique, seen.count, miss_pos, miss_slots, b, slots, self.slot_ids, self.dirty, self.last_planned
+        )
+        self._planned[b] = slots  # held until Train(b)
+        # every array in table-local ids and slots, then each table's part is a view
+        local = lambda ids, where, count: engine.to_local(
+            ids, where, count, self.table_of_slot, self.row_starts, self.slot_starts
+        )
+        unique_local, slots_local = local(seen.unique, slots, seen.count)
+        arrays = [unique_local, slots_local, hit, *local(miss_ids, miss_slots, self._count(miss_pos))]
+        arrays.append(engine.gather_ids(slots_local, seen.inverse))  # every lookup's slot
+        arrays.append(engine.compact(held_pos, self.local_slot_numbers) if self.record and self.holds else self.none)
+        if evicted is not None:
+            victim_ids, victim_slots = local(evicted.victim_ids, evicted.victims, evicted.count)
+            written = [engine.compact(evicted.written_pos, a) for a in (victim_ids, victim_slots)]
+            engine.counts_at(evicted.written_pos, sizes.victim_at, sizes.written_at)
+            arrays += [victim_ids, victim_slots, *written]
+        else:
+            arrays += [self.none] * 4
+        counts = _Sizes(ops.read(sizes.array, "plan sizes"), self.tables)  # the batch's one wait
+        self._settle(counts)
+        return self._cut(b, counts, seen.lookups, *arrays)
+
+    def _count(self, pos):
+        """[1] how many items a scan counted (its last item), on the device."""
+        return pos[-1:] if len(pos) else self.ops.zeros(1)
+
+    def _free_slots(self):
+        """(scan of the free slots' flags [S], the free slots ascending [S] then padding); while no
+        slot is free (the last read said so), none looked for."""
+        if self.free is not None and not self.free.any():
+            return self.zeros, self.none
+        pos = self.ops.scan(self.engine.in_range(self.slot_ids, -1, 0))
+        return pos, self.engine.compact(pos, self.slot_numbers)
+
+    def _held(self, b: int):
+        """Scan of the held slots' flags [S] (a batch in flight, b-D .. b-1, planned them), for the
+        event trace: only it reads them."""
+        if not (self.record and self.holds):
+            return self.zeros
+        return self.ops.scan(self.engine.in_range(self.last_planned, b - self.depth, b))
+
+    def _evict(self, b: int, stop: int, sizes: _Sizes) -> _Evicted:
+        """Per table t the victims[t] unheld slots first in the order (urgency, last trained, slot),
+        all tables' in ascending slot order, out of the slots and the map. One int64 key per slot
+        orders the table and all three at once (table < T, urgency <= horizon, last trained in
+        [-1, b), slot < S: far below 2^63), so one sort serves every table."""
+        engine, ops, slots = self.engine, self.ops, len(self.slot_ids)
+        urgency = self._urgency(b, stop) if self.policy is VictimPolicy.FURTHEST else self.zeros
+        levels = stop - b + 1  # urgency in [0, stop-1-b]
+        held_since = b - self.depth if self.holds else PAD  # planned since then: in flight
+        keys = engine.victim_keys(
+            self.slot_ids,
+            self.last_planned,
+            self.hit_stamp,
+            self.table_of_slot,
+            sizes.need,
+            urgency,
+            self.last_trained,
+            b,
+            held_since,
+            levels,
+        )
+        keys = ops.sort(keys)  # [S] by table, then as evicted, then padding
+        first = self.xp.empty(self.tables, dtype=self.xp.int64)
+        engine.victims_per_table(keys, sizes.need, levels * (b + 2) * slots, first, sizes.have, sizes.victims)
+        ops.scan(sizes.victims, out=sizes.victim_at[1:])
+        chosen = ops.zeros(slots)
+        engine.pick_victims(keys, self.table_of_slot, first, sizes.victims, chosen)
+        victims = engine.compact(ops.scan(chosen), self.slot_numbers)  # ascending: by table
+        count = sizes.victim_at[self.tables :]
+        victim_ids, written = engine.evict(victims, count, self.slot_ids, self.dirty)
+        self.map.erase(victim_ids)
+        return _Evicted(victims, victim_ids, ops.scan(written), count)
+
+    def _urgency(self, b: int, stop: int):
+        """[S] how soon each slot's id is needed in b+1 .. stop-1: H+1-k for batch b+k (H batches
+        seen), 0 when none needs it (lookahead.NextUses, by slot through the map)."""
+        urgency = self.ops.zeros(len(self.slot_ids))
+        seen = stop - 1 - b
+        for k in range(seen, 0, -1):  # nearest last, so it wins
+            self.map.stamp(self._seen[b + k].unique, seen + 1 - k, urgency)
+        return urgency
+
+    def _settle(self, counts: _Sizes) -> None:
+        """The batch's counts, read: a table short of victims is an error; the free slots left and
+        the map's books kept."""
+        short = np.flatnonzero(counts.victims < counts.need)
+        if short.size:
+            t = int(short[0])
+            raise RuntimeError(
+                f"table {t}: need {counts.need[t]} victims but only {counts.have[t]} slots are "
+                "unheld (the capacity check should have refused this)"
+            )
+        self.free = np.diff(counts.free_at) - counts.take
+        reused, failed = (int(c) for c in counts.stats)
+        live = len(self.slot_ids) - int(self.free.sum())
+        self.map.settle(live, int(counts.victim_at[-1]), reused, failed, self.slot_ids, self.slot_numbers)
+
+    def _cut(self, b, counts, lookups, unique, slots, hit, miss_ids, miss_slots, lookup_slots, held, *victims):
+        """One TablePlan per table: views of the batch's arrays, cut at the bounds read."""
+        victim_ids, victim_slots, written_ids, written_slots = victims
         lookup_at = np.concatenate([[0], np.cumsum(lookups)])  # [T+1] each table's lookups
         plans = []
-        for t in range(len(lookups)):
-            rows, vs, hs, ws = cut.range(t)
-            misses = slice(int(miss_at[t]), int(miss_at[t + 1]))
+        for t in range(self.tables):
+            cut = lambda starts: slice(int(starts[t]), int(starts[t + 1]))
+            rows, misses, vs, written = (
+                cut(counts.unique_at),
+                cut(counts.miss_at),
+                cut(counts.victim_at),
+                cut(counts.written_at),
+            )
             wait = int(self._last_write_back[t])
-            if ws.stop > ws.start:
+            if written.stop > written.start:
                 self._last_write_back[t] = b
             decision = PlanDecision(
-                b,
-                t,
-                unique_local[rows],
-                slots_local[rows],
-                hit[rows],
-                victim_ids_local[vs],
-                victims_local[vs],
-                held_local[hs],
+                b, t, unique[rows], slots[rows], hit[rows], victim_ids[vs], victim_slots[vs], held[cut(counts.held_at)]
             )
             plans.append(
                 TablePlan(
                     decision,
-                    lookup_slots[lookup_at[t] : lookup_at[t + 1]],
-                    miss_ids_local[misses],
-                    miss_slots_local[misses],
-                    written_ids[ws],
-                    written_slots[ws],
+                    lookup_slots[cut(lookup_at)],
+                    miss_ids[misses],
+                    miss_slots[misses],
+                    written_ids[written],
+                    written_slots[written],
                     wait,
                 )
             )
         return plans
 
-    def retire(self, k: int) -> None:
-        """Train(k) has finished by the time the plan being made is used: its slots are dirty and
-        clocked (their holds end by themselves: `_held_mask`)."""
-        trained = self._planned.pop(k)
-        with self.stream:
-            self.dirty[trained] = True
-            self.last_trained[trained] = k
 
-    # --- the steps of Plan ------------------------------------------------------------------------
-    def _short(self, miss_ids, free) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(where each table's misses start [T+1], where its free slots start [T+1], its
-        shortfall [T]), host arrays: one small copy from the device."""
-        xp = self.xp
-        bounds = _host(
-            xp, xp.concatenate([xp.searchsorted(miss_ids, self.row_starts), xp.searchsorted(free, self.slot_starts)])
-        )
-        miss_at, free_at = bounds[: len(self.row_offsets)], bounds[len(self.row_offsets) :]
-        return miss_at, free_at, np.diff(miss_at) - np.diff(free_at)
-
-    def _held_mask(self, b: int):
-        """[S] bool: slots a batch in flight (b-D .. b-1) planned. All False without holds."""
-        if not self.holds:
-            return self.xp.zeros(len(self.slot_ids), dtype=bool)
-        return self.last_planned >= b - self.depth
-
-    def _miss_slots(self, miss_at, free, free_at, victims, short):
-        """[M] each miss's slot: per table, its free slots first, ascending, then its victims
-        (plan.cu's assign_miss_slots; the tables' bounds cross to the device in one copy)."""
-        take = np.append(np.diff(miss_at) - short, 0)  # [T+1] free slots each table takes
-        victim_at = np.concatenate([[0], np.cumsum(short)])  # [T+1] short: victims per table
-        bounds = self.xp.asarray(np.stack([miss_at, take, free_at, victim_at]).astype(np.int64))
-        return self.engine.assign_miss_slots(
-            bounds[0], bounds[1, :-1], bounds[2], bounds[3], free, victims, int(miss_at[-1])
-        )
-
-    def _choose_victims(self, short: np.ndarray, hit_slots, held, b: int, stop: int):
-        """[V] per table t the short[t] unheld slots first in the order (urgency, last trained,
-        slot), all tables' in ascending slot order. One int64 key per candidate orders the table
-        and all three at once (table < T, urgency <= horizon, last trained in [-1, b), slot < S:
-        far below 2^63), so one sort serves every table."""
-        xp = self.xp
-        candidate = (self.slot_ids >= 0) & ~held
-        candidate[hit_slots] = False  # never evict this batch's own hits
-        candidate &= xp.asarray(short > 0)[self.table_of_slot]
-        slots = xp.flatnonzero(candidate)  # [C] ascending: by table
-        have = _host(xp, xp.bincount(self.table_of_slot[slots], minlength=len(short)))
-        if (have < short).any():
-            t = int(np.flatnonzero(have < short)[0])
-            raise RuntimeError(
-                f"table {t}: need {short[t]} victims but only {have[t]} slots are "
-                "unheld (the capacity check should have refused this)"
-            )
-        urgency = (
-            self._urgency(b, stop)
-            if self.policy is VictimPolicy.FURTHEST
-            else xp.zeros(len(self.slot_ids), dtype=xp.int64)
-        )
-        levels = stop - b + 1  # urgency in [0, stop-1-b]
-        keys = self.engine.victim_keys(
-            slots, self.table_of_slot, urgency, self.last_trained, levels, b, len(self.slot_ids)
-        )
-        # the keys are distinct and end in the slot (key % S): sorting the keys alone orders the
-        # slots, cheaper than an argsort and the gathers through its permutation
-        ordered = xp.sort(keys) % len(self.slot_ids)  # [C] by table, then as evicted
-        table = self.table_of_slot[ordered]
-        first = xp.asarray(np.concatenate([[0], np.cumsum(have)[:-1]]))  # [T] where each table starts
-        rank = xp.arange(len(slots)) - first[table]
-        return xp.sort(ordered[rank < xp.asarray(short)[table]])
-
-    def _urgency(self, b: int, stop: int):
-        """[S] how soon each slot's id is needed in b+1 .. stop-1: H+1-k for batch b+k (H batches
-        seen), 0 when none needs it (lookahead.NextUses, by slot through the map)."""
-        xp = self.xp
-        urgency = xp.zeros(len(self.slot_ids) + 1, dtype=xp.int64)  # [S+1]: -1 (absent) lands on the last
-        seen = stop - 1 - b
-        for k in range(seen, 0, -1):  # nearest last, so it wins
-            urgency[self.map.query(self._seen[b + k][0])] = seen + 1 - k
-        return urgency[:-1]  # a view: contiguous
-
-
-class _Cut:
-    """Where each table's part of Plan(b)'s arrays lies: one small copy of every boundary."""
-
-    def __init__(self, plans: DevicePlans, unique, victims, held_before, written):
-        xp = plans.xp
-        self.at = _host(
-            xp,
-            xp.concatenate(
-                [
-                    xp.searchsorted(unique, plans.row_starts),
-                    xp.searchsorted(victims, plans.slot_starts),
-                    xp.searchsorted(held_before, plans.slot_starts),
-                    xp.searchsorted(written, plans.slot_starts),
-                ]
-            ),
-        ).reshape(4, -1)
-
-    def range(self, t: int) -> tuple[slice, slice, slice, slice]:
-        """Table t's slices of the working set, the victims, the held slots, the written victims."""
-        return tuple(slice(int(a[t]), int(a[t + 1])) for a in self.at)
-
-
-def _host(xp, array) -> np.ndarray:
-    return array if xp is np else xp.asnumpy(array)
-
+_BOUNDS = ("unique_at", "miss_at", "free_at", "held_at", "need", "take")  # table_bounds' outputs
 
 __all__ = ["DevicePlans"]

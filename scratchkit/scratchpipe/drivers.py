@@ -102,7 +102,7 @@ class LocalPlans:
             return None
         start = time.perf_counter()
         planned = self.plan_ahead.plan(b)
-        self.clock.record(Stage.PLAN, b, start, time.perf_counter(), planned.read_seconds)
+        self.clock.record(Stage.PLAN, b, start, time.perf_counter(), planned.read_seconds, planned.work)
         return planned
 
     def close(self) -> None:

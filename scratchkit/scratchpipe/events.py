@@ -14,6 +14,8 @@ from enum import Enum
 
 import numpy as np
 
+from scratchkit.device_work import DeviceWork
+
 
 class Stage(str, Enum):
     """The stages of one batch, in pipeline order (scratchkit/scratchpipe/schedule.py)."""
@@ -90,13 +92,20 @@ class StageClock:
     def __init__(self, log: EventLog):
         self.log = log
         self._seconds: dict[int, dict[str, float]] = {}  # batch -> stage -> seconds
+        self._work: dict[int, DeviceWork] = {}  # batch -> Plan's device work (device_work.py)
         self._lock = threading.Lock()
 
-    def record(self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0) -> None:
-        """`reading`: seconds of the stage spent reading batches from their source (Plan reads
-        them): the step's `data`, as every trainer counts it, not the stage's own time."""
+    def record(
+        self, stage: Stage, batch: int, start: float, end: float, reading: float = 0.0, work: DeviceWork | None = None
+    ) -> None:
+        """`reading`: seconds of the stage spent taking batches from the batch loader (Plan takes
+        them; the wait for one not made yet): the step's `data`, as every trainer counts it, not
+        the stage's own time. `work`: the device work the stage counted (Plan's: its waits and
+        launches)."""
         self.log.stage(batch, stage, start, end)
         with self._lock:
+            if work is not None:
+                self._work[batch] = work
             seconds = self._seconds.setdefault(batch, {})
             seconds[stage.value] = seconds.get(stage.value, 0.0) + end - start - reading
             if reading:
@@ -112,7 +121,13 @@ class StageClock:
         with self._lock:
             return self._seconds.pop(batch, {})
 
+    def take_work(self, batch: int) -> DeviceWork:
+        """Plan(batch)'s device work (nothing counted: an empty one), and forget it."""
+        with self._lock:
+            return self._work.pop(batch, None) or DeviceWork()
+
     def clear(self) -> None:
         """Forget every batch's seconds (a call that stopped early leaves its planned batches)."""
         with self._lock:
             self._seconds.clear()
+            self._work.clear()

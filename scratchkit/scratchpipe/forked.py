@@ -72,7 +72,7 @@ class ChildSide:
             self.hook(stage, b)
         t0 = time.perf_counter()
         result = run(*args)
-        reading = getattr(result, "read_seconds", 0.0)  # Plan's: the time spent reading the batch
+        reading = getattr(result, "read_seconds", 0.0)  # Plan's: the wait for its batches
         self.times.append((stage, b, t0, time.perf_counter(), reading))
         return result
 

@@ -53,6 +53,24 @@ class HostStages:
         self.tables, self.pads, self.dev = tables, pads, device
         self.stream = device.new_stream()  # Transfer's side stream on a GPU, so Train keeps going
         self.lock = multiprocessing.Lock()
+        self.train_events: dict[int, object] = {}  # batch -> the end of its Train, queued (`trained`)
+
+    def trained(self, b: int, event) -> None:
+        """Train(b) is queued on the device up to `event` (Device.record_event; None on a CPU,
+        where it is done): the evicting stages that wait for Train(b) wait for the event
+        (`wait_for_train`) before they read a slot's row or reuse the slot, so Train's own thread
+        never waits for its update."""
+        self.train_events[b] = event
+
+    def wait_for_train(self, b: int) -> None:
+        """Wait, on the calling stage's thread, until Train(b) and every earlier Train are done on
+        the device (their events: one stream, so b's covers the earlier ones)."""
+        done = [k for k in list(self.train_events) if k <= b]
+        if done:
+            event = self.train_events[max(done)]
+            for k in done:
+                self.train_events.pop(k, None)
+            self.dev.wait_event(event, "train's update")
 
     def evicting(self, stage: Stage):
         """The method that runs `stage`, one of schedule.EVICTING_STAGES, for one batch."""
@@ -97,6 +115,7 @@ class HostStages:
     def flush(self) -> int:
         """Write every dirty row back, so the host tables are complete. -> rows written. The
         caller holds `lock`, or knows no stage runs (after a driver has stopped)."""
+        self.dev.synchronize_current_stream()  # Train's queued updates and marks done first
         written = 0
         for t, pad in enumerate(self.pads):
             dirty = pad.dirty_slots()

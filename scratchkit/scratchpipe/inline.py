@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from scratchkit.device_work import Path, on_path
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.host_process import stages_in_order
 from scratchkit.scratchpipe.host_stages import InFlight
@@ -35,7 +36,8 @@ class InlineStages:
 
     def wait_inserted(self, b: int, cancelled=lambda: False) -> InFlight:
         """Batch b, planned, collected and inserted right now: ready to train."""
-        planned = self.body(b, self)
+        with on_path(Path.PLAN):  # the stages' waits and launches, counted as the threads' would be
+            planned = self.body(b, self)
         self.clock.plans(planned.tables)
         return InFlight(b, planned.batch, planned.tables, inserted=True)
 
@@ -49,7 +51,9 @@ class InlineStages:
             result = run(*args)
         except Exception as error:  # Ctrl-C cannot land here: the trainer holds it until the step ends
             raise PipelineError(stage, b, error) from error
-        self.clock.record(stage, b, t0, time.perf_counter(), getattr(result, "read_seconds", 0.0))
+        self.clock.record(
+            stage, b, t0, time.perf_counter(), getattr(result, "read_seconds", 0.0), getattr(result, "work", None)
+        )
         return result
 
     def reach_trained(self, b: int) -> bool:

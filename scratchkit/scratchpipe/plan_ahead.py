@@ -6,8 +6,9 @@ earlier as trained (their slots dirty, and free to evict). So the planner needs 
 the trainer, and may run ahead on a thread or in a process of its own, making the same plans.
 
     PlanSetup   what a `train()` call starts from: the row stores as they are between calls
-    PlanAhead   reads each batch once (`read_seconds`: the time that is the data's, not Plan's),
-                shows it to every table's planners, and plans batch after batch; the tables (and
+    PlanAhead   reads each batch once, from a loader that makes them ahead on a thread of its
+                own (data/loader.py; `read_seconds`: the wait for them, the data's time, not
+                Plan's), shows it to every table's planners, and plans batch after batch; the tables (and
                 a table's stripes, stripes.py) are independent, so they are planned on
                 `setup.threads` threads at once
     Planned     Plan(b): the batch and one TablePlan per table
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scratchkit.config import VictimPolicy
-from scratchkit.data.checks import check_batch
+from scratchkit.data.loader import BatchLoader
+from scratchkit.device_work import DeviceWork, Path, on_path, snapshot_here
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.scratchpipe.device_plan import DevicePlans
 from scratchkit.scratchpipe.own_planner import OwnPlans
@@ -101,6 +103,7 @@ class Planned:
     batch: object
     tables: list[TablePlan]
     read_seconds: float = 0.0  # of the planning time, spent reading batches from their source
+    work: DeviceWork = field(default_factory=DeviceWork)  # the device work Plan(b) counted (its waits, launches)
 
 
 class TwinPlans:
@@ -169,23 +172,31 @@ def _planners(setup: PlanSetup):
 class PlanAhead:
     """Plans batches one after another on a host copy of the map (see the module docstring)."""
 
-    def __init__(self, setup: PlanSetup, source, start: int = 0):
-        """Plans batches start, start+1, ... of `source`."""
+    def __init__(self, setup: PlanSetup, source, start: int = 0, ahead: int = 0, pin=None, workers: int = 1):
+        """Plans batches start, start+1, ... of `source`, read through a loader that makes
+        `ahead` batches ahead of Plan on `workers` threads (data/loader.py; `pin`: its pinning,
+        None on a CPU or where Plan runs in a forked process)."""
         self.setup, self.source = setup, source
-        self.plans = _planners(setup)
+        with on_path(Path.PLAN):  # a device planner's set-up is Plan's work, whichever thread makes it
+            self.plans = _planners(setup)
         self._in_flight: deque[int] = deque()  # batches planned, not yet retired
         self._batches: dict[int, object] = {}  # batch index -> the batch, while Plan needs it
         self._seen_upto = start - 1  # the last batch shown to the planners
         self._read = 0.0  # seconds spent reading, since the last plan
+        self._end = len(source)  # the look-ahead reads up to the source's end, past the call's
+        self._ahead, self._pin, self._workers = ahead, pin, workers
+        # made when taken until Plan's first batch: `plan_bytes` reads before a fork, where no
+        # thread may run yet; `plan` then starts the loader's thread in the process that plans
+        self._loader = BatchLoader(source, setup.table_sizes, start, self._end, 0, pin)
+        self._loading = False
 
     def _see_upto(self, k: int) -> None:
-        """Read batches up to k (once each, in order) and show each to every table's planner."""
+        """Read batches up to k (once each, in order) and show each to every table's planner.
+        Each was checked at the door as it was made (an id out of range: never planned)."""
         while self._seen_upto < k:
             index = self._seen_upto + 1
             start = time.perf_counter()
-            batch = self.source.batch(index)
-            # an id out of range: never planned
-            check_batch(batch, self.setup.table_sizes, index, num_dense=self.source.num_dense)
+            batch = self._loader.take(index)
             self._read += time.perf_counter() - start
             self._batches[index] = batch
             self.plans.see(index, batch)
@@ -199,20 +210,32 @@ class PlanAhead:
         self._see_upto(b)
         self._read = read
         batch = self._batches[b]
-        # per lookup: the batch's id and lookup_slots, and at most ten arrays of the working set
-        per_table = sum(
-            12 * len(ids) + capacity + len(offsets) + 1
-            for ids, offsets, capacity in zip(batch.ids, batch.offsets, self.setup.capacities)
-        )  # int64 elements
-        return 2 * (8 * per_table + batch.dense.nbytes + batch.labels.nbytes)
+        # per lookup: its lookup_slots, and at most ten arrays of the working set; and the batch
+        # itself (with any batch it carries: a routed batch's global one, scratchkit/distributed)
+        per_table = sum(11 * len(ids) + capacity + 1 for ids, capacity in zip(batch.ids, self.setup.capacities))
+        return 2 * (8 * per_table + batch.nbytes())  # int64 elements, then bytes
 
     def plan(self, b: int) -> Planned:
-        """Plan(b). Call for b = start, start+1, ... in order (rule 1)."""
+        """Plan(b). Call for b = start, start+1, ... in order (rule 1). Its device work counts on
+        Plan's path (device_work.py), on whichever thread it runs: `Planned.work`, this thread's
+        alone (the row moves' threads count on Plan's path beside it)."""
+        with on_path(Path.PLAN):
+            before = snapshot_here()
+            planned = self._plan(b)
+            planned.work = snapshot_here() - before
+        return planned
+
+    def _plan(self, b: int) -> Planned:
+        if not self._loading:  # the first plan: from here the batches are made ahead
+            self._loading = True
+            start = self._seen_upto + 1
+            sizes = self.setup.table_sizes
+            self._loader = BatchLoader(self.source, sizes, start, self._end, self._ahead, self._pin, self._workers)
         while self._in_flight and self._in_flight[0] < b - self.setup.depth:
             k = self._in_flight.popleft()  # b-D-1 and older: trained
             self.plans.retire(k)
         self._see_upto(b)
-        stop = min(b + 1 + self.setup.horizon, len(self.source))
+        stop = min(b + 1 + self.setup.horizon, self._end)
         if self.setup.policy is VictimPolicy.FURTHEST and self.plans.shortfall(b) > 0:
             self._see_upto(stop - 1)  # the look-ahead, only to evict
         tables = self.plans.plan(b, stop)
@@ -220,3 +243,7 @@ class PlanAhead:
         batch = self._batches.pop(b)
         read, self._read = self._read, 0.0
         return Planned(b, batch, tables, read_seconds=read)
+
+    def close(self) -> None:
+        """Stop the loader's thread, if this process started one. Safe twice."""
+        self._loader.close()

@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 
+from scratchkit.device_work import Path, on_path
 from scratchkit.scratchpipe.events import Stage
 from scratchkit.scratchpipe.forked import POLL
 from scratchkit.scratchpipe.host_stages import InFlight
@@ -82,6 +83,7 @@ class ThreadStages:
             after = self.schedule.evict_waits_for(item.index) if item is not None else 0
             if item is None or not self._wait_until(lambda: self._trained_upto >= after):
                 return
+            self.stages.wait_for_train(after)  # that Train's update done on the device, not only queued
             with self.stages.lock:  # a flush sees the slots between batches only
                 for stage in EVICTING_STAGES:
                     run = self.stages.evicting(stage)
@@ -111,7 +113,8 @@ class ThreadStages:
 
     def _guard(self, loop) -> None:
         try:
-            loop()
+            with on_path(Path.PLAN):  # the stages' threads' waits and launches are not Train's (device_work.py)
+                loop()
         except PipelineError as error:
             self._fail(error)
         except BaseException as error:  # noqa: BLE001 - a stage that is not one (a bug): say so

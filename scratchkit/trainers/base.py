@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
@@ -18,9 +19,10 @@ import torch.nn.functional as F
 
 from scratchkit.allocator import keep_step_memory
 from scratchkit.config import OnNonFiniteLoss, TrainConfig
-from scratchkit.data.checks import check_batch
+from scratchkit.data.loader import BatchLoader
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
+from scratchkit.device_work import DeviceWork, Path, snapshot
 from scratchkit.model import init_dense_model
 from scratchkit.embedding.optim import make_dense_optimizer
 from scratchkit.embedding.table_batched import BackwardWorkspace, Coalesced, embedding_backward_tables
@@ -53,6 +55,21 @@ class StepRecord:
     written_back_rows: int = 0  # rows copied device -> host for the step
     evicting_tables: int = 0  # tables that chose victims for the step (its victim choice ran)
     stale_reads: int = 0  # rows read from the host before a pending write-back landed
+    # what Train's path asked of the device in the step (device_work.py): the times the host
+    # waited for it, by cause, and the kernels and copies it queued, as the device layer counts
+    # them (torch's own ops too where `device_ops.counting_ops` is on: bench's counted step)
+    host_syncs: int = 0
+    kernel_launches: int = 0
+    waits: dict[str, int] = field(default_factory=dict)
+    launches: dict[str, int] = field(default_factory=dict)
+
+    def count_work(self, work: DeviceWork) -> None:
+        """Take the step's waits and launches (a difference of two `device_work.snapshot`s)."""
+        self.host_syncs, self.kernel_launches = work.host_syncs, work.kernel_launches
+        self.waits, self.launches = dict(work.waits), dict(work.launches)
+
+    plan_syncs: int = 0  # times ScratchPipe's Plan of the step's batch waited for the device
+    plan_launches: int = 0  # kernels (and array-library calls) that Plan launched on the device
 
     @property
     def samples_per_s(self) -> float:
@@ -96,10 +113,13 @@ class Trainer(ABC):
         num_tables = len(config.data.table_sizes)
         self.model = init_dense_model(config.model, self.source.num_dense, num_tables, config.seed).to(self.device)
         self.dense_optimizer = make_dense_optimizer(self.model.parameters(), config.optimizer)
-        self.timer = StageTimer(synchronize=self.dev.stage_synchronizer())
+        self.timer = StageTimer(events=self.dev.stage_clock())
         self.backward_workspace = BackwardWorkspace()  # the C++ backward's buffers, step after step
         self.next_batch = 0  # index of the batch the next step trains on
         self.call_end = 0  # the running train() call trains batches up to, not including, this
+        # where steps take their batches: the running call's loader, else one that makes each
+        # batch as it is taken (`_loading`)
+        self.loader = self.batch_loader(0, len(self.source), 0)
         self.torn: str | None = None  # why this trainer trains no further (`update_weights`)
 
     # --- the interface -------------------------------------------------------------------------
@@ -112,13 +132,36 @@ class Trainer(ABC):
         interrupted = InterruptFlag()
         batches = self._steps(steps)
         self.call_end = batches.stop
-        for _ in batches:
-            set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
-            with interrupted:
-                record = self.train_step()
-            yield record
-            if interrupted.raised:
-                raise KeyboardInterrupt
+        with self._loading(batches):
+            for _ in batches:
+                set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
+                before = snapshot(Path.TRAIN)
+                with interrupted:
+                    record = self.train_step()
+                record.count_work(snapshot(Path.TRAIN) - before)
+                yield record
+                if interrupted.raised:
+                    raise KeyboardInterrupt
+
+    @contextmanager
+    def _loading(self, batches: range):
+        """While inside: `self.loader` makes this call's batches ahead on threads of its own
+        (data/loader.py), closed however the call ends. A call of one step makes its batch in
+        the step, as does a step taken outside a call (`train_step()`)."""
+        ahead = self.config.batches_ahead if len(batches) > 1 else 0
+        self.loader = self.batch_loader(batches.start, batches.stop, ahead)
+        try:
+            yield
+        finally:
+            self.loader.close()
+            self.loader = self.batch_loader(self.next_batch, len(self.source), 0)
+
+    def batch_loader(self, start: int, stop: int, ahead: int) -> BatchLoader:
+        """A loader of batches start..stop-1 of the source, `ahead` of the trainer (0: made when
+        taken), checked at the door and, on a GPU, pinned."""
+        pin = self.dev.pin if self.dev.is_cuda else None
+        sizes, workers = self.config.data.table_sizes, self.config.loader_threads
+        return BatchLoader(self.source, sizes, start, stop, ahead, pin=pin, workers=workers)
 
     def _steps(self, steps: int) -> range:
         """The batch indices the next `steps` steps train on, checked against the source."""
@@ -133,7 +176,8 @@ class Trainer(ABC):
 
     def reserved_cores(self) -> int:
         """Cores this trainer's run keeps from its host embedding loops when the config leaves their
-        threads to the machine: 0, as it runs in this process alone."""
+        threads to the machine, beside the batch loader's (`TrainConfig.host_threads`): 0, as it
+        runs in this process alone."""
         return 0
 
     @abstractmethod
@@ -149,7 +193,9 @@ class Trainer(ABC):
         return [None] * len(self.config.data.table_sizes)
 
     def close(self) -> None:
-        """Flush and stop anything running. Safe to call twice."""
+        """Flush and stop anything running (the batch loader's thread, if a call left one
+        running: a loop not yet finished). Safe to call twice."""
+        self.loader.close()
 
     def make_tables(self, pin: bool = True) -> HostTables:
         """The host tables this trainer starts from: drawn from the config's seed
@@ -172,10 +218,11 @@ class Trainer(ABC):
 
     # --- shared pieces ---------------------------------------------------------------------------
     def load_batch(self, batch=None):
-        """Batch `next_batch` (`batch`, if the trainer read it already) with its ids and offsets as
-        host tensors, checked at the door (scratchkit/data/checks.py) before any of it is trained."""
-        batch = self.source.batch(self.next_batch) if batch is None else batch
-        check_batch(batch, self.config.data.table_sizes, self.next_batch, num_dense=self.model.num_dense)
+        """Batch `next_batch` (`batch`, if the trainer took it from its loader already) with its ids
+        and offsets as host tensors. The loader made it ahead and checked it at the door
+        (scratchkit/data/checks.py): a bad batch raises here, before any of its step is trained.
+        What is left on the step's path is the wait for it, if it is not made yet."""
+        batch = self.loader.take(self.next_batch) if batch is None else batch
         ids = [torch.from_numpy(i) for i in batch.ids]
         offsets = [torch.from_numpy(o) for o in batch.offsets]
         return batch, ids, offsets
@@ -199,11 +246,12 @@ class Trainer(ABC):
 
         pooled [B, T, dim] on the device -> (loss, grad of pooled [B, T, dim]). A non-finite loss
         stops here, before the backward pass (`TrainConfig.nonfinite_loss` may let it through).
+        The loss's read is the step's one wait for the device (`Device.read`).
         """
-        loss, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
+        loss, value, pooled = dense_loss(self.model, self.dev, batch, pooled, step, self.config.nonfinite_loss)
         self.dense_optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        return float(loss.detach()), pooled.grad
+        return value, pooled.grad
 
     def update_weights(self, update_tables: Callable[[], None]) -> None:
         """The one place a step changes weights: the dense optimizer's step, then the tables'
@@ -247,23 +295,23 @@ class Trainer(ABC):
 
 def dense_loss(
     model, dev: Device, batch, pooled: torch.Tensor, step: int, nonfinite_loss: OnNonFiniteLoss
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The dense model's loss on `batch`: (loss, `pooled` [B, T, dim] as a leaf whose .grad the
-    backward fills). A NaN or infinite loss raises NonFiniteLossError naming the step, before any
+) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """The dense model's loss on `batch`: (loss, its value, `pooled` [B, T, dim] as a leaf whose
+    .grad the backward fills). The value is read from the device with whatever the step asked to
+    read later (`Device.read`): the step's one wait. A NaN or infinite loss raises NonFiniteLossError naming the step, before any
     backward, unless `nonfinite_loss` is CONTINUE. Every trainer's dense step starts here (and a
     sharded rank's: scratchkit/distributed/replica.py)."""
-    dense = dev.to_device(torch.from_numpy(batch.dense))
-    labels = dev.to_device(torch.from_numpy(batch.labels))
+    dense, labels = dev.to_device_together([torch.from_numpy(batch.dense), torch.from_numpy(batch.labels)])
     pooled = pooled.detach().requires_grad_(True)
     loss = F.binary_cross_entropy_with_logits(model(dense, pooled), labels)
-    value = float(loss.detach())
+    value = dev.read(loss)  # the step's one wait: with it, whatever the step asked to read later
     if not math.isfinite(value) and nonfinite_loss is OnNonFiniteLoss.RAISE:
         raise NonFiniteLossError(
             f"step {step}: the loss is {value}, so training stopped before "
             "this step changed any weight (nonfinite_loss='continue' in "
             "TrainConfig trains on)"
         )
-    return loss, pooled
+    return loss, value, pooled
 
 
 class HostTablesTrainer(Trainer):
@@ -291,3 +339,4 @@ class HostTablesTrainer(Trainer):
 
     def close(self) -> None:
         self.flush()
+        super().close()

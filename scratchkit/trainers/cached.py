@@ -42,6 +42,7 @@ import torch
 
 from scratchkit.config import VictimPolicy
 from scratchkit.embedding.device_cache import DeviceCache
+from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.embedding.victims import VictimChooser, victim_chooser
 from scratchkit.embedding.working_sets import WorkingSets
@@ -104,6 +105,7 @@ class CachedTrainer(HostTablesTrainer):
             for n, w, s in zip(self.tables.table_sizes, self.tables.weights, self.tables.state)
         ]
         self.working_sets = [WorkingSets(n) for n in self.tables.table_sizes]
+        self.tbe = DeviceTBE(self.dev, self.tables.table_sizes) if self.dev.is_cuda else None  # Train's kernels
 
     # --- what subclasses decide -------------------------------------------------------------------
     def check_working_set(self, t: int, size: int, step: int) -> None:
@@ -165,17 +167,20 @@ class CachedTrainer(HostTablesTrainer):
         """Train the batch whose rows `served` put in the cache; the rest of the step."""
         stage = self.timer.stage
         slots = [slot_u[inverse] for _, inverse, _, slot_u in served.tables]  # [n] per table
-        with stage("transfer"):
-            ids = [self.dev.to_device(i) for i in ids]
-            offsets = [self.dev.to_device(o) for o in offsets]
-            slots = [self.dev.to_device(torch.from_numpy(s)) for s in slots]
-        with stage("embedding_forward"):
-            pooled = pooled_lookup_tables([c.rows for c in self.caches], slots, offsets)  # [B, T, dim]
-        with stage("mlp"):
-            loss, grad = self.dense_step(batch, pooled, self.next_batch)
-        with stage("embedding_backward"):  # coalesced on the ids, each id's sum addressed by its slot
-            coalesced = self.embedding_backward(ids, offsets, grad, [c.num_rows for c in self.caches], addresses=slots)
-        self.update_weights(lambda: self._update_cache(coalesced, served))
+        if self.tbe is not None:  # on a GPU: tbe.cu's kernels (embedding/device_tbe.py)
+            loss = self._train_on_device(batch, ids, offsets, slots, served)
+        else:
+            with stage("transfer"):
+                moved = self.dev.to_device_together([*ids, *offsets, *(torch.from_numpy(s) for s in slots)])
+                ids, offsets, slots = (moved[k * len(ids) : (k + 1) * len(ids)] for k in range(3))
+            with stage("embedding_forward"):
+                pooled = pooled_lookup_tables([c.rows for c in self.caches], slots, offsets)  # [B, T, dim]
+            with stage("mlp"):
+                loss, grad = self.dense_step(batch, pooled, self.next_batch)
+            with stage("embedding_backward"):  # coalesced on the ids, each id's sum addressed by its slot
+                sizes = [c.num_rows for c in self.caches]
+                coalesced = self.embedding_backward(ids, offsets, grad, sizes, addresses=slots)
+            self.update_weights(lambda: self._update_cache(coalesced, served))
         written = served.written + self.after_update()
         return self.make_record(
             loss,
@@ -187,9 +192,33 @@ class CachedTrainer(HostTablesTrainer):
             evicting_tables=served.evicting,
         )
 
+    def _train_on_device(self, batch, ids, offsets, slots, served: Served) -> float:
+        """The batch trained on the cache's rows by slot with tbe.cu's kernels: the ids, offsets and
+        slots in one copy, one forward launch, the lookups sorted by id, one update launch."""
+        stage, tbe = self.timer.stage, self.tbe
+        with stage("transfer"):
+            lookups = tbe.lookups(ids, offsets, slots)
+        rows, states = [c.rows for c in self.caches], [c.state for c in self.caches]
+        with stage("embedding_forward"):
+            pooled = tbe.forward(rows, lookups)  # [B, T, dim]
+        with stage("mlp"):
+            loss, grad = self.dense_step(batch, pooled, self.next_batch)
+        with stage("embedding_backward"):  # summed on the ids, each id's sum applied at its slot
+            tbe.sort(lookups)
+
+        def update_tables():
+            tbe.update(rows, states, lookups, grad, self.config.optimizer)
+            self._mark_dirty(served)
+
+        self.update_weights(update_tables)
+        return loss
+
     def _update_cache(self, coalesced, served: Served) -> None:
         """The tables' part of the step: the cached rows updated by slot, and marked dirty."""
         apply_updates([c.rows for c in self.caches], [c.state for c in self.caches], coalesced, self.config.optimizer)
+        self._mark_dirty(served)
+
+    def _mark_dirty(self, served: Served) -> None:
         for t, cache in enumerate(self.caches):
             touched = served.tables[t][3]
             cache.dirty[touched[touched < cache.capacity]] = True  # transient slots aside

@@ -4,12 +4,17 @@ With SGD on CPU tables (`fused_sgd_fits`) the backward and the update are one pa
 TBE does them: the backward stage only sorts and checks the lookups (`sort_lookups`), and the update
 sums each distinct id's gradient and applies it to its row at once (`fused_sgd_update`), bit for bit
 the unfused backward then update, without writing the summed gradients to memory and reading them
-back (at `embedding-bound`, 100 MB a step). Elsewhere (Adagrad, a GPU) the two stay apart."""
+back (at `embedding-bound`, 100 MB a step). Elsewhere on a CPU (Adagrad) the two stay apart.
+
+On a GPU (`Device.is_cuda`) the step is `DeviceTBE`'s (embedding/device_tbe.py): the ids cross in
+one copy, every table's lookup is one kernel, the backward stage sorts the lookups, and the update
+sums each distinct id's gradient and applies it in one more, with no wait but the loss's read."""
 
 from __future__ import annotations
 
 import time
 
+from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.fused_sgd import SortedLookups, fused_sgd_fits, fused_sgd_update, sort_lookups
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
@@ -26,15 +31,18 @@ class DeviceOnlyTrainer(Trainer):
         host = self.make_tables(pin=False)
         self.weights = [self.dev.to_device(w) for w in host.weights]
         self.state = [self.dev.to_device(s) for s in host.state]  # None stays None
+        self.tbe = DeviceTBE(self.dev, config.data.table_sizes) if self.dev.is_cuda else None
 
     def train_step(self) -> StepRecord:
+        if self.tbe is not None:
+            return self.device_step()
         started = time.perf_counter()
         stage = self.timer.stage
         with stage("data"):
             batch, ids, offsets = self.load_batch()
         with stage("transfer"):  # only the ids cross: tens of KB
-            ids = [self.dev.to_device(i) for i in ids]
-            offsets = [self.dev.to_device(o) for o in offsets]
+            moved = self.dev.to_device_together([*ids, *offsets])  # on a CPU: the arrays themselves
+            ids, offsets = moved[: len(ids)], moved[len(ids) :]
         with stage("embedding_forward"):
             pooled = pooled_lookup_tables(self.weights, ids, offsets)  # [B, T, dim]
         with stage("mlp"):
@@ -42,6 +50,23 @@ class DeviceOnlyTrainer(Trainer):
         with stage("embedding_backward"):
             backward = self.embedding_backward(ids, offsets, grad, [w.shape[0] for w in self.weights])
         self.update_weights(lambda: self.update_tables(backward, grad))
+        return self.make_record(loss, batch, started, hits=batch.lookups())
+
+    def device_step(self) -> StepRecord:
+        """The step on a GPU: tbe.cu's kernels (embedding/device_tbe.py)."""
+        started = time.perf_counter()
+        stage, tbe = self.timer.stage, self.tbe
+        with stage("data"):
+            batch, ids, offsets = self.load_batch()
+        with stage("transfer"):  # every table's ids and offsets in one copy: tens of KB
+            lookups = tbe.lookups(ids, offsets)
+        with stage("embedding_forward"):
+            pooled = tbe.forward(self.weights, lookups)  # [B, T, dim]
+        with stage("mlp"):
+            loss, grad = self.dense_step(batch, pooled, self.next_batch)
+        with stage("embedding_backward"):  # the lookups sorted by id: the sums are the update's
+            tbe.sort(lookups)
+        self.update_weights(lambda: tbe.update(self.weights, self.state, lookups, grad, self.config.optimizer))
         return self.make_record(loss, batch, started, hits=batch.lookups())
 
     def embedding_backward(self, ids, offsets, grad, num_rows, addresses=None):

@@ -4,8 +4,8 @@ The host gathers and pools the rows, the pooled vectors cross to the device, the
 the pooled gradients cross back, and the host coalesces them and updates the rows. Every embedding
 byte moves at host-memory speed.
 
-The host's work runs in the table-batched C++ loops on `TrainConfig.threads` threads (every core
-by default, as FBGEMM's CPU TBE uses them): whole tables a thread, and with more threads than
+The host's work runs in the table-batched C++ loops on `TrainConfig.threads` threads (by default
+every core but the batch loader's, as FBGEMM's CPU TBE uses them): whole tables a thread, and with more threads than
 tables the forward's bags and the update's rows too; each bag's sum and each row's coalesced
 gradient is one thread's, in the same order at every count, so
 the result is PyTorch's bit for bit whatever the threads (tests/test_threads.py).

@@ -39,6 +39,8 @@ call's last batch: a call never fails on a batch it does not train, and the mini
 cache's error names is the minimum for the batches of that call. And what was read ahead is
 taken once: a step takes batch b with its prefetched rows and leaves nothing behind, so a step
 that fails, or a batch the door refuses, is read again from the source when training goes on.
+Both batches come from the trainer's loader (data/loader.py), made ahead and checked at the door
+on its thread: step b's `data` takes batch b+1 from it, already made.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from scratchkit.config import VictimPolicy
-from scratchkit.data.checks import BadBatchError, check_batch
+from scratchkit.data.checks import BadBatchError
+from scratchkit.device_work import Path, current_path, on_path
 from scratchkit.kernels.engine import OwnStream
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.drivers import PlanIn
@@ -73,15 +76,6 @@ class PrefetchIn(str, Enum):
         if self is PrefetchIn.AUTO:
             return PrefetchIn.THREAD if on_gpu else PrefetchIn.INLINE
         return self
-
-
-def batch_is_good(batch, table_sizes, num_dense: int, index: int) -> bool:
-    """Whether `batch` would pass the door (data/checks.py); the prefetch leaves a bad one alone."""
-    try:
-        check_batch(batch, table_sizes, index, num_dense=num_dense)
-    except BadBatchError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -109,11 +103,11 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
         b, ahead = self.next_batch, self._take_ahead()
-        with self.timer.stage("data"):  # batch b (read last step, to prefetch its rows) and b+1
+        with self.timer.stage("data"):  # batch b (taken last step, to prefetch its rows) and b+1
             batch, ids, offsets = self.load_batch(ahead.batch if ahead else None)
-            nxt = self.source.batch(b + 1) if b + 1 < self.call_end else None
+            nxt = self._take_next(b + 1)
         served = ahead.served if ahead else self.serve(batch, b)  # the first step: a demand fill
-        if nxt is not None and batch_is_good(nxt, self.config.data.table_sizes, self.model.num_dense, b + 1):
+        if nxt is not None:
             locked = [slot_u for _, _, _, slot_u in served.tables]  # while b trains: fetch b+1
             self.dev.synchronize_current_stream()  # victims' rows as the last update left them
             self._prefetch = Prefetch(
@@ -147,6 +141,16 @@ class PrefetchLRUTrainer(DemandFilledTrainer):
     def close(self) -> None:
         self._join_prefetch()
         super().close()
+
+    def _take_next(self, index: int):
+        """Batch `index` from the loader, to prefetch its rows; None past the call's end, or if the
+        door refuses it: the prefetch leaves a bad batch alone, and its own step refuses it."""
+        if index >= self.call_end:
+            return None
+        try:
+            return self.loader.take(index)
+        except BadBatchError:
+            return None
 
     def _take_ahead(self) -> Ahead | None:
         """Batch next_batch as the last step read and served it, if it did; taken once. (A bad
@@ -185,7 +189,8 @@ class Prefetch:
 
     def _run(self) -> None:
         try:
-            with self._stream:
+            # on its own thread its waits and launches are not Train's (device_work.py)
+            with self._stream, on_path(Path.PLAN if self._thread is not None else current_path()):
                 self._value = self._serve(ServeStages(self.timer, PREFETCH_STAGES))
             self._stream.finish()  # its rows are in place before Train reads them
         except BaseException as error:  # handed to the step at the join

@@ -30,6 +30,8 @@ from typing import Callable, Iterator
 
 
 from scratchkit.data.checks import BadBatchError
+from scratchkit.device_work import Path, snapshot
+from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
@@ -41,7 +43,7 @@ from scratchkit.scratchpipe.own_planner import PlanMistake, Planner
 from scratchkit.scratchpipe.plan_ahead import PlanAhead, PlanSetup
 from scratchkit.scratchpipe.rows import ScratchpadRows
 from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
-from scratchkit.scratchpipe.train import count_hits, train_through_slots
+from scratchkit.scratchpipe.train import count_hits, train_on_device, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
 from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
@@ -105,6 +107,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.stage_hook = stage_hook  # tests: raise or sleep at a given stage and batch
         self.clock = StageClock(EventLog(enabled=record_events))
         self.capacities = [config.cache.capacity_for(n) for n in config.data.table_sizes]
+        # Train's kernels on a GPU (train.py's train_on_device); on a CPU the C++ loops
+        self.tbe = DeviceTBE(self.dev, config.data.table_sizes) if self.dev.is_cuda else None
         self._driver = None  # the running `train()` call's, else None
         self._reset()
 
@@ -189,15 +193,9 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.check_capacity(start, stop)
         where = self.where_host_stages_run(stop - start)
         self.clock.clear()
+        plan_ahead = self.plan_ahead(where, start, stop)
         self._driver = driver = start_driver(
-            where,
-            self.stages,
-            self.schedule,
-            PlanAhead(self.plan_setup(self._planner_threads(where)), self.source, start),
-            start,
-            stop,
-            self.clock,
-            self.stage_hook,
+            where, self.stages, self.schedule, plan_ahead, start, stop, self.clock, self.stage_hook
         )
         interrupted, finished, last_end = InterruptFlag(), False, time.perf_counter()
         try:
@@ -216,7 +214,20 @@ class ScratchPipeTrainer(HostTablesTrainer):
                 raise error.__cause__ from None
             raise
         finally:
-            self._end(driver, finished)
+            try:
+                self._end(driver, finished)
+            finally:
+                plan_ahead.close()
+
+    def plan_ahead(self, where: PlanIn, start: int, stop: int) -> PlanAhead:
+        """The call's Plan, its batches made ahead by a loader where it runs (`batches_ahead`),
+        pinned on a GPU unless Plan runs in a forked process (no CUDA call may run in one). A call
+        of one step makes its batches as Plan reads them."""
+        ahead = self.config.batches_ahead if stop - start > 1 else 0
+        forked = where in (PlanIn.PROCESS, PlanIn.HOST_PROCESS)
+        pin = self.dev.pin if self.dev.is_cuda and not forked else None
+        setup, workers = self.plan_setup(self._planner_threads(where)), self.config.loader_threads
+        return PlanAhead(setup, self.source, start, ahead, pin, workers)
 
     def reserved_cores(self) -> int:
         """A CPU run's host stages take a core of their own (a forked process, or threads)."""
@@ -228,15 +239,30 @@ class ScratchPipeTrainer(HostTablesTrainer):
         t0 = time.perf_counter()
         if self.stage_hook is not None:
             self.stage_hook(Stage.TRAIN, b)
-        pads = self.stages.pads
-        hits = count_hits(item, pads)
-        loss = train_through_slots(
-            item, pads, self.dev, self.dense_step, self.embedding_backward, self.update_weights, self.config.optimizer
-        )  # next_batch: b + 1
+        pads, work = self.stages.pads, snapshot(Path.TRAIN)
+        if self.tbe is not None:  # on a GPU: tbe.cu's kernels, one wait (the loss, the hits with it)
+            loss, hits = train_on_device(
+                item, pads, self.dev, self.tbe, self.dense_step, self.update_weights, self.config.optimizer
+            )
+            self.stages.trained(b, self.dev.record_event())  # what the evicting stages wait for
+            hits = hits if isinstance(hits, int) else int(hits.value)
+        else:
+            hits = count_hits(item, pads)
+            loss = train_through_slots(
+                item,
+                pads,
+                self.dev,
+                self.dense_step,
+                self.embedding_backward,
+                self.update_weights,
+                self.config.optimizer,
+            )  # next_batch: b + 1
+        work = snapshot(Path.TRAIN) - work
         driver.trained(b)
         end = time.perf_counter()
         self.clock.record(Stage.TRAIN, b, t0, end)
-        return StepRecord(
+        plan = self.clock.take_work(b)
+        record = StepRecord(
             step=b,
             loss=loss,
             samples=item.batch.batch_size,
@@ -248,7 +274,11 @@ class ScratchPipeTrainer(HostTablesTrainer):
             written_back_rows=sum(p.written_back_rows for p in item.tables),
             evicting_tables=sum(p.victims > 0 for p in item.tables),
             stale_reads=item.stale_reads,
+            plan_syncs=plan.host_syncs,
+            plan_launches=plan.kernel_launches,
         )
+        record.count_work(work)  # Train's alone: the stages ahead of it count on their own path
+        return record
 
     def _end(self, driver, finished: bool) -> None:
         """Stop the driver; after an early stop, flush (every dirty row is in its slot, even if a
