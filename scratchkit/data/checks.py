@@ -13,23 +13,22 @@ batch is refused *before any of it is trained*, with the same message whichever 
     batch 3: dense value nan at sample 2, feature 1 is not finite
     batch 3: label 2.0 at sample 1 is not 0 or 1
 
-What each array is first (a NumPy array, contiguous, of its dtype and shape), then the values.
-Why each rule. Every array is a NumPy array: a list has no dtype to check, and a trainer would
-fail on it with an AttributeError. Each is C-contiguous: torch takes no negative strides, so a
-view such as `x[::-1]` would fail inside some trainers' steps and not others', and the C++ loops
-read memory in order; one rule refuses every such view, whichever trainer or planner reads it.
-Ids are int64, offsets int64, dense values and labels float32: what every trainer and the
-reference compute with. Another dtype would fail somewhere inside a step (torch refuses to mix
-uint64 with int64, a float64 matmul with float32 weights), or silently take another path; a
-trainer would find out part way through, so the door says it first. A batch has at least one
-sample (the mean loss of none is NaN), its dense values are as wide as the model's `num_dense`
-(wider would fail in the first matmul, naming no batch; a model without dense features would
-ignore them without a word), and each table's offsets start at 0 and never decrease
-(EmbeddingBag's bags). An id out of range would
-index past a table: a torch op raises a bare IndexError, NumPy wraps a negative id around to the
-last row without a word, and a kernel writes outside its buffer (a crash by signal). A non-finite
-dense value turns every weight it reaches into NaN within a step. A label outside {0, 1} is not a
-click; binary cross-entropy trains on it anyway.
+What each array is first (a NumPy array, contiguous, of its dtype and shape), then the values. Why
+each rule. Every array is a NumPy array: a list has no dtype to check, and a trainer would fail on
+it with an AttributeError. Each is C-contiguous: torch takes no negative strides, so a view such as
+`x[::-1]` would fail inside some trainers' steps and not others', and the C++ loops read memory in
+order; one rule refuses every such view, whichever trainer or planner reads it. Ids are int64,
+offsets int64, dense values and labels float32: what every trainer and the reference compute with.
+Another dtype would fail somewhere inside a step (torch refuses to mix uint64 with int64, a float64
+matmul with float32 weights), or silently take another path; a trainer would find out part way
+through, so the door says it first. A batch has at least one sample (the mean loss of none is NaN),
+its dense values are as wide as the model's `num_dense` (wider would fail in the first matmul,
+naming no batch; a model without dense features would ignore them without a word), and each table's
+offsets start at 0 and never decrease (EmbeddingBag's bags). An id out of range would index past a
+table: a torch op raises a bare IndexError, NumPy wraps a negative id around to the last row
+without a word, and a kernel writes outside its buffer (a crash by signal). A non-finite dense
+value turns every weight it reaches into NaN within a step. A label outside {0, 1} is not a click;
+binary cross-entropy trains on it anyway.
 
 The checks are a few vectorised reductions over all tables at once (each table's min and max id,
 its offsets' steps): with 26 tables a reduction per table cost a tenth of a `criteo-like` step.
