@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from scratchkit.commands.bench import bench_command  # noqa: E402
 from scratchkit.measure.record import RunRecord, add_record_option  # noqa: E402
 
 
@@ -36,19 +37,7 @@ def checkout(rev: str, into: Path) -> Path:
 
 def bench(tree: Path, args) -> dict[str, float]:
     """samples/s of each trainer: `scratchkit bench --json` run from `tree`, in a fresh process."""
-    command = [
-        sys.executable,
-        "-m",
-        "scratchkit.commands.cli",
-        "bench",
-        "--profile",
-        args.profile,
-        "--trainers",
-        args.trainers,
-        "--steps",
-        str(args.steps),
-        "--json",
-    ]
+    command = bench_command(args.profile, args.trainers, args.steps)
     env = os.environ | {"PYTHONPATH": str(tree)}
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:

@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 
+from scratchkit.commands.bench import bench_argv, bench_command
 from scratchkit.distributed.launch import launch
 from scratchkit.distributed.sharded_cost import Links, scaling
 from scratchkit.measure.record import RunRecord, add_record_option
@@ -37,49 +38,15 @@ from scratchkit.profiles import get_profile
 
 def one_process(args, trainers: str) -> dict[str, float]:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scratchkit.commands.cli",
-            "bench",
-            "--profile",
-            args.profile,
-            "--trainers",
-            trainers,
-            "--steps",
-            str(args.steps),
-            "--warmup",
-            str(args.warmup),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
+        bench_command(args.profile, trainers, args.steps, args.warmup), capture_output=True, text=True, check=True
     )
     return {r["trainer"]: r["samples_per_s"] for r in json.loads(done.stdout)}
 
 
 def sharded(args, trainers: str, ranks: int) -> dict[str, float]:
     batch = get_profile(args.profile).data.batch_size * (1 if args.strong else ranks)
-    result = launch(
-        [
-            "bench",
-            "--profile",
-            args.profile,
-            "--trainers",
-            trainers,
-            "--steps",
-            str(args.steps),
-            "--warmup",
-            str(args.warmup),
-            "--batch-size",
-            str(batch),
-            "--sharding",
-            args.sharding,
-            "--json",
-        ],
-        ranks,
-    )
+    flags = ("--batch-size", str(batch), "--sharding", args.sharding)
+    result = launch(bench_argv(args.profile, trainers, args.steps, args.warmup, *flags), ranks)
     if result.returncode:
         raise SystemExit(f"{ranks} ranks failed: {result.failure}")
     return {r["trainer"]: r["samples_per_s"] for r in json.loads(result.output)}

@@ -1,5 +1,5 @@
-"""The kit's gpu-only trainer beside plain PyTorch and FBGEMM's CPU table-batched embedding, on the
-same batches, in one run.
+"""The kit's gpu-only and hybrid trainers beside plain PyTorch and FBGEMM's CPU table-batched
+embedding, on the same batches, in one run.
 
     .venv/bin/python benchmarks/bench_peers.py [--profiles small,criteo-like,embedding-bound@0.25]
                                                [--threads 1,2] [--steps 100[,100,10]] [--rounds 5] [--json]
@@ -10,6 +10,9 @@ The peers, each training the same DLRM (same initial weights, same batches, SGD)
                bit for bit plain PyTorch
     gpu-only-by-id   the same with `summation_order="by-id"`: each id's gradients summed in
                lookup order (a stable radix sort, as FBGEMM sorts), PyTorch's result to rounding
+    hybrid     the kit's `hybrid` trainer: its embedding work in the table-batched C++ loops, the
+               backward then the update (not fused), every table cut into runs where there are
+               more threads than tables; bit for bit plain PyTorch
     pytorch    `scratchkit.measure.reference`: nn.EmbeddingBag(mode="sum", sparse=True) per table and
                torch.optim.SGD, the loop anyone would write
     fbgemm     FBGEMM's SplitTableBatchedEmbeddingBagsCodegen (EmbeddingLocation.HOST,
@@ -19,8 +22,8 @@ The peers, each training the same DLRM (same initial weights, same batches, SGD)
                fbgemm_gpu is not importable.
 A profile may carry a scale, `name@scale` (the scalable profiles: `embedding-bound@0.25`).
 `--embeddings` times the embedding work alone (gpu-only's table-batched loops with SGD's backward
-and update fused, the same unfused, the per-table torch ops they replaced, FBGEMM's TBE forward +
-fused backward), on batches made beforehand. In the
+and update fused, hybrid's the same unfused, the per-table torch ops they replaced, FBGEMM's TBE
+forward + fused backward), on batches made beforehand. In the
 full step the batches are made once before the rounds and every peer reads the same ones, as an
 input pipeline hands batches over (the kit's synthetic generator takes 40-60% of a `small` step
 and is not what is compared; the cost model leaves it out too); `--generated` makes each peer
@@ -155,10 +158,10 @@ def table_batched_inputs(ids, offsets) -> tuple[torch.Tensor, torch.Tensor]:
 
 def time_run(name: str, config, source, steps: int) -> float:
     """samples/s of `steps` steps of peer `name`, after WARMUP steps."""
-    if name in ("gpu-only", "gpu-only-by-id"):
+    if name in ("gpu-only", "gpu-only-by-id", "hybrid"):
         if name == "gpu-only-by-id":
             config = replace(config, summation_order="by-id")
-        with make_trainer("gpu-only", config, source=source) as trainer:
+        with make_trainer("hybrid" if name == "hybrid" else "gpu-only", config, source=source) as trainer:
             list(trainer.train(WARMUP))
             start = time.perf_counter()
             list(trainer.train(steps))
@@ -207,7 +210,7 @@ def embedding_steps(profile: str, threads: int, steps: int) -> dict:
     fused = lambda weights, states, sorted_grad, sgd: fused_sgd.fused_sgd_update(weights, *sorted_grad, sgd.lr)
     thunks = {
         "gpu-only": kit(tb.pooled_lookup_tables, sort, fused),
-        "unfused": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),
+        "hybrid": kit(tb.pooled_lookup_tables, backward, tb.apply_updates),  # unfused, as hybrid runs them
         "per-table": kit(tb.pooled_lookup_tables_twin, tb.embedding_backward_tables_twin, tb.apply_updates_twin),
     }
     if fbgemm_missing() is None:
@@ -355,7 +358,7 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--record", metavar="PATH", help="also keep the run as JSON at PATH (e.g. results/peers.json)")
     args = parser.parse_args(argv)
-    record = RunRecord("benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    record = RunRecord.of_run(__file__, argv)
     for name in args.profiles.split(","):
         try:
             profile_config(name)
@@ -391,7 +394,7 @@ def main(argv=None) -> None:
                 f"{row['speedup_over_per_table']:11.2f}"
             )
         return
-    peers = ["gpu-only", "gpu-only-by-id", "pytorch"]
+    peers = ["gpu-only", "gpu-only-by-id", "hybrid", "pytorch"]
     why = fbgemm_missing()
     if why is None:
         peers.append("fbgemm")

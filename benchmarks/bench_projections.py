@@ -28,25 +28,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 from dataclasses import replace
 
-from scratchkit.costmodel.host_threads import HOST_MEMORY
-from scratchkit.measure.record import RunRecord
-from scratchkit.projection.costmodel import project
-from scratchkit.projection.counters import project_config, simulated_counters
-from scratchkit.costmodel.servers import SERVERS
-from scratchkit.projection.hardware import get_hardware
 from scratchkit.costmodel.hardware import calls_from_ops
-from scratchkit.costmodel.step import StepWork
+from scratchkit.costmodel.servers import SERVERS
+from scratchkit.designs import BASELINE, DESIGNS, PEERS, Compared, StepWork, versus
+from scratchkit.measure.record import RunRecord
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import BASELINE, PEERS, TRAINERS as REGISTERED, TrainerKind, priced_as, versus
+from scratchkit.projection.counters import project_config, simulated_counters
+from scratchkit.projection.machines import get_machine
+from scratchkit.projection.project import figures, project
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
-# every registered trainer but static and lfu, whose steps the cost model prices as lru's but for the fetch
-TRAINERS = tuple(n for n in REGISTERED if priced_as(n) not in (TrainerKind.STATIC, TrainerKind.LFU))
+# every design projected at full size (static and lfu: priced as lru's steps but for the fetch)
+TRAINERS = tuple(name for name, d in DESIGNS.items() if d.compared is not Compared.MEASURED)
 TARGET = ("embedding-bound", "h100-pcie5")
 
 
@@ -68,37 +65,36 @@ def main(argv=None) -> int:
         help="scratchpipe-device on the H100 profile with one assumption changed at a time",
     )
     args = parser.parse_args(argv)
-    record = RunRecord("python benchmarks/bench_projections.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    record = RunRecord.of_run(__file__, argv)
     if args.sensitivity:
-        figures = sensitivity(
+        ratios = sensitivity(
             [p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
             args.batches,
             args.scale,
         )
         if args.record:
-            print(f"recorded in {record.write(args.record, figures)}")
+            print(f"recorded in {record.write(args.record, ratios)}")
         return 0
-    hardware = list(SERVERS)
+    machines = list(SERVERS)
     report = {}
     for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
         started = time.perf_counter()
         config = get_profile(name, scale=args.scale)
         # the embedding-bound family's tables are alike: one table's rows moved stand for all
         sample = 1 if name.startswith("embedding-bound") else None
-        rows = project_config(config, list(TRAINERS), hardware, args.batches, sample_tables=sample)
+        rows = project_config(config, list(TRAINERS), machines, args.batches, sample_tables=sample)
         d = config.data
         print(
             f"\n{name}: {len(d.table_sizes)} tables of up to {max(d.table_sizes):,} rows, batch {d.batch_size}, "
             f"pooling {d.pooling}, dim {config.model.dim}, cache/scratchpad {config.cache.capacity:,} rows a "
             f"table ({time.perf_counter() - started:.0f} s)"
         )
-        report[name] = {
-            row[hardware[0]].trainer: {h: projection_figures(row[h], rows, h) for h in hardware} for row in rows
-        }
+        shown = {m: figures([row[m] for row in rows]) for m in machines}
+        report[name] = {trainer: {m: shown[m][trainer] for m in machines} for trainer in shown[machines[0]]}
         head = "".join(f"  x {peer}" for peer in PEERS)
         print(
             f"  {'trainer':20s}"
-            + "".join(f"{h + ': samples/s' + head + '  bound by':>{37 + len(head)}s}" for h in hardware)
+            + "".join(f"{m + ': samples/s' + head + '  bound by':>{37 + len(head)}s}" for m in machines)
         )
         for trainer, by_server in report[name].items():
             print(
@@ -113,14 +109,14 @@ def main(argv=None) -> int:
         print(
             "  hybrid's host work: "
             + "; ".join(
-                f"{h} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
-                for h, x in report[name][BASELINE].items()
+                f"{m} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
+                for m, x in report[name][BASELINE].items()
             )
         )
-    profile, hw = TARGET
+    profile, machine = TARGET
     if profile in report:
-        p = {t: report[profile][t][hw] for t in TRAINERS}
-        print(f"\nScratchPipe against its peers, {profile} on {hw}:")
+        p = {t: report[profile][t][machine] for t in TRAINERS}
+        print(f"\nScratchPipe against its peers, {profile} on {machine}:")
         for name in ("scratchpipe", "scratchpipe-device"):
             sp, bound = p[name]["samples_per_s"], p[name]["bound_stage"]
             resources = p[name]["resource_seconds"]
@@ -142,48 +138,33 @@ def main(argv=None) -> int:
     return 0
 
 
-def projection_figures(projection, rows: list, server: str) -> dict:
-    """One trainer's projection on `server` as JSON, with its speed over each peer's (each at its
-    best: hybrid on the server's cores, the production cache bookkept on the device) and, for hybrid, the threads and memory rate its host work is priced on."""
-    by_name = {row[server].trainer: row[server] for row in rows}
-    figures = projection.to_dict()
-    for peer in PEERS:
-        figures[versus(peer)] = projection.samples_per_s / by_name[peer].samples_per_s
-    if projection.trainer == BASELINE:
-        hw = get_hardware(server)
-        figures["host_threads"] = hw.host_cores
-        figures["host_memory_line_rate"] = hw.host_memory_line_rate
-        figures["host_memory_bound"] = projection.bound_stage == HOST_MEMORY
-    return figures
-
-
 def sensitivity(profiles: list[str], batches: int, scale: float | None) -> dict:
     """scratchpipe-device / gpu-only on h100-pcie5 as profiled, with the link at half its rate
     (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages:
     {profile: {case: {"x_gpu_only": ratio, "bound_stage": stage}}}, printed as it goes."""
-    figures = {}
-    hw = get_hardware(TARGET[1])
+    ratios = {}
+    machine = get_machine(TARGET[1])
     cases = {
-        "as profiled": hw,
-        "link at half rate": replace(hw, pcie_bw=hw.pcie_bw / 2),
-        "8 us a launch": replace(hw, device_calls=calls_from_ops(8e-6)),
-        "both": replace(hw, pcie_bw=hw.pcie_bw / 2, device_calls=calls_from_ops(8e-6)),
+        "as profiled": machine,
+        "link at half rate": replace(machine, pcie_bw=machine.pcie_bw / 2),
+        "8 us a launch": replace(machine, device_calls=calls_from_ops(8e-6)),
+        "both": replace(machine, pcie_bw=machine.pcie_bw / 2, device_calls=calls_from_ops(8e-6)),
     }
-    print(f"scratchpipe-device / gpu-only on {hw.name}, one assumption changed at a time")
+    print(f"scratchpipe-device / gpu-only on {machine.name}, one assumption changed at a time")
     for name in profiles:
         config = get_profile(name, scale=scale)
         fetched, written = simulated_counters(config, "scratchpipe-device", batches, sample_tables=1)
         work = StepWork.from_config(config, batches=2).with_counters(fetched, written)
-        figures[name] = {}
-        for label, h in cases.items():
-            p, g = project("scratchpipe-device", work, h), project("gpu-only", work, h)
-            figures[name][label] = {"x_gpu_only": p.samples_per_s / g.samples_per_s, "bound_stage": p.bound_stage}
+        ratios[name] = {}
+        for label, priced_on in cases.items():
+            p, g = project("scratchpipe-device", work, priced_on), project("gpu-only", work, priced_on)
+            ratios[name][label] = {"x_gpu_only": p.samples_per_s / g.samples_per_s, "bound_stage": p.bound_stage}
             print(f"  {name:24s} {label:20s} {p.samples_per_s / g.samples_per_s:5.2f}x  bound by {p.bound_stage}")
-        p, g = project("scratchpipe-device", work, hw), project("gpu-only", work, hw)
+        p, g = project("scratchpipe-device", work, machine), project("gpu-only", work, machine)
         serial = work.batch_size / sum(p.stage_seconds.values())
-        figures[name]["no overlap"] = {"x_gpu_only": serial / g.samples_per_s, "bound_stage": "every stage in turn"}
+        ratios[name]["no overlap"] = {"x_gpu_only": serial / g.samples_per_s, "bound_stage": "every stage in turn"}
         print(f"  {name:24s} {'no overlap':20s} {serial / g.samples_per_s:5.2f}x  (every stage one after another)")
-    return figures
+    return ratios
 
 
 if __name__ == "__main__":

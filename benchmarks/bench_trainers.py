@@ -7,7 +7,7 @@ and print per case:
 - measured samples/s (the median round) and the ratio to gpu-only: the median over rounds of each
   round's ratio, trainers measured seconds apart (on a CPU-only machine "device" is the CPU, so
   gpu-only is the kit's upper bound here, and scratchpipe/gpu-only measures the pipeline's overhead);
-- the cost model's projection (scratchkit.projection.costmodel) of the same work per step, rows fetched and
+- the cost model's projection (scratchkit.projection.project) of the same work per step, rows fetched and
   written back as measured, on the GPU server: samples/s, the ratio to gpu-only and the stage
   that bounds each trainer.
 
@@ -30,13 +30,15 @@ import sys
 
 from scratchkit.measure.bench import run_bench
 from scratchkit.config import CacheParams
-from scratchkit.projection.costmodel import project_bench
+from scratchkit.projection.project import project_bench
 from scratchkit.measure.record import RunRecord, add_record_option
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import TrainerKind
+from scratchkit.designs import BASELINE, UPPER_BOUND
+from scratchkit.designs.demand_cache import LRU
+from scratchkit.designs.scratchpipe import SCRATCHPIPE
 
 CASES = [("small", 0.5), ("small", 1.2), ("criteo-like", 0.5), ("criteo-like", 1.2)]
-TRAINERS = [k.value for k in (TrainerKind.GPU_ONLY, TrainerKind.HYBRID, TrainerKind.LRU, TrainerKind.SCRATCHPIPE)]
+TRAINERS = [UPPER_BOUND, BASELINE, LRU.name, SCRATCHPIPE.name]
 GPU_SERVERS = ["v100-pcie3", "h100-pcie5"]
 
 

@@ -225,7 +225,7 @@ def calibrate_now(say):
     two: on a shared VM the machine's speed moves over seconds to minutes, and a calibration
     made long before the steps measured another machine."""
     from scratchkit.calibration.calibrate import calibrate
-    from scratchkit.projection.hardware import save_calibration
+    from scratchkit.projection.machines import save_calibration
 
     t0 = time.perf_counter()
     profile = calibrate(progress=say, repeats=CALIBRATION_REPEATS)

@@ -59,7 +59,7 @@ print(detect().describe())
 # real GPU servers.) The same table comes from the command line: `scratchkit bench --profile tiny`.
 
 # %%
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 from scratchkit import run_bench
 from scratchkit import get_profile
 

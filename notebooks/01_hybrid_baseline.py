@@ -123,7 +123,7 @@ check(bag_sums)
 # same steps onto GPU servers.
 
 # %%
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 from scratchkit import run_bench
 from scratchkit.course.viz import stage_breakdown
 

@@ -18,7 +18,7 @@
 # optimizer; they differ only in *where the embedding rows live* and *how they get to the
 # computation*: `hybrid` was notebook 01's, the caches that look backwards notebook 02's, and
 # ScratchPipe's scratchpad notebooks 03 and 04's. The table below the goals lists every trainer
-# the kit has (its registry, `scratchkit.trainers.TRAINERS`).
+# the kit has (its registry, `scratchkit.designs.DESIGNS`).
 #
 # **Learning goals**
 # - measure all trainers on identical batches and read where each one's time goes;
@@ -44,7 +44,7 @@ trainer_table()
 # the stage breakdown. The projections further down say what the same work costs on GPU servers.
 
 # %%
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 from scratchkit import run_bench
 from scratchkit import CacheParams
 from scratchkit import get_profile
@@ -123,21 +123,21 @@ for result in verify(config, trainers, steps=20):
 # a dense step from 88 to 122 ms). `python benchmarks/bench_machine.py` measures that spread.
 
 # %%
-from scratchkit.projection.costmodel import project_bench, validate
-from scratchkit.course.tables import bound_table, validation_table
+from scratchkit.projection.project import project_bench
+from scratchkit.measure.validate import validate_bench
+from scratchkit.measure.report import bound_table, validation_table
 from scratchkit.course.viz import trainer_comparison
 
 machines = ["this-cpu", "v100-pcie3", "h100-pcie5"]
 projections = project_bench(config, results, machines)
-report = {r.trainer: validate(r.stage_seconds, row["this-cpu"], r.seconds / r.steps)
-          for r, row in zip(results, projections)}
-step_errors = {t: rows[-1].error for t, rows in report.items()}        # the last row is the step's
+validation = validate_bench(config, results)                           # this-cpu beside the run
+step_errors = {r.trainer: r.error for r in validation.rows if r.stage == "step"}
 measured = {r.trainer: r.samples_per_s for r in results}
 projected = {p: {row[p].trainer: row[p].samples_per_s for row in projections} for p in machines}
 trainer_comparison(measured, projected, relative_to="hybrid", step_errors=step_errors)
 
 # %%
-display(validation_table({t: report[t] for t in ("hybrid", "scratchpipe")}))
+display(validation_table(validation, trainers=("hybrid", "scratchpipe")))
 bound_table(projections)
 
 # %% [markdown]
@@ -181,7 +181,7 @@ speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 
 # ### Exercises: one stage of the model, and the step of a pipeline
 #
 # 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
-#    on hardware `hw` (`scratchkit.projection.hardware.get_hardware("v100-pcie3")`). Each step the
+#    on hardware `hw` (`scratchkit.projection.machines.get_machine("v100-pcie3")`). Each step the
 #    pooled vectors (one of `config.model.dim` float32 numbers per sample and table) go to the device
 #    and their gradients come back: two copies over PCIe, each paying the link's latency once
 #    (`hw.pcie_bw` bytes/s, `hw.pcie_latency` s).

@@ -160,7 +160,7 @@ for depth, rows in minimum_by_depth(source).items():
 # end with plain PyTorch's parameters, bit for bit).
 
 # %%
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 
 need = max(scratchkit.minimum_capacities(source, depth=2))
 config = config.replace(cache=scratchkit.CacheParams(capacity=need, depth=2))

@@ -142,8 +142,8 @@ check(plan_batch)
 # %% [markdown]
 # ## Train with it
 #
-# `make_trainer("scratchpipe", config, planner=plan_batch)` runs your planner in the trainer's
-# pipeline (on its threads). `verify` trains it and plain PyTorch on the same batches and compares
+# `make_trainer("scratchpipe", config, own_planner=plan_batch)` runs your planner in the trainer's
+# pipeline (on its threads; `where=` says where the kit's planner runs instead). `verify` trains it and plain PyTorch on the same batches and compares
 # every parameter: 0.0 means bit for bit. 32 batches are enough for every scratchpad to fill and
 # evict. (Until your `plan_batch` passes its check, a stand-in made of the checks' references plans
 # in its place, so the notebook runs through.)
@@ -159,7 +159,7 @@ planner = ready(plan_batch)
 from scratchkit.course.capstone import planner_name
 from scratchkit.measure.verify import verify
 
-(result,) = verify(small, ["scratchpipe"], 32, planner=planner)
+(result,) = verify(small, ["scratchpipe"], 32, own_planner=planner)
 print(f"{planner_name(planner)}: max |difference| from plain PyTorch: {result.max_abs_diff}; "
       f"Train's hit rate: {result.extras['train_hit_rate']}")
 
@@ -183,7 +183,7 @@ def forgets_the_holds(b, ids, slot_ids, held, window):
 
 
 lab = HazardLab(small, steps=12)
-with make_trainer("scratchpipe", lab.config, planner=forgets_the_holds) as trainer:
+with make_trainer("scratchpipe", lab.config, own_planner=forgets_the_holds) as trainer:
     try:
         list(trainer.train(12))
     except PlanMistake as mistake:
@@ -207,7 +207,7 @@ print(f"{trained} batches trained; host tables vs plain PyTorch after them: max 
 from scratchkit.course.capstone import first_held_victim
 from scratchkit.trainers.scratchpipe import Hazards
 
-unsafe = lab.run(Hazards(holds=False), planner=planner)
+unsafe = lab.run(Hazards(holds=False), own_planner=planner)
 for line in unsafe.verdict():
     print(line)
 print(first_held_victim(unsafe))

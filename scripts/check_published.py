@@ -5,7 +5,7 @@
 
 Each record is a measurement someone published (its source, the line it printed, the GPU, every
 shape). This script prices it with the kit's model by the recipe a user of the kit would follow
-for that kind of measurement (RECIPES: the kit's own calls, `costmodel/kit.py`, for a stage; the
+for that kind of measurement (RECIPES: the kit's own calls, `designs/kit.py`, for a stage; the
 gpu-only trainer's projection for a whole step) on the kit's server for that GPU, or the nearest
 one, and renders the comparison as docs/published-gpu.md with scripts/render_results.py's tables.
 """
@@ -28,13 +28,11 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from render_results import keep_current, table  # noqa: E402
 from scratchkit.config import DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig  # noqa: E402
-from scratchkit.costmodel import kit  # noqa: E402
-from scratchkit.costmodel.stages import id_transfer, stage_work  # noqa: E402
-from scratchkit.costmodel.step import StepWork, TableWork  # noqa: E402
-from scratchkit.costmodel.work import Work  # noqa: E402
+from scratchkit.designs import StepWork, TableWork, Work, kit  # noqa: E402
+from scratchkit.designs.train import id_transfer  # noqa: E402
 from scratchkit.profiles import CRITEO_KAGGLE_EXPONENTS  # noqa: E402
-from scratchkit.projection.costmodel import project  # noqa: E402
-from scratchkit.projection.hardware import get_hardware  # noqa: E402
+from scratchkit.projection.machines import get_machine  # noqa: E402
+from scratchkit.projection.project import project, stage_work  # noqa: E402
 
 RECORD = REPO / "results" / "published-gpu.json"
 PAGE = REPO / "docs" / "published-gpu.md"
@@ -96,7 +94,7 @@ RECIPES = {
         "the two above", lambda w: {"forward": forward(w), "backward": backward(w), "link": over_link(w, 3)}
     ),
     "fused embedding step": Recipe(
-        "the ids to the device (stages.id_transfer) + device forward + device backward",
+        "the ids to the device (train.id_transfer) + device forward + device backward",
         lambda w: {"transfer": id_transfer(w, arrays=1), "forward": forward(w), "backward": backward(w)},
     ),
     "dlrm step": Recipe('project("gpu-only", work, server): every stage of the gpu-only trainer, MLPs included', None),
@@ -191,15 +189,15 @@ class Priced:
 
 
 def price(record: dict) -> Priced:
-    w, hw = step_work(record), get_hardware(record["server"])
+    w, machine = step_work(record), get_machine(record["server"])
     recipe = RECIPES[record["kind"]]
     if recipe.parts is None:
-        parts = stage_work("gpu-only", w, hw)
-        fixed = sum(p.launch_seconds(hw) for p in parts.values())
-        return Priced(record, project("gpu-only", w, hw).step_seconds, fixed, w.unique_rows)
+        parts = stage_work("gpu-only", w, machine)
+        fixed = sum(p.launch_seconds(machine) for p in parts.values())
+        return Priced(record, project("gpu-only", w, machine).step_seconds, fixed, w.unique_rows)
     parts = [p.in_step(w.unique_rows) for p in recipe.parts(w).values()]
-    fixed = sum(p.launch_seconds(hw) for p in parts)
-    return Priced(record, sum(p.seconds(hw) for p in parts), fixed, w.unique_rows)
+    fixed = sum(p.launch_seconds(machine) for p in parts)
+    return Priced(record, sum(p.seconds(machine) for p in parts), fixed, w.unique_rows)
 
 
 def load(path: Path = RECORD) -> list[dict]:

@@ -9,7 +9,7 @@ How: for each training profile (small, criteo-like, and the embedding-bound prof
 version has it) the trainers gpu-only, hybrid, lru, prefetch-lru and scratchpipe-device (where they exist) and scratchpipe
 train on this machine (`scratchkit.measure.bench.run_bench`), which measures the work per step that does
 not depend on the hardware (working sets, hit rates, rows fetched and written back); the cost
-model (`scratchkit.projection.costmodel.project_bench`) prices that work on every hardware. This
+model (`scratchkit.projection.project.project_bench`) prices that work on every hardware. This
 machine's speed does not enter the GPU projections. The kernel figures expected are the hardware
 server's own numbers (device_stream_bw, device_gather at 64 B rows of a 1 GiB table), which
 bench_kernels.py measures.
@@ -30,19 +30,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from scratchkit.costmodel.hardware import GB  # noqa: E402
+from scratchkit.costmodel.servers import SERVERS  # noqa: E402
+from scratchkit.designs import DESIGNS, Compared  # noqa: E402
 from scratchkit.measure.bench import run_bench  # noqa: E402
-from scratchkit.projection.costmodel import project_bench  # noqa: E402
-from scratchkit.projection.hardware import GB, SERVERS, get_hardware  # noqa: E402
 from scratchkit.profiles import PROFILES, get_profile  # noqa: E402
-from scratchkit.trainers import TrainerKind, available_trainers, priced_as  # noqa: E402
+from scratchkit.projection.machines import get_machine  # noqa: E402
+from scratchkit.projection.project import project_bench  # noqa: E402
 
 EMBEDDING_BOUND = "embedding-bound"  # the workload whose step the tables bound
 GPU_SERVERS = list(SERVERS)
 
 
 def trainers() -> list[str]:
-    """Every registered trainer but static and lfu (priced as lru is, but for the fetch)."""
-    return [t for t in available_trainers() if priced_as(t) not in (TrainerKind.STATIC, TrainerKind.LFU)]
+    """Every design projected at full size (not static and lfu: priced as lru is, but for the fetch)."""
+    return [name for name, d in DESIGNS.items() if d.compared is not Compared.MEASURED]
 
 
 def machine() -> str:
@@ -100,9 +102,9 @@ def project_profile(name: str, steps: int) -> dict:
 def kernel_expectations() -> dict:
     return {
         hw: {
-            "device_stream_gb_per_s": get_hardware(hw).device_stream_bw / GB,
-            "device_gather_gb_per_s": get_hardware(hw).device_gather.bandwidth(64, 2**30) / GB,
-            "pcie_gb_per_s": get_hardware(hw).pcie_bw / GB,
+            "device_stream_gb_per_s": get_machine(hw).device_stream_bw / GB,
+            "device_gather_gb_per_s": get_machine(hw).device_gather.bandwidth(64, 2**30) / GB,
+            "pcie_gb_per_s": get_machine(hw).pcie_bw / GB,
         }
         for hw in GPU_SERVERS
     }
@@ -116,8 +118,8 @@ def markdown(figures: dict, hardware: str) -> str:
         "commit, date and machine that wrote both). Regenerate them with the same command when the",
         "cost model changes.",
         "",
-        "These are the cost model's projections (`scratchkit/projection/costmodel.py`, machines in",
-        "`scratchkit/projection/hardware.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
+        "These are the cost model's projections (`scratchkit/projection/project.py`, machines in",
+        "`scratchkit/projection/machines.py`), made *before* any run on a GPU. `scripts/gpu_check.sh` prints",
         "its measurements beside them (`docs/gpu-expected.json`), so the first GPU run tests the",
         f"model. The GPU check targets an H100/H200-class machine: the `{hardware}` server.",
         "An H200 has the H100's architecture (sm_90) and PCIe 5 host link, with faster HBM (4.8",

@@ -1,7 +1,7 @@
 """Solutions to notebook 09's exercises, as a learner might write them (see 01's file).
 
 `plan_batch` is a whole ScratchPipe planner: the trainer runs it for every table of every batch
-(`make_trainer("scratchpipe", config, planner=plan_batch)`).
+(`make_trainer("scratchpipe", config, own_planner=plan_batch)`).
 """
 import numpy as np
 from scratchkit.scratchpipe.own_planner import Plan

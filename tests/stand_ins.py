@@ -208,3 +208,13 @@ class StandInCuda:
 
     def deterministic(self) -> None:
         self._record("deterministic")
+
+
+def scratchpipe_at(where: str, config, source=None, **options):
+    """ScratchPipe with its stages at `where` (drivers.PlanIn's names): "device" is the trainer that
+    plans there (scratchpipe-device, on `options`' device), any other place the host planner's."""
+    from scratchkit.trainers.scratchpipe import DeviceScratchPipeTrainer, ScratchPipeTrainer
+
+    if where == "device":
+        return DeviceScratchPipeTrainer(config, source, **options)
+    return ScratchPipeTrainer(config, source, where=where, **options)

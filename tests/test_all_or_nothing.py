@@ -29,10 +29,11 @@ from scratchkit.measure.step_faults import (
     run_case,
 )
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.trainers import TRAINERS as REGISTERED, make_trainer
+from scratchkit.designs import DESIGNS
+from scratchkit.trainers import make_trainer
 from scratchkit.measure.killed_saves import kill_saves
 
-TRAINERS = list(REGISTERED)
+TRAINERS = list(DESIGNS)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@
 - no folder imports one above it: every import between two parts of the house (`FLOORS`) goes down;
 - no module imports another module's private name (`from x import _name`, `x._name`);
 - scratchkit/sim imports neither torch nor the widgets and plotting libraries;
+- scratchkit/designs and scratchkit/projection load no torch when imported;
 - only scratchkit/commands parses arguments (argparse) or lays out text tables (ljust/rjust);
 - only scratchkit/backend.py imports CuPy (NVRTC included);
 - the package cites its own docs, never a document outside the repository;
@@ -78,8 +79,9 @@ FLOORS = (
     "data",
     "embedding",
     "scratchpipe",
-    "trainers",
+    "designs",
     "costmodel",
+    "trainers",
     "calibration",
     "projection",
     "measure",
@@ -172,6 +174,21 @@ def test_the_simulators_import_no_torch_and_no_widgets(banned):
     assert sim
     users = [module_name(p) for p in sim if any(t.split(".")[0] == banned for t, _ in imports_of(p))]
     assert users == []
+
+
+@pytest.mark.parametrize(
+    "package", ["scratchkit.designs", "scratchkit.projection.project", "scratchkit.projection.counters"]
+)
+def test_the_designs_and_the_projection_load_no_torch(package):
+    """A price needs no trainer: importing the designs or the projection, in a fresh interpreter,
+    leaves torch out of sys.modules (the trainers it names are imported only when one is made)."""
+    import subprocess
+    import sys
+
+    probe = f"import sys, {package}; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"importing {package} loads {done.stdout.strip()}"
 
 
 WIDTH = __import__("re").compile(r"^(.?[<>^=])?[+\- ]?#?0?\d")  # a field width: `:>12`, `:8.3f`, `:<{w}`

@@ -20,8 +20,9 @@ from scratchkit.data.movielens import load_movielens
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.measure.reference import ReferenceRun
+from scratchkit.designs import DESIGNS
 from scratchkit.scratchpipe.drivers import PlanIn
-from scratchkit.trainers import TRAINERS, make_trainer, pipelined
+from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import NonFiniteLossError
 
 BAD_BATCH = 3
@@ -133,10 +134,11 @@ CORRUPTIONS = {
 }
 
 # Every trainer, and ScratchPipe in every place its planner runs (its default, auto, is the first
-# entry; scratchpipe-device is planner="device") and prefetch-lru's prefetch on its own thread.
-MODES = {name: (name, {}) for name in TRAINERS} | {
+# entry; scratchpipe-device is the trainer that plans on the device) and prefetch-lru's prefetch on
+# its own thread.
+MODES = {name: (name, {}) for name in DESIGNS} | {
     **{
-        f"scratchpipe, planner={p.value}": ("scratchpipe", {"planner": p})
+        f"scratchpipe, where={p.value}": ("scratchpipe", {"where": p})
         for p in PlanIn
         if p.value not in ("auto", "device")
     },
@@ -159,7 +161,7 @@ def test_every_trainer_refuses_a_bad_batch_in_the_same_words(tiny_config, mode, 
     # a ScratchPipe pipeline checks every batch of the call before its first step (its capacity
     # check reads them all); the others train batches 0-2 and stop at batch 3's door. Nothing
     # trained is lost.
-    assert trainer.next_batch == (0 if pipelined(name) else BAD_BATCH)
+    assert trainer.next_batch == (0 if DESIGNS[name].plans_ahead else BAD_BATCH)
     reference = ReferenceRun(tiny_config, Corrupted(tiny_config.data, lambda batch: batch, *num_dense))
     reference.train(trainer.next_batch)
     for mine, theirs in zip(trainer.embedding_weights(), reference.embedding_weights()):
@@ -191,7 +193,7 @@ sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
 from test_bad_input import Corrupted, set_id
 config = get_profile("tiny")
 for planner in ("host-process", "process", "thread"):
-    trainer = ScratchPipeTrainer(config, source=Corrupted(config.data, set_id(-1)), planner=planner)
+    trainer = ScratchPipeTrainer(config, source=Corrupted(config.data, set_id(-1)), where=planner)
     try:
         list(trainer.train(20))
     except ValueError as error:

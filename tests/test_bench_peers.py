@@ -31,7 +31,9 @@ def run_json(capsys, *argv):
 def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
     rows, err = run_json(capsys)
     peers = [r["peer"] for r in rows]
-    expected = ["gpu-only", "gpu-only-by-id", "pytorch"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
+    expected = ["gpu-only", "gpu-only-by-id", "hybrid", "pytorch"] + (
+        ["fbgemm"] if bench.fbgemm_missing() is None else []
+    )
     assert peers == expected
     assert ("FBGEMM skipped" in err) == ("fbgemm" not in peers)
     for row in rows:
@@ -52,7 +54,7 @@ def test_the_bench_times_every_installed_peer_against_plain_pytorch(capsys):
 def test_without_fbgemm_the_bench_says_so_and_times_the_others(capsys, monkeypatch):
     monkeypatch.setattr(bench, "fbgemm_missing", lambda: "ImportError: No module named 'fbgemm_gpu'")
     rows, err = run_json(capsys)
-    assert [r["peer"] for r in rows] == ["gpu-only", "gpu-only-by-id", "pytorch"]
+    assert [r["peer"] for r in rows] == ["gpu-only", "gpu-only-by-id", "hybrid", "pytorch"]
     assert "FBGEMM skipped" in err and "No module named 'fbgemm_gpu'" in err and "make peers" in err
 
 
@@ -97,7 +99,7 @@ def test_fbgemm_trains_the_same_model_as_plain_pytorch():
 def test_the_embedding_work_alone_is_timed_beside_the_per_table_ops(capsys):
     bench.main(["--profiles", "tiny", "--threads", "1", "--steps", "2", "--rounds", "1", "--json", "--embeddings"])
     rows = json.loads(capsys.readouterr().out)
-    expected = ["gpu-only", "unfused", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
+    expected = ["gpu-only", "hybrid", "per-table"] + (["fbgemm"] if bench.fbgemm_missing() is None else [])
     assert [r["peer"] for r in rows] == expected
     assert all(r["ms_per_step"] > 0 for r in rows)
     assert rows[2]["speedup_over_per_table"] == 1.0

@@ -11,7 +11,7 @@ import pytest
 from scratchkit.commands.cli import main
 from scratchkit.device import Device
 from scratchkit.calibration import co_run
-from scratchkit.projection import hardware
+from scratchkit.projection import machines
 from scratchkit.calibration.calibrate import calibrate
 from scratchkit.costmodel.hardware import Hardware, load_hardware, save_hardware
 from scratchkit.calibration.plan_timings import MAP_SLOTS
@@ -27,10 +27,10 @@ def quick_profile() -> Hardware:
 def saved_at(tmp_path, monkeypatch):
     """$SCRATCHKIT_HARDWARE pointed at a file in tmp_path, and this-cpu forgotten."""
     path = tmp_path / "profile.json"
-    monkeypatch.setenv(hardware.ENV_PATH, str(path))
-    hardware.forget_this_cpu()
+    monkeypatch.setenv(machines.ENV_PATH, str(path))
+    machines.forget_this_cpu()
     yield path
-    hardware.forget_this_cpu()
+    machines.forget_this_cpu()
 
 
 def test_a_quick_calibration_measures_every_constant(quick_profile):
@@ -77,9 +77,9 @@ def test_the_json_round_trips(quick_profile, tmp_path):
 
 def test_this_cpu_uses_the_saved_profile_and_says_so(quick_profile, saved_at):
     marked = Hardware.from_json(quick_profile.to_json() | {"host_stream_bw": 1.25e9})
-    hardware.save_calibration(marked)
+    machines.save_calibration(marked)
     assert saved_at.exists()
-    hw = hardware.get_hardware("this-cpu")
+    hw = machines.get_machine("this-cpu")
     assert hw.host_stream_bw == 1.25e9 and f"saved calibration {saved_at}" in hw.origin
 
 
@@ -90,7 +90,7 @@ def test_a_profile_saved_by_an_earlier_kit_is_measured_afresh_with_a_warning(qui
     old["host_calls"] = {k: v for k, v in old["host_calls"].items() if k not in ("plan_batch", "plan_victims")}
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="earlier scratchkit.*measuring this machine now"):
-        hw = hardware.get_hardware("this-cpu")
+        hw = machines.get_machine("this-cpu")
     assert "measured now" in hw.origin and "plan_victims" in hw.host_calls
 
 
@@ -101,7 +101,7 @@ def test_a_profile_whose_update_is_by_rows_of_the_call_is_measured_afresh(quick_
     old["host_tbe_update"] = [p[:2] + [2048.0] + p[3:] for p in old["host_tbe_update"]]
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="earlier scratchkit.*share of the table"):
-        hw = hardware.get_hardware("this-cpu")
+        hw = machines.get_machine("this-cpu")
     assert "measured now" in hw.origin and all(p[2] <= 1 for p in hw.host_tbe_update.points)
 
 
@@ -114,7 +114,7 @@ def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(qu
     other = quick_profile.native_builds | {"tbe": "tbe-0123456789abcdef"}
     saved_at.write_text(json.dumps(quick_profile.to_json() | {"native_builds": other}))
     with pytest.warns(UserWarning, match=r"other builds of the kit's C\+\+ loops \(tbe\)"):
-        hw = hardware.get_hardware("this-cpu")
+        hw = machines.get_machine("this-cpu")
     assert "measured now" in hw.origin and hw.native_builds == quick_profile.native_builds
 
 
@@ -128,11 +128,11 @@ def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afres
     del old["co_run_cores"]
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="before the kit measured the cores ScratchPipe's two sides get"):
-        hw = hardware.get_hardware("this-cpu")
+        hw = machines.get_machine("this-cpu")
     assert "measured now" in hw.origin and hw.co_run_cores >= 1
     saved_at.write_text(json.dumps(old | {"host_co_run": 1.5, "train_co_run": 1.2}))
     with pytest.warns(UserWarning, match="slowdown factors"):
-        hw = hardware.get_hardware("this-cpu")
+        hw = machines.get_machine("this-cpu")
     assert "measured now" in hw.origin
 
 
@@ -173,7 +173,7 @@ def test_the_co_run_cores_are_the_median_of_alone_over_two_at_once():
 def test_a_corrupt_calibration_file_is_one_line_naming_it(saved_at, content, what):
     saved_at.write_text(content)
     with pytest.raises(ValueError, match=what) as err:
-        hardware.get_hardware("this-cpu")
+        machines.get_machine("this-cpu")
     assert str(saved_at) in str(err.value) and "\n" not in str(err.value)
 
 
@@ -223,7 +223,7 @@ def test_the_summary_names_every_constant_of_every_profile(quick_profile, profil
     profile): a line for every constant, whatever its kind (a figure, a curve, a table of calls)."""
     from scratchkit.commands.tables import describe_hardware
 
-    hw = quick_profile if profile == "this-cpu" else hardware.get_hardware(profile)
+    hw = quick_profile if profile == "this-cpu" else machines.get_machine(profile)
     text = describe_hardware(hw)
     named = {line.split()[0] for line in text.splitlines()[1:]}
     constants = {
@@ -264,7 +264,7 @@ def test_the_median_of_calibrations_takes_every_figure_point_and_call_apart():
 
     from scratchkit.costmodel.hardware import RateCurve, median_hardware
 
-    base = hardware.get_hardware("h100-pcie5")
+    base = machines.get_machine("h100-pcie5")
     made = [
         replace(
             base,

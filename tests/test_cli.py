@@ -149,3 +149,22 @@ def test_capacity_must_be_a_number_or_min(capsys):
     with pytest.raises(SystemExit):
         main(["verify", "--capacity", "lots"])
     assert "expected a number of rows or 'min'" in capsys.readouterr().err
+
+
+def test_the_bench_command_line_the_benchmarks_build_runs_bench(capsys):
+    """benchmarks/bench_commits.py and bench_distributed.py run bench through `bench_command` (a
+    fresh interpreter) and `bench_argv` (the ranks): its argv is bench's own, --json at the end."""
+    import sys
+
+    from scratchkit.commands.bench import bench_argv, bench_command
+
+    argv = bench_argv("tiny", "gpu-only,hybrid", 2, 1, "--batch-size", "16")
+    assert bench_command("tiny", "gpu-only,hybrid", 2, 1, "--batch-size", "16") == [
+        sys.executable,
+        "-m",
+        "scratchkit.commands.cli",
+        *argv,
+    ]
+    code, out, _ = run(capsys, *argv)
+    rows = json.loads(out)
+    assert code == 0 and [r["trainer"] for r in rows] == ["gpu-only", "hybrid"] and rows[0]["steps"] == 2

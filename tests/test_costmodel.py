@@ -13,26 +13,20 @@ import torch
 from scratchkit.commands.cli import main
 from scratchkit.config import CacheParams, DataConfig, ModelConfig, OptimizerKind, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
-from scratchkit.costmodel import kit
-from scratchkit.projection.costmodel import (
-    Projection,
-    StepWork,
-    Work,
-    mlp_flops,
-    plan_cores,
-    project,
-    project_all,
-    stage_work,
-    validate,
-)
+from scratchkit.designs import kit
+from scratchkit.designs import StepWork, Work
+from scratchkit.designs.scratchpipe import plan_cores
+from scratchkit.designs.step import mlp_flops
+from scratchkit.projection.project import Projection, project, project_all, stage_work
 from scratchkit.costmodel.servers import SERVERS
-from scratchkit.costmodel.stages import plan_handoff
-from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
-from scratchkit.costmodel.hardware import CALL_OPS, Hardware, RateCurve, RowCurve, sort_units
-from scratchkit.costmodel.step import TableWork
-from scratchkit.trainers import TRAINERS as REGISTERED, priced_as
+from scratchkit.designs.scratchpipe import plan_handoff
+from scratchkit.projection.machines import get_machine, parse_machines, machine_names
+from scratchkit.costmodel.hardware import CALL_OPS, Hardware, RateCurve, RowCurve
+from scratchkit.designs.work import sort_units
+from scratchkit.designs.step import TableWork
+from scratchkit.designs import DESIGNS
 
-TRAINERS = list(REGISTERED)
+TRAINERS = list(DESIGNS)
 US = 1e-6
 
 
@@ -199,10 +193,10 @@ def test_every_trainer_has_stages_and_more_rows_cost_more(trainer, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
     few, many = work.with_counters(10, 10), work.with_counters(1000, 1000)
     for name in list(SERVERS):
-        hw = get_hardware(name)
+        hw = get_machine(name)
         low, high = project(trainer, few, hw), project(trainer, many, hw)
         assert all(s >= 0 for s in high.stage_seconds.values()) and high.step_seconds > 0
-        if priced_as(trainer).caches:
+        if DESIGNS[trainer].caches:
             assert sum(high.stage_seconds.values()) > sum(low.stage_seconds.values())
     with pytest.raises(ValueError, match="unknown trainer 'warp'; choose from gpu-only, hybrid"):
         stage_work("warp", work)
@@ -216,7 +210,7 @@ def test_hybrid_does_the_embedding_work_on_the_host():
 
 @pytest.mark.parametrize("name", list(SERVERS))
 def test_the_pipeline_is_bound_by_its_slowest_resource(name):
-    hw = get_hardware(name)
+    hw = get_machine(name)
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
     p = project("scratchpipe", w, hw)
     assert set(p.stage_seconds) == {"plan", "collect", "write_back", "transfer", "insert", "train"}
@@ -278,7 +272,7 @@ def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight(
     tables (the per-id work does), and its Plan's only host work is cutting each table's plan out."""
     one = one_table(lookups=8_000, unique=5_000, rows=100_000, capacity=20_000).with_counters(500, 400, 1)
     eight = replace(one, tables=one.tables * 8).with_counters(4000, 3200, 8)
-    hw = get_hardware("h100-pcie5")
+    hw = get_machine("h100-pcie5")
     plans = [stage_work("scratchpipe-device", w, hw)["plan"] for w in (one, eight)]
     assert plans[0].launch_seconds(hw) == pytest.approx(plans[1].launch_seconds(hw))
     assert plans[0].launch_seconds(hw) > 0
@@ -293,7 +287,7 @@ def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     """On a GPU: the trainer's thread (Train), the device's cores (every stage's kernels, not their
     launches), the link (rows read by Collect, rows written back), the interpreter (every launch,
     and Plan's Python cutting each table's plan out)."""
-    hw = get_hardware("h100-pcie5")
+    hw = get_machine("h100-pcie5")
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
     p = project("scratchpipe-device", w, hw)
     parts = stage_work("scratchpipe-device", w, hw)
@@ -384,7 +378,7 @@ def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
     puts in the ring (scratchpipe/ring.py): counted from the batch, not from the plan."""
     import multiprocessing
 
-    from scratchkit.costmodel.planning import fresh_planner
+    from scratchkit.scratchpipe.plan_ahead import PlanAhead
     from scratchkit.scratchpipe.host_process import what_train_reads
     from scratchkit.scratchpipe.ring import PlanRing
 
@@ -393,7 +387,7 @@ def test_the_plan_handoff_counts_the_bytes_the_ring_carries():
         cache=CacheParams(capacity=1200),
     )
     source = SyntheticSource(config.data)
-    planner = fresh_planner(config, source)
+    planner = PlanAhead.fresh(config, source)
     ring = PlanRing(multiprocessing.get_context("fork"), 4 * planner.plan_bytes(0), slots=1)
     for b in range(4):
         message = ring.pack(what_train_reads(False)(planner.plan(b)))
@@ -423,14 +417,18 @@ def test_bench_project_adds_projections_to_json_and_table(capsys):
     results = json.loads(capsys.readouterr().out)
     assert code == 0
     for r in results:
-        assert set(r["projected"]) == set(hardware_names())
+        assert set(r["projected"]) == set(machine_names())
         for p in r["projected"].values():
             assert p["samples_per_s"] > 0 and p["bound_stage"] in p["stage_seconds"]
     assert results[0]["projected"]["v100-pcie3"]["ratio"] == 1.0
     assert results[1]["fetched_rows_per_step"] > 0
     code = main(["bench", "--profile", "tiny", "--trainers", "hybrid", "--quick", "--project", "h100-pcie5"])
     out = capsys.readouterr().out
-    assert code == 0 and "h100-pcie5 (ratio)" in out and "h100-pcie5 bound by: hybrid" in out
+    head, _, hybrid = out.splitlines()[1:4]  # a row per trainer: its projection's columns beside its figures
+    assert code == 0 and "h100-pcie5 (ratio)" in head and "h100-pcie5 bound by" in head
+    bounds = ("embedding_forward", "transfer", "mlp", "embedding_backward", "update", "host memory")
+    assert hybrid.startswith("hybrid ") and any(f" {stage} " in hybrid for stage in bounds)
+    assert "h100-pcie5 x hybrid" in head and head.endswith("x hybrid")  # over the peer, projected and measured
 
 
 def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu():
@@ -493,17 +491,19 @@ def test_ratios_are_relative_to_the_first_trainer(tiny_config):
     assert rows[1]["h200"].ratio == pytest.approx(rows[1]["h200"].samples_per_s / rows[0]["h200"].samples_per_s)
 
 
-def test_validate_compares_stage_by_stage_and_takes_unmodelled_stages_out_of_the_step():
-    p = Projection("lru", "toy", {"fetch": 0.003}, 0.008, 1.0, "fetch", False)
-    rows = {r.stage: r for r in validate({"fetch": 0.002, "data": 0.001}, p, 0.01)}
-    assert rows["fetch"].error == pytest.approx(0.5) and rows["data"].error is None
-    assert rows["step"].measured == pytest.approx(0.009)
+def test_validation_compares_stage_by_stage_and_leaves_unmodelled_stages_unpredicted():
+    from scratchkit.measure.validate import compare
+
+    p = Projection("lru", "toy", {"fetch": 0.003}, 0.011, 1.0, "fetch", False)  # the step: data added in
+    rows = {r.stage: r for r in compare("tiny", "lru", {"fetch": 0.002, "data": 0.001}, 0.01, p)}
+    assert rows["fetch"].error == pytest.approx(0.5) and rows["data"].predicted_s is None
+    assert rows["step"].error == pytest.approx(0.1)
 
 
 # ---------------------------------------------------------------------------------- profiles
 @pytest.mark.parametrize("name", list(SERVERS))
 def test_every_gpu_profile_constant_has_a_source(name):
-    hw = get_hardware(name)
+    hw = get_machine(name)
     for f in fields(Hardware):
         # a None is no constant: the table-batched host rates, which only `calibrate` measures
         # (native_builds is no constant either: which C++ loops a calibration measured)
@@ -519,7 +519,7 @@ def test_every_gpu_profile_constant_has_a_source(name):
 
 
 def test_the_gpu_profiles_are_ordered_by_generation():
-    v100, a100, h100, h200 = (get_hardware(n) for n in ("v100-pcie3", "a100-pcie4", "h100-pcie5", "h200"))
+    v100, a100, h100, h200 = (get_machine(n) for n in ("v100-pcie3", "a100-pcie4", "h100-pcie5", "h200"))
     for key in ("device_stream_bw", "pcie_bw"):
         assert getattr(v100, key) < getattr(a100, key) <= getattr(h100, key) <= getattr(h200, key)
     assert v100.device_flops.at(1e9) < a100.device_flops.at(1e9) < h100.device_flops.at(1e9)
@@ -535,10 +535,10 @@ def test_bad_profiles_and_names_are_refused():
     with pytest.raises(ValueError, match="a row curve needs points"):
         RowCurve(((64, 1e6, 1e-9),))
     with pytest.raises(ValueError, match="unknown machine 'tpu'"):
-        get_hardware("tpu")
+        get_machine("tpu")
     with pytest.raises(ValueError, match="unknown machine 'x'"):
-        parse_hardware("v100-pcie3,x")
-    assert parse_hardware("all") == list(hardware_names())
+        parse_machines("v100-pcie3,x")
+    assert parse_machines("all") == list(machine_names())
 
 
 def batched(**changes) -> Hardware:
@@ -667,7 +667,7 @@ def test_plan_stripes_are_planners_the_model_spreads_plan_over():
 def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
     """reuse_bins: rows 1 2 1 3 2 1. The second 1 comes 1 distinct row after the first (bin 2:
     distances 1); the second 2 and the third 1 come 2 after theirs (bin 4: distances 2-3)."""
-    from scratchkit.costmodel.step import reuse_bins
+    from scratchkit.designs.step import reuse_bins
 
     assert reuse_bins(np.array([1, 2, 1, 3, 2, 1])) == {2: 1.0, 4: 2.0}
     assert reuse_bins(np.array([5, 5, 5])) == {1: 2.0} and reuse_bins(np.array([], dtype=np.int64)) == {}

@@ -1,4 +1,4 @@
-"""Hybrid's host embedding work on many threads (costmodel/host_threads.py): one core's seconds
+"""Hybrid's host embedding work on many threads (designs/host_threads.py): one core's seconds
 spread over the host's threads, capped by the rate the host's memory serves random lines."""
 
 from dataclasses import replace
@@ -7,10 +7,10 @@ import pytest
 
 from scratchkit.config import OptimizerKind
 from scratchkit.costmodel.servers import SERVERS, memory_line_rate
-from scratchkit.costmodel.host_threads import HOST_MEMORY, memory_lines, pieces
-from scratchkit.costmodel.step import StepWork, TableWork
-from scratchkit.projection.costmodel import project, stage_work
-from scratchkit.projection.hardware import get_hardware
+from scratchkit.designs.host_threads import HOST_MEMORY, busy_threads, memory_lines, pieces
+from scratchkit.designs.step import StepWork, TableWork
+from scratchkit.projection.project import project, stage_work
+from scratchkit.projection.machines import get_machine
 from scratchkit.profiles import get_profile
 
 HOST_STAGES = ("embedding_forward", "embedding_backward", "update")
@@ -40,15 +40,16 @@ def fixed_costs(work, hw, stage):
 
 
 def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
-    h100, work = get_hardware("h100-pcie5"), wide()
+    h100, work = get_machine("h100-pcie5"), wide()
     one = project("hybrid", work, replace(h100, host_cores=1))
     many = project("hybrid", work, h100)
     assert many.samples_per_s > 3 * one.samples_per_s
     assert many.bound_stage != HOST_MEMORY
-    # each host stage: one core's seconds over min(14, its pieces), or its lines at the memory's
-    # rate where that is longer (the forward's here); the link and device as they were
+    # each host stage: one core's seconds over the threads its pieces keep busy, or its lines at
+    # the memory's rate where that is longer (the forward's here); the link and device as they were
     for stage in HOST_STAGES:
-        threads = min(14, pieces(stage, work))
+        threads = busy_threads(stage, work, h100)
+        assert threads == 14  # 8 tables of 81,920 lookups: every stage cut into 7 runs a table
         rest = one.stage_seconds[stage] - one_core_seconds(work, h100, stage)
         calls = fixed_costs(work, h100, stage)
         host = calls + max(
@@ -66,7 +67,7 @@ def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
 
 def test_the_calls_fixed_costs_stay_on_the_calling_thread():
     """Amdahl's serial part: however many cores, a stage takes at least its calls' fixed costs."""
-    h100, work = get_hardware("h100-pcie5"), wide(batch=64, unique=20.0)
+    h100, work = get_machine("h100-pcie5"), wide(batch=64, unique=20.0)
     huge = project("hybrid", work, replace(h100, host_cores=10_000, host_memory_line_rate=1e15))
     for stage in HOST_STAGES:
         assert fixed_costs(work, h100, stage) > 0
@@ -74,7 +75,7 @@ def test_the_calls_fixed_costs_stay_on_the_calling_thread():
 
 
 def test_the_memory_cap_binds_and_is_named_when_the_lines_outrun_the_cores():
-    h100, work = get_hardware("h100-pcie5"), wide()
+    h100, work = get_machine("h100-pcie5"), wide()
     lines = memory_lines("update", work)
     assert lines == 2 * 8 * 50_000 * (64 * 4 // 64)  # read and written, 4 lines a 256 B row
     starved = replace(h100, host_memory_line_rate=1e7)  # 10M lines/s: far below the cores
@@ -93,18 +94,32 @@ def test_the_state_rows_count_as_lines_too():
     assert memory_lines("embedding_backward", wide()) == 0.0
 
 
-def test_a_few_tables_still_use_every_core_through_their_bags_and_rows():
+def test_a_few_tables_still_use_every_core_through_their_bags_rows_and_sorted_lookups():
     work = wide(tables=2)
-    assert pieces("embedding_forward", work) == 2 * 2048 // 64
-    assert pieces("update", work) == 2 * int(50_000 // 256)
-    assert pieces("embedding_backward", work) == 2  # one thread a table's sort
+    for stage in HOST_STAGES:
+        assert pieces(stage, work, 2) == 2  # no more threads than tables: a table a thread
+    assert pieces("embedding_forward", work, 14) == pieces("update", work, 14) == 2 * 28  # ~4 runs a thread
+    assert pieces("embedding_backward", work, 14) == 2 * int(81_920 // 8192)  # runs of 8,192 lookups at least
+    assert pieces("embedding_forward", work, 1000) == 2 * 2048 // 64  # runs of 64 bags at least
+    assert pieces("update", work, 1000) == 2 * int(50_000 // 256)
+    short = wide(tables=2, batch=512)  # 20,480 lookups a table: introsort's order, one thread's
+    assert pieces("embedding_backward", short, 14) == 2
+
+
+def test_threads_take_the_pieces_in_rounds():
+    """14 threads on 8 whole tables keep 8 busy; cut in ~4 runs a thread, all 14."""
+    h100, work = get_machine("h100-pcie5"), wide(batch=512)  # backward: 8 tables of introsort
+    assert busy_threads("embedding_backward", work, h100) == 8
+    assert busy_threads("embedding_backward", wide(), h100) == 14
+    assert busy_threads("embedding_backward", wide(), replace(h100, host_cores=12)) == 12  # 8 x 6 runs
+    assert busy_threads("embedding_backward", wide(tables=5), replace(h100, host_cores=6)) == 5  # 25 in 5 rounds
 
 
 def test_each_servers_memory_rate_is_its_channels_per_gpu_at_half_their_peak():
     assert memory_line_rate(2, 4800e6) == pytest.approx(2 * 38.4e9 * 0.5 / 64)
     for name, figures in SERVERS.items():
         channels, transfers, source = figures["memory"]
-        hw = get_hardware(name)
+        hw = get_machine(name)
         assert hw.host_memory_line_rate == pytest.approx(memory_line_rate(channels, transfers))
         assert "channels" in source and "host_memory_line_rate" in hw.sources
 
@@ -135,6 +150,27 @@ def test_on_this_cpu_hybrid_gets_no_more_threads_than_the_cores_the_run_gets_at_
 
 def test_hybrid_now_differs_between_the_servers_and_says_what_bounds_it():
     work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
-    projected = {name: project("hybrid", work, get_hardware(name)) for name in SERVERS}
+    projected = {name: project("hybrid", work, get_machine(name)) for name in SERVERS}
     assert len({round(p.samples_per_s) for p in projected.values()}) == len(SERVERS)
     assert all(p.bound_stage for p in projected.values())
+
+
+def test_hybrid_can_be_priced_at_one_gpus_share_of_the_host_or_a_whole_socket():
+    """servers.HostShare: the cores and DRAM channels one GPU gets of an 8-GPU server, or a
+    socket's; each with its datasheet, and the socket faster wherever the host binds hybrid."""
+    from scratchkit.costmodel.servers import HostShare, server
+
+    work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
+    for name, figures in SERVERS.items():
+        gpu, socket = server(name), server(name, HostShare.SOCKET)
+        cores, channels, source = figures["socket"]
+        assert (gpu.host_cores, socket.host_cores) == (figures["cores"][0], cores) and cores > gpu.host_cores
+        assert socket.host_memory_line_rate == pytest.approx(memory_line_rate(channels, figures["memory"][1]))
+        assert socket.name == f"{name}:socket" and source in socket.sources["host_cores"]
+        assert project("hybrid", work, socket).samples_per_s > 1.5 * project("hybrid", work, gpu).samples_per_s
+        assert project("gpu-only", work, socket).samples_per_s == pytest.approx(
+            project("gpu-only", work, gpu).samples_per_s
+        )
+    with SERVERS.registered("no-socket", {k: v for k, v in SERVERS["h100-pcie5"].items() if k != "socket"}):
+        with pytest.raises(ValueError, match="'no-socket' states no socket"):
+            server("no-socket", HostShare.SOCKET)

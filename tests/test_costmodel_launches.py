@@ -2,7 +2,7 @@
 
 A step on the device path (embedding/device_tbe.py) is counted where a GPU would run it: the
 stand-in CUDA runtime, every op of torch counted too (scratchkit/device_ops.py). The cost model
-prices a GPU's Train (costmodel/stages.py `train_stages(kernels=True)`, kit.py's `device_*`) in
+prices a GPU's Train (designs/train.py `train_stages(kernels=True)`, designs/kit.py's `device_*`) in
 CALL_OPS units: a "kernel" is one launch of a .cu kernel, an "op" one torch op, a copy one of
 `pcie_copies`. The embedding work must be priced as the launches it makes, one for one, so that a
 change to either side fails here instead of drifting; the dense step (kit.dense_step) is priced
@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 
 from scratchkit.costmodel.hardware import CALL_OPS
-from scratchkit.costmodel.stages import stage_work
-from scratchkit.costmodel.step import StepWork
+from scratchkit.designs.step import StepWork
 from scratchkit.device import Device
 from scratchkit.device_ops import counting_ops
-from scratchkit.projection.hardware import get_hardware
+from scratchkit.projection.machines import get_machine
+from scratchkit.projection.project import stage_work
 from scratchkit.trainers import make_trainer
 from stand_ins import StandInCuda
 
@@ -42,7 +42,7 @@ def counted_step(name, config):
 
 def priced(name, config):
     """The step's Train stages as a GPU's cost model prices them: (ops by call, copies)."""
-    stages = stage_work(name, StepWork.from_config(config), get_hardware("h200"))
+    stages = stage_work(name, StepWork.from_config(config), get_machine("h200"))
     calls, copies = {}, 0.0
     for stage in TRAIN_STAGES[name]:
         for call, count in stages[stage].device_calls:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 from scratchkit.course.viz import stage_breakdown, trainer_comparison
 from scratchkit.course.viz.palette import stage_colour
 from scratchkit.measure.bench import BenchResult
@@ -70,12 +70,13 @@ def test_the_bench_table_has_a_column_per_trainer_and_fits_a_notebook():
     html = bench_table(results())._repr_html_()
     head = re.search(r"<thead>(.*?)</thead>", html).group(1)
     assert head.count("<th") == 1 + 6  # a label column, then one per trainer
-    assert html.count("<tr>") == 1 + 3 + len(EVERY_STAGE)  # samples/s, ratio, hit rate, a row per stage
+    # samples/s, ratio, hit rate, ms/step, setup s, warm-up s; then the stage table: its head, a row per stage
+    assert html.count("<tr>") == 1 + 6 + 1 + len(EVERY_STAGE)
     assert "max-width:1000px" in html and "white-space:nowrap" in html
 
 
 def test_the_bench_tables_projections_give_each_trainer_over_hybrid_and_the_production_peer():
-    from scratchkit.projection.costmodel import Projection
+    from scratchkit.projection.project import Projection
 
     named = [BenchResult(t, 30, 1000.0, 1.0, {}, None) for t in ("gpu-only", "hybrid", "prefetch-lru-device")]
     speeds = {"gpu-only": 800.0, "hybrid": 200.0, "prefetch-lru-device": 400.0}

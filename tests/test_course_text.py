@@ -15,7 +15,9 @@ import pytest
 from course_solutions import NOTEBOOKS, solution_file
 from scratchkit.course.catalogue import course_markdown, course_table, notebooks, trainer_table
 from scratchkit.scratchpipe.invariants import DOCS, Invariant
-from scratchkit.trainers import TRAINERS, TrainerKind, TrainerSpec
+from dataclasses import replace
+
+from scratchkit.designs import DESIGNS
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
@@ -51,9 +53,9 @@ def test_the_readme_course_table_gives_times_only_from_a_record():
 
 def test_the_trainer_table_follows_the_registry():
     table = str(trainer_table())
-    assert all(f"| `{name}` | {spec.help} |" in table for name, spec in TRAINERS.items())
-    mine = TrainerSpec("scratchkit.trainers.hybrid:HybridTrainer", TrainerKind.HYBRID, "a trainer of my own")
-    with TRAINERS.registered("mine", mine):
+    assert all(f"| `{name}` | {design.help} |" in table for name, design in DESIGNS.items())
+    mine = replace(DESIGNS["hybrid"], name="mine", help="a trainer of my own")
+    with DESIGNS.registered("mine", mine):
         assert "| `mine` | a trainer of my own |" in str(trainer_table())
     assert "trainer_table()" in (NOTEBOOKS / "05_scratchpipe_training.py").read_text()
 
@@ -62,7 +64,7 @@ def test_the_readme_lists_every_registered_trainer():
     readme = (REPO / "README.md").read_text()
     section = readme.split("## The trainers")[1].split("\n## ")[0]
     listed = re.findall(r"^\| `([\w-]+)`(?:, `([\w-]+)`)? \|", section, flags=re.M)
-    assert {n for pair in listed for n in pair if n} == set(TRAINERS)
+    assert {n for pair in listed for n in pair if n} == set(DESIGNS)
 
 
 # --- invariants by name -----------------------------------------------------------------------------

@@ -123,10 +123,10 @@ def kinds(work) -> tuple[int, int]:
 
 @pytest.mark.parametrize("evicting", [False, True])
 def test_the_cost_model_prices_the_launches_and_the_wait_each_batch_counts(evicting):
-    """costmodel/device_stages.py's hand-counted constants, against the counts of batches planned
+    """designs/scratchpipe_device.py's hand-counted constants, against the counts of batches planned
     on the strict device (a GPU's code path): a filling batch (slots free, no table may evict) and
     a full one (no slot free, the victim choice with 8 batches of horizon)."""
-    from scratchkit.costmodel import device_stages as priced
+    from scratchkit.designs import scratchpipe_device as priced
 
     source = SyntheticSource(DATA)
     if evicting:

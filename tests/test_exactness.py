@@ -74,13 +74,12 @@ def test_verify_detects_the_table_batched_loop_adding_in_another_order(tiny_conf
     """The C++ backward (scratchkit/embedding/table_batched.py, fused with SGD in fused_sgd.py)
     given a stable sort's permutation instead of the order torch's coalesce adds in: verify must
     see it (so its 0.0 is not luck)."""
-    from scratchkit.embedding import fused_sgd, table_batched
+    from scratchkit.embedding import table_batched, tbe_native
 
     if not table_batched.native_available():
         pytest.skip("no C++ compiler here")
     sort = torch.sort
-    for module in (table_batched, fused_sgd):  # take the permutation below
-        monkeypatch.setattr(module, "sorts_like_torch", lambda: False)
+    monkeypatch.setattr(tbe_native, "sorts_like_torch", lambda: False)  # take the permutation below
     monkeypatch.setattr(torch, "sort", lambda ids: sort(ids, stable=True))  # coalesce sorts in C++, untouched
     config = tiny_config.replace(data=replace(tiny_config.data, pooling=8, zipf=1.5))
     (result,) = verify(config, ["gpu-only"], steps=15)

@@ -23,6 +23,7 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
+from stand_ins import scratchpipe_at
 
 STEPS = 20
 
@@ -56,7 +57,7 @@ def kill_host_process_at(stage, batch):
 @pytest.mark.parametrize("stage", [Stage.COLLECT, Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT])
 def test_a_killed_host_process_loses_no_row(tiny_config, stage):
     trainer = ScratchPipeTrainer(
-        evicting_config(tiny_config), planner="host-process", stage_hook=kill_host_process_at(stage, 9)
+        evicting_config(tiny_config), where="host-process", stage_hook=kill_host_process_at(stage, 9)
     )
     with pytest.raises(PipelineError, match=f"stage {stage.value} failed on batch 9: .*killed by SIGKILL"):
         list(trainer.train(STEPS))
@@ -70,7 +71,7 @@ def test_a_killed_host_process_loses_no_row(tiny_config, stage):
 @pytest.mark.parametrize("planner", ["host-process", "process", "thread", "device"])
 def test_checkpoints_between_the_steps_of_a_running_loop_are_exact(tiny_config, planner):
     config = evicting_config(tiny_config, OptimizerKind.ROWWISE_ADAGRAD)
-    trainer = ScratchPipeTrainer(config, planner=planner)
+    trainer = scratchpipe_at(planner, config)
     reference = ReferenceRun(config, trainer.source)
     for record in trainer.train(STEPS):
         saved = trainer.checkpoint()  # while the host stages run ahead
@@ -193,7 +194,7 @@ def late(stage, b):                 # in the host process: batch 3 collected lat
     if stage is Stage.COLLECT and b == 3:
         time.sleep(1.0)
 
-trainer = ScratchPipeTrainer(get_profile("tiny"), planner="host-process", stage_hook=late)
+trainer = ScratchPipeTrainer(get_profile("tiny"), where="host-process", stage_hook=late)
 steps = trainer.train(20)
 next(steps)                         # Train(0) done: batch 3 may write back and insert (depth 2)
 trainer.stages.lock.acquire()       # as checkpoint() and flush() do, at this batch boundary

@@ -97,8 +97,8 @@ def test_a_torch_sort_of_another_order_is_taken_as_is(monkeypatch):
     rows, weights, ids, offsets = make_tables(8, 3, 40, 16, 6, 30)
     grad = torch.randn(30, 3, 16)
     expected = unfused(weights, ids, offsets, grad, rows, SummationOrder.TORCH)
-    monkeypatch.setattr(fused_sgd, "sorts_like_torch", lambda: False)
-    monkeypatch.setattr(fused_sgd, "sorts_stably_like_torch", lambda: False)
+    monkeypatch.setattr(tbe_native, "sorts_like_torch", lambda: False)
+    monkeypatch.setattr(tbe_native, "sorts_stably_like_torch", lambda: False)
     assert_equal(fused(weights, ids, offsets, grad, rows, SummationOrder.TORCH), expected)
 
 

@@ -5,15 +5,18 @@ import json
 from pathlib import Path
 
 from scratchkit.course.headline import (
-    DESIGNS,
     PIPELINE,
     SERVER,
     headline_markdown,
     headline_rows,
     headline_table,
     peer_rows,
+    shown_designs,
 )
-from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER, versus
+from scratchkit.designs import BASELINE, PEERS, PRODUCTION_PEER, versus
+
+# the headline's designs, in its order: the baseline, the peers, ScratchPipe both ways, the upper bound
+DESIGNS = ["hybrid", "prefetch-lru", "prefetch-lru-device", "scratchpipe", "scratchpipe-device", "gpu-only"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +38,9 @@ def made_up_record() -> dict:
 
 
 def test_a_column_per_workload_a_row_per_design_on_the_server_and_the_pipelines_ratios():
-    head, rows = headline_rows(made_up_record())
+    record = made_up_record()
+    assert shown_designs(record) == DESIGNS
+    head, rows = headline_rows(record)
     assert head == ["design", "wide"]
     assert [r[0] for r in rows] == [*DESIGNS, f"{PIPELINE} x {BASELINE}"]
     speeds = dict(rows[: len(DESIGNS)])

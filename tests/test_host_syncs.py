@@ -71,13 +71,14 @@ def test_a_lookup_that_missed_is_still_counted_in_its_own_step(planner):
     from test_scratchpipe import HOLD_TRACE, hand_made_config, hand_made_source, slow
 
     from scratchkit.scratchpipe.events import Stage
-    from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
+    from scratchkit.trainers.scratchpipe import Hazards
+    from stand_ins import scratchpipe_at
 
     source = hand_made_source(HOLD_TRACE)
     config = hand_made_config(source, capacity=12, depth=1, policy="lru")
     dev = Device("cpu", StandInCuda())
     hazards, hook = Hazards(holds=False), slow(Stage.TRAIN, 3)  # Insert(4) runs first
-    with ScratchPipeTrainer(config, source, dev, hazards=hazards, stage_hook=hook, planner=planner) as trainer:
+    with scratchpipe_at(planner, config, source, device=dev, hazards=hazards, stage_hook=hook) as trainer:
         records = list(trainer.train(len(HOLD_TRACE)))
     assert records[3].hits < records[3].lookups
     assert all(r.hits == r.lookups for r in records[:3])

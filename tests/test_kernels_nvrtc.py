@@ -14,7 +14,7 @@ from functools import cache
 import pytest
 
 from conftest import require_nvrtc, require_target
-from scratchkit.projection.hardware import get_hardware, hardware_names
+from scratchkit.projection.machines import get_machine, machine_names
 from scratchkit.kernels.compiled import (
     KernelSignatureError,
     check_compiled,
@@ -63,8 +63,8 @@ def compiled(source: str, target: str):
 
 def test_ci_targets_cover_the_gpu_profiles():
     assert {"sm_80", "sm_90"} <= set(CI_TARGETS)
-    for name in hardware_names():
-        hw = get_hardware(name)
+    for name in machine_names():
+        hw = get_machine(name)
         if hw.device_is_host:
             continue
         gpus = [gpu for gpu in GPU_ARCHITECTURES if gpu in hw.description]

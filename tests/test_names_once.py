@@ -3,7 +3,7 @@
 A choice is an enum (its members' values) or a registry (the keys of the dict it is built from).
 Two choices may share a word with one meaning ("raise" stops with an error wherever it is a
 choice), never a list of names: where two choices share two or more, the later takes them from
-the earlier (`TrainerKind.LRU = VictimPolicy.LRU.value`), and the sim policies have no enum
+the earlier (the `lru` design's name is `VictimPolicy.LRU.value`), and the sim policies have no enum
 beside their registry. A word shared with the caches' victim rules means that rule.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from scratchkit.config import VictimPolicy
 from scratchkit.sim import POLICIES, policy_name, simulate
-from scratchkit.trainers import TRAINERS
+from scratchkit.designs import DESIGNS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "scratchkit"
 
@@ -106,15 +106,15 @@ def test_a_name_shared_with_a_victim_rule_means_that_rule(rule):
         assert POLICIES[rule.value].victim is rule
         assert policy_name(rule) == rule.value
         assert simulate([1, 2, 1, 3, 1, 4], rule, 2).hits == simulate([1, 2, 1, 3, 1, 4], rule.value, 2).hits
-    if rule.value in TRAINERS:
-        assert TRAINERS[rule.value].load().policy is rule
-    assert rule.value in POLICIES or rule.value in TRAINERS or rule is VictimPolicy.FURTHEST
+    if rule.value in DESIGNS:
+        assert DESIGNS[rule.value].trainer_class().policy is rule
+    assert rule.value in POLICIES or rule.value in DESIGNS or rule is VictimPolicy.FURTHEST
     # FURTHEST is ScratchPipe's own rule, which its simulator and trainers follow under their names
     assert POLICIES["lookahead"].victim is VictimPolicy.FURTHEST
 
 
-def test_the_kits_trainers_take_their_names_from_trainer_kind():
-    """A trainer's `name` is its registry entry's: the kit's own classes write TrainerKind.X.value,
+def test_the_kits_trainers_take_their_names_from_their_designs():
+    """A trainer's `name` is its design's: the kit's own classes write DESIGN.name (scratchkit/designs),
     never the name again."""
     written = [
         f"{path.name}:{node.name}"
@@ -125,4 +125,4 @@ def test_the_kits_trainers_take_their_names_from_trainer_kind():
         if isinstance(st, ast.Assign) and ast.unparse(st.targets[0]) == "name" and isinstance(st.value, ast.Constant)
     ]
     assert written == []
-    assert {TRAINERS[name].load().name for name in TRAINERS} == set(TRAINERS)
+    assert {DESIGNS[name].trainer_class().name for name in DESIGNS} == set(DESIGNS)

@@ -38,7 +38,7 @@ def test_the_solution_planner_trains_small_exactly_and_always_hits(depth):
     for t in range(len(config.data.table_sizes)):
         touched = len(np.unique(np.concatenate([source.batch(b).ids[t] for b in range(steps)])))
         assert touched > config.cache.capacity, t
-    (result,) = verify(config, ["scratchpipe"], steps, planner=plan_batch)
+    (result,) = verify(config, ["scratchpipe"], steps, own_planner=plan_batch)
     assert result.max_abs_diff == 0.0, result
     assert result.extras["train_hit_rate"] == 1.0
 
@@ -59,7 +59,7 @@ def test_the_solution_planner_evicts_and_the_kit_keeps_its_map(tiny_config):
         return plan
 
     config = evicting(tiny_config)
-    with make_trainer("scratchpipe", config, planner=scribbling) as trainer:
+    with make_trainer("scratchpipe", config, own_planner=scribbling) as trainer:
         records = list(trainer.train(16))
         trainer.close()
         weights = trainer.embedding_weights()
@@ -116,7 +116,7 @@ PLANTED = {
 def test_a_wrong_planner_is_stopped_naming_the_rule_and_nothing_trained_is_lost(tiny_config, mistake):
     planner, rule = PLANTED[mistake]
     config = evicting(tiny_config)
-    with make_trainer("scratchpipe", config, planner=planner) as trainer:
+    with make_trainer("scratchpipe", config, own_planner=planner) as trainer:
         with pytest.raises(PlanMistake) as caught:
             for _ in trainer.train(24):
                 pass
@@ -132,7 +132,7 @@ def test_a_wrong_planner_is_stopped_naming_the_rule_and_nothing_trained_is_lost(
 
 
 def test_the_held_victim_names_the_batch_in_flight_that_holds_it(tiny_config):
-    with make_trainer("scratchpipe", evicting(tiny_config), planner=_held_victims) as trainer:
+    with make_trainer("scratchpipe", evicting(tiny_config), own_planner=_held_victims) as trainer:
         with pytest.raises(PlanMistake) as caught:
             list(trainer.train(24))
     words, b = str(caught.value), caught.value.batch
@@ -144,7 +144,7 @@ def test_the_held_victim_names_the_batch_in_flight_that_holds_it(tiny_config):
 
 def test_a_planner_may_not_be_split_into_plan_stripes(tiny_config):
     config = tiny_config.replace(cache=CacheParams(capacity=200, depth=2, plan_stripes=2))
-    with make_trainer("scratchpipe", config, planner=plan_batch) as trainer:
+    with make_trainer("scratchpipe", config, own_planner=plan_batch) as trainer:
         with pytest.raises(Exception, match="plans each table whole"):
             list(trainer.train(4))
 
@@ -152,7 +152,7 @@ def test_a_planner_may_not_be_split_into_plan_stripes(tiny_config):
 def test_a_second_train_call_goes_on_from_the_first(tiny_config):
     """A call starts the planner from the row stores as the last one left them."""
     config = evicting(tiny_config)
-    with make_trainer("scratchpipe", config, planner=plan_batch) as trainer:
+    with make_trainer("scratchpipe", config, own_planner=plan_batch) as trainer:
         records = list(trainer.train(8)) + list(trainer.train(8))
         trainer.close()
         weights = trainer.embedding_weights()
@@ -160,6 +160,32 @@ def test_a_second_train_call_goes_on_from_the_first(tiny_config):
     reference = ReferenceRun(config, trainer.source)
     reference.train(16)
     assert largest_difference(weights, reference.embedding_weights()) == 0.0
+
+
+def test_where_and_own_planner_are_two_choices_and_a_pair_that_cannot_run_is_refused(tiny_config):
+    """`where=` is a place, `own_planner=` a plan function (scratchpipe/drivers.py `place_for`): your
+    planner runs in the trainer's process, on its threads (the default) or inline, and only in
+    the host planner's trainer; the device is a trainer of its own."""
+    from scratchkit.scratchpipe.drivers import PlanIn
+    from scratchkit.trainers.scratchpipe import DeviceScratchPipeTrainer, ScratchPipeTrainer
+
+    assert ScratchPipeTrainer(tiny_config, own_planner=plan_batch).plan_in is PlanIn.THREAD
+    config = evicting(tiny_config)
+    with ScratchPipeTrainer(config, own_planner=plan_batch, where="inline") as trainer:
+        assert trainer.where_host_stages_run(8) is PlanIn.INLINE
+        records = list(trainer.train(8))
+    assert sum(r.hits for r in records) == sum(r.lookups for r in records)
+    refused = [
+        (lambda: ScratchPipeTrainer(tiny_config, own_planner=plan_batch, where="host-process"), "trainer's process"),
+        (lambda: ScratchPipeTrainer(tiny_config, own_planner=plan_batch, where="process"), "not where='process'"),
+        (lambda: ScratchPipeTrainer(tiny_config, where="device"), "that is the trainer 'scratchpipe-device'"),
+        (lambda: DeviceScratchPipeTrainer(tiny_config, own_planner=plan_batch), "plans on the device with the kit's"),
+        (lambda: DeviceScratchPipeTrainer(tiny_config, where="thread"), "for a host place use the trainer"),
+        (lambda: ScratchPipeTrainer(tiny_config, own_planner="thread"), "must be a plan function"),
+    ]
+    for make, why in refused:
+        with pytest.raises(ValueError, match=why):
+            make()
 
 
 # --- check_plan on a hand-made map: 6 slots, ids 10..15 resident, slots 4 and 5 free ---------------

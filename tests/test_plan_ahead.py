@@ -25,6 +25,7 @@ from scratchkit.scratchpipe.plan import least_urgent
 from scratchkit.scratchpipe.plan_ahead import PlanAhead
 from scratchkit.scratchpipe.ring import PlanRing
 from scratchkit.trainers.scratchpipe import PipelineError, ScratchPipeTrainer
+from stand_ins import scratchpipe_at
 
 
 def small_scratchpad_config(tiny_config, depth=2):
@@ -102,7 +103,7 @@ def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
     source = SyntheticSource(config.data)
     counts = []
     for hook in (None, lambda stage, b: time.sleep(0.02) if stage is Stage.TRAIN and b % 3 == 0 else None):
-        trainer = ScratchPipeTrainer(config, source, planner=planner, stage_hook=hook)
+        trainer = scratchpipe_at(planner, config, source, stage_hook=hook)
         records = list(trainer.train(20))
         assert max_diff_to_reference(trainer, source, 20) == 0.0
         assert all(r.hits == r.lookups for r in records)
@@ -131,9 +132,7 @@ def test_where_the_host_stages_run_is_chosen_and_checked():
     assert PlanIn.INLINE.resolve(1, host_rows=True, ordered=True, on_gpu=True) is PlanIn.INLINE
     with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
         PlanIn.INLINE.resolve(many, host_rows=False, ordered=False)
-    with pytest.raises(
-        ValueError, match="unknown planner place 'gpu'; choose from auto, host-process, process, thread"
-    ):
+    with pytest.raises(ValueError, match="unknown place 'gpu'; choose from auto, host-process, process, thread"):
         PlanIn.parse("gpu")
 
 
@@ -144,7 +143,7 @@ def test_with_the_host_stages_in_a_process_the_trainer_runs_no_threads(tiny_conf
     before = threading.active_count()
     during = [threading.active_count() for _ in trainer.train(20)]
     assert set(during) == {before}
-    threaded = ScratchPipeTrainer(config, planner="process")
+    threaded = ScratchPipeTrainer(config, where="process")
     assert max(threading.active_count() for _ in threaded.train(20)) > before
 
 
@@ -185,7 +184,7 @@ class BrokenSource(SyntheticSource):
 def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config, planner):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=14, how="raise")
-    trainer = ScratchPipeTrainer(config, source, planner=planner)
+    trainer = ScratchPipeTrainer(config, source, where=planner)
     # Plan(b) reads batches b+1 .. b+horizon to find next uses, so an earlier Plan meets batch 14
     with pytest.raises(
         PipelineError,
@@ -202,7 +201,7 @@ def test_an_error_in_the_planner_process_names_plan_and_batch(tiny_config, plann
 def test_a_planner_process_that_dies_is_reported(tiny_config, planner, name):
     config = small_scratchpad_config(tiny_config)
     source = BrokenSource(config.data, bad=9, how="exit")
-    trainer = ScratchPipeTrainer(config, source, planner=planner)
+    trainer = ScratchPipeTrainer(config, source, where=planner)
     with pytest.raises(
         PipelineError,
         match=r"stage plan failed on batch \d+: RuntimeError: the "
@@ -235,7 +234,7 @@ def test_the_planner_process_leaves_ctrl_c_to_the_trainer(tiny_config):
 def test_the_host_process_leaves_ctrl_c_to_the_trainer(tiny_config):
     config = small_scratchpad_config(tiny_config)
     source = SyntheticSource(config.data)
-    trainer = ScratchPipeTrainer(config, source, planner="host-process")
+    trainer = ScratchPipeTrainer(config, source, where="host-process")
     records = trainer.train(40)
     next(records)
     (host,) = multiprocessing.active_children()

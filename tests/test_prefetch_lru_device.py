@@ -9,9 +9,10 @@ import pytest
 
 from scratchkit.config import CacheParams, VictimPolicy
 from scratchkit.measure.verify import verify
-from scratchkit.projection.costmodel import works_of
+from scratchkit.projection.project import works_of
 from scratchkit.projection.counters import simulated_counters
-from scratchkit.trainers import PEERS, TRAINERS, TrainerKind, make_trainer, trainer_config
+from scratchkit.designs import DESIGNS, PEERS
+from scratchkit.trainers import make_trainer
 
 PEER = "prefetch-lru-device"
 
@@ -28,10 +29,11 @@ def moved(name, config, steps=12):
         return [(r.fetched_rows, r.written_back_rows) for r in trainer.train(steps)]
 
 
-def test_it_is_registered_priced_as_scratchpipe_device_and_is_the_production_peer():
-    spec = TRAINERS[PEER]
-    assert spec.priced_as is TrainerKind.SCRATCHPIPE_DEVICE and spec.load().name == PEER and spec.help
-    assert PEERS == ("hybrid", PEER) and all(peer in TRAINERS for peer in PEERS)  # what "x peer" divides by
+def test_it_is_priced_as_scratchpipe_device_and_is_the_production_peer():
+    design, device = DESIGNS[PEER], DESIGNS["scratchpipe-device"]
+    assert (design.count, design.combine, design.moves) == (device.count, device.combine, device.moves)
+    assert design.trainer_class().name == PEER and design.help
+    assert PEERS == ("hybrid", PEER) and all(peer in DESIGNS for peer in PEERS)  # what "x peer" divides by
 
 
 def test_it_trains_bit_exactly_as_plain_pytorch(config):
@@ -41,7 +43,7 @@ def test_it_trains_bit_exactly_as_plain_pytorch(config):
 
 def test_it_plans_one_batch_ahead_with_lru_victims(config):
     fixed = config.replace(cache=replace(config.cache, depth=1, victim_policy=VictimPolicy.LRU))
-    assert trainer_config(PEER, config) == fixed and trainer_config("scratchpipe-device", config) == config
+    assert DESIGNS[PEER].config_for(config) == fixed and DESIGNS["scratchpipe-device"].config_for(config) == config
     with make_trainer(PEER, config, device="cpu") as trainer:
         assert (trainer.depth, trainer.policy) == (1, VictimPolicy.LRU)
     peer = moved(PEER, config)

@@ -1,5 +1,5 @@
 """Projections without training (scratchkit/projection/counters.py) and the course's speed-up map:
-the batch-granular LRU and the static cache counted on hand-worked id streams, the planner's
+the batch-granular LRU and the static cache of sim/ counted on hand-worked id streams, the planner's
 counters against the scratchpipe trainer's own, and the grid and figure the notebook draws."""
 
 import numpy as np
@@ -7,7 +7,10 @@ import pytest
 
 from scratchkit.course.projections import speedup_grid
 from scratchkit.course.viz.projections import speedup_figure
+from scratchkit.designs.demand_cache import lru_moves, static_moves
 from scratchkit.projection import counters
+from scratchkit.sim.lru import lru_by_batch
+from scratchkit.sim.static import static_by_batch
 from scratchkit.trainers import make_trainer
 
 
@@ -24,13 +27,26 @@ class Stream:
 def test_a_batch_granular_lru_by_hand():
     # capacity 2. b0 {0,1}: 2 in. b1 {1,2}: 2 in, 0 out. b2 {0,3}: both in, 1 and 2 out. b3 {0,3}: none.
     sets = [np.array(s) for s in ([0, 1], [1, 2], [0, 3], [0, 3])]
-    assert counters._demand_lru(sets, rows=4, capacity=2).tolist() == [1.0, 1.0]  # mean of b2, b3
+    assert lru_by_batch(sets, rows=4, capacity=2).tolist() == [[2, 0], [1, 1], [2, 2], [0, 0]]
+    config = tiny_config_of(table=4, capacity=2)  # the design's counters: the mean of b2, b3
+    assert lru_moves(config, Stream([list(s) for s in sets]), 4) == (1.0, 1.0)
 
 
 def test_a_static_cache_by_hand():
     # the first half's hottest id (0) pinned; b2 {0,3} misses 1, b3 {1,3} misses 2
     sets = [np.array(s) for s in ([0, 1], [0, 2], [0, 3], [1, 3])]
-    assert counters._static(sets, rows=4, capacity=1).tolist() == [1.5, 1.5]
+    assert static_by_batch(sets, rows=4, capacity=1, profiled=2).tolist() == [1, 2]
+    assert static_moves(tiny_config_of(table=4, capacity=1), Stream([list(s) for s in sets]), 4) == (1.5, 1.5)
+
+
+def tiny_config_of(table: int, capacity: int):
+    from dataclasses import replace
+
+    from scratchkit.config import CacheParams
+    from scratchkit.profiles import get_profile
+
+    config = get_profile("tiny")
+    return config.replace(data=replace(config.data, table_sizes=(table,)), cache=CacheParams(capacity=capacity))
 
 
 def test_nothing_moves_for_the_trainers_without_a_cache(tiny_config):

@@ -1,19 +1,26 @@
-"""The registries: a trainer and a GPU server of one's own, registered here and nowhere else, are
-found by the command line, `bench`, `verify` and the projection; and gone once unregistered."""
+"""The registries: a trainer (a design priced as gpu-only's) and a GPU server of one's own,
+registered here and nowhere else, are found by the command line, `bench`, `verify` and the
+projection; and gone once unregistered. (A design with pricing of its own: tests/test_designs.py.)"""
 
 import json
 from contextlib import ExitStack
+from dataclasses import replace
 
 import pytest
 
 from scratchkit.choices import Registry, UnknownName
+from scratchkit.config import CacheParams
 from scratchkit.commands.cli import main, parse
 from scratchkit.commands.common import parse_trainer_list
 from scratchkit.costmodel.servers import SERVERS
 from scratchkit.measure.bench import run_bench
-from scratchkit.projection.costmodel import StepWork, project, project_all, stage_work
-from scratchkit.projection.hardware import get_hardware, parse_hardware, hardware_names
-from scratchkit.trainers import TRAINERS, TrainerKind, TrainerSpec, make_trainer
+from scratchkit.designs import StepWork
+from scratchkit.projection.project import project, project_all, stage_work
+from scratchkit.projection.machines import get_machine, parse_machines, machine_names
+from scratchkit.designs import DESIGNS, Place
+from scratchkit.designs.scratchpipe import SCRATCHPIPE
+from scratchkit.designs.serial import GPU_ONLY
+from scratchkit.trainers import make_trainer
 from scratchkit.trainers.device_only import DeviceOnlyTrainer
 
 OWN_TRAINER, OWN_SERVER = "gpu-only-again", "h100-fast-link"
@@ -23,6 +30,11 @@ class AgainTrainer(DeviceOnlyTrainer):
     """gpu-only under another name: it trains as gpu-only does, and is priced as gpu-only is."""
 
     name = OWN_TRAINER
+
+
+def again(trainer, help: str = "x"):
+    """gpu-only's design under another name, run by `trainer`."""
+    return replace(GPU_ONLY, name=OWN_TRAINER, trainer=trainer, help=help)
 
 
 def fast_link_server() -> dict:
@@ -40,10 +52,7 @@ def own():
     """The made-up trainer and server, registered for one test and removed after it."""
     with ExitStack() as stack:
         stack.enter_context(
-            TRAINERS.registered(
-                OWN_TRAINER,
-                TrainerSpec("tests.test_registry:AgainTrainer", TrainerKind.GPU_ONLY, "gpu-only under another name"),
-            )
+            DESIGNS.registered(OWN_TRAINER, again("tests.test_registry:AgainTrainer", "gpu-only under another name"))
         )
         stack.enter_context(SERVERS.registered(OWN_SERVER, fast_link_server()))
         yield
@@ -51,7 +60,7 @@ def own():
 
 def test_the_command_line_offers_them(own):
     assert parse_trainer_list(f"gpu-only,{OWN_TRAINER}") == ["gpu-only", OWN_TRAINER]
-    assert parse_hardware(OWN_SERVER) == [OWN_SERVER] and OWN_SERVER in parse_hardware("all")
+    assert parse_machines(OWN_SERVER) == [OWN_SERVER] and OWN_SERVER in parse_machines("all")
     args = parse(["bench", "--trainers", OWN_TRAINER, "--project", OWN_SERVER])
     assert (args.trainers, args.project) == (OWN_TRAINER, OWN_SERVER)
     with pytest.raises(ValueError, match=f"choose from .*{OWN_TRAINER}"):
@@ -95,36 +104,35 @@ def test_the_projection_prices_it_as_its_entry_says(own, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
     rows = project_all(["gpu-only", OWN_TRAINER], [work, work], ["h100-pcie5", OWN_SERVER])
     for p in ("h100-pcie5", OWN_SERVER):
-        assert rows[1][p].trainer == OWN_TRAINER and rows[1][p].hardware == p
+        assert rows[1][p].trainer == OWN_TRAINER and rows[1][p].machine == p
         assert rows[1][p].stage_seconds == rows[0][p].stage_seconds and rows[1][p].ratio == 1.0
     assert stage_work(OWN_TRAINER, work) == stage_work("gpu-only", work)
     # the faster link: only the copies are quicker
     slow, fast = rows[0]["h100-pcie5"].stage_seconds, rows[0][OWN_SERVER].stage_seconds
     assert fast["transfer"] < slow["transfer"] and fast["mlp"] <= slow["mlp"]
-    assert get_hardware(OWN_SERVER).pcie_bw == 2 * get_hardware("h100-pcie5").pcie_bw
+    assert get_machine(OWN_SERVER).pcie_bw == 2 * get_machine("h100-pcie5").pcie_bw
 
 
 def test_a_trainer_priced_as_a_pipeline_is_projected_as_one(tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
-    spec = TrainerSpec("scratchkit.trainers.scratchpipe:ScratchPipeTrainer", "scratchpipe", "a second name")
-    with TRAINERS.registered("pipe-again", spec):
-        again, pipe = (project(n, work, get_hardware("h200")) for n in ("pipe-again", "scratchpipe"))
+    with DESIGNS.registered("pipe-again", replace(SCRATCHPIPE, name="pipe-again", help="a second name")):
+        again, pipe = (project(n, work, get_machine("h200")) for n in ("pipe-again", "scratchpipe"))
         assert again.pipelined and again.resource_seconds == pipe.resource_seconds
         with pytest.raises(ValueError, match="whose name is 'scratchpipe'"):
             make_trainer("pipe-again", tiny_config)  # the class names itself otherwise
 
 
 def test_unregistered_they_are_gone():
-    with TRAINERS.registered(OWN_TRAINER, TrainerSpec(AgainTrainer, TrainerKind.GPU_ONLY, "x")):
+    with DESIGNS.registered(OWN_TRAINER, again(AgainTrainer)):
         assert OWN_TRAINER in parse_trainer_list(OWN_TRAINER)
-    assert OWN_TRAINER not in TRAINERS and OWN_SERVER not in SERVERS
-    assert OWN_SERVER not in hardware_names()
+    assert OWN_TRAINER not in DESIGNS and OWN_SERVER not in SERVERS
+    assert OWN_SERVER not in machine_names()
     with pytest.raises(ValueError, match=f"unknown trainer '{OWN_TRAINER}'"):
         parse_trainer_list(OWN_TRAINER)
     with pytest.raises(ValueError, match=f"unknown machine '{OWN_SERVER}'"):
-        get_hardware(OWN_SERVER)
+        get_machine(OWN_SERVER)
     with pytest.raises(ValueError, match=f"unknown trainer '{OWN_TRAINER}'"):
-        project(OWN_TRAINER, StepWork.from_config(get_profile_tiny()), get_hardware("h200"))
+        project(OWN_TRAINER, StepWork.from_config(get_profile_tiny()), get_machine("h200"))
 
 
 def get_profile_tiny():
@@ -146,9 +154,11 @@ def test_a_registry_refuses_a_taken_name_and_undoes_on_error():
     with pytest.raises(UnknownName, match="unknown colour 'blue'; choose from red"):
         colours["blue"]
     with pytest.raises(ValueError, match="module:Class"):
-        TrainerSpec("no.colon", TrainerKind.LRU, "x")
-    with pytest.raises(ValueError, match="unknown trainer 'fifo'"):
-        TrainerSpec("a:B", "fifo", "x")
+        again("no.colon")
+    with pytest.raises(ValueError, match="count must be a function"):
+        replace(GPU_ONLY, count="lru")
+    with pytest.raises(ValueError, match="fixed_cache names no CacheParams field: size"):
+        replace(GPU_ONLY, fixed_cache=(("size", 4),))
 
 
 def test_a_workload_of_ones_own_is_a_profile(tiny_config, capsys):
@@ -183,10 +193,24 @@ def test_a_simulator_policy_of_ones_own_is_simulated(tmp_path, capsys):
         simulate(trace, "lru-again", 64)
 
 
-def test_each_of_the_kits_trainers_is_registered_once_priced_as_itself():
-    assert list(TRAINERS)[: len(TrainerKind)] == [k.value for k in TrainerKind]
-    for kind in TrainerKind:
-        spec = TRAINERS[kind.value]
-        assert spec.priced_as is kind and spec.load().name == kind.value and spec.help
-        assert spec.pipelined == (kind in (TrainerKind.SCRATCHPIPE, TrainerKind.SCRATCHPIPE_DEVICE))
-        assert spec.caches == (kind not in (TrainerKind.GPU_ONLY, TrainerKind.HYBRID))
+def test_each_of_the_kits_designs_is_registered_once_and_counts_the_stages_it_names(tiny_config):
+    work = StepWork.from_config(tiny_config, batches=1).with_counters(8, 4)
+    for name, design in DESIGNS.items():
+        assert design.name == name and design.trainer_class().name == name and design.help
+        for place in (Place(), Place(device_is_host=True)):
+            assert tuple(design.count(work, place)) == design.stages, name
+        assert design.caches == (name not in ("gpu-only", "hybrid"))
+        assert (design.window(tiny_config) is not None) == (name not in ("gpu-only", "hybrid", "static"))
+
+
+@pytest.mark.parametrize("name", list(DESIGNS))
+def test_each_design_names_the_stages_its_trainer_records(name, tiny_config):
+    """A design's `stages` name its trainer's StepRecord stages (but `data`, which no model prices;
+    a stage that did nothing in a step, a write-back with no victim, is not recorded): what the
+    projection prices is what a run measures, past the first step (prefetch-lru fetches batch 0
+    on demand, then ahead)."""
+    config = tiny_config.replace(cache=CacheParams(capacity=192, depth=2))  # 3 batches in flight fit; caches evict
+    with make_trainer(name, config, device="cpu") as trainer:
+        recorded = {stage for record in list(trainer.train(6))[1:] for stage in record.stage_seconds}
+    assert "train" in recorded or "update" in recorded
+    assert recorded - {"data"} <= set(DESIGNS[name].stages)

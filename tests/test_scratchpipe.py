@@ -30,7 +30,7 @@ from scratchkit.measure.reference import ReferenceRun
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.scratchpipe import Hazards, PipelineError, ScratchPipeTrainer
 from scratchkit.measure.verify import verify
-from stand_ins import StandInCuda
+from stand_ins import StandInCuda, scratchpipe_at
 
 
 def config_with(base, capacity, depth, policy="furthest", kind=OptimizerKind.SGD):
@@ -260,11 +260,11 @@ def failing(stage: Stage, batch: int):
 PIPELINES = ["host-process", "process", "inline", "device", "device-on-threads"]
 
 
-def pipeline(planner: str) -> dict:
-    """ScratchPipeTrainer's keywords for one of PIPELINES."""
+def pipeline(planner: str, config, source=None, **options):
+    """The trainer of one of PIPELINES."""
     if planner == "device-on-threads":
-        return {"planner": "device", "device": Device("cpu", StandInCuda())}
-    return {"planner": planner}
+        return scratchpipe_at("device", config, source, device=Device("cpu", StandInCuda()), **options)
+    return scratchpipe_at(planner, config, source, **options)
 
 
 def max_diff_to_baseline(trainer, source, steps, planner: str) -> float:
@@ -287,9 +287,7 @@ def max_diff_to_baseline(trainer, source, steps, planner: str) -> float:
 def test_a_failing_stage_names_itself_and_loses_nothing(tiny_config, stage, planner):
     minimum = smallest_capacity(tiny_config, 2, 20)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(
-        config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9), **pipeline(planner)
-    )
+    trainer = pipeline(planner, config_with(tiny_config, minimum, 2), source, stage_hook=failing(stage, 9))
     with pytest.raises((PipelineError, OSError)) as err:
         list(trainer.train(20))
     if stage is not Stage.TRAIN:
@@ -330,7 +328,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
             pressed.append(b)
             signal.raise_signal(signal.SIGINT)
 
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c, **pipeline(planner))
+    trainer = pipeline(planner, config_with(tiny_config, minimum, 2), source, stage_hook=ctrl_c)
     seen = []
     with pytest.raises(KeyboardInterrupt):
         for record in trainer.train(30):
@@ -346,7 +344,7 @@ def test_keyboard_interrupt_stops_between_steps_and_loses_nothing(tiny_config, p
 def test_leaving_the_loop_early_flushes(tiny_config, planner):
     minimum = smallest_capacity(tiny_config, 3, 25)
     source = SyntheticSource(tiny_config.data)
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 3), source, **pipeline(planner))
+    trainer = pipeline(planner, config_with(tiny_config, minimum, 3), source)
     for record in trainer.train(25):
         if record.step == 10:
             break
@@ -411,7 +409,7 @@ def test_plan_stripes_train_exactly_with_all_hits_at_their_minimum(tiny_config, 
         optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD, lr=0.1),
     )
     for planner in ("thread", "process"):
-        trainer = ScratchPipeTrainer(config, planner=planner)
+        trainer = ScratchPipeTrainer(config, where=planner)
         records = list(trainer.train(steps))
         assert all(r.hits == r.lookups for r in records)
         assert sum(r.written_back_rows for r in records) > 0  # it really evicts
@@ -430,7 +428,7 @@ def test_a_steps_stage_seconds_are_its_own_batchs_whatever_ran_beside_it(tiny_co
     short timed run read Plan as 0 ms once the planner had run ahead of it)."""
     minimum = smallest_capacity(tiny_config, 2, 12)
     train_slowly = lambda stage, b: time.sleep(0.02) if stage is Stage.TRAIN and b == 0 else None
-    trainer = ScratchPipeTrainer(config_with(tiny_config, minimum, 2), stage_hook=train_slowly, **pipeline(planner))
+    trainer = pipeline(planner, config_with(tiny_config, minimum, 2), stage_hook=train_slowly)
     records = list(trainer.train(12))
     for record in records:
         events = trainer.events.stages_of(record.step)
@@ -462,7 +460,7 @@ def test_no_stage_takes_negative_time_when_reading_is_slower_than_planning(tiny_
     minimum = smallest_capacity(tiny_config, 2, 12)
     source = SlowReads(SyntheticSource(tiny_config.data))
     config = config_with(tiny_config, minimum, 2).replace(batches_ahead=0)
-    trainer = ScratchPipeTrainer(config, source, planner=planner)
+    trainer = scratchpipe_at(planner, config, source)
     records = list(trainer.train(12))
     assert all(v >= 0 for r in records for v in r.stage_seconds.values()), [r.stage_seconds for r in records[:2]]
     # each batch's reading, once, by a stage: but the first, read as the call starts to size the

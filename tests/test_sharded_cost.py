@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from scratchkit.commands.cli import main as cli
-from scratchkit.projection.hardware import GB, US
+from scratchkit.costmodel.hardware import GB, US
 from scratchkit.distributed.sharded_cost import Links, measure_work, project_sharded, scaling, torchrec_traffic
 
 

@@ -83,7 +83,7 @@ def test_the_host_process_maps_its_memory_in_before_its_first_stage(tiny_config,
             begun[0] += 1
 
     monkeypatch.setattr(HostStages, "map_in", map_in_and_note)
-    trainer = ScratchPipeTrainer(tiny_config, planner="host-process", stage_hook=hook)
+    trainer = ScratchPipeTrainer(tiny_config, where="host-process", stage_hook=hook)
     list(trainer.train(6))
     stages = trainer.stages
     expected = sum(-(-a.nbytes // PAGE) for pad in stages.pads for a in pad.host_arrays())

@@ -281,3 +281,15 @@ def test_static_and_lookahead_on_edge_traces():
 def test_bad_input_says_what_is_wrong(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=200), st.integers(1, 8))
+def test_the_lru_served_a_batch_at_a_time_is_the_lru_with_one_id_a_batch(trace, capacity):
+    """lru_by_batch, the cache the kit's trainers and projection counters serve a batch at a time,
+    is simulate_lru where each batch is one access: the same fills and the same victims."""
+    from scratchkit.sim.lru import lru_by_batch
+
+    moved = lru_by_batch([np.array([row]) for row in trace], rows=21, capacity=capacity)
+    result = simulate_lru(trace, capacity)
+    assert moved[:, 0].sum() == result.fetched_rows and moved[:, 1].sum() == result.written_back_rows

@@ -190,16 +190,19 @@ def test_the_loop_sorts_in_torchs_order(tmp_path, monkeypatch):
     assert tbe_native.sorts_like_torch()
 
 
-def test_long_tables_and_a_failed_sort_check_take_torchs_permutation(monkeypatch):
-    """Past RADIX_MIN lookups torch sorts by a stable radix sort: the backward takes torch.sort's
-    permutation, and so does every table where the first-use check found another order."""
+def test_long_tables_sort_in_the_loop_and_a_failed_sort_check_takes_torchs_permutation(monkeypatch):
+    """Past RADIX_MIN lookups torch sorts by a stable radix sort, the order the loop's sort by id
+    gives; a table whose first-use check found another order takes torch.sort's permutation."""
     rows, weights, ids, offsets = make_tables(3, 2, 50, 4, 3, 30)
     ids[0] = torch.randint(0, 40, (tbe_native.RADIX_MIN + 5,), generator=torch.Generator().manual_seed(0))
     offsets[0] = torch.arange(0, tbe_native.RADIX_MIN + 5, (tbe_native.RADIX_MIN + 5) // 30 + 1)[:30]
     rows[0] = 40
     grad = torch.randn(30, 2, 4)
-    for check in (True, False):
-        monkeypatch.setattr(tb, "sorts_like_torch", lambda: check)
+    for short, long in ((True, True), (False, False), (True, False), (False, True)):
+        monkeypatch.setattr(tbe_native, "sorts_like_torch", lambda: short)
+        monkeypatch.setattr(tbe_native, "sorts_stably_like_torch", lambda: long)
+        perms, by_id = tbe_native.loop_orders(ids, rows, SummationOrder.TORCH)
+        assert [p is None for p in perms] == [long, short] and by_id == [int(long), 0]
         assert_same(
             tb.embedding_backward_tables(ids, offsets, grad, rows),
             tb.embedding_backward_tables_twin(ids, offsets, grad, rows),

@@ -31,3 +31,13 @@ def test_a_small_tables_sparse_update_is_priced_near_its_neighbours_not_free():
     at = lambda curve: curve.seconds_per_row(64, 7000 * 64, 0.044)
     assert at(raw) < 2e-9  # what the floored point made of it
     assert 1.7e-8 <= at(fixed) <= 2.2e-8
+
+
+def test_the_backward_is_timed_past_radix_min_a_table_in_both_calibrations():
+    """Past RADIX_MIN lookups a table the loop sorts by its radix sort, not introsort: a curve timed
+    only below it priced embedding-bound's 82k lookups a table at introsort's cost of 2k."""
+    from scratchkit.calibration.kit_timings import TABLES
+    from scratchkit.calibration.tbe_timings import BACKWARD_LOOKUPS
+    from scratchkit.embedding.tbe_native import RADIX_MIN
+
+    assert all(max(sizes) >= TABLES * RADIX_MIN for sizes in BACKWARD_LOOKUPS)

@@ -6,9 +6,10 @@ import pytest
 from scratchkit.config import CacheParams, DataConfig, TrainConfig, default_threads
 from scratchkit.embedding import table_batched as tb, tbe_native
 from scratchkit.measure.verify import verify
-from scratchkit.trainers import TrainerKind, make_trainer
+from scratchkit.designs import DESIGNS
+from scratchkit.trainers import make_trainer
 
-EVERY_TRAINER = [kind.value for kind in TrainerKind]
+EVERY_TRAINER = list(DESIGNS)
 
 
 @pytest.fixture(autouse=True)

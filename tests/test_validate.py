@@ -19,7 +19,7 @@ from scratchkit.measure.validate import (
     median_of_rounds,
     validate_trainers,
 )
-from scratchkit.projection.costmodel import Projection
+from scratchkit.projection.project import Projection
 
 
 def row(stage, error, share, trainer="lru", bounded=True):
@@ -250,9 +250,9 @@ def test_alternated_trainers_take_their_steps_in_turn_and_count_the_same(tiny_co
 
 def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     trainers = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe"]
-    from scratchkit.projection.hardware import get_hardware
+    from scratchkit.projection.machines import get_machine
 
-    hw = get_hardware("this-cpu")
+    hw = get_machine("this-cpu")
     taken = []
     v = validate_trainers(
         tiny_config,

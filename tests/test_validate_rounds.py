@@ -19,7 +19,8 @@ from scratchkit.measure.round_checks import (
     spread,
     stage_row,
 )
-from scratchkit.measure.validate import by_round, median_of_rounds, Validation
+from scratchkit.measure.round_checks import by_round
+from scratchkit.measure.validate import median_of_rounds, Validation
 
 BATCH = 1000
 

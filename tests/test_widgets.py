@@ -331,3 +331,25 @@ def test_visualizer_switches_and_rerun_draw_runs_trained_ahead(visualizer, monke
         assert visualizer.result is not before and visualizer.result.hazards == Hazards(holds=next_holds)
         assert visualizer.trained_ahead and visualizer.progress.value == visualizer.lab.steps
     assert trained_here == [] and replayed_here == []
+
+
+def alive(thread_name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(thread_name)]
+
+
+def test_the_visualizer_closes_what_it_starts_and_a_rerun_of_its_cell_stops_the_old_ones_runs():
+    """Its runs trained ahead (RunsAhead) run on a thread of their own: a second visualizer of the
+    same lab (the notebook cell run again) stops the first's, and the widget's close stops its own.
+    Either way the thread ends: none survives."""
+    lab = HazardLab(visualizer_config(), steps=6, slow_write_back=0.005)
+    result = lab.run()
+    first = PipelineVisualizer(lab, result=result)  # draws it, then trains the runs one click away
+    assert alive(first.ahead.thread_name) and not first.ahead.closed
+    second = PipelineVisualizer(lab, result=result)  # the cell, run again
+    assert first.ahead.closed and alive(first.ahead.thread_name) == []
+    assert not second.ahead.closed
+    second.close()
+    assert second.ahead.closed and alive(second.ahead.thread_name) == []
+    first.holds.value = False  # a click on the old one still works: it trains in the caller's thread
+    assert first.result.hazards == Hazards(holds=False) and not first.trained_ahead
+    assert alive(first.ahead.thread_name) == []

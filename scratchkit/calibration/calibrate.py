@@ -70,7 +70,7 @@ from scratchkit.calibration.plan_timings import (
     plan_rates,
     plan_slot_rate,
 )
-from scratchkit.calibration.tbe_timings import TBE_LOOKUPS, tbe_curves
+from scratchkit.calibration.tbe_timings import BACKWARD_LOOKUPS, TBE_LOOKUPS, tbe_curves
 from scratchkit.calibration.numpy_timings import (
     numpy_call_latencies,
     numpy_row_points,
@@ -215,10 +215,11 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
     }
     if "host_tbe_lookup" in host:
         tbe = f"over 8 tables at {TBE_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"
+        backward = f"over 8 tables at {BACKWARD_LOOKUPS[not quick]} lookups a call, less its time on 2 a table, {how}"
         sources |= {
             "host_tbe_lookup": f"table_batched.pooled_lookup_tables (C++, bags of 8) {tbe}",
-            "host_tbe_backward": f"table_batched.embedding_backward_tables (C++) into a workspace, ids "
-            f"drawn from 4x and 1/8 of a table's lookups {tbe}",
+            "host_tbe_backward": f"table_batched.embedding_backward_tables (C++, one thread) into a workspace, "
+            f"ids drawn from 4x and 1/8 of a table's lookups {backward}",
             "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}",
         }
     return host, sources

@@ -1,7 +1,7 @@
 """The cores a CPU run gets at once: how far ScratchPipe's two processes can overlap on this machine.
 
 On a machine without a GPU, ScratchPipe runs its host stages (Plan, Collect, Write-back, Transfer,
-Insert) in a forked process and Train in the trainer's (costmodel.py). The rest of the calibration
+Insert) in a forked process and Train in the trainer's (designs/scratchpipe.py). The rest of the calibration
 prices each call in the calling thread's CPU time, what a core does whatever else runs; whether
 the two processes get a core each at the same moments is another question, and a machine shared
 with other work (a VM's other vCPUs, other users' processes, a scheduler that gives each session
@@ -31,11 +31,6 @@ from typing import Callable
 
 import numpy as np
 
-from scratchkit.scratchpipe.events import Stage
-from scratchkit.scratchpipe.schedule import HOST_STAGES
-
-# the stages a CPU run's forked host process runs: Plan and the host stages after it
-HOST_PROCESS_STAGES = tuple(stage.value for stage in (Stage.PLAN, *HOST_STAGES))
 ROUNDS = (3, 7)  # alternating rounds, one alone then two at once (quick, full)
 LOOP = 1_500_000  # iterations of a worker's loop: ~0.1 s of one core here
 

@@ -24,7 +24,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from scratchkit.costmodel.hardware import MB, RateCurve, RowCurve, sort_units
+from scratchkit.costmodel.hardware import MB, RateCurve, RowCurve
+from scratchkit.designs.work import sort_units
 
 # sizes measured: (quick, full)
 ROW_BYTES = ((64, 256), (64, 256, 512))
@@ -287,9 +288,9 @@ def activation_rate(
     allocator's first pages) 1.3x slower: fitted to those, the model missed a step's MLP by -30%
     on `small` and +50% on `embedding-bound`."""
     from scratchkit.config import DataConfig, ModelConfig, TrainConfig
-    from scratchkit.costmodel import kit
+    from scratchkit.designs import kit
     from scratchkit.calibration.fixed_costs import stage_times
-    from scratchkit.costmodel.step import StepWork
+    from scratchkit.designs.step import StepWork
 
     points = []
     for batch, tables, dim, width, rows, pooling in DENSE_SHAPES[not quick]:

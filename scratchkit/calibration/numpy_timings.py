@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from scratchkit.calibration.kit_timings import FOOTPRINTS, SORT_SIZES, TABLES, Bench, row_points
-from scratchkit.costmodel.hardware import MB, RateCurve, sort_units
+from scratchkit.costmodel.hardware import MB, RateCurve
+from scratchkit.designs.work import sort_units
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from scratchkit.config import TrainConfig
 from scratchkit.costmodel.hardware import RateCurve
-from scratchkit.costmodel.kit import PLAN_LOOKUPS
+from scratchkit.designs.kit import PLAN_LOOKUPS
 from scratchkit.calibration.kit_timings import Bench
 
 
@@ -195,14 +195,14 @@ def plan_call_seconds(bench: Bench, host: dict) -> tuple[float, float, float, fl
     -> (seconds per table, per batch, per table that evicts, per table at 64 lookups, per table
     that evicts at 64 lookups)."""
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.costmodel.planning import fresh_planner
+    from scratchkit.scratchpipe.plan_ahead import PlanAhead
 
     rows, scan = 2**15, host["host_plan_slot_rate"]
 
     def seconds(tables: int, capacity: int, lookups: int = PLAN_LOOKUPS[1]) -> tuple[float, float]:
         """-> (median seconds a batch, priced seconds a table), at `lookups` a table (pooling 8)"""
         config = small_batch_config(tables, rows, capacity, 4 * bench.repeats + 24, batch_size=lookups // 8)
-        planner, taken, priced = fresh_planner(config, SyntheticSource(config.data)), [], []
+        planner, taken, priced = PlanAhead.fresh(config, SyntheticSource(config.data)), [], []
         for b in range(4 * bench.repeats + 8):  # wall time, less PlanAhead's reading
             start = time.perf_counter()
             planned = planner.plan(b)
@@ -304,13 +304,13 @@ def device_plan_table_seconds(hw) -> float:
     """What scratchpipe-device's Plan costs per table beyond what `hw` prices (its loop
     cutting each table's plan out of the joined arrays, host Python): Plan on this CPU at 2 and
     26 tables of 256 rows, 8 lookups a table and batch (so the per-id work is a few percent),
-    each less its priced work (device_stages.plan_work on `hw`), the difference per table.
+    each less its priced work (designs/scratchpipe_device.py plan_work on `hw`), the difference per table.
     Wall time less the batches' reading, median, past the filling."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.costmodel.device_stages import plan_work
-    from scratchkit.costmodel.planning import fresh_planner
-    from scratchkit.costmodel.step import StepWork
+    from scratchkit.designs.scratchpipe_device import plan_work
+    from scratchkit.scratchpipe.plan_ahead import PlanAhead
+    from scratchkit.designs.step import StepWork
 
     def unpriced(tables: int) -> float:
         config = TrainConfig(
@@ -320,7 +320,7 @@ def device_plan_table_seconds(hw) -> float:
             cache=CacheParams(capacity=256),
         )
         source, taken, moved = SyntheticSource(config.data), [], []
-        planner = fresh_planner(config, source, device="cpu")
+        planner = PlanAhead.fresh(config, source, device="cpu")
         for b in range(40):
             start = time.perf_counter()
             planned = planner.plan(b)
@@ -350,7 +350,7 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
     import multiprocessing
 
     from scratchkit.data.synthetic import SyntheticSource
-    from scratchkit.costmodel.planning import fresh_planner
+    from scratchkit.scratchpipe.plan_ahead import PlanAhead
     from scratchkit.scratchpipe.events import Stage
     from scratchkit.scratchpipe.host_process import what_train_reads
     from scratchkit.scratchpipe.ring import PlanRing, widen_pipe
@@ -361,7 +361,7 @@ def handoff_call_seconds(bench: Bench, stream_bw: float) -> dict[str, float]:
         config = small_batch_config(
             tables, rows, rows, 4 * bench.repeats + 24, num_dense=13
         )  # 13 dense features, as Criteo has
-        planner = fresh_planner(config, SyntheticSource(config.data))
+        planner = PlanAhead.fresh(config, SyntheticSource(config.data))
         ring, (inbox, outbox) = PlanRing(context, 4 * planner.plan_bytes(0), slots=2), context.Pipe(duplex=False)
         widen_pipe(outbox)
         sent, received = [], []

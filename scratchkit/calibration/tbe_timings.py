@@ -13,7 +13,9 @@ table, from 2 and 8 tables: each table's pointers and sizes are marshalled) is t
                         distinct) and from 1/8 of them (each repeated ~8x, as a skewed step's):
                         seconds per lookup by (row bytes, lookups per distinct id, lookups of a
                         table). Repeats sort faster and add into rows already written; into a
-                        workspace, as the trainers' (no page faulted in per call)
+                        workspace, as the trainers' (no page faulted in per call). Its lookups
+                        reach past RADIX_MIN a table, where the loop's radix sort takes over
+                        from introsort (BACKWARD_LOOKUPS)
     host_tbe_update     apply_updates (SGD) of distinct rows just read, as a step's update follows
                         its lookups: seconds per row by (row bytes, table bytes, density: the
                         share of the table's rows updated). The update walks its rows in
@@ -29,14 +31,18 @@ import torch
 
 from scratchkit.costmodel.hardware import RowCurve
 from scratchkit.calibration.kit_timings import FOOTPRINTS, ROW_BYTES, TABLES, Bench
-from scratchkit.costmodel.work import TBE_BAG
+from scratchkit.designs.work import TBE_BAG
 
 # lookups of one call, all tables together (quick, full)
 TBE_LOOKUPS = ((1024, 16384), (512, 2048, 8192, 32768, 262144))
-BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: costmodel/work.py)
+BAG = TBE_BAG  # lookups a bag (the cost model prices other bags apart: designs/work.py)
 DENSITIES = ((0.1, 0.6, 0.95), (0.05, 0.25, 0.6, 0.85, 0.98))  # of the update (quick, full)
 UPDATE_ROWS = 2**20  # at most this many rows a call: the densest points of big tables are left out
 FEW = 2  # tables: a call's fixed cost is timed on FEW and TABLES tables (a part per table)
+# the backward's: the same, and in both at least one past RADIX_MIN lookups a table (32,768), where
+# torch sorts stably and the loop sorts by its own radix sort instead of introsort (another curve
+# for the same call: embedding-bound's 82k lookups a table priced from introsort's 2k cost less)
+BACKWARD_LOOKUPS = (TBE_LOOKUPS[0] + (TABLES * 40_960,), TBE_LOOKUPS[1])
 
 
 def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, RowCurve, RowCurve]:
@@ -101,8 +107,8 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         fixed_b = float(np.median([backward(row // 4, 2)[0] for _ in range(3)]))
         fixed_l = float(np.median([lookups(tables[f], 2) for f in footprints]))
         fixed_u = float(np.median([update(tables[f], 2)[0] for f in footprints]))
-        for spread in (4.0, 1 / 8):  # one axis value per spread (the median repeats), so the
-            timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in sizes]  # grid is whole
+        for spread in (4.0, 1 / 8):  # one axis value per spread (the median repeats), so the grid is whole
+            timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in BACKWARD_LOOKUPS[not quick]]
             repeats = float(np.median([r for _, _, r in timed]))
             per = _no_cheaper_when_fewer([max(seconds - fixed_b, 1e-3 * fixed_b) / n for n, seconds, _ in timed])
             backward_points += [(row, repeats, n // TABLES, p) for (n, _, _), p in zip(timed, per)]

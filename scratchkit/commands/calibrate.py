@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from scratchkit.commands.tables import describe_hardware
     from scratchkit.calibration.calibrate import calibrate
-    from scratchkit.projection.hardware import save_calibration, saved_hardware_path
+    from scratchkit.projection.machines import save_calibration, saved_hardware_path
 
     out = args.out if args.out is not None else saved_hardware_path()
     if out.exists() and out.is_dir():

@@ -11,36 +11,28 @@ counted over the whole run at once, from the windows each cache must hold
     scratchpipe    the D+1 batches in flight (--depth D, per plan stripe)
     prefetch-lru-device   two (ScratchPipe on the device at the depth 1 its entry fixes)
 
-`--capacity min` (ScratchPipe's minimum at --depth >= 1) is never below any of them.
+each design's `window` (scratchkit/designs). `--capacity min` (ScratchPipe's minimum at --depth
+>= 1) is never below any of them.
 """
 
 from __future__ import annotations
 
+from scratchkit.designs import DESIGNS
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.trainers import TrainerKind, pipelined, priced_as, trainer_config
-
-# Look-ahead depth of the window each demand-filled cache must hold (ScratchPipe's is --depth).
-DEMAND_FILLED_DEPTH = {TrainerKind.LRU: 0, TrainerKind.LFU: 0, TrainerKind.PREFETCH_LRU: 1}
 
 
-def window_depth(trainer: str, config) -> int | None:
-    """The depth of the window `trainer`'s cache must hold; None: no cache to fill."""
-    if pipelined(trainer):
-        return trainer_config(trainer, config).cache.depth  # --depth, or the one its entry fixes
-    return DEMAND_FILLED_DEPTH.get(priced_as(trainer))
-
-
-def check_capacity(args, trainers: list[str], source, config, batches: int, run: str) -> None:
-    """Refuse a cache smaller than a trainer needs over batches 0..batches-1, naming the fewest
+def check_capacity(training, trainers: list[str], source, config, batches: int, run: str) -> None:
+    """Refuse a cache smaller than a trainer needs over batches 0..batches-1 (`training`: the
+    run's TrainingRequest, --capacity and --load-factor), naming the fewest
     rows that fit every trainer here and `--capacity min`; `run` says which batches, in words."""
-    if args.capacity == "min" or (args.capacity is None and args.load_factor is None):
+    if training.capacity == "min" or (training.capacity is None and training.load_factor is None):
         return  # the minimum itself, or the data's or profile's own cache size
     needs, depths = {}, {}  # trainer -> rows per table it needs, the depth of its window
     for name in trainers:
-        depths[name] = depth = window_depth(name, config)
-        if depth is not None:
-            stripes = args.plan_stripes if pipelined(name) else 1
-            needs[name] = minimum_capacities(source, depth, 0, batches, stripes)
+        window = DESIGNS[name].window(config)
+        if window is not None:
+            depths[name], stripes = window
+            needs[name] = minimum_capacities(source, depths[name], 0, batches, stripes)
     if not needs:
         return
     fits = max(max(per_table) for per_table in needs.values())
@@ -52,9 +44,9 @@ def check_capacity(args, trainers: list[str], source, config, batches: int, run:
     ]
     if short:
         need, name, t, have = max(short)  # the most any of them needs: say that one
-        instead = " instead of --load-factor" if args.capacity is None else ""
+        instead = " instead of --load-factor" if training.capacity is None else ""
         raise ValueError(
-            f"{_asked(args, t, have)} is too small for {name} on {run}: "
+            f"{_asked(training, t, have)} is too small for {name} on {run}: "
             f"{_window(depths[name])} up to {need} distinct rows of table {t}; "
             f"use --capacity {fits}{instead} (the fewest every trainer and table here "
             f"accept) or --capacity min"
@@ -68,7 +60,7 @@ def _window(depth: int) -> str:
     return f"{depth + 1} batches in flight (look-ahead depth {depth}) touch"
 
 
-def _asked(args, table: int, rows: int) -> str:
-    if args.capacity is not None:
-        return f"--capacity {args.capacity}"
-    return f"--load-factor {args.load_factor} (table {table}: {rows} rows)"
+def _asked(training, table: int, rows: int) -> str:
+    if training.capacity is not None:
+        return f"--capacity {training.capacity}"
+    return f"--load-factor {training.load_factor} (table {table}: {rows} rows)"

@@ -1,17 +1,18 @@
-"""The `scratchkit` command line: one subcommand per module in `scratchkit.commands`."""
+"""The `scratchkit` command line: one subcommand per module in `scratchkit.commands`, each adding
+its parser (`add_parser`) and turning what it parsed into a typed request once (request.py)."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import re
 import sys
 
+from scratchkit.commands import bench, calibrate, info, simulate, trace, verify
 from scratchkit.commands.flags import check_flags
 
-# Subcommand modules, in the order `scratchkit --help` lists them.
-COMMANDS = ("info", "bench", "verify", "calibrate", "trace", "simulate")
+# The subcommands, in the order `scratchkit --help` lists them.
+COMMANDS = (info, bench, verify, calibrate, trace, simulate)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,14 +25,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
         prog="scratchkit", description="Train, verify, benchmark and simulate embedding caches and ScratchPipe."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"scratchkit.commands.{name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"scratchkit.commands.{name}":
-                continue  # a subcommand not built yet is simply not offered
-            raise
-        module.add_parser(subparsers)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
     return parser, subparsers.choices
 
 

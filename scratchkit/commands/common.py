@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 
 from scratchkit.commands import data_args
+from scratchkit.commands.request import DataRequest, TrainingRequest
 from scratchkit.config import CacheParams, OptimizerConfig, OptimizerKind, SummationOrder, TrainConfig, default_threads
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.capacity import minimum_capacities
@@ -103,48 +104,54 @@ def capacity_arg(text: str):
         raise argparse.ArgumentTypeError(f"expected a number of rows or 'min', got {text!r}") from None
 
 
-def source_and_config(args, steps: int, warmup: int = 0):
+def source_and_config(data: DataRequest, training: TrainingRequest | None, steps: int, warmup: int = 0):
     """(source, config, a few words naming the data) for a run of `steps` steps after `warmup`:
     --data or a profile, with the training flags applied where the command has them; a run longer
     than the data is refused (bench, verify and trace fit theirs to it instead: `fitted_run`)."""
-    source, config, name = open_source(args)
+    source, config, name = open_source(data, training)
     data_args.check_batches(source, steps, warmup)
-    return source, train_config(args, config, source, steps + warmup), name
+    return source, train_config(training, config, source, steps + warmup), name
 
 
-def open_source(args):
+def open_source(data: DataRequest, training: TrainingRequest | None = None):
     """(source, config, a few words naming the data): --data or a profile, the training flags
     not yet applied (`train_config`)."""
-    if args.data is not None:
-        return data_args.open_from_args(args, getattr(args, "depth", None) or 2)
-    data_args.refuse_without_data(args)
-    args.profile = args.profile or args.default_profile
-    config = _profile_config(args)
-    return SyntheticSource(config.data), config, f"profile {args.profile}"
+    if data.data is not None:
+        return data_args.open_requested(data, training.depth if training is not None else 2)
+    data_args.refuse_without_data(data)
+    config = profile_config(data)
+    return SyntheticSource(config.data), config, f"profile {data.profile_name}"
 
 
-def train_config(args, config, source, batches: int):
+def train_config(training: TrainingRequest | None, config, source, batches: int):
     """`config` with the training flags applied, where the command has them (--capacity min is
     measured over `batches` batches of `source`)."""
-    return _training(args, config, source, batches) if hasattr(args, "optimizer") else config
+    return _training(training, config, source, batches) if training is not None else config
 
 
-def fitted_run(args, trainers: list[str], steps: int, warmup: int | None = None):
+def fitted_run(
+    command: str,
+    data: DataRequest,
+    training: TrainingRequest,
+    trainers: list[str],
+    steps: int,
+    warmup: int | None = None,
+):
     """(source, config, name, steps, warmup) of a training run (bench; verify, which has no
     warm-up: None): the steps fitted to a shorter source and said so, the caches checked over
     every batch the run trains, and a note where timed figures include start-up costs."""
     from scratchkit.commands.capacity import check_capacity  # torch: only once a command runs
     from scratchkit.commands.notes import fit_bench, fit_steps, startup_note
 
-    source, config, name = open_source(args)
+    source, config, name = open_source(data, training)
     if warmup is None:
-        steps, warmup, timed = fit_steps(source, steps, args.command), 0, False
+        steps, warmup, timed = fit_steps(source, steps, command), 0, False
     else:
         (steps, warmup), timed = fit_bench(source, steps, warmup), True
     batches = steps + warmup
-    config = train_config(args, config, source, batches)
+    config = train_config(training, config, source, batches)
     check_capacity(
-        args,
+        training,
         trainers,
         source,
         config,
@@ -172,66 +179,66 @@ def run_length(args) -> tuple[int, int]:
     return (BENCH_STEPS if steps is None else steps, BENCH_WARMUP if warmup is None else warmup)
 
 
-def config_from_args(args, batches: int | None = None):
-    """The TrainConfig the flags describe (the source: `source_and_config`)."""
-    steps, warmup = run_length(args) if batches is None else (batches, 0)
-    return source_and_config(args, steps, warmup)[1]
+def config_of(data: DataRequest, training: TrainingRequest | None, steps: int, warmup: int = 0):
+    """The TrainConfig the requests describe, for a run of `steps` after `warmup`."""
+    return source_and_config(data, training, steps, warmup)[1]
 
 
-def _profile_config(args):
-    if args.scale is not None and args.profile not in scalable_profiles():
-        raise ValueError(f"--scale applies to the profiles {', '.join(scalable_profiles())}, not {args.profile!r}")
-    config = get_profile(args.profile, scale=args.scale)
-    data = {k: v for k, v in (("zipf", args.zipf), ("batch_size", args.batch_size)) if v is not None}
-    return config.replace(data=replace(config.data, seed=args.seed, **data), seed=args.seed)
+def profile_config(data: DataRequest):
+    """The synthetic profile the data flags name, with their changes."""
+    if data.scale is not None and data.profile_name not in scalable_profiles():
+        raise ValueError(f"--scale applies to the profiles {', '.join(scalable_profiles())}, not {data.profile_name!r}")
+    config = get_profile(data.profile_name, scale=data.scale)
+    changed = {k: v for k, v in (("zipf", data.zipf), ("batch_size", data.batch_size)) if v is not None}
+    return config.replace(data=replace(config.data, seed=data.seed, **changed), seed=data.seed)
 
 
-def _training(args, config, source, batches: int):
+def _training(training: TrainingRequest, config, source, batches: int):
     """The optimizer and cache flags applied to `config`; --capacity min measured on `source`.
     (Their ranges were checked before anything was read: commands/flags.py.)"""
     optimizer = OptimizerConfig(
-        kind=OptimizerKind.parse(args.optimizer), **({"lr": args.lr} if args.lr is not None else {})
+        kind=OptimizerKind.parse(training.optimizer), **({"lr": training.lr} if training.lr is not None else {})
     )
-    capacity = args.capacity
+    capacity = training.capacity
     if capacity == "min":
-        per_table = minimum_capacities(source, args.depth, 0, batches, args.plan_stripes)
+        per_table = minimum_capacities(source, training.depth, 0, batches, training.plan_stripes)
         capacity = max(per_table)
         print(
-            f"capacity min = {capacity} rows (per table: {per_table}) for depth {args.depth} over {batches} batches",
+            f"capacity min = {capacity} rows (per table: {per_table}) for depth {training.depth} over {batches} batches",
             file=sys.stderr,
         )
-    if capacity is None and args.load_factor is None:  # the profile's (or data's) own cache size
-        cache = replace(config.cache, depth=args.depth, plan_stripes=args.plan_stripes)
+    if capacity is None and training.load_factor is None:  # the profile's (or data's) own cache size
+        cache = replace(config.cache, depth=training.depth, plan_stripes=training.plan_stripes)
     else:
         cache = CacheParams(
             capacity=capacity,
-            load_factor=args.load_factor,
-            depth=args.depth,
+            load_factor=training.load_factor,
+            depth=training.depth,
             victim_policy=config.cache.victim_policy,
-            plan_stripes=args.plan_stripes,
+            plan_stripes=training.plan_stripes,
         )
     return config.replace(
         optimizer=optimizer,
         cache=cache,
-        summation_order=args.summation_order,
-        threads=args.threads,
-        batches_ahead=args.batches_ahead,
-        loader_threads=args.loader_threads,
+        summation_order=training.summation_order,
+        threads=training.threads,
+        batches_ahead=training.batches_ahead,
+        loader_threads=training.loader_threads,
     )
 
 
 def parse_trainer_list(text: str) -> list[str]:
-    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the registered
-    trainers (trainers/registry.py); 'all' -> every registered trainer, in order."""
-    from scratchkit.trainers import TRAINERS, available_trainers  # torch: only once a command runs
+    """'gpu-only,hybrid' -> ['gpu-only', 'hybrid'], each name checked against the designs
+    (scratchkit/designs); 'all' -> every design, in order."""
+    from scratchkit.designs import DESIGNS
 
     if text.strip() == "all":
-        return available_trainers()
+        return list(DESIGNS)
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError("give at least one trainer, e.g. --trainers gpu-only,hybrid")
     for n in names:
-        TRAINERS[n]
+        DESIGNS[n]
     return names
 
 

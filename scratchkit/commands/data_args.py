@@ -13,6 +13,7 @@ The model and table sizes come from the data (`scratchkit.data.open`), so --data
 from __future__ import annotations
 
 from scratchkit.commands.notes import batches_held, bench_length, load_note
+from scratchkit.commands.request import DataRequest
 from scratchkit.data.lines import MalformedLineError
 
 
@@ -45,38 +46,34 @@ def add_arguments(parser, batch_size: bool = True) -> None:
     )
 
 
-def open_from_args(args, depth: int = 2):
+def open_requested(data: DataRequest, depth: int = 2):
     """(source, config, a few words naming the data) from --data and its flags."""
     from scratchkit.data.open_data import open_data
 
     stray = [
         flag
-        for flag, value in (
-            ("--profile", getattr(args, "profile", None)),
-            ("--scale", getattr(args, "scale", None)),
-            ("--zipf", getattr(args, "zipf", None)),
-        )
+        for flag, value in (("--profile", data.profile), ("--scale", data.scale), ("--zipf", data.zipf))
         if value is not None
     ]
     if stray:
         raise ValueError(f"--data derives the model from the data: drop {', '.join(stray)}")
     options = {
-        "batch_size": getattr(args, "batch_size", None),
-        "max_rows": args.max_rows,
-        "max_samples": args.max_samples,
-        "seed": getattr(args, "seed", 0),
+        "batch_size": data.batch_size,
+        "max_rows": data.max_rows,
+        "max_samples": data.max_samples,
+        "seed": data.seed,
         "depth": depth,
     }
-    if not args.data.startswith("criteo-npy:"):
-        options |= {"errors": args.bad_lines, "cache_dir": args.cache_dir}
-    elif args.cache_dir is not None or args.bad_lines != "raise":
+    if not data.data.startswith("criteo-npy:"):
+        options |= {"errors": data.bad_lines, "cache_dir": data.cache_dir}
+    elif data.cache_dir is not None or data.bad_lines != "raise":
         raise ValueError("--cache-dir and --bad-lines apply to text files, not criteo-npy")
     try:
-        source, config = open_data(args.data, **options)
+        source, config = open_data(data.data, **options)
     except MalformedLineError as error:
-        raise ValueError(f"{error}; {bad_line_advice(args.data, error)}") from None
-    load_note(source.report, skipping=args.bad_lines == "skip")
-    return source, config, f"data {args.data}"
+        raise ValueError(f"{error}; {bad_line_advice(data.data, error)}") from None
+    load_note(source.report, skipping=data.bad_lines == "skip")
+    return source, config, f"data {data.data}"
 
 
 def bad_line_advice(spec: str, error) -> str:
@@ -93,17 +90,17 @@ def bad_line_advice(spec: str, error) -> str:
     return "use --bad-lines skip to leave such lines out (they are counted)"
 
 
-def refuse_without_data(args) -> None:
+def refuse_without_data(data: DataRequest) -> None:
     stray = [
         flag
         for flag, value in (
-            ("--max-rows", args.max_rows),
-            ("--max-samples", args.max_samples),
-            ("--cache-dir", args.cache_dir),
+            ("--max-rows", data.max_rows),
+            ("--max-samples", data.max_samples),
+            ("--cache-dir", data.cache_dir),
         )
         if value is not None
     ]
-    if args.bad_lines != "raise":
+    if data.bad_lines != "raise":
         stray.append("--bad-lines")
     if stray:
         raise ValueError(f"{', '.join(stray)} apply to --data only")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from scratchkit.commands.request import DataRequest, ShardedRequest, TrainingRequest
+
 
 def add_sharding_args(parser) -> None:
     parser.add_argument(
@@ -42,42 +44,48 @@ def add_sharding_args(parser) -> None:
     )
 
 
-def check_sharding_args(args) -> None:
-    """Refuse bad sharding flags in one line each, before any rank starts."""
+def check_sharding(
+    sharded: ShardedRequest, data: DataRequest, training: TrainingRequest, steps: int, warmup: int = 0, project=False
+) -> None:
+    """Refuse bad sharding flags in one line each, before any rank starts: a run of `steps` after
+    `warmup` (`project`: --project was given, which a sharded run does not take)."""
     from scratchkit.distributed.failure import Fault
     from scratchkit.distributed.sharding import Sharding, plan_shards
 
     try:
-        Sharding.parse(args.sharding)
+        Sharding.parse(sharded.sharding)
     except ValueError as error:
         raise ValueError(f"--sharding: {error}") from None
-    if args.inject_fault is not None:
+    if sharded.inject_fault is not None:
         try:
-            Fault.parse(args.inject_fault)
+            Fault.parse(sharded.inject_fault)
         except ValueError as error:
             raise ValueError(f"--inject-fault: {error}") from None
-    if getattr(args, "project", None):
+    if project:
         raise ValueError(
             "--project with --world-size: the sharded projection is scratchkit.distributed.sharded_cost (notebook 07)"
         )
-    if args.world_size is not None:
-        from scratchkit.commands.common import config_from_args
+    if sharded.world_size is not None:
+        from scratchkit.commands.common import config_of
 
-        config = config_from_args(args)
-        plan_shards(args.sharding, config.data.table_sizes, args.world_size)  # every rank owns rows
-        if config.data.batch_size % args.world_size:
+        config = config_of(data, training, steps, warmup)
+        plan_shards(sharded.sharding, config.data.table_sizes, sharded.world_size)  # every rank owns rows
+        if config.data.batch_size % sharded.world_size:
             raise ValueError(
-                f"--world-size {args.world_size} does not divide the batch of "
+                f"--world-size {sharded.world_size} does not divide the batch of "
                 f"{config.data.batch_size} samples: choose a --batch-size that it divides"
             )
 
 
-def run_sharded(command: str, args) -> int:
-    """`scratchkit COMMAND ... --world-size N`: start the ranks, print rank 0's output."""
+def run_sharded(
+    command: str, sharded: ShardedRequest, data, training, steps: int, warmup: int = 0, project=False
+) -> int:
+    """`scratchkit COMMAND ... --world-size N`: start the ranks (each runs the command line again),
+    print rank 0's output."""
     from scratchkit.distributed.launch import launch
 
-    check_sharding_args(args)
-    result = launch(list(args.argv), args.world_size, hang_timeout=args.hang_timeout)
+    check_sharding(sharded, data, training, steps, warmup, project)
+    result = launch(list(sharded.argv), sharded.world_size, hang_timeout=sharded.hang_timeout)
     sys.stdout.write(result.output)
     if result.failure:
         print(f"scratchkit {command}: error: {result.failure}", file=sys.stderr)

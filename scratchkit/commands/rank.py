@@ -19,8 +19,9 @@ import traceback
 
 from scratchkit.commands import bench, verify
 from scratchkit.commands.common import add_config_args
-from scratchkit.commands.distributed import add_sharding_args, check_sharding_args
+from scratchkit.commands.distributed import add_sharding_args, check_sharding
 from scratchkit.commands.flags import check_flags
+from scratchkit.commands.request import DataRequest, ShardedRequest, TrainingRequest
 
 
 def build_rank_parser() -> argparse.ArgumentParser:
@@ -68,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_rank_command(args) -> int:
-    from scratchkit.commands.common import config_from_args, parse_trainer_list, run_length
+    from dataclasses import replace
+
+    from scratchkit.commands.common import config_of, parse_trainer_list, run_length
     from scratchkit.distributed.failure import Fault
     from scratchkit.distributed.group import RankEnv, rank_device
     from scratchkit.distributed.job import JobSpec, RankFailed, run_rank
@@ -77,19 +80,20 @@ def run_rank_command(args) -> int:
     env = RankEnv.from_environ()
     if args.world_size is not None and args.world_size != env.world_size:
         raise ValueError(f"--world-size {args.world_size}, but this job has {env.world_size} ranks")
-    args.world_size = env.world_size
-    check_sharding_args(args)
+    data, training = DataRequest.from_args(args), TrainingRequest.from_args(args)
+    sharded = replace(ShardedRequest.from_args(args), world_size=env.world_size)
     steps, warmup = run_length(args)
+    check_sharding(sharded, data, training, steps, warmup, bool(getattr(args, "project", None)))
     spec = JobSpec(
-        config=config_from_args(args),
+        config=config_of(data, training, steps, warmup),
         trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),
-        sharding=Sharding.parse(args.sharding),
+        sharding=Sharding.parse(sharded.sharding),
         steps=steps,
         warmup=warmup,
-        device=rank_device(args.device, env.local_rank),
+        device=rank_device(training.device, env.local_rank),
         tolerance=getattr(args, "tolerance", None),
-        hang_timeout=args.hang_timeout,
-        fault=Fault.parse(args.inject_fault) if args.inject_fault else None,
+        hang_timeout=sharded.hang_timeout,
+        fault=Fault.parse(sharded.inject_fault) if sharded.inject_fault else None,
         checkpoint_dir=getattr(args, "checkpoint_dir", None),
         checkpoint_every=getattr(args, "checkpoint_every", 0),
         resume=getattr(args, "resume", False),
@@ -101,7 +105,7 @@ def run_rank_command(args) -> int:
         if "TORCHELASTIC_ERROR_FILE" in os.environ:  # torchrun's summary then quotes it
             record_for_torchrun(failed, os.environ["TORCHELASTIC_ERROR_FILE"])
         return FAILED
-    return 0 if result is None else show(args, spec, result)
+    return 0 if result is None else show(args.command, data.profile_name, args.json, spec, result)
 
 
 def record_for_torchrun(failed, path: str) -> None:
@@ -121,14 +125,14 @@ def record_for_torchrun(failed, path: str) -> None:
             json.dump(data, file)
 
 
-def show(args, spec, result) -> int:
+def show(command: str, profile: str, as_json: bool, spec, result) -> int:
     """Rank 0 prints the job's result as the one-process command would."""
-    if args.command == "verify":
-        return verify.show(result, args.json)
-    if args.json:
+    if command == "verify":
+        return verify.show(result, as_json)
+    if as_json:
         print(json.dumps(result, indent=2))
         return 0
-    if args.command == "train":
+    if command == "train":
         print(
             f"trained {result['trainer']} on {result['world_size']} ranks ({result['sharding']}-wise): "
             f"batches {result['from_batch']}..{result['to_batch'] - 1}, last loss {result['loss'][-1]:.4f}"
@@ -142,7 +146,7 @@ def show(args, spec, result) -> int:
     rows = [BenchResult(**{k: v for k, v in row.items() if k in fields}) for row in result]
     config, first = spec.config, result[0]
     print(
-        f"profile {args.profile}: {len(config.data.table_sizes)} tables, global batch "
+        f"profile {profile}: {len(config.data.table_sizes)} tables, global batch "
         f"{config.data.batch_size} over {first['world_size']} ranks ({first['sharding']}-wise, "
         f"{first['backend']}), pooling {config.data.pooling}, {spec.steps} timed steps"
     )

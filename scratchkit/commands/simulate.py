@@ -107,12 +107,15 @@ def run(args) -> int:
     options = _check_options(args)  # every flag, before the data is read
     import tempfile
 
-    from scratchkit.commands.trace import write_from_args
+    from dataclasses import replace
+
+    from scratchkit.commands.request import DataRequest
+    from scratchkit.commands.trace import write_trace
 
     with tempfile.TemporaryDirectory(prefix="scratchkit-trace-") as folder:
         lookups = args.batch_size  # lookups, not samples: the data's own batches are the trace's layout
-        args.batch_size = None
-        args.trace = str(write_from_args(args, f"{folder}/trace.npy")[0])
+        data = replace(DataRequest.from_args(args), batch_size=None)
+        args.trace = str(write_trace(data, args.steps, f"{folder}/trace.npy")[0])
         args.batch_size = lookups
         return _simulate(args, options)
 

@@ -1,163 +1,44 @@
-"""The command line's text tables: one row per trainer, machine, workload or stage, columns lined up.
-
-Formatting lives here, with the commands that print it; the measurements (scratchkit/measure)
-return data. The notebooks show the same data as HTML (scratchkit/course).
+"""The command line's text: the results model (scratchkit/measure/report.py) laid out in lined-up
+columns, a notebook's HTML of the very same tables; and what only the command line prints (the
+round checks, a machine's constants).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from scratchkit.projection.hardware import GB, US, Hardware
+from scratchkit.costmodel.hardware import GB, US, Hardware
+from scratchkit.measure.report import Table, bench_tables, validation_table
 from scratchkit.measure.round_checks import RoundCheck
 from scratchkit.measure.validate import Validation
-from scratchkit.trainers.registry import PEERS
-
-if TYPE_CHECKING:
-    from scratchkit.measure.bench import BenchResult
 
 
-# Stages in the order a batch meets them, whatever trainers ran: a row per stage, so the table's
-# width follows the trainers (a column each), not the stages, and rows never change order.
-STAGE_ORDER = (
-    "data",
-    "plan",
-    "collect",
-    "fetch",
-    "write_back",
-    "transfer",
-    "insert",
-    "embedding_forward",
-    "mlp",
-    "embedding_backward",
-    "update",
-    "train",
-)
-
-
-def _lay_out(head: list[str], rows: list[list[str]]) -> list[str]:
-    """Columns lined up: the first left-aligned, the others right-aligned."""
+def lay_out(table: Table, transposed: bool = False) -> str:
+    """`table` as text, columns lined up: its label columns left-aligned, the others right-aligned,
+    then its notes. `transposed`: a row per column of the table (a trainer a row)."""
+    head, rows, labels = table.head, table.rows, table.labels
+    if transposed:
+        columns = list(zip(head, *rows))
+        head, rows, labels = list(columns[0]), [list(c) for c in columns[1:]], 1
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "  ".join(
-        str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-    )
-    return [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+        str(c).ljust(w) if i < labels else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+    ).rstrip()
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows] + table.notes)
 
 
-def format_table(results: list[BenchResult], projections: list[dict] | None = None) -> str:
-    """Two plain-text tables: one row per trainer (samples/s, ratio, hit rate, ms per step, the
-    seconds it took to make and to warm up, apart from its timed steps, and any projections),
-    then ms per step in each stage, one row per stage and a column per trainer ("-": the trainer
-    has no such stage). `hit rate` is "-" for a trainer with no device cache.
-
-    `projections` (from `scratchkit.projection.costmodel.project_bench`), one {machine: Projection} per
-    result, add a column per machine, projected samples/s (ratio), and a line per machine
-    naming the stage that bounds each trainer. Where a peer ran (hybrid, prefetch-lru-device:
-    trainers/registry.py PEERS), a line (measured, and per machine) gives every other trainer's
-    speed over its (`versus_peers`).
-    """
-    machines = list(projections[0]) if projections else []
-    head = ["trainer", "samples/s", "ratio", "hit rate", "ms/step", "setup s", "warm-up s"]
-    head += [f"{p} (ratio)" for p in machines]
-    rows = [
-        [
-            r.trainer,
-            f"{r.samples_per_s:,.0f}",
-            f"{r.ratio:.2f}",
-            "-" if r.hit_rate is None else f"{r.hit_rate:.3f}",
-            f"{1000 * r.seconds / max(r.steps, 1):.2f}",
-            f"{r.setup_s:.2f}",
-            f"{r.warmup_s:.2f}",
-        ]
-        + [f"{projections[i][p].samples_per_s:,.0f} ({projections[i][p].ratio:.2f})" for p in machines]
-        for i, r in enumerate(results)
-    ]
-    bounds = [
-        f"{p} bound by: " + ", ".join(f"{r.trainer} {projections[i][p].bound_stage}" for i, r in enumerate(results))
-        for p in machines
-    ]
-    bounds += [
-        line
-        for p in machines
-        for line in versus_peers(
-            p, [r.trainer for r in results], [projections[i][p].samples_per_s for i in range(len(results))]
-        )
-    ]
-    seen = {k for r in results for k, v in r.stage_seconds.items() if v > 0}
-    stages = [s for s in STAGE_ORDER if s in seen] + sorted(seen - set(STAGE_ORDER))
-    stage_rows = [
-        [s] + [f"{1000 * r.stage_seconds[s]:.2f}" if r.stage_seconds.get(s, 0) > 0 else "-" for r in results]
-        for s in stages
-    ]
-    stage_table = _lay_out(["stage ms/step"] + [r.trainer for r in results], stage_rows)
-    measured = versus_peers("measured", [r.trainer for r in results], [r.samples_per_s for r in results])
-    return "\n".join(_lay_out(head, rows) + measured + bounds + device_work_line(results) + [""] + stage_table)
-
-
-def device_work_line(results: list[BenchResult]) -> list[str]:
-    """A line: each trainer's host waits / kernel launches a step on Train's path (a counted step),
-    and, where stages run ahead of Train, theirs ("ahead"). Nothing without a counted step."""
-    counted = [r for r in results if r.host_syncs_per_step is not None]
-    if not counted:
-        return []
-    ahead = lambda r: (
-        f" (ahead {r.plan_syncs_per_step:.1f} / {r.plan_launches_per_step:.0f})" if r.plan_launches_per_step else ""
-    )
-    parts = [f"{r.trainer} {r.host_syncs_per_step:.0f} / {r.kernel_launches_per_step:.0f}{ahead(r)}" for r in counted]
-    return ["host waits / launches a step (docs/cli.md): " + ", ".join(parts)]
-
-
-def versus_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[str]:
-    """A line per peer in the run ("x hybrid", "x prefetch-lru-device"): every other trainer's
-    samples/s over that peer's. Hybrid is at its best: its host work on every core it is given."""
-    lines = []
-    for peer in PEERS:
-        if peer in trainers:
-            base = samples_per_s[trainers.index(peer)]
-            others = [f"{t} {s / base:.2f}" for t, s in zip(trainers, samples_per_s) if t != peer]
-            if others and base > 0:
-                lines.append(f"{label} x {peer}: " + ", ".join(others))
-    return lines
+def format_table(results, projections: list[dict] | None = None) -> str:
+    """`bench`'s two tables (measure/report.py `bench_tables`): a row per trainer, its figures (the
+    seconds it took to make and to warm up apart from its timed steps among them) and each
+    machine's projection (samples/s (ratio), the stage that bounds it, its speed over each
+    peer that ran); then ms per step in each stage, a row per stage and a column per trainer."""
+    figures, stages = bench_tables(results, projections)
+    return lay_out(figures, transposed=True) + "\n\n" + lay_out(stages)
 
 
 def format_validation(validation: Validation) -> str:
-    """A plain-text table: per profile, trainer and stage, ms per step measured and predicted, the
-    error and the share of the step; `!` marks a row outside its bound. Then the verdict."""
-    head = ["profile", "trainer", "stage", "measured ms", "predicted ms", "error", "of step", ""]
-    rows = [
-        [
-            r.profile,
-            r.trainer,
-            r.stage,
-            f"{1000 * r.measured_s:.3f}",
-            "not modelled" if r.predicted_s is None else f"{1000 * r.predicted_s:.3f}",
-            "-" if r.error is None else f"{100 * r.error:+.0f}%",
-            f"{100 * r.share:.0f}%",
-            "!" if r.within is False else "",
-        ]
-        for r in validation.rows
-    ]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(
-        str(c).rjust(w) if 3 <= i <= 6 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-    ).rstrip()
-    noise = validation.noise() + validation.repeatability_lines()
-    beyond = (
-        [
-            f"{len(validation.beyond_the_machine())} of the {len(validation.failures())} rows outside "
-            "are outside by more than the same trainer run twice differed on that stage"
-        ]
-        if validation.again and validation.failures()
-        else []
-    )
-    return "\n".join(
-        [line(head), line(["-" * w for w in widths])]
-        + [line(r) for r in rows]
-        + [f"this-cpu: {validation.hardware}"]
-        + (["the machine's spread:"] + [f"  {n}" for n in noise] if noise else [])
-        + beyond
-        + [validation.verdict()]
-    )
+    """Per profile, trainer and stage, ms per step measured and predicted, the error and the share
+    of the step, and whether the row is inside its bound ("NO": outside); then the notes and the
+    verdict (measure/report.py `validation_table`)."""
+    return lay_out(validation_table(validation))
 
 
 def format_round_check(check: RoundCheck) -> str:
@@ -195,7 +76,7 @@ def format_round_check(check: RoundCheck) -> str:
     ]
     return "\n".join(
         ["samples/s ratios, medians of the rounds:"]
-        + _lay_out(head, rows)
+        + [lay_out(Table(head, rows, labels=2))]
         + ["the stage that bounds each step:"]
         + bounds
         + (["stages outside their bound:"] + outside if outside else [])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scratchkit.commands.common import add_data_args, open_source, progress_counter
 from scratchkit.commands.notes import fit_steps
+from scratchkit.commands.request import DataRequest
 
 
 def add_parser(subparsers) -> None:
@@ -29,7 +30,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     check_folder(args.out)
-    path, accesses, batches = write_from_args(args, args.out)
+    path, accesses, batches = write_trace(DataRequest.from_args(args), args.steps, args.out)
     distinct = "?"
     if accesses < 5_000_000:
         import numpy as np
@@ -42,12 +43,13 @@ def run(args) -> int:
     return 0
 
 
-def write_from_args(args, out) -> tuple:
-    """(path, accesses, batches): the trace the data flags describe, streamed to `out`."""
+def write_trace(data: DataRequest, steps: int | None, out) -> tuple:
+    """(path, accesses, batches): the trace of `steps` batches (None: 100 of a profile, all of a
+    data file) of the data `data` names, streamed to `out`."""
     from scratchkit.data.trace import stream_trace
 
-    source, _, _ = open_source(args)
-    wanted = args.steps if args.steps is not None else (100 if args.data is None else len(source))
+    source, _, _ = open_source(data)
+    wanted = steps if steps is not None else (100 if data.data is None else len(source))
     batches = fit_steps(source, wanted, "trace")
     with progress_counter(batches, "trace", unit="batch") as bar:
         path, accesses = stream_trace(source, batches, out, on_batch=bar.update)

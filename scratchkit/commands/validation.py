@@ -13,46 +13,49 @@ import json
 import os
 import shlex
 import sys
-from argparse import Namespace
+from dataclasses import replace
 
-from scratchkit.commands.common import config_from_args, parse_trainer_list, progress, run_length
+from scratchkit.commands.common import config_of, parse_trainer_list, progress
+from scratchkit.commands.request import DataRequest
 from scratchkit.profiles import PROFILES, scalable_profiles
 
 ROUNDS = 5  # --rounds' default: parts each trainer's timed steps are taken in, in turn
 
 
-def profiles_of(args) -> list[str]:
+def profiles_of(data: DataRequest) -> list[str]:
     """--profile NAME (default: the command's), a comma-separated list, or all: every profile (the
     scalable ones at --scale)."""
-    if getattr(args, "data", None) is not None:
+    if data.data is not None:
         raise ValueError("--validate runs on the synthetic profiles; drop --data")
-    if args.profile == "all":
+    if data.profile == "all":
         return list(PROFILES)
-    names = [p.strip() for p in (args.profile or args.default_profile).split(",") if p.strip()]
+    names = [p.strip() for p in data.profile_name.split(",") if p.strip()]
     unknown = [p for p in names if p not in PROFILES]
     if unknown:
         raise ValueError(f"unknown profile {unknown[0]!r}; choose from {', '.join(PROFILES)} or all")
     return names
 
 
-def run_validation(args) -> int:
+def run_validation(request) -> int:
+    """`bench --validate`, as its BenchRequest (commands/bench.py) asks."""
     from scratchkit.commands.tables import format_round_check, format_validation
     from scratchkit.measure.record import RunRecord
     from scratchkit.measure.validate import Validation, validate_trainers
     from scratchkit.trainers import available_trainers
 
-    record = RunRecord("scratchkit " + shlex.join(sys.argv[1:])) if args.record else None
+    record = RunRecord("scratchkit " + shlex.join(sys.argv[1:])) if request.record else None
     load = os.getloadavg()[0]  # how busy the machine was: a record of a shared VM says so
-    rounds = ROUNDS if args.rounds is None else args.rounds
+    rounds = ROUNDS if request.rounds is None else request.rounds
     if rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {rounds}")
-    trainers = parse_trainer_list(args.trainers) if args.trainers else available_trainers()
-    steps, warmup = run_length(args)
-    names = profiles_of(args)
+    trainers = parse_trainer_list(request.trainers) if request.trainers else available_trainers()
+    steps, warmup = request.steps, request.warmup
+    names = profiles_of(request.data)
     configs = []
     for name in names:  # every config built (and checked) before anything trains
-        scale = args.scale if name in scalable_profiles() or len(names) == 1 else None  # one profile: checked
-        configs.append((name, config_from_args(Namespace(**{**vars(args), "profile": name, "scale": scale}))))
+        scale = request.data.scale if name in scalable_profiles() or len(names) == 1 else None  # one: checked
+        data = replace(request.data, profile=name, scale=scale)
+        configs.append((name, config_of(data, request.training, steps, warmup)))
     validation = Validation()
     for name, config in configs:
         validation += validate_trainers(
@@ -61,7 +64,7 @@ def run_validation(args) -> int:
             steps,
             warmup=warmup,
             profile=name,
-            device=args.device,
+            device=request.training.device,
             rounds=rounds,
             wrap=lambda it, n, t: progress(it, n, f"{name} {t}"),
         )
@@ -78,7 +81,7 @@ def run_validation(args) -> int:
         "warmup": warmup,
         **checks.to_json(),
     }
-    if args.json:
+    if request.json:
         print(json.dumps(out, indent=2))
     else:
         print(format_validation(validation))
@@ -86,7 +89,7 @@ def run_validation(args) -> int:
     if record is not None:
         figures = {
             "profiles": ", ".join(names),
-            "scale": args.scale,
+            "scale": request.data.scale,
             "trainers": ", ".join(trainers),
             "rounds": rounds,
             "steps": steps,
@@ -98,8 +101,8 @@ def run_validation(args) -> int:
             "spread_verdict": checks.verdict(),
             **recorded(checks),
         }
-        print(f"recorded {record.write(args.record, figures)}", file=sys.stderr)
-    return 1 if args.strict and not validation.passed else 0
+        print(f"recorded {record.write(request.record, figures)}", file=sys.stderr)
+    return 1 if request.strict and not validation.passed else 0
 
 
 def recorded(checks) -> dict[str, dict[str, dict]]:

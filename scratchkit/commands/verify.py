@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from scratchkit.commands.common import add_config_args, fitted_run, progress
 from scratchkit.commands.distributed import add_sharding_args, run_sharded
+from scratchkit.commands.request import DataRequest, ShardedRequest, TrainingRequest
 from scratchkit.config import SummationOrder
 
 
@@ -30,22 +32,54 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What `scratchkit verify` was asked: the batches, the training, the trainers, the steps,
+    the tolerance, and whether sharded."""
+
+    data: DataRequest
+    training: TrainingRequest
+    trainers: str
+    steps: int
+    tolerance: float | None = None
+    json: bool = False
+    sharded: ShardedRequest = ShardedRequest()
+
+    @classmethod
+    def from_args(cls, args) -> "VerifyRequest":
+        if args.tolerance is not None and not args.tolerance >= 0:
+            raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
+        return cls(
+            DataRequest.from_args(args),
+            TrainingRequest.from_args(args),
+            args.trainers,
+            args.steps,
+            args.tolerance,
+            args.json,
+            ShardedRequest.from_args(args),
+        )
+
+
 def run(args) -> int:
+    return verify_request(VerifyRequest.from_args(args))
+
+
+def verify_request(request: VerifyRequest) -> int:
     from scratchkit.commands.common import parse_trainer_list
     from scratchkit.measure.verify import verify
 
-    if args.world_size is not None:
-        return run_sharded("verify", args)
-    trainers = parse_trainer_list(args.trainers)
-    source, config, _, steps, _ = fitted_run(args, trainers, args.steps)
+    if request.sharded.world_size is not None:
+        return run_sharded("verify", request.sharded, request.data, request.training, request.steps)
+    trainers = parse_trainer_list(request.trainers)
+    source, config, _, steps, _ = fitted_run("verify", request.data, request.training, trainers, request.steps)
     results = list(
         progress(
-            verify(config, trainers, steps, source=source, device=args.device, tolerance=args.tolerance),
+            verify(config, trainers, steps, source=source, device=request.training.device, tolerance=request.tolerance),
             len(trainers),
             "verify",
         )
     )
-    return show(results, args.json, by_id=config.summation_order is SummationOrder.BY_ID)
+    return show(results, request.json, by_id=config.summation_order is SummationOrder.BY_ID)
 
 
 def show(results, as_json: bool, by_id: bool = False) -> int:

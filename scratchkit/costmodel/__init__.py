@@ -1,1 +1,1 @@
-"""The cost model's inputs: a training step's work counted stage by stage, and the machines (this machine's type, the GPU servers) whose speeds price it."""
+"""The machines that price a design's work: a `Hardware` (this machine's type, the GPU servers) and the curves its speeds follow; no design, no trainer."""

@@ -85,11 +85,6 @@ def calls_from_ops(op_latency: float) -> dict[str, float]:
     return {name: ops * op_latency for name, ops in CALL_OPS.items()}
 
 
-def sort_units(n: float) -> float:
-    """The work of sorting n keys, in key x log2(keys): the unit every sort rate counts in."""
-    return n * math.log2(n) if n > 1 else 0.0
-
-
 @dataclass(frozen=True)
 class Hardware:
     """Bandwidths in bytes/s, latencies in seconds, rates per second. The host runs the kit's
@@ -154,7 +149,7 @@ class Hardware:
     # measured (a GPU server: its host threads are priced alone; hardware saved before it was)
     co_run_cores: float | None = None
     # random 64 B lines a second the host's memory system serves one GPU's share of the cores, all
-    # of them at once: the cap on host embedding work spread over the cores (costmodel/host_threads.py).
+    # of them at once: the cap on host embedding work spread over the cores (designs/host_threads.py).
     # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
     host_memory_line_rate: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a

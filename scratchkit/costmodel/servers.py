@@ -23,13 +23,15 @@ How the datasheet peaks are derated to what the kit's operations reach:
 - PCIe: per direction, what pinned `cudaMemcpyAsync` reaches (NVIDIA's bandwidthTest class of
   figure): ~80% of the link's raw rate after encoding and packet headers (assumption).
 - the host: `host_cores` is one GPU's share of its server's cores (the vendor's 8-GPU system
-  datasheet: cores / GPUs). Per core, the kit's host operations (one thread each: gathers,
+  datasheet: cores / GPUs), or with `HostShare.SOCKET` a whole socket's (the CPU's datasheet: a
+  hybrid given a CPU of its own, as a one-GPU server or a paper's testbed gives it); the
+  host's memory system likewise, one GPU's share of the DRAM channels or a socket's. Per core, the kit's host operations (one thread each: gathers,
   NumPy calls, the planner) run at the speeds `scratchkit calibrate` measured on an Ice Lake-SP
   Xeon core (host_core.json beside this module, with its provenance; assumption: a server core of these generations runs them alike,
   within the spread a faster clock or a slower memory makes).
 - the host's memory system: hybrid's embedding work spreads over `host_cores`, but all of them
   together draw random rows from one GPU's share of the server's DRAM channels
-  (`host_memory_line_rate`, costmodel/host_threads.py): channels per GPU (the CPU's datasheet:
+  (`host_memory_line_rate`, designs/host_threads.py): channels per GPU (the CPU's datasheet:
   channels per socket x sockets / GPUs) x a channel's random 64 B line rate, taken as half its
   peak (transfers/s x 8 B / 64 B): a random line opens a DRAM row and turns the bus around, and
   loaded-latency benchmarks of random 64 B reads (Intel MLC's class) reach about half a channel's
@@ -39,6 +41,7 @@ How the datasheet peaks are derated to what the kit's operations reach:
 from __future__ import annotations
 
 import json
+from enum import Enum
 from functools import cache
 from pathlib import Path
 
@@ -84,6 +87,7 @@ SERVERS: Registry[dict] = Registry(
         "v100-pcie3": dict(
             description="V100 PCIe 32GB on PCIe 3.0 x16; 2x Xeon Gold 6248 (Cascade Lake, 20 cores, DDR4-2933)",
             cores=(10, "assumption: a 4-GPU server with 2x 20-core Xeon Gold 6248 gives each GPU 10 cores"),
+            socket=(20, 6, "Xeon Gold 6248 datasheet: 20 cores, 6 channels of DDR4-2933"),
             memory=(3, 2933e6, "Xeon Gold 6248 datasheet: 6 channels of DDR4-2933 per socket; 2 sockets for 4 GPUs"),
             stream=(
                 750 * GB,
@@ -100,6 +104,7 @@ SERVERS: Registry[dict] = Registry(
         "a100-pcie4": dict(
             description="A100 80GB PCIe on PCIe 4.0 x16; 2x EPYC 7742 (Rome, 64 cores, DDR4-3200)",
             cores=(16, "DGX A100 datasheet: 2x 64-core EPYC 7742 for 8 GPUs, 16 cores per GPU"),
+            socket=(64, 8, "EPYC 7742 datasheet: 64 cores, 8 channels of DDR4-3200"),
             memory=(2, 3200e6, "EPYC 7742 datasheet: 8 channels of DDR4-3200 per socket; 2 sockets for 8 GPUs"),
             stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
             l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
@@ -112,6 +117,7 @@ SERVERS: Registry[dict] = Registry(
         "h100-pcie5": dict(
             description="H100 80GB PCIe on PCIe 5.0 x16; 2x Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, DDR5-4800)",
             cores=(14, "DGX H100 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+            socket=(56, 8, "Xeon Platinum 8480+ datasheet: 56 cores, 8 channels of DDR5-4800"),
             memory=(
                 2,
                 4800e6,
@@ -128,6 +134,7 @@ SERVERS: Registry[dict] = Registry(
         "h200": dict(
             description="H200 141GB (SXM, HBM3e) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480+",
             cores=(14, "DGX H200 datasheet: 2x 56-core Xeon 8480C for 8 GPUs, 14 cores per GPU"),
+            socket=(56, 8, "Xeon Platinum 8480+ datasheet: 56 cores, 8 channels of DDR5-4800"),
             memory=(
                 2,
                 4800e6,
@@ -149,6 +156,13 @@ SERVERS: Registry[dict] = Registry(
 )
 
 
+class HostShare(Enum):
+    """Which share of a GPU server's host prices the host's work (hybrid's embedding stages)."""
+
+    GPU = "gpu"  # one GPU's share of the server's cores and DRAM channels: the GPUs share the host
+    SOCKET = "socket"  # a whole socket's cores and channels: a host of its own for one GPU
+
+
 RANDOM_LINE_SHARE = 0.5  # of a DRAM channel's peak that random 64 B lines reach (module note)
 LINE_BYTES = 64
 
@@ -158,11 +172,19 @@ def memory_line_rate(channels: float, transfers_per_s: float) -> float:
     return channels * transfers_per_s * 8 * RANDOM_LINE_SHARE / LINE_BYTES
 
 
-def server(name: str) -> Hardware:
-    """The GPU server `name` (a SERVERS key), derated as the module note says."""
+def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
+    """The GPU server `name` (a SERVERS key), derated as the module note says; its host's cores
+    and memory channels `share`'s: one GPU's (the default), or a whole socket's (its name then
+    says so: `h100-pcie5:socket`)."""
     f = SERVERS[name]
     cores, cores_source = f["cores"]
     channels, transfers, memory_source = f["memory"]
+    if share is HostShare.SOCKET:
+        if "socket" not in f:
+            raise ValueError(f"hardware {name!r} states no socket: give it socket=(cores, DRAM channels, source)")
+        cores, channels, socket_source = f["socket"]
+        cores_source = memory_source = f"a whole socket: {socket_source}"
+        name = f"{name}:{share.value}"
     stream, stream_source = f["stream"]
     l2, l2_bw, l2_source = f["l2"]
     fp32, fp32_source = f["fp32"]
@@ -172,7 +194,7 @@ def server(name: str) -> Hardware:
     host, host_sources = host_core()
     return Hardware(
         name=name,
-        description=f["description"],
+        description=f["description"] + ("; priced on a whole socket" if share is HostShare.SOCKET else ""),
         host_cores=cores,
         **host,
         host_memory_line_rate=memory_line_rate(channels, transfers),

@@ -64,8 +64,8 @@ class PlannerRun:
         )
 
 
-def _run(name: str, config, steps: int, planner) -> PlannerRun:
-    with make_trainer("scratchpipe", config, planner=planner) as trainer:
+def _run(name: str, config, steps: int, **options) -> PlannerRun:
+    with make_trainer("scratchpipe", config, **options) as trainer:
         records = list(trainer.train(steps))
     timed = records[1:] or records
     stages = sorted({s for r in timed for s in r.stage_seconds})
@@ -83,7 +83,10 @@ def side_by_side(config, steps: int, planner) -> list[PlannerRun]:
     """`planner` (yours, or the stand-in: `planner_name`), then the kit's (the C++ loop, or its
     NumPy twin where it does not build), both on the threads driver, so what differs is the
     planner alone."""
-    return [_run(planner_name(planner), config, steps, planner), _run("the kit's planner", config, steps, "thread")]
+    return [
+        _run(planner_name(planner), config, steps, own_planner=planner),
+        _run("the kit's planner", config, steps, where="thread"),
+    ]
 
 
 def breakdown_figure(runs: list[PlannerRun]):

@@ -1,6 +1,6 @@
 """Lists of what the course and the kit hold, made from where each is defined, so that no list
 can fall behind its source: the notebooks folder (each notebook's title cell says what it shows
-and what you write in it) and the trainer registry (trainers/registry.py).
+and what you write in it) and the designs' registry (designs/__init__.py).
 
     notebooks()                  [Notebook] of notebooks/NN_name.py, in order
     course_table()               notebook 00's table of the course
@@ -140,7 +140,7 @@ def course_markdown(record: dict | None, folder: Path = NOTEBOOKS) -> str:
 
 def trainer_table() -> Markdown:
     """Every registered trainer and its line of help: notebook 05's opening table."""
-    from scratchkit.trainers import TRAINERS
+    from scratchkit.designs import DESIGNS
 
-    rows = [[f"`{name}`", spec.help] for name, spec in TRAINERS.items()]
+    rows = [[f"`{name}`", design.help] for name, design in DESIGNS.items()]
     return Markdown("\n".join(_table(["trainer", "what it is"], rows)))

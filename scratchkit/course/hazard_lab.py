@@ -17,6 +17,7 @@ Collect waits for the write-back however slow it is, so the sleep would change o
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,7 +31,6 @@ from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.events import EventLog, Stage
 from scratchkit.scratchpipe.capacity import minimum_capacities
-from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.scratchpipe import Hazards, ScratchPipeTrainer
@@ -113,6 +113,7 @@ class HazardLab:
         # one run at a time: a run trained ahead (RunsAhead) and one asked for now would share the
         # CPU, and the baseline is trained by whichever comes first
         self._one_at_a_time = threading.RLock()
+        self._ahead: RunsAhead | None = None  # the runs trained ahead for the widget showing the lab
 
     def baseline(self) -> tuple[np.ndarray, list]:
         """(losses [steps], final embedding rows) of the gpu-only trainer; trained on first use."""
@@ -131,18 +132,27 @@ class HazardLab:
         self,
         hazards: Hazards = Hazards(),
         on_step: Callable[[list[StepRecord]], None] | None = None,
-        planner=PlanIn.AUTO,
+        own_planner=None,
     ) -> LabResult:
         """Train ScratchPipe with `hazards` on the baseline's batches; `on_step(records so far)` is
-        called after every step (a widget draws its progress and the partial result); `planner`:
-        the trainer's (a planner of your own: scratchpipe/own_planner.py)."""
+        called after every step (a widget draws its progress and the partial result);
+        `own_planner`: a planner of your own in place of the kit's (scratchpipe/own_planner.py)."""
         with self._one_at_a_time:
-            return self._run(hazards, on_step, planner)
+            return self._run(hazards, on_step, own_planner)
 
-    def _run(self, hazards: Hazards, on_step, planner) -> LabResult:
+    def ahead(self, prepare: Callable[[LabResult], object] = lambda result: None, pause: float = 0.0) -> "RunsAhead":
+        """Runs of this lab trained ahead for a widget (`RunsAhead`), closing those trained for the
+        widget before: a notebook cell run again makes a new widget on the same lab, and the old
+        one's background runs stop, their thread with them."""
+        if self._ahead is not None:
+            self._ahead.close()
+        self._ahead = RunsAhead(self, prepare, pause)
+        return self._ahead
+
+    def _run(self, hazards: Hazards, on_step, own_planner) -> LabResult:
         losses, rows = self.baseline()
         hook = None if hazards.write_back_order else self._slow
-        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, planner=planner)
+        trainer = ScratchPipeTrainer(self.config, hazards=hazards, stage_hook=hook, own_planner=own_planner)
         try:
             records = []
             for record in trainer.train(self.steps):
@@ -156,6 +166,10 @@ class HazardLab:
         return LabResult(hazards, records, losses, diff, trainer.events, list(trainer.capacities))
 
 
+class Stopped(Exception):
+    """A run trained ahead, stopped between two steps: its `RunsAhead` was closed."""
+
+
 class RunsAhead:
     """Runs of a lab trained ahead on one background thread, so that a control asking for a run
     it was told to expect finds it trained (a run takes about a second; drawing one, a fraction).
@@ -164,8 +178,12 @@ class RunsAhead:
     (the run, prepare(run), True) when one was trained ahead (waiting for it if it is under way),
     else trains it now and returns (the run, prepare(run), False). `prepare` does ahead, too, what
     a run needs before it is shown (a widget: its figure's data). A run is taken once: a rerun of
-    the same setting gets a new one.
+    the same setting gets a new one. `close()` stops the background: whoever starts one closes it
+    (a widget's close, `HazardLab.ahead` for the widget after it).
     """
+
+    THREAD = "hazard-lab-ahead"  # the prefix of every background thread's name
+    _made = itertools.count()
 
     def __init__(
         self, lab: HazardLab, prepare: Callable[[LabResult], object] = lambda result: None, pause: float = 0.0
@@ -173,17 +191,25 @@ class RunsAhead:
         """`pause`: seconds the background waits before the runs each `expect` queues, so that the
         page draws what a click sent without a training run taking the CPU from it."""
         self.lab, self.prepare, self.pause = lab, prepare, pause
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hazard-lab-ahead")
+        self.thread_name = f"{self.THREAD}-{next(self._made)}"  # its own thread's name
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.thread_name)
         self._queued: dict[Hazards, Future] = {}
+        self._closed = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
 
     def expect(self, *settings: Hazards, then: Callable[[], None] | None = None) -> None:
         """Queue a run of each setting not already queued; `then()` (on the background thread)
-        once every one of them has trained."""
+        once every one of them has trained. Nothing once closed."""
+        if self.closed:
+            return
         new = [hazards for hazards in dict.fromkeys(settings) if hazards not in self._queued]
         if new and self.pause:
-            self._pool.submit(time.sleep, self.pause)
+            self._pool.submit(self._closed.wait, self.pause)  # a close ends the pause at once
         for hazards in new:
-            self._queued[hazards] = self._pool.submit(self._run_and_prepare, hazards)
+            self._queued[hazards] = self._pool.submit(self._run_and_prepare, hazards, background=True)
         if then is not None:
             left = [self._queued[hazards] for hazards in set(settings)]
             lock = threading.Lock()
@@ -191,7 +217,7 @@ class RunsAhead:
             def one_done(_):
                 with lock:
                     left.pop()
-                    if not left:
+                    if not left and not self.closed:
                         then()
 
             for future in list(left):
@@ -214,13 +240,23 @@ class RunsAhead:
                 pass  # trained again below, where it is seen
         return (*self._run_and_prepare(hazards, on_step), False)
 
-    def _run_and_prepare(self, hazards: Hazards, on_step=None) -> tuple[LabResult, object]:
+    def _run_and_prepare(self, hazards: Hazards, on_step=None, background: bool = False) -> tuple[LabResult, object]:
+        if background:  # stopped between two steps once closed
+            on_step = self._unless_closed
         result = self.lab.run(hazards, on_step=on_step)
         return result, self.prepare(result)
 
+    def _unless_closed(self, records) -> None:
+        if self.closed:
+            raise Stopped(f"stopped after {len(records)} steps: closed")
+
     def close(self) -> None:
-        """Drop the runs not yet started; the one under way ends on its own."""
+        """Drop the runs not yet started, stop the one under way at its next step, and end the
+        background thread (waiting for it, unless called from it). A run taken after this trains
+        in the caller's thread, as it would had none been expected."""
+        self._closed.set()
         for future in self._queued.values():
             future.cancel()
         self._queued.clear()
-        self._pool.shutdown(wait=False)
+        on_its_thread = threading.current_thread().name.startswith(self.thread_name)
+        self._pool.shutdown(wait=not on_its_thread, cancel_futures=True)

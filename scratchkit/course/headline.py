@@ -3,7 +3,7 @@ of the cost model (results/projections.json, written by `benchmarks/bench_projec
 and each ScratchPipe's speed over the production peer (`prefetch-lru-device`: an LRU cache filled one batch
 ahead, looked up, chosen and filled by the device, as FBGEMM and TorchRec run it) and over the
 baseline at its best (`hybrid`: its host work on every core the server gives a GPU, up to what the
-host's memory serves): the peers of trainers/registry.py.
+host's memory serves): the peers of scratchkit/designs.
 
     headline_rows(record)        (head, rows): a column per workload, a row per design and ratio
     peer_rows(record)            (head, rows): ScratchPipe over the production peer on every server
@@ -17,20 +17,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scratchkit.course.tables import Table
-from scratchkit.trainers import BASELINE, PRODUCTION_PEER, TrainerKind, versus
+from scratchkit.measure.report import Table
+from scratchkit.designs import BASELINE, DESIGNS, PRODUCTION_PEER, UPPER_BOUND, Compared, versus
+from scratchkit.designs.scratchpipe import SCRATCHPIPE
+from scratchkit.designs.scratchpipe_device import SCRATCHPIPE_DEVICE
 
 RECORD = Path(__file__).resolve().parents[2] / "results" / "projections.json"
 SERVER = "h100-pcie5"
-PIPELINE = TrainerKind.SCRATCHPIPE_DEVICE.value  # the ratios: ScratchPipe as its authors build it, on the GPU
-DESIGNS = (
-    BASELINE,
-    TrainerKind.PREFETCH_LRU.value,
-    PRODUCTION_PEER,
-    TrainerKind.SCRATCHPIPE.value,
-    PIPELINE,
-    TrainerKind.GPU_ONLY.value,
-)
+PIPELINE = SCRATCHPIPE_DEVICE.name  # the ratios: ScratchPipe as its authors build it, on the GPU
+
+
+def shown_designs(record: dict) -> list[str]:
+    """The designs of the record the headline shows (`Compared.HEADLINE`), in its order: the
+    baseline, the others as registered (the production peers, then ScratchPipe, then any of your
+    own), the upper bound last."""
+    recorded = next(iter(record["figures"].values()))
+    shown = [name for name, d in DESIGNS.items() if d.compared is Compared.HEADLINE and name in recorded]
+    middle = [name for name in shown if name not in (BASELINE, UPPER_BOUND)]
+    return [name for name in (BASELINE, *middle, UPPER_BOUND) if name in shown]
 
 
 def recorded(path: Path = RECORD) -> dict:
@@ -46,7 +50,7 @@ def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[l
     rows = [
         [d]
         + [f"{w[d][server]['samples_per_s'] / 1000:,.0f}k, {w[d][server]['bound_stage']}" for w in workloads.values()]
-        for d in DESIGNS
+        for d in shown_designs(record)
     ]
     # over the baseline here; over the production peer on every server: peer_rows
     over = [f"{w[PIPELINE][server][versus(BASELINE)]:.2f}" for w in workloads.values()]
@@ -60,7 +64,7 @@ PEER_CAPTION = (
 )
 PAPERS = (  # which row is ScratchPipe as its paper builds it
     f"{PIPELINE} is the paper's design at its best (its scratchpad planned and filled by the GPU), "
-    f"{TrainerKind.SCRATCHPIPE.value} the same pipeline bookkept on the host"
+    f"{SCRATCHPIPE.name} the same pipeline bookkept on the host"
 )
 
 

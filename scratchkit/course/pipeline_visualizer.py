@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.course.fit_width import FitWidth, live, row
-from scratchkit.course.hazard_lab import HazardLab, LabResult, RunsAhead
+from scratchkit.course.hazard_lab import HazardLab, LabResult
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState, replay
 from scratchkit.course.viz import pipeline_view, trace_named
 from scratchkit.course.viz.palette import CONFLICT, FREE, INSERTED, RESIDENT, VICTIM, batch_colour
@@ -63,7 +63,7 @@ class PipelineVisualizer(widgets.VBox):
         """`result`: a run of `lab` already trained (with every rule on) to show first, instead
         of training one now (about 2 s)."""
         self.lab = lab or HazardLab(visualizer_config(), steps=12)
-        self.ahead = RunsAhead(self.lab, prepare=self._drawing, pause=1.0)
+        self.ahead = self.lab.ahead(prepare=self._drawing, pause=1.0)  # closes the lab's widget before's
         self.trained_ahead = False  # whether the run shown was trained before it was asked for
         self._runs_asked = 0
         self.table, self.columns = table, columns
@@ -218,6 +218,11 @@ class PipelineVisualizer(widgets.VBox):
 
     def _gap_axis(self, loss_gap) -> None:
         self.figure.update_yaxes(row=2, col=2, secondary_y=True, **gap_axis(loss_gap))
+
+    def close(self) -> None:
+        """Close the widget and stop what it started: the runs trained ahead, and their thread."""
+        self.ahead.close()
+        super().close()
 
     def show(self) -> None:
         """Draw the current moment: the highlighted event, the slot map, and the words."""

@@ -1,6 +1,6 @@
 """Where ScratchPipe wins, where a cache suffices: projected speed-ups over `hybrid` on a GPU
 server (hybrid at its best: its host work on every core the server gives a GPU, capped by the
-host's memory; costmodel/host_threads.py), and over `prefetch-lru-device`, the production peer
+host's memory; designs/host_threads.py), and over `prefetch-lru-device`, the production peer
 (an LRU cache filled one batch ahead, bookkept on the device), across locality (the Zipf
 exponent) and table size.
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from scratchkit.projection.counters import project_config
 from scratchkit.profiles import get_profile
-from scratchkit.trainers import BASELINE, PEERS, PRODUCTION_PEER
+from scratchkit.designs import BASELINE, PEERS, PRODUCTION_PEER
 
 # ScratchPipe both ways, the production peer and its host-bookkept twin, and the upper bound
 COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", PRODUCTION_PEER, "gpu-only")
@@ -28,7 +28,7 @@ COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", PRODUCTION_PEER
 class SpeedupGrid:
     """Projected samples/s over hybrid's, per trainer, [table sizes x Zipf exponents]."""
 
-    hardware: str
+    machine: str
     profile: str
     zipfs: tuple[float, ...]
     table_rows: tuple[int, ...]
@@ -40,7 +40,7 @@ class SpeedupGrid:
 
 
 def speedup_grid(
-    hardware: str = "h100-pcie5",
+    machine: str = "h100-pcie5",
     profile: str = "embedding-bound",
     zipfs=(0.6, 0.8, 1.0, 1.2),
     scales=(0.05, 0.25, 1.0),
@@ -48,12 +48,12 @@ def speedup_grid(
     batches: int = 8,
 ) -> SpeedupGrid:
     """The profile at each `scale` (its tables' rows; the cache keeps its rows per table) and each
-    Zipf exponent, projected on `hardware`: each trainer's samples/s over hybrid's (`speedup`) and
+    Zipf exponent, projected on `machine`: each trainer's samples/s over hybrid's (`speedup`) and
     over the production peer's (`over_peer`). The tables of the embedding-bound profiles are
     alike, so one table's rows moved stand for all of them."""
     configs = {s: get_profile(profile, scale=s) for s in scales}
     rows = tuple(int(c.data.table_sizes[0]) for c in configs.values())
-    grid = SpeedupGrid(hardware, profile, tuple(zipfs), rows, configs[scales[0]].cache.capacity or 0)
+    grid = SpeedupGrid(machine, profile, tuple(zipfs), rows, configs[scales[0]].cache.capacity or 0)
     for name in trainers:
         grid.speedup[name] = np.zeros((len(scales), len(zipfs)))
         grid.over_peer[name] = np.zeros((len(scales), len(zipfs)))
@@ -62,11 +62,11 @@ def speedup_grid(
     for i, scale in enumerate(scales):
         for j, zipf in enumerate(zipfs):
             config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))
-            projected = project_config(config, [*peers, *trainers], [hardware], batches, sample_tables=1)
-            speed = {row[hardware].trainer: row[hardware].samples_per_s for row in projected}
+            projected = project_config(config, [*peers, *trainers], [machine], batches, sample_tables=1)
+            speed = {row[machine].trainer: row[machine].samples_per_s for row in projected}
             for row in projected[len(peers) :]:
-                name = row[hardware].trainer
+                name = row[machine].trainer
                 grid.speedup[name][i, j] = speed[name] / speed[BASELINE]
                 grid.over_peer[name][i, j] = speed[name] / speed[PRODUCTION_PEER]
-                grid.bound[name][i][j] = row[hardware].bound_stage
+                grid.bound[name][i][j] = row[machine].bound_stage
     return grid

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from scratchkit.course.viz.words import wrapped
-from scratchkit.course.tables import Table
+from scratchkit.measure.report import Table
 from scratchkit.course.viz.palette import BATCH_COLOURS
 from scratchkit.data.batch import micro_batch
 from scratchkit.distributed.routing import Route, RoutedSource

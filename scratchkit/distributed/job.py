@@ -30,7 +30,7 @@ from scratchkit.distributed.sharding import Sharding, ShardingPlan, plan_shards
 from scratchkit.measure.bench import BenchResult
 from scratchkit.measure.reference import ReferenceRun
 from scratchkit.measure.verify import CPU_TOLERANCE, GPU_TOLERANCE, VerifyResult, largest_difference
-from scratchkit.trainers import pipelined
+from scratchkit.designs import DESIGNS
 
 
 @dataclass
@@ -158,7 +158,7 @@ def verify_job(spec: JobSpec, plan: ShardingPlan, rank: int, board) -> list[Veri
             "reference": f"plain PyTorch (each global batch as {world} micro-batches, "
             "gradients accumulated in rank order)",
         }
-        if pipelined(name):  # Train's hits / lookups, every shard together: always 1.0
+        if DESIGNS[name].plans_ahead:  # Train's hits / lookups, every shard together: always 1.0
             extras["train_hit_rate"] = sum(f.hits for f in everyone) / max(sum(f.lookups for f in everyone), 1)
         results.append(VerifyResult(name, spec.steps, max(d, e, s), d, e, s, tolerance, str(spec.device), extras))
     return results

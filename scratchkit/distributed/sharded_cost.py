@@ -3,7 +3,7 @@
 A sharded step (scratchkit/distributed) adds exchanges to one GPU's step. Per rank and step, with
 weak scaling (every GPU trains the profile's batch B; N GPUs train a global batch of N*B):
 
-    compute   costmodel.project() of one rank's work on one GPU: its micro-batch's dense model and
+    compute   projection.project() of one rank's work on one GPU: its micro-batch's dense model and
               pooling, and the rows it owns (its distinct ids of the global batch: its shard's
               working set). The server's host memory bandwidth and host cores are shared by its
               G GPUs' pipelines, so each rank gets 1/G of them; each GPU has its own PCIe link.
@@ -44,13 +44,14 @@ from scratchkit.config import TrainConfig
 from scratchkit.data.batch import micro_batch
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.distributed.sharding import plan_shards
-from scratchkit.projection.costmodel import project
-from scratchkit.projection.hardware import GB, US, get_hardware
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES
-from scratchkit.costmodel.step import StepWork
+from scratchkit.projection.project import project
+from scratchkit.costmodel.hardware import GB, US
+from scratchkit.projection.machines import get_machine
+from scratchkit.designs.work import FLOAT_BYTES, ID_BYTES
+from scratchkit.designs.step import StepWork
 from scratchkit.measured import measured
 from scratchkit.model import init_dense_model
-from scratchkit.trainers import priced_as
+from scratchkit.designs import DESIGNS
 
 # ScratchPipe's misses per distinct row, when no run measured them: what a scratchpipe run on
 # `small` fetches a step over the distinct rows it touches (scratchkit/measured.json says which run).
@@ -174,7 +175,7 @@ class ShardedProjection:
     sharding: str
     gpus: int
     servers: int
-    compute_seconds: float  # one GPU's step on its share (costmodel.project)
+    compute_seconds: float  # one GPU's step on its share (projection.project)
     exchange_seconds: dict[str, float]  # per exchange
     step_seconds: float
     samples_per_s: float  # the whole job's: gpus * B / step
@@ -202,12 +203,12 @@ def project_sharded(
     torchrec: time TorchRec's traffic instead of the kit's (same compute)."""
     work = work if work is not None else measure_work(config, sharding, gpus)
     G = min(gpus, links.gpus_per_server)
-    hw = get_hardware(hardware)
+    hw = get_machine(hardware)
     # a GPU's share of the server's host: its cores and memory bandwidth (the row curves are one
     # core's speeds, so they stay)
     hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G, host_cores=max(1, hw.host_cores // G))
     base = StepWork.from_config(config)
-    moved = miss_share * work.owned_rows if priced_as(trainer).caches else 0.0
+    moved = miss_share * work.owned_rows if DESIGNS[trainer].caches else 0.0
     # the rank's lookups and owned rows, spread over the tables as the whole model's are
     lookups, unique = work.lookups / base.lookups, work.owned_rows / base.unique_rows
     tables = tuple(replace(t, lookups=t.lookups * lookups, unique=t.unique * unique) for t in base.tables)

@@ -27,7 +27,7 @@ Why not `scratchkit.kernels.scratchpad.Scratchpad`? Its open-addressing hash map
 on a GPU at scale. The backward-looking caches need per-slot policy metadata beside the map and
 run their bookkeeping on the host; a dense `slot_of_id` array (8 bytes per table row) is the
 simplest exact map there is, O(1) and vectorised in NumPy. What a map lookup costs on real
-hardware is the cost model's business (`scratchkit.projection.costmodel`), not this bookkeeping's.
+hardware is the cost model's business (`scratchkit.projection.project`), not this bookkeeping's.
 """
 
 from __future__ import annotations

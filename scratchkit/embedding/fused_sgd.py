@@ -23,14 +23,12 @@ from scratchkit.device_work import launched
 from scratchkit.embedding.table_batched import BackwardWorkspace
 from scratchkit.embedding.tbe_native import (
     LOOPS,
-    RADIX_MIN,
     check_same_shapes,
     check_status,
     data_addresses,
     int64s,
+    loop_orders,
     loops_take,
-    sorts_like_torch,
-    sorts_stably_like_torch,
 )
 
 
@@ -75,12 +73,7 @@ def sort_lookups(
     offsets = [o.contiguous() for o in offsets]
     check_same_shapes("offsets", offsets, 0, offsets[0].shape[0], "bags, as offsets[0]")
     lengths = [i.shape[0] for i in ids]
-    by_id = order is SummationOrder.BY_ID
-    native = [
-        by_id or (n < RADIX_MIN and sorts_like_torch()) or (n >= RADIX_MIN and sorts_stably_like_torch())
-        for n in lengths
-    ]
-    perms = [None if mine else torch.sort(i).indices for i, mine in zip(ids, native)]  # None: sorted in C++
+    perms, by_id = loop_orders(ids, num_rows, order)  # perms[t] None: sorted in C++
     starts = [0]
     for n in lengths[:-1]:
         starts.append(starts[-1] + n)
@@ -98,7 +91,7 @@ def sort_lookups(
         result.starts,
         packed.data_ptr(),
         torch.get_num_threads(),
-        int64s(int(by_id or n >= RADIX_MIN) for n in lengths),
+        int64s(by_id),
     )
     check_status(
         status,

@@ -13,11 +13,15 @@
 //                    SummationOrder.BY_ID, an option) each id's in lookup order instead, `sort_by_id`:
 //                    faster, and equal to PyTorch only to rounding
 //   sk_tbe_sgd       row = fma(-lr, g, row), torch's add_(g, alpha=-lr) (one rounding)
-// Tables are independent, so up to `threads` threads (a pool kept between calls) take whole tables;
-// where there are more threads than tables, the forward cuts a table's bags and SGD its rows too.
+// Tables are independent, so up to `threads` threads (a pool kept between calls: thread_pool.cpp)
+// take whole tables; where there are more threads than tables, each table is cut into runs too
+// (thread_pool.h's runs_per_table): the forward's bags, the backward's sort and sums (a table sorted
+// by id: sort_runs.cpp), SGD's rows; each bag's sum and each id's sum still one thread's.
 // Each function returns -1, or the first table whose input was out of range (nothing is read or
 // written outside the arrays, and sk_tbe_sgd checks every row before it changes any; the caller
 // raises).
+#include "sort_runs.h"
+#include "thread_pool.h"
 #include "torch_sort.h"
 
 #if defined(__x86_64__)
@@ -27,87 +31,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <type_traits>
-#include <unistd.h>
 #include <vector>
 
 namespace {
 
 using sk::Packed, sk::id_of, sk::position_of, sk::sort_by_id, sk::sort_like_torch;
-
-// ------------------------------------------------------------------------------------ thread pool
-// Workers wait on a condition variable between calls (a thread started per call costs ~30 us).
-// A forked child has none of its parent's threads, so a pool belongs to the process that made it
-// and a child makes its own. Pools are never destroyed: their detached threads end with the process.
-class Pool {
-  public:
-    // work(t) for every t in [0, n), on up to `threads` threads (the caller's among them)
-    void run(int64_t n, int64_t threads, const std::function<void(int64_t)>& work) {
-        std::lock_guard<std::mutex> one_job(job_mutex_);
-        int64_t helpers = std::min(threads, n) - 1;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            while (static_cast<int64_t>(started_) < helpers) {
-                std::thread(&Pool::serve, this, started_++, generation_).detach();   // joins this job
-            }
-            job_ = &work, total_ = n, wanted_ = helpers, finished_ = 0;
-            next_.store(0);
-            ++generation_;
-        }
-        wake_.notify_all();
-        drain();
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return finished_ == wanted_; });
-    }
-
-  private:
-    void drain() {
-        for (int64_t t; (t = next_.fetch_add(1)) < total_;) (*job_)(t);
-    }
-
-    void serve(int64_t me, uint64_t seen) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        for (;;) {
-            wake_.wait(lock, [&] { return generation_ != seen; });
-            seen = generation_;
-            if (me >= wanted_) continue;               // not needed this time
-            lock.unlock();
-            drain();
-            lock.lock();
-            if (++finished_ == wanted_) done_.notify_one();
-        }
-    }
-
-    std::mutex job_mutex_, mutex_;
-    std::condition_variable wake_, done_;
-    const std::function<void(int64_t)>* job_ = nullptr;
-    std::atomic<int64_t> next_{0};
-    int64_t total_ = 0, wanted_ = 0, finished_ = 0, started_ = 0;
-    uint64_t generation_ = 0;
-};
-
-void for_tables(int64_t num_tables, int64_t threads, const std::function<void(int64_t)>& work) {
-    if (threads <= 1 || num_tables <= 1) {
-        for (int64_t t = 0; t < num_tables; ++t) work(t);
-        return;
-    }
-    static std::mutex mutex;
-    static Pool* pool = nullptr;
-    static pid_t owner = 0;
-    Pool* mine;
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (pool == nullptr || owner != getpid()) pool = new Pool(), owner = getpid();
-        mine = pool;
-    }
-    mine->run(num_tables, threads, work);
-}
+using sk::for_items, sk::runs_per_table, sk::SortJob;
 
 int64_t first_bad(const std::vector<uint8_t>& bad) {
     for (size_t t = 0; t < bad.size(); ++t)
@@ -161,16 +93,20 @@ void by_width(int64_t dim, Body&& body) {
     }
 }
 
-// bag_of[j] = the bag of lookup j, from a table's offsets [B] and lookups n. False: bad offsets.
-bool bags_of_lookups(const int64_t* offsets, int64_t num_bags, int64_t n, std::vector<int64_t>& bag_of) {
-    if (num_bags == 0 ? n != 0 : offsets[0] != 0) return false;
-    bag_of.resize(n);
-    for (int64_t b = 0; b < num_bags; ++b) {
+// bag_of[j] = the bag of lookup j for the lookups of bags first .. last - 1, from a table's offsets
+// [B] and lookups n (every bag's run, in turn, fills all of bag_of [n]). False: bad offsets.
+bool bags_of_run(const int64_t* offsets, int64_t num_bags, int64_t n, int64_t first, int64_t last, int64_t* bag_of) {
+    if (first == 0 && (num_bags == 0 ? n != 0 : offsets[0] != 0)) return false;
+    for (int64_t b = first; b < last; ++b) {
         int64_t begin = offsets[b], end = b + 1 < num_bags ? offsets[b + 1] : n;
         if (begin < 0 || end < begin || end > n) return false;
         for (int64_t j = begin; j < end; ++j) bag_of[j] = b;
     }
     return true;
+}
+bool bags_of_lookups(const int64_t* offsets, int64_t num_bags, int64_t n, std::vector<int64_t>& bag_of) {
+    bag_of.resize(n);
+    return bags_of_run(offsets, num_bags, n, 0, num_bags, bag_of.data());
 }
 
 // One bag's pooled row, lookups [begin, end) of a table of known width Dim, its sum held in
@@ -268,34 +204,59 @@ template <int64_t Dim> ForwardTable forward_table() {
     return forward_table_4<Dim>;
 }
 
-// One table's coalesced gradients, visiting lookups in sorted order: lookup(k) and id(k) for
-// k < n. Writes u ids (or addresses) to index and their sums to grad_sum. -> u, or -1.
+// A run of a table's coalesced gradients, visiting its n lookups in sorted order: lookup(k) and
+// id(k) for k in [first, last), where `first` starts an id (0, or an id unlike the one before).
+// Writes the run's u ids (or addresses) to index and their sums to grad_sum. -> u, or -1.
+template <int64_t Dim, class Lookup, class Id>
+int64_t coalesce_run(int64_t first, int64_t last, int64_t n, Lookup lookup, Id id, const int64_t* bag_of,
+                     const int64_t* address, const float* grad, int64_t stride_bag, int64_t dim,
+                     int64_t* index, float* grad_sum) {
+    int64_t u = -1;
+    float* sum = nullptr;
+    for (int64_t k = first; k < last; ++k) {
+        int64_t j = lookup(k);
+        if (j < 0 || j >= n) return -1;
+        if (k + PREFETCH < last) {
+            int64_t ahead = lookup(k + PREFETCH);
+            if (ahead >= 0 && ahead < n) __builtin_prefetch(grad + bag_of[ahead] * stride_bag);
+        }
+        const float* g = grad + bag_of[j] * stride_bag;
+        if (k == first || id(k) != id(k - 1)) {     // a new id: copy its first gradient
+            ++u;
+            index[u] = address ? address[j] : id(k);
+            sum = grad_sum + u * dim;
+            std::memcpy(sum, g, dim * sizeof(float));
+        } else {                                    // the same id: add, in sorted order
+            add_row<Dim>(sum, g, dim);
+        }
+    }
+    return u + 1;
+}
+
+// One whole table's coalesced gradients (coalesce_run over all its lookups). -> u, or -1.
 template <int64_t Dim, class Lookup, class Id>
 int64_t coalesce_table(int64_t n, Lookup lookup, Id id, const int64_t* offset, int64_t num_bags,
                        const int64_t* address, const float* grad, int64_t stride_bag, int64_t dim,
                        int64_t* index, float* grad_sum) {
     thread_local std::vector<int64_t> bag_of;
     if (!bags_of_lookups(offset, num_bags, n, bag_of)) return -1;
-    int64_t u = -1;
-    float* sum = nullptr;
-    for (int64_t k = 0; k < n; ++k) {
-        int64_t j = lookup(k);
-        if (j < 0 || j >= n) return -1;
-        if (k + PREFETCH < n) {
-            int64_t ahead = lookup(k + PREFETCH);
-            if (ahead >= 0 && ahead < n) __builtin_prefetch(grad + bag_of[ahead] * stride_bag);
-        }
-        const float* g = grad + bag_of[j] * stride_bag;
-        if (k == 0 || id(k) != id(k - 1)) {     // a new id: copy its first gradient
-            ++u;
-            index[u] = address ? address[j] : id(k);
-            sum = grad_sum + u * dim;
-            std::memcpy(sum, g, dim * sizeof(float));
-        } else {                                // the same id: add, in sorted order
-            add_row<Dim>(sum, g, dim);
-        }
-    }
-    return u + 1;
+    return coalesce_run<Dim>(0, n, n, lookup, id, bag_of.data(), address, grad, stride_bag, dim, index, grad_sum);
+}
+
+// Where run r of `runs` of a table's sorted lookups s [n] starts: at n*r/runs, moved on to the
+// next id's first lookup, so that each id is one run's (runs may be empty where an id is long).
+int64_t run_start(const Packed* s, int64_t n, int64_t runs, int64_t r) {
+    if (r >= runs) return n;
+    int64_t k = n * r / runs;
+    while (k > 0 && k < n && id_of(s[k]) == id_of(s[k - 1])) ++k;
+    return k;
+}
+
+// The distinct ids of lookups [first, last) of sorted lookups s, `first` starting an id.
+int64_t distinct_ids(const Packed* s, int64_t first, int64_t last) {
+    int64_t u = 0;
+    for (int64_t k = first; k < last; ++k) u += k == first || id_of(s[k]) != id_of(s[k - 1]);
+    return u;
 }
 
 // One table's SGD: rows index[i] (distinct) = fma(alpha, grad_sum[i], row), i < count: one rounding
@@ -338,18 +299,17 @@ int64_t sk_tbe_sort(const int64_t* ids, int64_t n, int64_t* perm) {
 
 // pooled [B, T, dim] (contiguous) from weights[t] [rows[t], dim], indices[t] [lengths[t]] and
 // offsets[t] [B] of every table t. With more threads than tables, each table's bags are cut into
-// `parts` runs of consecutive bags (FBGEMM's CPU TBE threads over tables and bags alike): every
-// thread has work, and each bag is still summed by one thread in lookup order.
+// `parts` runs of consecutive bags (runs_per_table; FBGEMM's CPU TBE threads over tables and bags
+// alike): every thread has work, and each bag is still summed by one thread in lookup order.
 int64_t sk_tbe_forward(int64_t num_tables, int64_t num_bags, int64_t dim, const float* const* weights,
                        const int64_t* rows, const int64_t* const* indices, const int64_t* lengths,
                        const int64_t* const* offsets, float* pooled, int64_t threads) {
     constexpr int64_t MIN_BAGS = 64;               // fewer a part, and waking a thread costs more
-    int64_t parts = num_tables > 0 && threads > num_tables ? (threads + num_tables - 1) / num_tables : 1;
-    parts = std::max<int64_t>(1, std::min(parts, num_bags / MIN_BAGS));
+    const int64_t parts = runs_per_table(threads, num_tables, num_bags, MIN_BAGS);
     std::vector<uint8_t> bad(num_tables * parts, 0);
     by_width(dim, [&](auto width) {
         ForwardTable forward = forward_table<width()>();
-        for_tables(num_tables * parts, threads, [&](int64_t k) {
+        for_items(num_tables * parts, threads, [&](int64_t k) {
             int64_t t = k / parts, part = k % parts;
             int64_t first = num_bags * part / parts, last = num_bags * (part + 1) / parts;
             bad[k] = !forward(weights[t], rows[t], indices[t], lengths[t], offsets[t], num_bags, first, last,
@@ -358,6 +318,13 @@ int64_t sk_tbe_forward(int64_t num_tables, int64_t num_bags, int64_t dim, const 
     });
     int64_t k = first_bad(bad);
     return k < 0 ? k : k / parts;
+}
+
+// How many runs each of `tables` tables is cut into on `threads` threads, a run at least `least` of
+// its `size` (thread_pool.h's rule; the cost model prices the loops by the same, and the tests
+// hold its Python copy to this one).
+int64_t sk_tbe_runs_per_table(int64_t threads, int64_t tables, int64_t size, int64_t least) {
+    return runs_per_table(threads, tables, size, least);
 }
 
 // The forward's vector width in floats: `floats` 4 or 8 (8 only on an x86-64 CPU with AVX2) from
@@ -371,20 +338,59 @@ int64_t sk_tbe_vector_floats(int64_t floats) {
 
 // The coalesced gradients of every table. Table t has lookups ids[t] [lengths[t]] in bags starting
 // at offsets[t] [B]; the gradient of its bag b is grad[b * stride_bag + t * stride_table + 0..dim).
-// perm[t], if not null, is torch.sort's permutation of ids[t] (else computed here, see
-// sort_like_torch). Writes its u_t distinct ids, ascending (or, where addresses[t] is not null,
-// the address of each: the row or slot of its lookups), to index[starts[t] ..], their summed
-// gradients to grad_sum[starts[t] ..] [u_t, dim], and u_t to counts[t]. Each table's region must
-// hold lengths[t] rows.
+// perm[t], if not null, is torch.sort's permutation of ids[t]; else they are sorted here: where
+// by_id[t], by id then lookup (sort_by_id: torch.sort's own order where it sorts stably, at 32768
+// lookups and more, and SummationOrder.BY_ID's), else in torch's introsort order (sort_like_torch).
+// Writes its u_t distinct ids, ascending (or, where addresses[t] is not null, the address of each:
+// the row or slot of its lookups), to index[starts[t] ..], their summed gradients to
+// grad_sum[starts[t] ..] [u_t, dim], and u_t to counts[t]. Each table's region must hold
+// lengths[t] rows.
+//
+// Threads take whole tables. With more threads than tables, a table sorted by id is cut into runs
+// too (runs_per_table, MIN_LOOKUPS a run at least; FBGEMM's CPU backward sorts a table with a
+// parallel radix sort and sums its distinct ids in blocks alike): its bags, then its radix sort's
+// passes run by run (sort_by_id_in_runs), then its sorted lookups cut at id boundaries, each run's
+// ids summed by one thread in sorted order. The sorted order by id then lookup is unique and each
+// id is one thread's, so every sum is the same float operations in the same order at any count.
+// Tables in introsort's order (or with torch's permutation) stay whole: their sort leaves equal
+// ids in an order only the whole introsort gives, and they are short.
 int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const int64_t* const* ids,
                         const int64_t* const* perm, const int64_t* lengths, const int64_t* const* offsets,
                         const int64_t* const* addresses, const float* grad, int64_t stride_bag,
                         int64_t stride_table, const int64_t* starts, int64_t* index, float* grad_sum,
-                        int64_t* counts, int64_t threads, int64_t by_id) {
-    std::vector<uint8_t> bad(num_tables, 0);
+                        int64_t* counts, int64_t threads, const int64_t* by_id) {
+    constexpr int64_t MIN_LOOKUPS = 8192;          // fewer a run, and its radix counts cost more
+    std::vector<int64_t> whole, cut, runs(num_tables, 1);
+    for (int64_t t = 0; t < num_tables; ++t) {
+        if (perm[t] == nullptr && by_id[t]) runs[t] = runs_per_table(threads, num_tables, lengths[t], MIN_LOOKUPS);
+        (runs[t] > 1 ? cut : whole).push_back(t);
+    }
+    // a cut table's sorted lookups (two buffers) and the bag of each lookup, at at[c] for cut[c];
+    // kept by the calling thread from one call to the next (fresh pages fault in as they are written)
+    thread_local std::vector<Packed> a, spare;
+    thread_local std::vector<int64_t> bag_of;
+    std::vector<int64_t> at(cut.size() + 1, 0), cut_of, run_of;  // item k: run run_of[k] of cut[cut_of[k]]
+    for (size_t c = 0; c < cut.size(); ++c) {
+        at[c + 1] = at[c] + lengths[cut[c]];
+        for (int64_t r = 0; r < runs[cut[c]]; ++r) cut_of.push_back(c), run_of.push_back(r);
+    }
+    if (static_cast<int64_t>(a.size()) < at.back()) a.resize(at.back()), spare.resize(at.back()), bag_of.resize(at.back());
+    int64_t* const bags = bag_of.data();           // (the workers' own thread_locals are other vectors)
+    const int64_t items = static_cast<int64_t>(cut_of.size()), whole_tables = static_cast<int64_t>(whole.size());
+    std::vector<uint8_t> bad(num_tables, 0), bad_item(items, 0);
+    std::vector<SortJob> jobs;
+    for (size_t c = 0; c < cut.size(); ++c)
+        jobs.push_back({ids[cut[c]], lengths[cut[c]], runs[cut[c]], a.data() + at[c], spare.data() + at[c]});
+    std::vector<int64_t> first(items), last(items), base(items);
     by_width(dim, [&](auto width) {
-        for_tables(num_tables, threads, [&](int64_t t) {
-            const int64_t n = lengths[t], *id = ids[t], *order = perm[t];
+        for_items(whole_tables + items, threads, [&](int64_t item) {
+            if (item >= whole_tables) {                // a run of a cut table's bags
+                const int64_t k = item - whole_tables, c = cut_of[k], t = cut[c], r = run_of[k];
+                bad_item[k] = !bags_of_run(offsets[t], num_bags, lengths[t], num_bags * r / runs[t],
+                                           num_bags * (r + 1) / runs[t], bags + at[c]);
+                return;
+            }
+            const int64_t t = whole[item], n = lengths[t], *id = ids[t], *order = perm[t];
             const float* grad_t = grad + t * stride_table;
             int64_t* index_t = index + starts[t];
             float* sum_t = grad_sum + starts[t] * dim;
@@ -394,7 +400,7 @@ int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const
                     offsets[t], num_bags, addresses[t], grad_t, stride_bag, dim, index_t, sum_t);
             } else {
                 thread_local std::vector<Packed> sorted;
-                if (!(by_id ? sort_by_id(id, n, sorted) : sort_like_torch(id, n, sorted))) { bad[t] = 1; return; }
+                if (!(by_id[t] ? sort_by_id(id, n, sorted) : sort_like_torch(id, n, sorted))) { bad[t] = 1; return; }
                 const Packed* s = sorted.data();
                 counts[t] = coalesce_table<width()>(
                     n, [&](int64_t k) { return position_of(s[k]); },
@@ -403,6 +409,33 @@ int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const
             }
             bad[t] = counts[t] < 0;
         });
+        if (cut.empty()) return;
+        sk::sort_by_id_in_runs(jobs, threads);
+        for (int64_t k = 0; k < items; ++k) bad[cut[cut_of[k]]] |= bad_item[k] || jobs[cut_of[k]].sorted == nullptr;
+        for_items(items, threads, [&](int64_t k) {     // each run's ids, from id boundaries
+            const SortJob& job = jobs[cut_of[k]];
+            if (bad[cut[cut_of[k]]]) return;
+            first[k] = run_start(job.sorted, job.n, job.runs, run_of[k]);
+            last[k] = run_start(job.sorted, job.n, job.runs, run_of[k] + 1);
+            base[k] = distinct_ids(job.sorted, first[k], last[k]);
+        });
+        for (int64_t k = 0, u = 0; k < items; ++k) {  // where each run's sums go
+            if (run_of[k] == 0) u = 0;
+            int64_t mine = base[k];
+            base[k] = u, u += mine;
+            counts[cut[cut_of[k]]] = u;
+        }
+        for_items(items, threads, [&](int64_t k) {     // each run's sums
+            const int64_t c = cut_of[k], t = cut[c];
+            if (bad[t]) return;
+            const Packed* s = jobs[c].sorted;
+            bad_item[k] = coalesce_run<width()>(
+                first[k], last[k], lengths[t], [&](int64_t i) { return position_of(s[i]); },
+                [&](int64_t i) { return static_cast<int64_t>(id_of(s[i])); }, bags + at[c], addresses[t],
+                grad + t * stride_table, stride_bag, dim, index + starts[t] + base[k],
+                grad_sum + (starts[t] + base[k]) * dim) < 0;
+        });
+        for (int64_t k = 0; k < items; ++k) bad[cut[cut_of[k]]] |= bad_item[k];
     });
     return first_bad(bad);
 }
@@ -412,20 +445,21 @@ int64_t sk_tbe_backward(int64_t num_tables, int64_t num_bags, int64_t dim, const
 int64_t sk_tbe_sgd(int64_t num_tables, int64_t dim, float* const* weights, const int64_t* rows,
                    const int64_t* index, const float* grad_sum, const int64_t* starts,
                    const int64_t* counts, float alpha, int64_t threads) {
-    std::vector<uint8_t> bad(num_tables, 0);
-    for (int64_t t = 0; t < num_tables; ++t)       // every row checked before any is written
-        for (int64_t i = starts[t]; i < starts[t] + counts[t]; ++i)
-            if (index[i] < 0 || index[i] >= rows[t]) bad[t] = 1;
-    if (first_bad(bad) >= 0) return first_bad(bad);
     // a table's rows are distinct, so with more threads than tables its rows are cut in runs too
     constexpr int64_t MIN_ROWS = 256;              // fewer a run, and waking a thread costs more
     int64_t most = 0;
     for (int64_t t = 0; t < num_tables; ++t) most = std::max(most, counts[t]);
-    int64_t parts = num_tables > 0 && threads > num_tables ? (threads + num_tables - 1) / num_tables : 1;
-    parts = std::max<int64_t>(1, std::min(parts, most / MIN_ROWS));
+    const int64_t parts = runs_per_table(threads, num_tables, most, MIN_ROWS);
+    std::vector<uint8_t> bad(num_tables * parts, 0);
+    for_items(num_tables * parts, threads, [&](int64_t k) {   // every row checked before any is written
+        int64_t t = k / parts, part = k % parts;
+        for (int64_t i = starts[t] + counts[t] * part / parts; i < starts[t] + counts[t] * (part + 1) / parts; ++i)
+            if (index[i] < 0 || index[i] >= rows[t]) bad[k] = 1;
+    });
+    if (first_bad(bad) >= 0) return first_bad(bad) / parts;
     by_width(dim, [&](auto width) {
         auto sgd = sgd_table<width()>();
-        for_tables(num_tables * parts, threads, [&](int64_t k) {
+        for_items(num_tables * parts, threads, [&](int64_t k) {
             int64_t t = k / parts, part = k % parts;
             int64_t first = counts[t] * part / parts, last = counts[t] * (part + 1) / parts;
             sgd(weights[t], index + starts[t] + first, grad_sum + (starts[t] + first) * dim, last - first, alpha, dim);
@@ -529,7 +563,7 @@ int64_t sk_tbe_sort_tables(int64_t num_tables, int64_t num_bags, const int64_t* 
                            const int64_t* rows, const int64_t* starts, int64_t* sorted, int64_t threads,
                            const int64_t* by_id) {
     std::vector<uint8_t> bad(num_tables, 0);
-    for_tables(num_tables, threads, [&](int64_t t) {
+    for_items(num_tables, threads, [&](int64_t t) {
         const int64_t n = lengths[t], *id = ids[t], *order = perm[t];
         Packed* out = reinterpret_cast<Packed*>(sorted + starts[t]);
         thread_local std::vector<int64_t> bag_of;
@@ -561,14 +595,14 @@ int64_t sk_tbe_fused_sgd(int64_t num_tables, int64_t num_bags, int64_t dim, cons
                          const int64_t* rows, float alpha, int64_t threads) {
     std::vector<uint8_t> bad(num_tables, 0);
     std::vector<std::vector<int64_t>> bag_of(num_tables);
-    for_tables(num_tables, threads, [&](int64_t t) {
+    for_items(num_tables, threads, [&](int64_t t) {
         bad[t] = !bags_of_lookups(offsets[t], num_bags, lengths[t], bag_of[t]) ||
                  !sorted_in_range(reinterpret_cast<const Packed*>(sorted + starts[t]), lengths[t], rows[t]);
     });
     if (first_bad(bad) >= 0) return first_bad(bad);
     by_width(dim, [&](auto width) {
         FusedTable fused = fused_table<width()>();
-        for_tables(num_tables, threads, [&](int64_t t) {
+        for_items(num_tables, threads, [&](int64_t t) {
             thread_local std::vector<float> sum;
             sum.resize(dim);
             fused(reinterpret_cast<const Packed*>(sorted + starts[t]), lengths[t], bag_of[t].data(),

@@ -9,7 +9,8 @@ duplicates), then `index_select`, `add_`, `index_copy_`. On a CPU the fast path 
 float operations in three C++ loops over all tables (`table_batched.cpp`, built with g++ on first
 use: tbe_native.py), on `host_threads()` threads (a trainer sets them from
 `TrainConfig.threads`; else as many as torch uses): threads take whole tables, and where there are
-more threads than tables the forward cuts a table's bags among them, and the update its rows. Each bag's sum and each row's
+more threads than tables each table is cut into runs among them too (about four runs a thread): the
+forward's bags, the backward's sort and sums, the update's rows. Each bag's sum and each row's
 coalesced gradient is still one thread's, in the order below, so the result is the same bit for bit
 at every thread count:
 
@@ -26,8 +27,13 @@ Which order duplicates add in is the whole question of exactness, and torch.sort
 RADIX_MIN lookups torch sorts with libstdc++'s introsort, which the C++ loop repeats step by step
 (twice as fast, as its partitions do without branches); `sorts_like_torch` (tbe_native.py) checks
 on first use that the orders agree here, and the tests hold the loop against torch.sort on
-thousands of arrays, adversarial ones included. Longer tables, and any machine where the check fails, take torch.sort's
-own permutation.
+thousands of arrays, adversarial ones included. From RADIX_MIN lookups torch sorts stably (by id,
+then lookup: `sorts_stably_like_torch` checks it), an order with no ties left, which the loop's
+own radix sort gives however it is cut: a long table is sorted in runs on the threads
+(sort_runs.cpp), its sorted lookups cut at id boundaries, each run's sums one thread's. A table
+introsort orders stays whole, one thread's (the order it leaves equal ids in comes only from the
+whole sort; such tables are short). Where a check fails, a table takes torch.sort's own
+permutation (`tbe_native.loop_orders`).
 
 `SummationOrder.BY_ID` (an option, `TrainConfig.summation_order`) gives up that exactness for speed,
 as FBGEMM's CPU backward does: each id's gradients add in lookup order (a stable radix sort, about
@@ -49,14 +55,13 @@ from scratchkit.device_work import launched
 from scratchkit.embedding.optim import apply_update, embedding_backward, pooled_lookup, slots_of_unique
 from scratchkit.embedding.tbe_native import (
     LOOPS,
-    RADIX_MIN,
     check_same_shapes,
     check_status,
     data_addresses,
     host_threads,
     int64s,
+    loop_orders,
     loops_take,
-    sorts_like_torch,
 )
 
 
@@ -215,12 +220,7 @@ def embedding_backward_tables(
     for t, (a, n) in enumerate(zip(addresses, lengths)):
         if a is not None and a.shape != (n,):
             raise ValueError(f"addresses[{t}] has shape {tuple(a.shape)}; expected one per lookup, ({n},)")
-    by_id = order is SummationOrder.BY_ID  # (torch sorts RADIX_MIN and more stably too: by id)
-    native_sort = by_id or sorts_like_torch()
-    perms = [
-        None if native_sort and (by_id or n < RADIX_MIN) and rows <= 2**32 else torch.sort(i).indices
-        for i, n, rows in zip(ids, lengths, num_rows)
-    ]  # None: sorted in the loop
+    perms, by_id = loop_orders(ids, num_rows, order)  # perms[t] None: sorted in the loop
     starts = [0]
     for n in lengths[:-1]:
         starts.append(starts[-1] + n)
@@ -247,7 +247,7 @@ def embedding_backward_tables(
         grad_sum.data_ptr(),
         counts,
         host_threads(),
-        int(by_id),
+        int64s(by_id),
     )
     check_status(
         status,

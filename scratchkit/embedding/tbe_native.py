@@ -14,20 +14,26 @@ from pathlib import Path
 
 import torch
 
+from scratchkit.config import SummationOrder
 from scratchkit.native import CLibrary, address_array
 
 _P, _I64, _F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 _SIGNATURES = {  # name: (restype, argtypes); every pointer is passed as an address
     "sk_tbe_forward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64]),
-    "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64, _I64]),
+    "sk_tbe_backward": (_I64, [_I64, _I64, _I64] + [_P] * 6 + [_I64, _I64] + [_P] * 4 + [_I64, _P]),
     "sk_tbe_sort": (_I64, [_P, _I64, _P]),
     "sk_tbe_vector_floats": (_I64, [_I64]),
+    "sk_tbe_runs_per_table": (_I64, [_I64] * 4),
     "sk_tbe_sgd": (_I64, [_I64, _I64] + [_P] * 6 + [_F32, _I64]),
     "sk_tbe_sort_tables": (_I64, [_I64, _I64] + [_P] * 7 + [_I64, _P]),
     "sk_tbe_fused_sgd": (_I64, [_I64, _I64, _I64] + [_P] * 5 + [_I64, _I64, _P, _P, _F32, _I64]),
 }
 LOOPS = CLibrary(
-    "tbe", Path(__file__).resolve().parent, ("table_batched.cpp", "torch_sort.cpp", "torch_sort.h"), _SIGNATURES
+    "tbe",
+    Path(__file__).resolve().parent,
+    ("table_batched.cpp", "torch_sort.cpp", "sort_runs.cpp", "thread_pool.cpp")
+    + ("torch_sort.h", "sort_runs.h", "thread_pool.h"),
+    _SIGNATURES,
 )
 # torch.sort sorts a 1-D int64 array of at least this many elements by a stable radix sort (fast:
 # the backward takes its permutation), a shorter one by std::sort, whose order the C++ loop follows
@@ -114,3 +120,21 @@ def sorts_stably_like_torch() -> bool:
         if not torch.equal(torch.sort(ids).indices, torch.sort(ids, stable=True).indices):
             return False
     return True
+
+
+def loop_orders(
+    ids: list[torch.Tensor], num_rows, order: SummationOrder
+) -> tuple[list[torch.Tensor | None], list[int]]:
+    """How the C++ loops order each table's lookups [n_t] (of a table of num_rows[t]) to sum them
+    as `order` says: (perms, by_id). perms[t]: torch.sort's own permutation where the loop cannot
+    give torch's order itself, else None; by_id[t]: 1 where the loop sorts by id then lookup, a
+    stable sort (BY_ID, and torch's order at RADIX_MIN lookups and more, where this torch sorts
+    stably), 0 where it repeats torch's introsort (fewer lookups)."""
+    perms, by_id = [], []
+    for i, rows in zip(ids, num_rows):
+        long = i.shape[0] >= RADIX_MIN
+        stable = order is SummationOrder.BY_ID or (long and sorts_stably_like_torch())
+        mine = rows <= 2**32 and (stable or (not long and sorts_like_torch()))
+        perms.append(None if mine else torch.sort(i).indices)
+        by_id.append(int(stable))
+    return perms, by_id

@@ -32,13 +32,9 @@ from scratchkit.config import OptimizerKind
 from scratchkit.kernels.arguments import check_offsets, check_range, check_unique
 from scratchkit.kernels.engine import EngineKind, make_engine, resolve
 from scratchkit.kernels.engine_arrays import EngineArrays
-from scratchkit.kernels.hash_map import SlotHashMap
+from scratchkit.kernels.hash_map import BUCKETS_PER_SLOT, SlotHashMap
 from scratchkit.kernels.slot_rows import SlotRows
 
-# Linear probing's expected probes per miss are about (1 + 1/(1-a)^2) / 2 at load a: 2.5 at
-# a = 0.5, 8.5 at 0.75, 50 at 0.9. A table of at least 2 * capacity buckets keeps a <= 0.5 even
-# with every slot used, for 16 bytes (key + value) per bucket, small beside a row of dim floats.
-BUCKETS_PER_SLOT = 2
 # Erased ids leave tombstones, which lengthen misses like live ids do. When live ids plus
 # tombstones reach 3/4 of the table, rebuild it (clear, re-insert the live ids): with a <= 0.5
 # from live ids, that happens at most once per capacity/2 erases, so its O(table) cost is cheap.

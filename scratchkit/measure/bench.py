@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 
 from scratchkit.data.synthetic import SyntheticSource
+from scratchkit.designs import DESIGNS
 from scratchkit.device_ops import counting_ops
-from scratchkit.trainers import make_trainer, pipelined
+from scratchkit.trainers import make_trainer
 
 
 @dataclass
@@ -85,7 +86,7 @@ def run_bench(
             # a time as that trainer writes them, for as long as the child lives
             runs = [None] * len(trainers)  # by position: a trainer may be named twice
             setup = [(0.0, 0.0, None)] * len(trainers)  # (setup_s, warmup_s, the counted step)
-            for i in sorted(range(len(trainers)), key=lambda i: not pipelined(trainers[i])):
+            for i in sorted(range(len(trainers)), key=lambda i: not DESIGNS[trainers[i]].plans_ahead):
                 started = time.perf_counter()
                 trainer = stack.enter_context(make_trainer(trainers[i], config, source=source, device=device))
                 setup_s = time.perf_counter() - started

@@ -53,7 +53,7 @@ class FaultKind(str, Enum):
 @dataclass(frozen=True)
 class FaultCase:
     kind: FaultKind
-    planner: str  # where ScratchPipe's host stages run (PlanIn's names)
+    where: str  # where ScratchPipe's host stages run (PlanIn's names)
     optimizer: str  # OptimizerKind's names
     seed: int  # draws the moment (and, for KILL_HOST_AT, nothing: stage and batch say it)
     stage: Stage | None = None
@@ -115,18 +115,18 @@ class Campaign:
     def __init__(self, config: TrainConfig, steps: int):
         self.base, self.steps = config, steps
         self._snapshots: dict[str, Snapshots] = {}
-        self._durations: dict[str, float] = {}  # planner mode -> seconds a whole train() takes
+        self._durations: dict[str, float] = {}  # place -> seconds a whole train() takes
 
-    def duration(self, planner: str) -> float:
+    def duration(self, where: str) -> float:
         """How long a fault-free `train(steps)` takes here, so random moments land inside one."""
         from scratchkit.trainers.scratchpipe import ScratchPipeTrainer
 
-        if planner not in self._durations:
-            trainer = ScratchPipeTrainer(self.config("sgd"), planner=planner)
+        if where not in self._durations:
+            trainer = ScratchPipeTrainer(self.config("sgd"), where=where)
             start = time.perf_counter()
             list(trainer.train(self.steps))
-            self._durations[planner] = time.perf_counter() - start
-        return self._durations[planner]
+            self._durations[where] = time.perf_counter() - start
+        return self._durations[where]
 
     @classmethod
     def for_profile(cls, profile: str = "tiny", steps: int = 40, depth: int = 2) -> "Campaign":
@@ -150,9 +150,9 @@ class Campaign:
         if case.kind is FaultKind.KILL_RUN:
             return self._kill_run(case, config, rng)
         hook = _kill_self_at(case.stage, case.batch) if case.kind is FaultKind.KILL_HOST_AT else None
-        trainer = ScratchPipeTrainer(config, planner=case.planner, stage_hook=hook)
+        trainer = ScratchPipeTrainer(config, where=case.where, stage_hook=hook)
         error, checkpoints = "", 0
-        with _injector(case, rng.random() * self.duration(case.planner)):
+        with _injector(case, rng.random() * self.duration(case.where)):
             try:
                 for record in trainer.train(self.steps):
                     if case.kind is FaultKind.CHECKPOINT and rng.random() < 0.3:
@@ -188,7 +188,7 @@ class Campaign:
 
         with tempfile.TemporaryDirectory() as folder:
             spec = json.dumps(
-                {"folder": folder, "steps": self.steps, "planner": case.planner, "config": _config_fields(config)}
+                {"folder": folder, "steps": self.steps, "where": case.where, "config": _config_fields(config)}
             )
             child = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, spec], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -196,11 +196,11 @@ class Campaign:
             pids = Path(folder) / "pids"
             while not pids.exists() and child.poll() is None:  # until its first step (torch loads)
                 time.sleep(0.01)
-            time.sleep(rng.random() * 1.5 * self.duration(case.planner))  # sometimes after the end
+            time.sleep(rng.random() * 1.5 * self.duration(case.where))  # sometimes after the end
             child.kill()
             child.wait()
             left = _survivors(pids)
-            trainer = ScratchPipeTrainer(config, planner=case.planner)
+            trainer = ScratchPipeTrainer(config, where=case.where)
             path = Path(folder) / "checkpoint.pt"
             if path.exists():
                 trainer.load_checkpoint(load_checkpoint_file(path))
@@ -312,7 +312,7 @@ def child_main(text: str) -> None:
 
     spec = json.loads(text)
     folder = Path(spec["folder"])
-    trainer = ScratchPipeTrainer(_config_from_fields(spec["config"]), planner=spec["planner"])
+    trainer = ScratchPipeTrainer(_config_from_fields(spec["config"]), where=spec["where"])
     seen: set[int] = set()
     for record in trainer.train(spec["steps"]):
         pids = {c.pid for c in multiprocessing.active_children()}
@@ -334,8 +334,8 @@ _CHILD = "import sys; from scratchkit.measure.faults import child_main; child_ma
 
 
 def default_cases(count: int, kinds: list[FaultKind], seed: int = 0, steps: int = 40) -> list[FaultCase]:
-    """`count` cases per kind, spread over the planner modes and optimizers each kind can use."""
-    planners = {
+    """`count` cases per kind, spread over the places and optimizers each kind can use."""
+    places = {
         FaultKind.KILL_HOST: ["host-process"],
         FaultKind.KILL_HOST_AT: ["host-process"],
         FaultKind.KILL_PLANNER: ["process"],
@@ -351,8 +351,8 @@ def default_cases(count: int, kinds: list[FaultKind], seed: int = 0, steps: int 
         for i in range(count):
             case = FaultCase(
                 kind,
-                planners[kind][i % len(planners[kind])],
-                optimizers[(i // len(planners[kind])) % 3],
+                places[kind][i % len(places[kind])],
+                optimizers[(i // len(places[kind])) % 3],
                 seed=int(rng.integers(2**31)),
             )
             if kind is FaultKind.KILL_HOST_AT:  # every stage boundary, at batches spread over the run

@@ -25,7 +25,7 @@ from enum import Enum
 
 import numpy as np
 
-from scratchkit.calibration.co_run import HOST_PROCESS_STAGES
+from scratchkit.scratchpipe.schedule import HOST_PROCESS_STAGES
 
 RATIO_BOUND, STAGE_BOUND, SHARE = 0.15, 0.25, 0.10
 SPREAD_FACTOR = 2.0  # a row passes within this many times its own spread between rounds
@@ -261,3 +261,36 @@ def stage_row(
     return StageRow(
         profile, trainer, stage, measured, predicted, share, error, wobble, bound, source, abs(error) <= bound
     )
+
+
+def by_round(names: list[str], parts: int, wrap=None):
+    """A `run_bench` progress hook that also keeps each trainer's step records by round, and
+    where it keeps them: -> (hook, [per position in `names`: [per round: [StepRecord]]]).
+    run_bench starts each trainer once, in turn (a name given twice: in the order given), and
+    asks the hook for its `parts` rounds in order (`parts`: min(rounds, steps), one round when
+    the trainers run one after another), so a name's j-th call is its (j // parts)-th
+    occurrence's round j % parts."""
+    taken = [[[] for _ in range(parts)] for _ in names]
+    positions = {name: [i for i, n in enumerate(names) if n == name] for name in names}
+    calls: dict[str, int] = {}
+
+    def hook(records, total, name):  # called as run_bench starts the trainer, not as it drains
+        j = calls[name] = calls.get(name, -1) + 1
+        return keep(wrap(records, total, name) if wrap else records, taken[positions[name][j // parts]][j % parts])
+
+    def keep(records, kept):
+        for record in records:
+            kept.append(record)
+            yield record
+
+    return hook, taken
+
+
+def round_times(records) -> RoundTimes:
+    """One trainer's steps in one round: seconds per step, samples/s and each stage's mean."""
+    seconds = sum(r.seconds for r in records)
+    stages: dict[str, float] = {}
+    for r in records:
+        for k, v in r.stage_seconds.items():
+            stages[k] = stages.get(k, 0.0) + v / len(records)
+    return RoundTimes(seconds / len(records), sum(r.samples for r in records) / seconds, stages)

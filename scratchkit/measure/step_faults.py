@@ -34,7 +34,8 @@ from scratchkit.measure.reference import ReferenceRun
 from scratchkit.profiles import get_profile
 from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.events import Stage
-from scratchkit.trainers import make_trainer, pipelined, trainer_names
+from scratchkit.designs import DESIGNS
+from scratchkit.trainers import make_trainer
 from scratchkit.trainers.base import StepTornError
 
 STEPS, BAD_BATCH, BAD_TABLE = 6, 3, 1
@@ -123,7 +124,7 @@ def fault_points(trainer_name: str) -> list[str]:
     trainer = make_trainer(trainer_name, case_config("sgd"))
     stages = sorted(list(trainer.train(BAD_BATCH + 1))[BAD_BATCH].stage_seconds)
     trainer.close()
-    if pipelined(trainer_name):  # a failure is planted through the pipeline's hook
+    if DESIGNS[trainer_name].plans_ahead:  # a failure is planted through the pipeline's hook
         stages = [s for s in stages if s in {stage.value for stage in Stage}]
     return [f"stage {s}" for s in stages] + ["dense_step", "embedding_backward", TORN]
 
@@ -136,7 +137,7 @@ def planted(trainer, point: str, batch: int):
     def strike(where):
         raise PlantedFault(f"planted failure: {where} of step {batch}")
 
-    if point.startswith("stage ") and pipelined(trainer.name):
+    if point.startswith("stage ") and DESIGNS[trainer.name].plans_ahead:
         stage = Stage(point.removeprefix("stage "))  # the pipeline's stages report to its hook
         trainer.stage_hook = lambda s, b: strike(point) if (s is stage and b == batch) else None
         try:
@@ -240,7 +241,7 @@ def _planted_unless(spoiled: bool, trainer, point: str):
 def all_cases(optimizer: str = "adagrad") -> list[StepFaultCase]:
     """Every trainer x (every spoiler, every fault point)."""
     cases = []
-    for name in trainer_names():
+    for name in DESIGNS:
         faults = [*SPOILERS, *fault_points(name)]
         cases += [StepFaultCase(name, fault, optimizer) for fault in faults]
     return cases

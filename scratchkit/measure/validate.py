@@ -18,12 +18,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, StageTimes, check
-from scratchkit.projection.costmodel import project
-from scratchkit.projection.hardware import get_hardware
+from scratchkit.measure.round_checks import Predicted, RoundCheck, RoundTimes, StageTimes, by_round, check, round_times
 from scratchkit.costmodel.hardware import median_hardware
-from scratchkit.costmodel.step import StepWork
-from scratchkit.trainers import TrainerKind, priced_as
+from scratchkit.designs import DESIGNS, StepWork
+from scratchkit.projection.machines import get_machine
+from scratchkit.projection.project import project
 
 STAGE_BOUND, STEP_BOUND, SHARE = 0.25, 0.15, 0.10
 UNMODELLED = ("data",)
@@ -75,8 +74,8 @@ class Validation:
     def round_check(self) -> RoundCheck:
         """Ratios, bounds and stages against the run's own spread between rounds, per profile."""
         out = RoundCheck()
-        for profile in dict.fromkeys(p for p, _ in self.times):
-            rounds = {t: times for (p, t), times in self.times.items() if p == profile}
+        for profile in dict.fromkeys(named for named, _ in self.times):
+            rounds = {t: times for (named, t), times in self.times.items() if named == profile}
             out += check(profile, rounds, {t: self.predicted[(profile, t)] for t in rounds})
         return out
 
@@ -127,7 +126,7 @@ class Validation:
         for r in self.rows:
             if r.stage == "mlp" and r.measured_s > 0:
                 found.setdefault(r.profile, []).append(r.measured_s)
-        return {p: (min(xs), max(xs), len(xs)) for p, xs in found.items() if len(xs) > 1}
+        return {profile: (min(xs), max(xs), len(xs)) for profile, xs in found.items() if len(xs) > 1}
 
     def noise(self) -> list[str]:
         """One line per profile: dense_spread in words."""
@@ -253,7 +252,7 @@ def median_of_rounds(rounds: list[Validation]) -> Validation:
         for key, taken in validation.times.items():
             times.setdefault(key, []).extend(taken)
             predictions.setdefault(key, []).append(validation.predicted[key])
-    middle = lambda ps: sorted(ps, key=lambda p: p.samples_per_s)[(len(ps) - 1) // 2]  # the median one
+    middle = lambda ps: sorted(ps, key=lambda predicted: predicted.samples_per_s)[(len(ps) - 1) // 2]  # the median one
     return Validation(
         combined(lambda v: v.rows),
         hardware,
@@ -276,7 +275,7 @@ def validate_trainers(
     wrap=None,
     rounds: int = 1,
     again: bool = False,
-    hardware=None,
+    machine=None,
     calibrate=None,
     before=None,
 ) -> Validation:
@@ -284,8 +283,8 @@ def validate_trainers(
     timed ones, in one `train()` call: scratchkit.measure.bench.run_bench; `rounds` > 1: the
     trainers alternate, each taking its steps in that many parts), predict each with `this-cpu`,
     and compare. `again`: the first trainer runs a second time beside them (its rows in
-    `Validation.again`, labelled with AGAIN: the machine's repeatability). `hardware`: the
-    profile to predict with (None: this-cpu). `calibrate()`, a function that calibrates this
+    `Validation.again`, labelled with AGAIN: the machine's repeatability). `machine`: the
+    machine to predict with (None: this-cpu). `calibrate()`, a function that calibrates this
     machine, runs just before the trainers (unless `before`, a calibration just made, stands
     for it) and just after them instead: the rows are priced by the median of the two
     (hardware.median_hardware), measured on either side of the steps' minutes (not between the
@@ -305,19 +304,14 @@ def validate_trainers(
     results = run_bench(config, names, steps, warmup=warmup, source=source, device=device, wrap=collect, rounds=rounds)
     if calibrate is not None:
         passes.append(calibrate())
-    hw = median_hardware(passes) if passes else hardware if hardware is not None else get_hardware("this-cpu")
+    machine = median_hardware(passes) if passes else machine if machine is not None else get_machine("this-cpu")
     validation = Validation(
-        hardware=hw.origin + (f" (median of {len(passes)}: before and after)" if passes else ""), calibrations=passes
+        hardware=machine.origin + (f" (median of {len(passes)}: before and after)" if passes else ""),
+        calibrations=passes,
     )
     for i, result in enumerate(results):
-        work = base.with_counters(
-            result.fetched_rows_per_step, result.written_back_rows_per_step, result.evicting_tables_per_step
-        )
-        if priced_as(result.trainer) is TrainerKind.SCRATCHPIPE and hw.device_is_host:
-            work = replace(work, planners=1)  # a CPU run plans its tables one after another
-        extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
+        work, extra, projection = predicted(result, base, machine)
         label, step = result.trainer + (AGAIN if i >= len(trainers) else ""), result.seconds / result.steps
-        projection = project(result.trainer, work, hw, extra=extra)
         rows = compare(profile, label, result.stage_seconds, step, projection)
         (validation.again if i >= len(trainers) else validation.rows).extend(rows)
         if i < len(trainers):
@@ -327,8 +321,40 @@ def validate_trainers(
             )
         if len(passes) > 1 and i < len(trainers):
             validation.calibration_spread |= spread_of(
-                profile, label, projection, [project(result.trainer, work, p, extra=extra) for p in passes]
+                profile,
+                label,
+                projection,
+                [project(result.trainer, work, calibrated, extra=extra) for calibrated in passes],
             )
+    return validation
+
+
+def predicted(result, base: StepWork, machine):
+    """The model's prediction of one measured `run_bench` result on `machine`: the run's working
+    sets (`base`), the rows it moved and the tables that chose victims, planned as the run planned
+    (`Design.planners_on_a_cpu`), its unmodelled seconds where it spent them. -> (work, extra,
+    projection)."""
+    work = base.with_counters(
+        result.fetched_rows_per_step, result.written_back_rows_per_step, result.evicting_tables_per_step
+    )
+    planners = DESIGNS[result.trainer].planners_on_a_cpu
+    if planners is not None and machine.device_is_host:
+        work = replace(work, planners=planners)
+    extra = {k: v for k, v in result.stage_seconds.items() if k in UNMODELLED}
+    return work, extra, project(result.trainer, work, machine, extra=extra)
+
+
+def validate_bench(config, results: list, machine=None, profile: str = "", source=None) -> Validation:
+    """A `run_bench` run already made, beside the model's prediction of it on `machine` (None:
+    this-cpu), a row per trainer and stage (notebook 05); `validate_trainers` runs its own."""
+    machine = machine if machine is not None else get_machine("this-cpu")
+    base = StepWork.from_config(config, source)
+    validation = Validation(hardware=machine.origin)
+    for result in results:
+        projection = predicted(result, base, machine)[2]
+        validation.rows += compare(
+            profile, result.trainer, result.stage_seconds, result.seconds / result.steps, projection
+        )
     return validation
 
 
@@ -339,39 +365,8 @@ def spread_of(profile: str, trainer: str, median, projections) -> dict[tuple[str
     out = {}
     for stage, at_median in stages.items():
         if at_median > 0:
-            values = [p.step_seconds if stage == "step" else p.stage_seconds.get(stage, 0.0) for p in projections]
+            values = [
+                other.step_seconds if stage == "step" else other.stage_seconds.get(stage, 0.0) for other in projections
+            ]
             out[(profile, trainer, stage)] = max(abs(v / at_median - 1.0) for v in values)
     return out
-
-
-def by_round(names: list[str], parts: int, wrap=None):
-    """A `run_bench` progress hook that also keeps each trainer's step records by round, and
-    where it keeps them: -> (hook, [per position in `names`: [per round: [StepRecord]]]).
-    run_bench starts each trainer once, in turn (a name given twice: in the order given), and
-    asks the hook for its `parts` rounds in order (`parts`: min(rounds, steps), one round when
-    the trainers run one after another), so a name's j-th call is its (j // parts)-th
-    occurrence's round j % parts."""
-    taken = [[[] for _ in range(parts)] for _ in names]
-    positions = {name: [i for i, n in enumerate(names) if n == name] for name in names}
-    calls: dict[str, int] = {}
-
-    def hook(records, total, name):  # called as run_bench starts the trainer, not as it drains
-        j = calls[name] = calls.get(name, -1) + 1
-        return keep(wrap(records, total, name) if wrap else records, taken[positions[name][j // parts]][j % parts])
-
-    def keep(records, kept):
-        for record in records:
-            kept.append(record)
-            yield record
-
-    return hook, taken
-
-
-def round_times(records) -> RoundTimes:
-    """One trainer's steps in one round: seconds per step, samples/s and each stage's mean."""
-    seconds = sum(r.seconds for r in records)
-    stages: dict[str, float] = {}
-    for r in records:
-        for k, v in r.stage_seconds.items():
-            stages[k] = stages.get(k, 0.0) + v / len(records)
-    return RoundTimes(seconds / len(records), sum(r.samples for r in records) / seconds, stages)

@@ -10,7 +10,8 @@ from scratchkit.config import SummationOrder, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.device import Device, as_device
 from scratchkit.measure.reference import ReferenceRun
-from scratchkit.trainers import make_trainer, pipelined
+from scratchkit.designs import DESIGNS
+from scratchkit.trainers import make_trainer
 
 # On the CPU in deterministic mode every trainer does the reference's float operations in the same
 # order, so the difference is exactly 0. On CUDA, atomics in embedding backward and cuBLAS reorder
@@ -71,7 +72,7 @@ def verify(
     Yields one result per trainer as soon as it is known (so callers can show progress). device:
     as a trainer's (a Device with a stand-in runtime trains on the CPU through the CUDA lines; the
     reference then trains on that CPU, and the tolerance is CUDA's unless given). `options`: the
-    trainers' own (`planner=` a planner of your own for scratchpipe: make_trainer).
+    trainers' own (`own_planner=` a planner of your own for scratchpipe: make_trainer).
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
@@ -99,7 +100,7 @@ def verify(
             largest_difference(state, ref_state),
         )
         extras = {"threads": trainer.host_threads}  # the host embedding loops' (TrainConfig.threads)
-        if pipelined(name):
+        if DESIGNS[name].plans_ahead:
             lookups = sum(r.lookups for r in records)
             extras["train_hit_rate"] = sum(r.hits or 0 for r in records) / max(lookups, 1)
         yield VerifyResult(name, steps, max(d, e, s), d, e, s, tolerance, str(dev.torch), extras)

@@ -49,7 +49,7 @@ class PlanIn(str, Enum):
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
-        return parse_choice(cls, name, "planner place ")
+        return parse_choice(cls, name, "place ")
 
     def resolve(self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False) -> "PlanIn":
         """The place for a call of `steps` steps. `host_rows`: the row stores and host tables are
@@ -59,18 +59,18 @@ class PlanIn(str, Enum):
             return PlanIn.INLINE  # NumPy calls on threads only take turns with Train (inline.py)
         if self is PlanIn.INLINE and not ordered:
             raise ValueError(
-                "planner='inline' runs each batch's stages in order, so the "
+                "where='inline' runs each batch's stages in order, so the "
                 "write-back-order hazard cannot happen there: use 'thread'"
             )
         if self is PlanIn.HOST_PROCESS:
             if not host_rows:
                 raise ValueError(
-                    "planner='host-process' needs the scratchpad in host memory, made "
+                    "where='host-process' needs the scratchpad in host memory, made "
                     "for it (a CPU device); on a GPU use 'process'"
                 )
             if not ordered:
                 raise ValueError(
-                    "planner='host-process' runs each batch's host stages in order, so "
+                    "where='host-process' runs each batch's host stages in order, so "
                     "the write-back-order hazard cannot happen there: use 'thread'"
                 )
         if self is not PlanIn.AUTO:
@@ -79,6 +79,41 @@ class PlanIn(str, Enum):
         if not forks or steps < MIN_STEPS_FOR_PROCESS:
             return PlanIn.THREAD
         return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
+
+
+def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool) -> PlanIn:
+    """Where a trainer's Plan and host stages run, from its two choices (trainers/scratchpipe.py):
+    `where`, a place, and `own_planner`, whether a plan function of your own replaces the kit's
+    planner. `plans_on_device`: the trainer plans on the device (scratchpipe-device). A pair that
+    cannot run together is refused, saying why."""
+    where = PlanIn.parse(where)
+    if plans_on_device:
+        if own_planner:
+            raise ValueError(
+                "own_planner replaces the host planner; scratchpipe-device plans on the device "
+                "with the kit's: give your planner to the trainer 'scratchpipe'"
+            )
+        if where not in (PlanIn.AUTO, PlanIn.DEVICE):
+            raise ValueError(
+                f"where={where.value!r} plans on the host; scratchpipe-device plans on the device "
+                "(where='device', from the trainer's threads, or inline where the device is the CPU): "
+                "for a host place use the trainer 'scratchpipe'"
+            )
+        return PlanIn.DEVICE
+    if where is PlanIn.DEVICE:
+        raise ValueError(
+            "where='device' plans on the device: that is the trainer 'scratchpipe-device' "
+            "(make_trainer('scratchpipe-device', config)), not a place for 'scratchpipe'"
+        )
+    if own_planner:
+        if where in (PlanIn.HOST_PROCESS, PlanIn.PROCESS):
+            raise ValueError(
+                f"own_planner runs in the trainer's process, where it was written (its prints, "
+                f"its state and its mistakes stay in your notebook), so not where={where.value!r}: "
+                "use where='thread' (the default with own_planner) or 'inline'"
+            )
+        return PlanIn.THREAD if where is PlanIn.AUTO else where
+    return where
 
 
 def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: int, stop: int, clock, hook=None):
@@ -130,4 +165,4 @@ class ForkedPlans:
         self.forked.close(finished=False)
 
 
-__all__ = ["MIN_STEPS_FOR_PROCESS", "PlanIn", "start_driver"]
+__all__ = ["MIN_STEPS_FOR_PROCESS", "PlanIn", "place_for", "start_driver"]

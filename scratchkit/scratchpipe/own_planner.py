@@ -16,7 +16,7 @@ holds, the dirty bits, which write-back each Collect waits for (rule 2), and the
         returns   Plan(batch=b, slots=[n] each lookup's slot, misses=[m] ids to collect,
                   victims=[v] slots whose ids leave to make room)
 
-    trainer = make_trainer("scratchpipe", config, planner=my_planner)
+    trainer = make_trainer("scratchpipe", config, own_planner=my_planner)
 
 Each plan is checked before any stage uses it (`check_plan`): a plan that breaks a rule stops the
 run with a `PlanMistake` that names the rule, the batch and the table, at Plan(b), not as a wrong

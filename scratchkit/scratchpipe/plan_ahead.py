@@ -190,6 +190,32 @@ class PlanAhead:
         self._loader = BatchLoader(source, setup.table_sizes, start, self._end, 0, pin)
         self._loading = False
 
+    @classmethod
+    def fresh(cls, config, source, threads: int = 1, device: str | None = None) -> "PlanAhead":
+        """The planner as a `train()` call starts it on empty scratchpads (the measurements' and
+        the projection's): `config`'s depth, victim policy, horizon (4 x (depth + 1)) and plan
+        stripes, `threads` planners at once; `device`: the device planner's (scratchpipe-device),
+        on that torch device's engine."""
+        sizes = tuple(config.data.table_sizes)
+        capacities = tuple(config.cache.capacity_for(n) for n in sizes)
+        depth = config.cache.depth
+        setup = PlanSetup(
+            sizes,
+            capacities,
+            depth,
+            config.cache.victim_policy,
+            holds=True,
+            horizon=4 * (depth + 1),
+            record_events=False,
+            slot_ids=tuple(np.full(c, -1, np.int64) for c in capacities),
+            dirty=tuple(np.zeros(c, bool) for c in capacities),
+            last_trained=tuple(np.full(c, -1, np.int64) for c in capacities),
+            threads=threads,
+            stripes=config.cache.plan_stripes,
+            device=device,
+        )
+        return cls(setup, source, 0)
+
     def _see_upto(self, k: int) -> None:
         """Read batches up to k (once each, in order) and show each to every table's planner.
         Each was checked at the door as it was made (an id out of range: never planned)."""

@@ -33,6 +33,8 @@ from scratchkit.scratchpipe.events import Stage
 
 # The stages the host runs for one batch after Plan, in order; rule 3's three hold the lock.
 HOST_STAGES = (Stage.COLLECT, Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT)
+# the stages a CPU run's forked host process runs (host_process.py): Plan and the host stages after it
+HOST_PROCESS_STAGES = tuple(stage.value for stage in (Stage.PLAN, *HOST_STAGES))
 EVICTING_STAGES = (Stage.WRITE_BACK, Stage.TRANSFER, Stage.INSERT)
 
 

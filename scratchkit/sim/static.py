@@ -65,3 +65,15 @@ def simulate_static(trace, capacity: int, prefix_share: float = DEFAULT_PREFIX_S
             "pinned_rows": int(pinned.size),
         },
     )
+
+
+def static_by_batch(sets: list[np.ndarray], rows: int, capacity: int, profiled: int) -> np.ndarray:
+    """The static trainer's cache served a batch at a time: the `capacity` ids found in most of the
+    first `profiled` batches pinned (ties, never-seen ids among them, to the smaller id: the order
+    of embedding/victims.py's `profile_hot_ids`), and each later batch's other distinct ids fetched
+    and, once trained, written back. `sets[b]`: batch b's distinct ids. -> [later batches] misses."""
+    capacity = as_capacity(capacity)
+    counts = np.bincount(np.concatenate(sets[:profiled]), minlength=rows)
+    pinned = np.zeros(rows, dtype=bool)
+    pinned[np.argsort(-counts, kind="stable")[:capacity]] = True
+    return np.array([np.count_nonzero(~pinned[s]) for s in sets[profiled:]], dtype=np.int64)

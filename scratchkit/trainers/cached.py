@@ -51,7 +51,7 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.device_moves import host_view
 from scratchkit.sim.window import minimum_capacity as window_minimum
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.demand_cache import LFU, LRU
 from scratchkit.trainers.timing import StageTimer
 
 
@@ -285,12 +285,12 @@ class DemandFilledTrainer(CachedTrainer):
 class LRUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least recently used row."""
 
-    name = TrainerKind.LRU.value
+    name = LRU.name
     policy = VictimPolicy.LRU
 
 
 class LFUCacheTrainer(DemandFilledTrainer):
     """Demand-filled cache; the victim is the least frequently used row (ties: least recent)."""
 
-    name = TrainerKind.LFU.value
+    name = LFU.name
     policy = VictimPolicy.LFU

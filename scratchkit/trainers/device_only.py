@@ -18,13 +18,13 @@ from scratchkit.embedding.device_tbe import DeviceTBE
 from scratchkit.embedding.fused_sgd import SortedLookups, fused_sgd_fits, fused_sgd_update, sort_lookups
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import StepRecord, Trainer
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.serial import GPU_ONLY
 
 
 class DeviceOnlyTrainer(Trainer):
     """Tables, lookups and sparse updates all on the device (on a CPU-only machine: the CPU)."""
 
-    name = TrainerKind.GPU_ONLY.value
+    name = GPU_ONLY.name
 
     def __init__(self, config, source=None, device=None):
         super().__init__(config, source, device)

@@ -17,11 +17,11 @@ import time
 
 from scratchkit.embedding.table_batched import apply_updates, pooled_lookup_tables
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.serial import HYBRID
 
 
 class HybridTrainer(HostTablesTrainer):
-    name = TrainerKind.HYBRID.value
+    name = HYBRID.name
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()

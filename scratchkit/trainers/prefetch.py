@@ -58,10 +58,8 @@ from scratchkit.scratchpipe.capacity import minimum_capacities
 from scratchkit.scratchpipe.drivers import PlanIn
 from scratchkit.trainers.base import StepRecord
 from scratchkit.trainers.cached import DemandFilledTrainer, Served, ServeStages
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.prefetch import PREFETCH_LRU, PREFETCH_STAGES
 from scratchkit.trainers.timing import StageTimer
-
-PREFETCH_STAGES = ("prefetch", "prefetch_write_back")
 
 
 class PrefetchIn(str, Enum):
@@ -90,7 +88,7 @@ class Ahead:
 class PrefetchLRUTrainer(DemandFilledTrainer):
     """LRU cache filled one batch ahead; the batch in flight's rows are locked."""
 
-    name = TrainerKind.PREFETCH_LRU.value
+    name = PREFETCH_LRU.name
     policy = VictimPolicy.LRU
 
     def __init__(self, config, source=None, device=None, prefetch_in: PrefetchIn | str = PrefetchIn.AUTO):

@@ -36,7 +36,7 @@ from scratchkit.embedding.tbe_native import set_host_threads
 from scratchkit.kernels.engine import EngineKind
 from scratchkit.scratchpipe.capacity import check_capacities, minimum_capacities
 from scratchkit.scratchpipe.device_moves import DeviceStages
-from scratchkit.scratchpipe.drivers import PlanIn, start_driver
+from scratchkit.scratchpipe.drivers import PlanIn, place_for, start_driver
 from scratchkit.scratchpipe.events import EventLog, Stage, StageClock
 from scratchkit.scratchpipe.host_stages import HostStages
 from scratchkit.scratchpipe.own_planner import PlanMistake, Planner
@@ -46,7 +46,9 @@ from scratchkit.scratchpipe.schedule import Hazards, PipelineError, Schedule
 from scratchkit.scratchpipe.train import count_hits, train_on_device, train_through_slots
 from scratchkit.trainers.base import HostTablesTrainer, StepRecord, StepTornError
 from scratchkit.trainers.interrupt import InterruptFlag
-from scratchkit.trainers.registry import PRODUCTION_PEER, TrainerKind, trainer_config
+from scratchkit.designs.prefetch import PREFETCH_LRU_DEVICE
+from scratchkit.designs.scratchpipe import SCRATCHPIPE
+from scratchkit.designs.scratchpipe_device import SCRATCHPIPE_DEVICE
 
 __all__ = [
     "DeviceScratchPipeTrainer",
@@ -59,7 +61,8 @@ __all__ = [
 
 
 class ScratchPipeTrainer(HostTablesTrainer):
-    name = TrainerKind.SCRATCHPIPE.value
+    name = SCRATCHPIPE.name
+    plans_on_device = False  # Plan and the row moves on the host (DeviceScratchPipeTrainer: the device)
 
     def __init__(
         self,
@@ -72,7 +75,8 @@ class ScratchPipeTrainer(HostTablesTrainer):
         engine: str = "auto",
         record_events: bool = True,
         stage_hook: Callable[[Stage, int], None] | None = None,
-        planner: PlanIn | str | Planner = PlanIn.AUTO,
+        where: PlanIn | str = PlanIn.AUTO,
+        own_planner: Planner | None = None,
         planner_threads: int | None = None,
         native_planner: bool | None = None,
     ):
@@ -82,11 +86,13 @@ class ScratchPipeTrainer(HostTablesTrainer):
         self.schedule = Schedule(self.depth, hazards)
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
         self.horizon = horizon if horizon is not None else 4 * (self.depth + 1)
-        # `planner`: where the kit's planner runs (drivers.py), or a planner of your own (a function,
-        # own_planner.py), run on the threads driver: in the trainer's process, where it was written
-        self.own_planner = planner if callable(planner) else None
-        self.plan_in = PlanIn.THREAD if self.own_planner is not None else PlanIn.parse(planner)
-        self.plans_on_device = self.plan_in is PlanIn.DEVICE  # scratchpipe-device: Plan and the moves there
+        # `where`: where Plan and the host stages run (drivers.py); `own_planner`: a plan function of
+        # your own in place of the kit's planner (own_planner.py), run in the trainer's process,
+        # where it was written. A pair that cannot run together is refused (drivers.place_for)
+        if own_planner is not None and not callable(own_planner):
+            raise ValueError(f"own_planner must be a plan function (own_planner.py), got {own_planner!r}")
+        self.own_planner = own_planner
+        self.plan_in = place_for(where, own_planner=own_planner is not None, plans_on_device=self.plans_on_device)
         # tables planned at once (None: one on a CPU run, where Train needs the other core; else
         # one per table, up to the cores); the C++ planner where it builds, else the NumPy twin
         self.planner_threads, self.native_planner = planner_threads, native_planner
@@ -354,20 +360,18 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
     schedule: the host keeps only the order of the batches. Its plans are the host planner's,
     array for array; what changes is where they are made and where rows move."""
 
-    name = TrainerKind.SCRATCHPIPE_DEVICE.value
-
-    def __init__(self, config, source=None, device=None, **options):
-        super().__init__(config, source, device, planner=PlanIn.DEVICE, **options)
+    name = SCRATCHPIPE_DEVICE.name
+    plans_on_device = True
 
 
 class PrefetchLRUDeviceTrainer(DeviceScratchPipeTrainer):
     """`prefetch-lru-device`, the production peer: an LRU cache filled one batch ahead whose
     lookup, victim choice and fill are device kernels, as FBGEMM's TBE cache runs under TorchRec's
     prefetch pipeline. It is scratchpipe-device at look-ahead depth 1 with LRU victims (the batch
-    in flight's rows held), whatever the config's depth and victim policy: its registry entry
-    fixes those two (`TrainerSpec.fixed_cache`), which the projection's counters read too."""
+    in flight's rows held), whatever the config's depth and victim policy: its design
+    fixes those two (`Design.fixed_cache`), which the projection's counters read too."""
 
-    name = PRODUCTION_PEER
+    name = PREFETCH_LRU_DEVICE.name
 
     def __init__(self, config, source=None, device=None, **options):
-        super().__init__(trainer_config(self.name, config), source, device, **options)
+        super().__init__(PREFETCH_LRU_DEVICE.config_for(config), source, device, **options)

@@ -17,13 +17,13 @@ import numpy as np
 
 from scratchkit.embedding.victims import profile_hot_ids
 from scratchkit.trainers.cached import CachedTrainer
-from scratchkit.trainers.registry import TrainerKind
+from scratchkit.designs.demand_cache import STATIC
 
 
 class StaticCacheTrainer(CachedTrainer):
     """The hottest rows of a profiled prefix, pinned; other rows trained hybrid-style (see above)."""
 
-    name = TrainerKind.STATIC.value
+    name = STATIC.name
     # 100 batches of `small` are ~200k lookups per table (~10 per row), enough to rank the hot head
     # of a Zipf law, and take ~0.1 s to generate. A longer prefix ranks the tail better but costs
     # start-up time; a shorter one pins noise.

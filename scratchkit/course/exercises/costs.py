@@ -1,7 +1,7 @@
 """Notebook 05's exercises: one stage of the cost model, and the step of a pipeline.
 
 hybrid_transfer_seconds(config, hw)          hybrid's transfer stage, checked against
-                                             scratchkit.projection.costmodel.stage_work
+                                             scratchkit.projection.project.stage_work
 pipeline_step_seconds(stage_seconds, cores)  ScratchPipe's step on a GPU server: its busiest
                                              resource, in the three resources of the paper's
                                              diagram (`pipeline_resources` below)
@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scratchkit.course.exercises.checking import Case, Exercise, register
-from scratchkit.projection.costmodel import StepWork, project, stage_work
-from scratchkit.projection.hardware import get_hardware
+from scratchkit.designs import StepWork
+from scratchkit.projection.project import project, stage_work
+from scratchkit.projection.machines import get_machine
 from scratchkit.profiles import get_profile
 
 
@@ -25,31 +26,31 @@ def _transfer_cases() -> list[Case]:
     small = get_profile("small")
     wide = small.replace(model=replace(small.model, dim=64, bottom_mlp=(64, 64)))
     big_batch = get_profile("small", batch_size=1024)
-    v100, h100 = get_hardware("v100-pcie3"), get_hardware("h100-pcie5")
+    v100, h100 = get_machine("v100-pcie3"), get_machine("h100-pcie5")
     return [
         Case(
             (small, v100),
             "the small profile on a V100 server",
             "bytes = 2 x batch_size x tables x dim x 4 (pooled vectors up, their gradients down)",
-            shown="get_profile('small'), get_hardware('v100-pcie3')",
+            shown="get_profile('small'), get_machine('v100-pcie3')",
         ),
         Case(
             (small, h100),
             "the small profile on an H100 server",
             "two copies, each paying hw.pcie_latency once, plus the bytes / hw.pcie_bw",
-            shown="get_profile('small'), get_hardware('h100-pcie5')",
+            shown="get_profile('small'), get_machine('h100-pcie5')",
         ),
         Case(
             (wide, v100),
             "rows of 64 numbers",
             "the pooled vector of a bag has dim numbers: config.model.dim",
-            shown="small with dim 64, get_hardware('v100-pcie3')",
+            shown="small with dim 64, get_machine('v100-pcie3')",
         ),
         Case(
             (big_batch, h100),
             "batches of 1,024",
             "one pooled vector per sample and table: config.data.batch_size",
-            shown="get_profile('small', batch_size=1024), get_hardware('h100-pcie5')",
+            shown="get_profile('small', batch_size=1024), get_machine('h100-pcie5')",
         ),
     ]
 
@@ -78,7 +79,7 @@ def model_pipeline_step(stage_seconds: dict, host_cores: int) -> float:
 def _step_cases() -> list[Case]:
     config = get_profile("small")
     work = StepWork.from_config(config).with_hit_rate(0.9)
-    projected = project("scratchpipe", work, get_hardware("h100-pcie5")).stage_seconds
+    projected = project("scratchpipe", work, get_machine("h100-pcie5")).stage_seconds
     ms = lambda **s: {k: v / 1000 for k, v in s.items()}
     return [
         Case(

@@ -26,7 +26,7 @@ def speedup_figure(grid, title: str | None = None) -> go.Figure:
     title = wrapped(
         title
         or (
-            f"Projected speed-up over hybrid on {grid.hardware} ({grid.profile}, "
+            f"Projected speed-up over hybrid on {grid.machine} ({grid.profile}, "
             f"cache and scratchpad {grid.capacity:,} rows per table)"
         )
     )

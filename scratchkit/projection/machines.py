@@ -7,8 +7,8 @@
                   v100-pcie3, a100-pcie4, h100-pcie5, h200 and any registered since (`SERVERS`),
                   every constant with its source (scratchkit/costmodel/servers.py)
 
-The numbers themselves, their curves and their JSON form are in costmodel/hardware.py; how this machine
-is measured, in calibration/calibrate.py.
+A machine's figures, their curves and their JSON form are a `Hardware` (costmodel/hardware.py); how
+this machine is measured, in calibration/calibrate.py.
 """
 
 from __future__ import annotations
@@ -18,28 +18,13 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
+from scratchkit.costmodel.hardware import Hardware, OutdatedHardwareError, load_hardware, save_hardware
 from scratchkit.costmodel.servers import SERVERS, server
-from scratchkit.costmodel.hardware import GB, US, Hardware, OutdatedHardwareError, load_hardware, save_hardware
-
-__all__ = [
-    "GB",
-    "US",
-    "Hardware",
-    "SERVERS",
-    "THIS_CPU",
-    "get_hardware",
-    "parse_hardware",
-    "hardware_names",
-    "saved_hardware_path",
-    "save_calibration",
-    "this_cpu",
-    "forget_this_cpu",
-]
 
 THIS_CPU = "this-cpu"
 
 
-def hardware_names() -> tuple[str, ...]:
+def machine_names() -> tuple[str, ...]:
     """`this-cpu`, then every registered GPU server."""
     return (THIS_CPU, *SERVERS)
 
@@ -57,10 +42,10 @@ def saved_hardware_path() -> Path:
     return Path(override) if override else default_cache_dir().parent / "hardware.json"
 
 
-def save_calibration(hw: Hardware, path: Path | None = None) -> Path:
+def save_calibration(machine: Hardware, path: Path | None = None) -> Path:
     """Save calibrated hardware where `this-cpu` finds it (or at `path`), and forget any
     hardware this process had read or measured before."""
-    written = save_hardware(hw, path if path is not None else saved_hardware_path())
+    written = save_hardware(machine, path if path is not None else saved_hardware_path())
     forget_this_cpu()
     return written
 
@@ -85,22 +70,22 @@ def this_cpu() -> Hardware:
         return _measured()
 
 
-def changed_loops(hw: Hardware) -> list[str]:
-    """The kit's C++ loops built otherwise now than when `hw` was measured (an edit, another
+def changed_loops(machine: Hardware) -> list[str]:
+    """The kit's C++ loops built otherwise now than when `machine` was measured (an edit, another
     compiler): their speed in it is not theirs now. Hardware saved before builds were recorded
     names them all."""
     from scratchkit.calibration.calibrate import loop_builds
 
-    return [name for name, build in loop_builds().items() if hw.native_builds.get(name) != build]
+    return [name for name, build in loop_builds().items() if machine.native_builds.get(name) != build]
 
 
 @lru_cache(maxsize=4)
 def _saved(path: Path, mtime_ns: int) -> Hardware:
     from dataclasses import replace
 
-    hw = load_hardware(path)
-    changed = changed_loops(hw)  # checked once per file, here: the sources hash on each check
-    if hw.co_run_cores is None:
+    machine = load_hardware(path)
+    changed = changed_loops(machine)  # checked once per file, here: the sources hash on each check
+    if machine.co_run_cores is None:
         raise OutdatedHardwareError(
             f"hardware {path} was saved before the kit measured the cores ScratchPipe's two sides get at once"
         )
@@ -108,7 +93,7 @@ def _saved(path: Path, mtime_ns: int) -> Hardware:
         raise OutdatedHardwareError(
             f"hardware {path} was measured with other builds of the kit's C++ loops ({', '.join(changed)})"
         )
-    return replace(hw, origin=f"saved calibration {path} ({hw.origin or 'no date'})")
+    return replace(machine, origin=f"saved calibration {path} ({machine.origin or 'no date'})")
 
 
 @lru_cache(maxsize=1)
@@ -117,24 +102,24 @@ def _measured() -> Hardware:
 
     from scratchkit.calibration.calibrate import calibrate
 
-    hw = calibrate(quick=True)
+    machine = calibrate(quick=True)
     path = saved_hardware_path()
     why = f"the saved calibration at {path} is an earlier kit's" if path.exists() else f"no saved calibration at {path}"
-    return replace(hw, origin=f"measured now, quickly ({hw.origin}): {why}; `scratchkit calibrate` saves one")
+    return replace(machine, origin=f"measured now, quickly ({machine.origin}): {why}; `scratchkit calibrate` saves one")
 
 
-def get_hardware(name: str) -> Hardware:
-    """Hardware by name (`this-cpu`: the saved calibration, else measured on first use)."""
+def get_machine(name: str) -> Hardware:
+    """A machine by name (`this-cpu`: the saved calibration, else measured on first use)."""
     if name == THIS_CPU:
         return this_cpu()
     if name not in SERVERS:
-        raise ValueError(f"unknown machine {name!r}; choose one of {', '.join(hardware_names())} or all")
+        raise ValueError(f"unknown machine {name!r}; choose one of {', '.join(machine_names())} or all")
     return server(name)
 
 
-def parse_hardware(text: str) -> list[str]:
+def parse_machines(text: str) -> list[str]:
     """'all' or a comma-separated list of machine names -> names, each checked."""
-    known = hardware_names()
+    known = machine_names()
     names = list(known) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError(f"give a machine: one of {', '.join(known)} or all")

@@ -1,6 +1,6 @@
 """What one training step touches, the cost model's input: per table its rows, lookups, distinct
 ids and cache (`TableWork`), and for the whole model the batch, the dense layers and the rows moved
-(`StepWork`). `costmodel/stages.py` turns it into each stage's `Work` (costmodel/work.py)."""
+(`StepWork`). Each design's `count` turns it into each stage's `Work` (designs/work.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from scratchkit.config import OptimizerKind, TrainConfig
-from scratchkit.costmodel.work import FLOAT_BYTES
+from scratchkit.designs.work import FLOAT_BYTES
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The kit's calls, counted in the cost model's units (scratchkit/costmodel/work.py's `Work`).
+"""The kit's calls, counted in the cost model's units (designs/work.py's `Work`).
 
 Each function says what one call of the kit does, as its code does it, on the device
-(`device=True`) or the host; the stages of the trainers (stages.py) are sums of these. Sizes:
+(`device=True`) or the host; each design's stages (its family's module) are sums of these. Sizes:
 n lookups, u distinct rows, B bags, rows of `row_bytes`, tables of `table_bytes`.
 """
 
@@ -11,7 +11,7 @@ import math
 
 from scratchkit.config import OptimizerKind
 from scratchkit.embedding.working_sets import WorkingSets
-from scratchkit.costmodel.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
+from scratchkit.designs.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
 
 
 def on(device: bool, **parts) -> Work:

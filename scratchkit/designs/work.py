@@ -1,8 +1,8 @@
 """What one training step does, counted: the cost model's first half (the second divides by a
-`Hardware`: scratchkit/projection/costmodel.py).
+machine's prices, a `Hardware`: scratchkit/costmodel/hardware.py).
 
-`StepWork` (costmodel/step.py) says what a step touches; `Work` is the work of one stage in the
-units the hardware prices:
+`StepWork` (designs/step.py) says what a step touches; `Work` is the work of one stage in the
+units a machine prices:
 
     stream          bytes read or written in order (copies, elementwise ops, outputs)
     rows            random rows gathered or scattered: (rows, row bytes, bytes of the table they
@@ -26,7 +26,9 @@ units the hardware prices:
     pcie            bytes and copies between host and device
 
 `kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
-np.unique...), and `stages.py` adds them up stage by stage for each trainer, as its code runs.
+np.unique...), and each design (its family's module) adds them up stage by stage, as its code
+runs. A `Work` prices itself on any machine that has the prices it names (`seconds(machine)`):
+designs/ knows no machine, costmodel/ knows no design.
 """
 
 from __future__ import annotations
@@ -34,9 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
-
-from scratchkit.kernels.scratchpad import BUCKETS_PER_SLOT
-from scratchkit.costmodel.hardware import Hardware, sort_units
+from scratchkit.kernels.hash_map import BUCKETS_PER_SLOT
 
 FLOAT_BYTES = 4
 ID_BYTES = 8  # int64 ids, offsets and slots
@@ -107,36 +107,36 @@ class Work:
         rows = sum(r[1] * r[2] for r in self.host_rows + self.device_rows)
         return self.host_stream + self.device_stream + self.pcie + rows
 
-    def seconds(self, hw: Hardware, planners: float = 1.0) -> float:
-        """Time on `hw`, nothing overlapped; the planner's work spread over `planners` cores."""
-        return self.host_seconds(hw, planners) + self.pcie_seconds(hw) + self.device_seconds(hw)
+    def seconds(self, machine, planners: float = 1.0) -> float:
+        """Time on `machine`, nothing overlapped; the planner's work spread over `planners` cores."""
+        return self.host_seconds(machine, planners) + self.pcie_seconds(machine) + self.device_seconds(machine)
 
-    def host_seconds(self, hw: Hardware, planners: float = 1.0) -> float:
-        scan = hw.host_plan_slot_rate
+    def host_seconds(self, machine, planners: float = 1.0) -> float:
+        scan = machine.host_plan_slot_rate
         plan = sum(
-            n / hw.host_plan_lookup_rate.at(rows)
-            + u / hw.host_plan_id_rate.at(rows)
-            + m / hw.host_plan_miss_rate.at(rows)
+            n / machine.host_plan_lookup_rate.at(rows)
+            + u / machine.host_plan_id_rate.at(rows)
+            + m / machine.host_plan_miss_rate.at(rows)
             + (passes * slots / scan.at(slots) if scan and passes else 0.0)
             for rows, n, u, m, slots, passes in self.host_plan
         )
         return (
-            self.host_stream / hw.host_stream_bw
+            self.host_stream / machine.host_stream_bw
             + self._rows(
                 self.host_rows,
                 {
-                    "gather": hw.host_gather,
-                    "scatter": hw.host_scatter,
-                    "lookup": hw.host_lookup,
-                    "update": hw.host_update,
+                    "gather": machine.host_gather,
+                    "scatter": machine.host_scatter,
+                    "lookup": machine.host_lookup,
+                    "update": machine.host_update,
                 },
             )
-            + _sorts(self.host_sorts, hw.host_sort, hw.host_numpy_sort, hw.host_numpy_select)
-            + self.host_sort_values / hw.host_sort_value_rate
-            + self._tbe(self.host_tbe, hw)
-            + sum(count * hw.call(False, name) for name, count in self.host_calls)
+            + _sorts(self.host_sorts, machine.host_sort, machine.host_numpy_sort, machine.host_numpy_select)
+            + self.host_sort_values / machine.host_sort_value_rate
+            + self._tbe(self.host_tbe, machine)
+            + sum(count * machine.call(False, name) for name, count in self.host_calls)
             + plan / max(planners, 1.0)
-            + (0.0 if hw.device_is_host else self.host_pinned / hw.host_stream_bw)
+            + (0.0 if machine.device_is_host else self.host_pinned / machine.host_stream_bw)
         )
 
     def _rows(self, rows: tuple, curves: dict) -> float:
@@ -145,17 +145,17 @@ class Work:
             for kind, n, row_bytes, footprint in rows
         )
 
-    def _tbe(self, entries: tuple, hw: Hardware) -> float:
+    def _tbe(self, entries: tuple, machine) -> float:
         """The table-batched calls' per-lookup and per-row work (their fixed costs are calls)."""
-        if entries and not hw.batched_host:
+        if entries and not machine.batched_host:
             raise ValueError(
-                f"hardware {hw.name!r} has no table-batched rates (host_tbe_*): run "
+                f"machine {machine.name!r} has no table-batched rates (host_tbe_*): run "
                 "`scratchkit calibrate` on a machine with a C++ compiler"
             )
         if not entries:
             return 0.0
         total = 0.0
-        longest = max(p[2] for p in hw.host_tbe_backward.points)  # the backward's most lookups a table timed
+        longest = max(p[2] for p in machine.host_tbe_backward.points)  # the backward's most lookups a table timed
         for kind, *size in entries:
             if kind == "lookup":  # each distinct row from the table, each repeat from as
                 n, u, row, table, call, reuse, bags = size  # far back as it was last looked up:
@@ -164,14 +164,14 @@ class Work:
                 # embedding-bound profiles' batches, a repeat cost about twice the cached price at
                 # 256 B rows and three times at 512 B). Without its distances (`reuse`), as far
                 # back as the table's working set in the batch
-                price = lambda rows: hw.host_tbe_lookup.seconds_per_row(
+                price = lambda rows: machine.host_tbe_lookup.seconds_per_row(
                     row, self._footprint(max(min(rows * row, table), CACHED_BYTES), row), call
                 )
                 bins = reuse or ((u, n - u),)
                 total += (
-                    u * hw.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
+                    u * machine.host_tbe_lookup.seconds_per_row(row, self._footprint(table, row), call)
                     + sum(count * price(d) for d, count in bins)
-                    + _bags_beyond_the_curves(n, bags) * row / hw.host_stream_bw
+                    + _bags_beyond_the_curves(n, bags) * row / machine.host_stream_bw
                 )
             elif kind == "backward":  # the curve's middle axis: lookups per distinct id
                 n, u, row, bags, grad, call = size
@@ -184,53 +184,53 @@ class Work:
                 # (and n not held), embedding-bound's backward (pooling 40) came out further under
                 # its measured time than without the term
                 timed = min(n, longest) * row
-                row_at = lambda footprint: hw.host_tbe_lookup.seconds_per_row(row, footprint, call)
+                row_at = lambda footprint: machine.host_tbe_lookup.seconds_per_row(row, footprint, call)
                 gathered = max(row_at(grad) - row_at(timed), 0.0)
-                total += n * (hw.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
+                total += n * (machine.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
             else:  # the curve's last axis: the share of the table updated
                 u, row, table, call = size
                 density = min(u * row / max(table, 1.0), 1.0)
-                total += u * hw.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
+                total += u * machine.host_tbe_update.seconds_per_row(row, self._footprint(table, row), density)
         return total
 
-    def pcie_seconds(self, hw: Hardware) -> float:
-        return self.pcie / hw.pcie_bw + self.pcie_copies * hw.pcie_latency
+    def pcie_seconds(self, machine) -> float:
+        return self.pcie / machine.pcie_bw + self.pcie_copies * machine.pcie_latency
 
-    def launch_seconds(self, hw: Hardware) -> float:
+    def launch_seconds(self, machine) -> float:
         """Of `device_seconds`, the calls' fixed costs: on a GPU the launches, which the host
         thread that issues them spends (the kernels run on the device meanwhile)."""
-        return sum(count * hw.call(True, name) for name, count in self.device_calls)
+        return sum(count * machine.call(True, name) for name, count in self.device_calls)
 
-    def device_seconds(self, hw: Hardware) -> float:
+    def device_seconds(self, machine) -> float:
         return (
-            self.device_stream / hw.device_stream_bw
+            self.device_stream / machine.device_stream_bw
             + self._rows(
                 self.device_rows,
                 {
-                    "gather": hw.device_gather,
-                    "scatter": hw.device_scatter,
-                    "lookup": hw.device_lookup,
-                    "update": hw.device_update,
+                    "gather": machine.device_gather,
+                    "scatter": machine.device_scatter,
+                    "lookup": machine.device_lookup,
+                    "update": machine.device_update,
                 },
             )
-            + _sorts(self.device_sorts, hw.device_sort, hw.host_numpy_sort, hw.host_numpy_select)
-            + self.device_sort_values / hw.device_sort_value_rate
-            + self._tbe(self.device_tbe, hw)
-            + sum(count * hw.call(True, name) for name, count in self.device_calls)
-            + sum(calls * flops / hw.device_flops.at(flops) for flops, calls in self.device_mm)
-            + sum(n * flops / hw.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
-            + self.device_activations / hw.device_activation_rate.at(self.device_activations)
-            + self._probes(hw)
+            + _sorts(self.device_sorts, machine.device_sort, machine.host_numpy_sort, machine.host_numpy_select)
+            + self.device_sort_values / machine.device_sort_value_rate
+            + self._tbe(self.device_tbe, machine)
+            + sum(count * machine.call(True, name) for name, count in self.device_calls)
+            + sum(calls * flops / machine.device_flops.at(flops) for flops, calls in self.device_mm)
+            + sum(n * flops / machine.device_bmm_flops.at(flops) for flops, n in self.device_bmm)
+            + self.device_activations / machine.device_activation_rate.at(self.device_activations)
+            + self._probes(machine)
         )
 
-    def _probes(self, hw: Hardware) -> float:
+    def _probes(self, machine) -> float:
         """The hash map's probes: at the measured rate by the map's slots where there is one,
         else as random reads of one bucket each from the map's buckets."""
-        rate = hw.device_map_probe_rate
+        rate = machine.device_map_probe_rate
         if rate is not None:
             return sum(n / rate.at(slots) for n, slots in self.device_probes)
         buckets = lambda slots: self._footprint(BUCKETS_PER_SLOT * slots * BUCKET_BYTES, BUCKET_BYTES)
-        return sum(hw.device_gather.seconds(n, BUCKET_BYTES, buckets(slots)) for n, slots in self.device_probes)
+        return sum(machine.device_gather.seconds(n, BUCKET_BYTES, buckets(slots)) for n, slots in self.device_probes)
 
 
 def _bags_beyond_the_curves(lookups: float, bags: float) -> float:
@@ -252,6 +252,11 @@ def _sorts(sorts: tuple, torch_rate, numpy_rate, select_rate=None) -> float:
         units = n * depth[0] if depth else sort_units(n)
         total += count * units / (torch_rate if kind == "torch" else numpy_rate).at(n)
     return total
+
+
+def sort_units(n: float) -> float:
+    """The work of sorting n keys, in key x log2(keys): the unit every sort rate counts in."""
+    return n * math.log2(n) if n > 1 else 0.0
 
 
 def log2(x: float) -> float:

@@ -1,4 +1,6 @@
-"""The work of `scratchpipe-device`'s stages in one step, as its code runs (kit.py's units).
+"""ScratchPipe planned on the device (`scratchpipe-device`, trainers/scratchpipe.py), and its
+production peer `prefetch-lru-device` (prefetch.py), priced as it is: its stages in one step, as
+its code runs (kit.py's units), and its step.
 
 `scratchpipe-device` plans on the device (scratchpipe/device_plan.py) and moves rows with the
 device's kernels (scratchpipe/device_moves.py), so its per-id and per-row work is device work:
@@ -24,13 +26,26 @@ measured for it, each sort NumPy's, and the working set is `lookahead.WorkingSet
 the tables are small next to the batch (a mark per lookup, a pass over the rows), as it runs
 there. Plan's Python per table (cutting each table's plan out) is a host call on both; Train's
 check runs on the row stores' host books there, as scratchpipe's does.
+
+Its step (`device_pipeline_step`) on a GPU server is a pipeline of threads, but its stages are the
+device's kernels, each thread's on a stream of its own: its resources are the trainer's thread
+(Train), Plan's, Collect's and the write-back thread's; the link (rows Collect reads over it, rows
+written back); the device's cores (every stage's kernels, not their launches: while a thread
+launches, the other streams' kernels run); and the interpreter (every launch of every thread, one
+at a time). On a CPU run its stages run inline, one after another in the trainer's thread
+(scratchpipe/inline.py): the step is their sum. It moves the rows ScratchPipe's planner plans
+(scratchpipe.py: the device planner's plans are the host planner's, array for array).
 """
 
 from __future__ import annotations
 
-from scratchkit.costmodel import kit
-from scratchkit.costmodel.work import FLOAT_BYTES, ID_BYTES, Work
-from scratchkit.costmodel.step import StepWork
+from scratchkit.designs import kit
+from scratchkit.designs.design import Design, Place, StepTime
+from scratchkit.designs.scratchpipe import STAGES, busiest, host_threads, planned_moves, scratchpipe_stages
+from scratchkit.designs.serial import one_after_another
+from scratchkit.designs.step import StepWork
+from scratchkit.designs.train import id_transfer, total, train_stages
+from scratchkit.designs.work import FLOAT_BYTES, ID_BYTES, Work
 from scratchkit.embedding.working_sets import WorkingSets
 
 # Plan's launches and waits a batch, counted in device_plan.py's code as a GPU runs it (device_work.py
@@ -131,11 +146,20 @@ def plan_work(w: StepWork, fetched: list[float], written: list[float], cpu: bool
     return work
 
 
-def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work]:
-    """Plan, Collect, Write-back, Transfer (nothing), Insert and Train of one batch. `train`:
-    scratchpipe's Train less its host-side hit check and marks (stages.py), to which its check on
-    the device is added; `cpu`: the device is the host's CPU (the module note), where the row
-    stores keep their books on the host and `train` is scratchpipe's own."""
+def device_scratchpipe_stages(w: StepWork, place: Place) -> dict[str, Work]:
+    """Plan, Collect, Write-back, Transfer (nothing), Insert and Train of one batch. Train is what
+    scratchpipe's does less its host-side hit check and marks, to which its check on the device is
+    added; where the device is the host's CPU (the module note) the row stores keep their books on
+    the host, and Train is scratchpipe's own (rows.py)."""
+    if place.device_is_host:
+        return device_stages(w, scratchpipe_stages(w, place)["train"], cpu=True)
+    train = total(train_stages(w, footprint="capacity", by_slot=False, kernels=True).values())
+    # the ids and offsets in one copy; the slots, Plan's on the device, joined there (one op)
+    return device_stages(w, train + id_transfer(w, arrays=1, kernels=True) + kit.calls(True, "op"))
+
+
+def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work]:
+    """The stages around `train` (the module note); `cpu`: the device is the host's CPU."""
     fetched, written = w.share(w.fetched_rows), w.share(w.written_back_rows, evicting_only=True)
     collect, write_back, insert = Work(), Work(), Work()
     for t, m, v in zip(w.tables, fetched, written):
@@ -168,3 +192,43 @@ def device_scratchpipe_stages(w: StepWork, train: Work, cpu: bool = False) -> di
         "insert": insert,
         "train": train,
     }
+
+
+def device_pipeline_step(parts: dict[str, Work], w: StepWork, machine, extra_s: float) -> StepTime:
+    """The busiest resource on a GPU server (the module note); on a CPU run, the stages' sum."""
+    if machine.device_is_host:  # the device planner on a CPU runs inline
+        return one_after_another(parts, w, machine, extra_s)
+    stages = {name: part.seconds(machine) for name, part in parts.items()}
+    groups, resources = host_threads(stages)
+    link = lambda s: parts[s].pcie_seconds(machine)
+    # every stage is the device's kernels, Plan's, Collect's (which reads the rows over the link
+    # itself) and the others' each on a stream of its own. The trainer's thread runs Train; the
+    # device's cores are busy for every stage's kernels, not for their launches (while a thread
+    # launches, the other streams' kernels run); and every thread launches from one interpreter,
+    # which its lock lets do one thing at a time
+    kernels = lambda s: parts[s].device_seconds(machine) - parts[s].launch_seconds(machine)
+    groups |= {
+        "train": ["train"],
+        "pcie": ["collect", "write_back"],
+        "device": list(stages),
+        "interpreter": list(stages),
+    }
+    resources |= {
+        "train": stages["train"] + extra_s,
+        "pcie": max(link("collect"), link("write_back")),
+        "device": sum(kernels(s) for s in stages),
+        "interpreter": sum(parts[s].launch_seconds(machine) + parts[s].host_seconds(machine) for s in stages),
+    }
+    return busiest(stages, groups, resources)
+
+
+SCRATCHPIPE_DEVICE = Design(
+    "scratchpipe-device",
+    "scratchkit.trainers.scratchpipe:DeviceScratchPipeTrainer",
+    "ScratchPipe planned and filled by the device",
+    stages=STAGES,
+    count=device_scratchpipe_stages,
+    combine=device_pipeline_step,
+    moves=planned_moves,  # the device planner's plans are the host planner's
+    plans_ahead=True,
+)
