@@ -68,6 +68,27 @@ def test_the_markdown_says_where_its_figures_come_from():
     assert "`made up`, commit abc1234, today" in headline_table(made_up_record())._repr_html_().replace("&#x27;", "'")
 
 
+def test_the_headline_says_it_is_projected_and_which_design_is_the_papers():
+    record = made_up_record()
+    for text in (headline_markdown(record), headline_table(record).caption):
+        assert "projected by the cost model, not measured" in text
+        assert f"{PIPELINE} is the paper's design at its best" in text
+    assert "same projection, not measured" in headline_markdown(record)
+
+
+def test_the_readme_says_what_the_headline_is_before_and_after_it():
+    """A newcomer read the table as measured: the words around it say it is a projection, which
+    row is the paper's design, and that only the paper's abstract was at hand."""
+    readme = (REPO / "README.md").read_text()
+    before = readme.split("<!-- headline")[0].split("## What the comparison shows")[1]
+    after = readme.split("<!-- end of headline -->")[1].strip().split("\n\n")[0]
+    assert (
+        "not measured" in " ".join(before.split()) and f"`{PIPELINE}` is ScratchPipe as the paper builds it" in before
+    )
+    assert " ".join(after.split()).startswith("In the cost model's projection, not in a measurement")
+    assert "Only the paper's abstract was at hand" in " ".join(after.split())
+
+
 def test_the_readme_shows_the_recorded_headline():
     record = json.loads((REPO / "results" / "projections.json").read_text())
     readme = (REPO / "README.md").read_text()
