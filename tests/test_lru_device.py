@@ -13,6 +13,7 @@ from scratchkit.device import Device
 from scratchkit.device_work import Path, snapshot
 from scratchkit.kernels.engine import SameStream, host_build_works
 from scratchkit.measure.verify import verify
+from scratchkit.profiles import get_profile
 from scratchkit.projection.counters import simulated_counters
 from scratchkit.projection.machines import get_machine
 from scratchkit.projection.project import stage_work
@@ -174,3 +175,16 @@ def test_the_cost_model_prices_the_launches_and_the_wait_its_plan_counts():
             assert kinds(planned.work) == (kernels, ops), b
             compared += 1
     assert compared >= 3
+
+
+def test_the_command_line_trains_it_and_holds_its_cache_to_one_batch(capsys):
+    from scratchkit.commands.cli import main
+
+    source = SyntheticSource(get_profile("tiny").data)
+    least = max(minimum_capacities(source, 0, 0, 8))
+    args = ["verify", "--profile", "tiny", "--trainers", NAME, "--steps", "8"]
+    assert main(args + ["--capacity", str(least), "--depth", "3"]) == 0  # its depth is 0, whatever --depth says
+    capsys.readouterr()
+    assert main(args + ["--capacity", str(least - 1)]) == 2
+    err = capsys.readouterr().err
+    assert f"too small for {NAME}" in err and "a batch touches" in err
