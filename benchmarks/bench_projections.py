@@ -17,7 +17,8 @@ and whether Plan bounds it.
     python benchmarks/bench_projections.py                     # the four profiles, ~2-3 min on 2 cores
     python benchmarks/bench_projections.py --profiles embedding-bound --batches 8
     python benchmarks/bench_projections.py --profiles embedding-bound --record results/projections.json
-    python benchmarks/bench_projections.py --sensitivity       # scratchpipe-device's assumptions, one at a time
+    python benchmarks/bench_projections.py --sensitivity [--record results/projection-sensitivity.json]
+                                                               # scratchpipe-device's assumptions, one at a time
 
 `--json PATH` writes {profile: {trainer: {server: projection}}}: each projection's samples/s,
 bound_stage ("host memory" where the memory cap bounds hybrid), stages, resources, its speed over
@@ -68,13 +69,16 @@ def main(argv=None) -> int:
         help="scratchpipe-device on the H100 profile with one assumption changed at a time",
     )
     args = parser.parse_args(argv)
+    record = RunRecord.of_run(__file__, argv)
     if args.sensitivity:
-        return sensitivity(
+        ratios = sensitivity(
             [p.strip() for p in args.profiles.split(",") if p.strip().startswith("embedding-bound")],
             args.batches,
             args.scale,
         )
-    record = RunRecord.of_run(__file__, argv)
+        if args.record:
+            print(f"recorded in {record.write(args.record, ratios)}")
+        return 0
     machines = list(SERVERS)
     report = {}
     for name in [p.strip() for p in args.profiles.split(",") if p.strip()]:
@@ -142,9 +146,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
+def sensitivity(profiles: list[str], batches: int, scale: float | None) -> dict:
     """scratchpipe-device / gpu-only on h100-pcie5 as profiled, with the link at half its rate
-    (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages."""
+    (random 256 B reads), with 8 us a launch, both, and with no overlap between its stages:
+    {profile: {case: {"x_gpu_only": ratio, "bound_stage": stage}}}, printed as it goes."""
+    ratios = {}
     machine = get_machine(TARGET[1])
     cases = {
         "as profiled": machine,
@@ -157,13 +163,16 @@ def sensitivity(profiles: list[str], batches: int, scale: float | None) -> int:
         config = get_profile(name, scale=scale)
         fetched, written = simulated_counters(config, "scratchpipe-device", batches, sample_tables=1)
         work = StepWork.from_config(config, batches=2).with_counters(fetched, written)
+        ratios[name] = {}
         for label, priced_on in cases.items():
             p, g = project("scratchpipe-device", work, priced_on), project("gpu-only", work, priced_on)
+            ratios[name][label] = {"x_gpu_only": p.samples_per_s / g.samples_per_s, "bound_stage": p.bound_stage}
             print(f"  {name:24s} {label:20s} {p.samples_per_s / g.samples_per_s:5.2f}x  bound by {p.bound_stage}")
         p, g = project("scratchpipe-device", work, machine), project("gpu-only", work, machine)
         serial = work.batch_size / sum(p.stage_seconds.values())
+        ratios[name]["no overlap"] = {"x_gpu_only": serial / g.samples_per_s, "bound_stage": "every stage in turn"}
         print(f"  {name:24s} {'no overlap':20s} {serial / g.samples_per_s:5.2f}x  (every stage one after another)")
-    return 0
+    return ratios
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@
 # %% [markdown]
 # # Welcome to scratchkit
 #
+# **Shows:** the kit, a first benchmark, the exactness check
+#
+# **You write:** nothing yet
+#
 # Recommendation models such as DLRM keep most of their parameters in **embedding tables**: one row
 # per user, item, ad or category, hundreds of GB in production. GPUs hold far less, so the usual design
 # keeps the tables in host (CPU) memory and trains only the small MLPs on the GPU: *hybrid CPU-GPU
@@ -27,16 +31,14 @@
 # %% [markdown]
 # ## The course
 #
-# | notebook | what it shows |
-# |---|---|
-# | `00_welcome` | this page: the kit, a first benchmark, the exactness check |
-# | `01_hybrid_baseline` | the DLRM model and where the time of hybrid training goes |
-# | `02_looking_backwards` | skewed accesses; static, LRU and LFU caches; why misses cap the speedup |
-# | `03_looking_forward` | the future is in the dataset: look-ahead windows, Belady/OPT, 100% hits |
-# | `04_pipeline_step_by_step` | ScratchPipe's stages batch by batch, the scratchpad's slots, the hazard lab |
-# | `05_scratchpipe_training` | all trainers side by side, live; equivalence; projection to GPU servers |
-# | `08_kernel_puzzles` | write the scratchpad's CUDA kernels; run and check them on a CPU |
-#
+# Every notebook in this folder, as each one's opening cell describes itself:
+
+# %%
+from scratchkit.course.catalogue import course_table
+
+course_table()
+
+# %% [markdown]
 # Everything runs on a laptop CPU; on a machine with an NVIDIA GPU the same code runs there.
 # From notebook 01 on, cells marked as exercises ask you to write a short function and `check` it:
 # until you do, its stub stops that cell with `NotImplementedError`, and the rest of the notebook
@@ -87,3 +89,15 @@ for result in verify(config, ["gpu-only", "hybrid"], steps=10):
 # 2. Verify with another optimizer: `from scratchkit.config import OptimizerConfig, OptimizerKind`,
 #    then `config.replace(optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))`. *Check:* the
 #    differences are still exactly 0.0.
+#
+# The cell below does both, as written here; change it and run it again.
+
+# %% tags=["try"]
+from scratchkit import get_profile, run_bench, verify
+from scratchkit.config import OptimizerConfig, OptimizerKind
+from scratchkit.course.tables import bench_table
+
+display(bench_table(run_bench(get_profile("small"), ["gpu-only", "hybrid"], steps=30)))
+adagrad = config.replace(optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))
+for result in verify(adagrad, ["gpu-only", "hybrid"], steps=10):
+    print(f"{result.trainer:9s} adagrad: max |difference| = {result.max_abs_diff}")

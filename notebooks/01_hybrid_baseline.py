@@ -9,6 +9,12 @@
 # %% [markdown]
 # # 01 · The hybrid baseline: where a training step's time goes
 #
+# **Shows:** the DLRM model, a mini-batch's `ids`/`offsets`, where a hybrid training step's time
+# goes
+#
+# **You write:** an embedding bag's forward (`bag_sums`), the embedding share of a step, the Criteo
+# scale for a memory budget
+#
 # A recommendation model such as **DLRM** turns a user's context into the probability of a click.
 # It reads two kinds of input: a few *dense* numbers (counts, prices, ages), and many *sparse*
 # categorical features (user id, ad id, city, ...). Each categorical feature has an **embedding

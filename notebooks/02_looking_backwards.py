@@ -9,6 +9,11 @@
 # %% [markdown]
 # # 02 · Caches that look backwards
 #
+# **Shows:** skew of synthetic (and real Criteo) ids; static, LRU and LFU hit rate vs cache size
+# with a slider explorer; exact vs sampled (SHARDS) LRU curves; why misses cap the speed-up (Amdahl)
+#
+# **You write:** an LRU cache's hit count, Amdahl's bound, the smallest cache for a hit rate
+#
 # Hybrid training reads every row from host memory. But the rows are not read equally often: in
 # click logs a few ids (popular items, big cities) appear in a large share of the samples. So a
 # natural fix is to **cache** the hot rows in the GPU's memory and read them there. This notebook

@@ -9,6 +9,11 @@
 # %% [markdown]
 # # 03 · Looking forward
 #
+# **Shows:** reuse between batches, the working set of a look-ahead window, OPT, look-forward
+# caching at 100% hits
+#
+# **You write:** the working set of a look-ahead window, the minimum scratchpad size
+#
 # A cache that looks backwards guesses which rows will be needed. But in training there is nothing
 # to guess: the mini-batches still to come are already in the dataset, and their ids can be read
 # before they train. That observation is the heart of **ScratchPipe** (Kwon & Rhu, ISCA 2022).
@@ -169,7 +174,7 @@ except ValueError as error:
 # 3. **OPT vs look-forward.** At the capacity `needed`, OPT also sees the future. Does it reach 100%?
 #    Why not? (Hint: OPT fetches on demand.)
 
-# %%
+# %% tags=["try"]
 print("depth 8 needs", curves.needed(1.05, 8), "rows")
 uniform = SyntheticSource(get_profile("small", zipf=0.0).data)
 print(f"zipf 0: reuse {100 * consecutive_reuse(working_sets(uniform, 0, 10)).mean():.1f}%")

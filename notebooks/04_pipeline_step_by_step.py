@@ -9,6 +9,11 @@
 # %% [markdown]
 # # 04 · The pipeline, step by step
 #
+# **Shows:** ScratchPipe's stages on a timeline, the scratchpad's slots, a step-by-step visualizer
+# and the hazard lab
+#
+# **You write:** a victim choice that respects holds, the rule for when Insert may start
+#
 # Notebook 03 showed that a scratchpad which looks forward hits 100%. This notebook opens the
 # machine that makes it so: **ScratchPipe**'s pipeline, which prepares the rows of the next batches
 # *while* the current batch trains, and the rules that keep it exact.
@@ -133,10 +138,12 @@ from scratchkit.course.pipeline_visualizer import PipelineVisualizer
 PipelineVisualizer(lab, table=0, columns=12, result=result)   # the run recorded above
 
 # %% [markdown]
-# ## Invariant 5: the scratchpad must be big enough
+# ## The scratchpad must be big enough
 #
-# The batches in flight must fit together. A scratchpad smaller than the largest working set of
-# `D+1` consecutive batches is refused before training starts, with the minimum in the message:
+# The batches in flight must fit together: [invariant 5: the scratchpad holds every batch in
+# flight](../docs/design.md#the-invariants-and-the-test-that-holds-each). A scratchpad smaller than
+# the largest working set of `D+1` consecutive batches is refused before training starts, with the
+# minimum in the message:
 
 # %%
 # NBVAL_CHECK_OUTPUT

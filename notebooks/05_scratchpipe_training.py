@@ -9,18 +9,16 @@
 # %% [markdown]
 # # 05 · ScratchPipe training, side by side
 #
+# **Shows:** every trainer side by side, a live training dashboard, exactness vs plain PyTorch,
+# cost-model projection to GPU servers with the model's error on this machine
+#
+# **You write:** a cost-model stage (hybrid's transfer), a pipeline's step time
+#
 # Time to train. Every trainer in the kit runs the same model on the same batches with the same
 # optimizer; they differ only in *where the embedding rows live* and *how they get to the
-# computation*:
-#
-# | trainer | where the rows live |
-# |---|---|
-# | `gpu-only` | every table in device memory (the upper bound, when it fits) |
-# | `hybrid` | host memory; the host gathers, pools and updates (notebook 01) |
-# | `static`, `lru`, `lfu` | host, plus a device cache that looks backwards; a miss stalls the step (notebook 02) |
-# | `lru-device` | the same LRU cache, its lookup, victims and fill on the device, still inside the step: the paper's baseline at its best |
-# | `prefetch-lru`, `prefetch-lru-device` | that cache filled one batch ahead, bookkept on the host or on the device (FBGEMM and TorchRec) |
-# | `scratchpipe` | host, plus a scratchpad filled ahead by the pipeline; Train always hits (notebooks 03, 04) |
+# computation*: `hybrid` was notebook 01's, the caches that look backwards notebook 02's, and
+# ScratchPipe's scratchpad notebooks 03 and 04's. The table below the goals lists every trainer
+# the kit has (its registry, `scratchkit.designs.DESIGNS`).
 #
 # **Learning goals**
 # - measure all trainers on identical batches and read where each one's time goes;
@@ -29,6 +27,11 @@
 # - use the cost model to project the same steps onto GPU servers, and see what bounds each one.
 #
 # All numbers here are the kit's own, measured on this machine or computed by its cost model.
+
+# %%
+from scratchkit.course.catalogue import trainer_table
+
+trainer_table()
 
 # %% [markdown]
 # ## Measured here
@@ -221,7 +224,7 @@ check(pipeline_step_seconds)
 # 3. **What bounds the pipeline?** On the H100 server, which stage bounds `scratchpipe`, and which
 #    bounds `lru`? Read the table above the exercises; then try `depth=1`.
 
-# %%
+# %% tags=["try"]
 from scratchkit import make_trainer
 
 small = config.replace(cache=CacheParams(load_factor=0.05, depth=4))
@@ -232,7 +235,7 @@ try:
 except ValueError as error:
     print("refused:", error)
 
-# %%
+# %% tags=["try"]
 run = board.stopped_run(steps=20)      # yours, or one started and stopped here
 steps = len(run.records)
 with make_trainer("gpu-only", board.train_config()) as reference:

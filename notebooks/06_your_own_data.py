@@ -9,6 +9,11 @@
 # %% [markdown]
 # # 06 · Your own data
 #
+# **Shows:** a Criteo file (the kit's sample, or yours): its report, its skew, its miss-ratio
+# curves, the minimum scratchpad, and every trainer on it
+#
+# **You write:** the rows a loaded column gets (`table_rows`), the skew of a trace (`hottest_share`)
+#
 # Everything so far trained on synthetic batches. This notebook does the same on a real click
 # log: the Criteo format (one ad impression a line: a click label, 13 counts, 26 hashed
 # categories), read with the kit's streaming loader.

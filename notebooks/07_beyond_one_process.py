@@ -9,6 +9,13 @@
 # %% [markdown]
 # # 07 · Beyond one process: sharded training
 #
+# **Shows:** sharded training: who owns which rows, what crosses the network each step, why
+# look-ahead still hits per shard, 2 ranks run from the notebook (0.0 vs plain PyTorch), a failing
+# rank, the projection to 8-128 GPUs
+#
+# **You write:** the owner of a row under row-wise sharding (`row_owner`), the bytes a rank sends in
+# one step (`request_bytes`)
+#
 # When the tables outgrow one host or one GPU, production recommenders **shard** them: each GPU
 # (each *rank*) owns a part of the rows, and the ranks exchange what they need every step with
 # **all-to-all** collectives (TorchRec and FBGEMM, NVIDIA's HugeCTR). The kit does this on an
@@ -249,4 +256,14 @@ projection_figure(kit, torchrec)
 # **Try:** `scaling(get_profile("criteo-like"), "hybrid", counts)`; a slower network,
 # `scaling(config, "scratchpipe", counts, links=Links(nic_bw=12e9))` (100 Gb/s);
 # `overlap_ids=True` hides the id exchange behind the previous step, as TorchRec's
-# `TrainPipelineSparseDist` does with its input dist.
+# `TrainPipelineSparseDist` does with its input dist. The cell below draws the last two.
+
+# %% tags=["try"]
+from scratchkit import get_profile
+from scratchkit.course.sharding import projection_figure
+from scratchkit.distributed.sharded_cost import Links, scaling
+
+criteo_hybrid = scaling(get_profile("criteo-like"), "hybrid", counts)
+slower_network = scaling(config, "scratchpipe", counts, links=Links(nic_bw=12e9))
+ids_hidden = scaling(config, "scratchpipe", counts, links=Links(nic_bw=12e9), overlap_ids=True)
+projection_figure(slower_network, ids_hidden)

@@ -9,6 +9,12 @@
 # %% [markdown]
 # # 08 · Kernel puzzles: write the scratchpad's CUDA kernels, run them without a GPU
 #
+# **Shows:** the scratchpad's CUDA kernels, written by you and run on a CPU through the host build,
+# checked against their NumPy twins; a race found deterministically
+#
+# **You write:** four CUDA kernels: gather rows, scatter rows, the hash map's probe, the embedding
+# bag's forward
+#
 # ScratchPipe's scratchpad lives in GPU memory, and CUDA kernels move its rows: a *gather* of rows by
 # slot, a *scatter* into slots, a *hash map* from ids to slots, and the *embedding bag* that pools
 # rows by slot. The kit's kernels are plain CUDA `.cu` files (`scratchkit/kernels/`). They also run on

@@ -9,6 +9,13 @@
 # %% [markdown]
 # # 09 · Capstone: your planner in the real pipeline
 #
+# **Shows:** your planner in the real ScratchPipe trainer: exact vs plain PyTorch, every lookup a
+# hit; a broken rule stopped at its Plan; the hazard lab when nothing stops it; beside the kit's
+# planner
+#
+# **You write:** ScratchPipe's planner in four steps (working set, misses and free slots, victims
+# that respect holds, furthest next use), then whole (`plan_batch`)
+#
 # Notebooks 03 and 04 took ScratchPipe's planner apart: the working set of a batch, the victims
 # that respect holds, the furthest next use. Here you write the planner itself, in plain Python, and
 # the real ScratchPipe trainer runs it: the same pipeline, schedule, holds and write-back order as
@@ -86,8 +93,9 @@ check(misses_and_free)
 # ## Step 3: victims that respect the holds
 #
 # Write `unheld_victims(slot_ids, held, keep, count)`: `count` slots to evict, ascending, lowest
-# first. A victim holds a row, is not held by a batch in flight (invariant 4), and is not in `keep`,
-# the slots of this batch's own hits (not held yet, but this batch looks them up). Too few
+# first. A victim holds a row, is not held by a batch in flight ([invariant 4: no eviction of a
+# held slot](../docs/design.md#the-invariants-and-the-test-that-holds-each)), and is not in
+# `keep`, the slots of this batch's own hits (not held yet, but this batch looks them up). Too few
 # candidates: raise `ValueError`.
 
 # %% tags=["exercise", "raises-exception"]
@@ -148,11 +156,12 @@ planner = ready(plan_batch)
 # %%
 # NBVAL_CHECK_OUTPUT
 
+from scratchkit.course.capstone import planner_name
 from scratchkit.measure.verify import verify
 
 (result,) = verify(small, ["scratchpipe"], 32, own_planner=planner)
-print(f"max |difference| from plain PyTorch: {result.max_abs_diff}; Train's hit rate: "
-      f"{result.extras['train_hit_rate']}")
+print(f"{planner_name(planner)}: max |difference| from plain PyTorch: {result.max_abs_diff}; "
+      f"Train's hit rate: {result.extras['train_hit_rate']}")
 
 # %% [markdown]
 # ## A broken rule, stopped where it breaks
@@ -224,9 +233,20 @@ breakdown_figure(runs)
 # %% [markdown]
 # ## Try this
 #
-# 1. **Least recently used instead.** Replace `furthest_victims` in `plan_batch` by
-#    `unheld_victims` (lowest slot first, no look-ahead). Still exact? How many more rows move?
+# 1. **The lowest slot instead.** Replace `furthest_victims` in `plan_batch` by `unheld_victims`
+#    (the lowest unheld slots, whatever comes next: no look-ahead), run its cell, then the cell
+#    below. Still exact? How many more rows move?
 # 2. **Each mistake once.** Make `plan_batch` give two misses the same slot, or leave a miss out of
 #    `misses`, or return `Plan(batch=b + 1, ...)`: which rule does each message name?
-# 3. **Deeper.** Train with `small.replace(cache=CacheParams(capacity=8192, depth=4))`: what changes
-#    in your planner's work, and in the figure?
+# 3. **Deeper.** The cell below trains with `small.replace(cache=CacheParams(capacity=8192,
+#    depth=4))`: what changes in your planner's work, and in the figure?
+
+# %% tags=["try", "nbval-skip"]
+from scratchkit import CacheParams
+from scratchkit.course.capstone import breakdown_figure, ready, side_by_side
+
+deeper = small.replace(cache=CacheParams(capacity=8192, depth=4))
+runs = side_by_side(deeper, 16, ready(plan_batch))
+for run in runs:
+    print(run.line())
+breakdown_figure(runs)

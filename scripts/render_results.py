@@ -12,7 +12,9 @@ record that names a `page` is rendered there by its own script, with what it der
 (results/published-gpu.json: scripts/check_published.py); its section here links to it.
 The README and the docs quote these figures and link here; the README's headline table (between
 its `<!-- headline -->` markers) is rendered here too, from results/projections.json
-(scratchkit/course/headline.py, which notebook 05 shows).
+(scratchkit/course/headline.py, which notebook 05 shows), and its course table (between its
+`<!-- course -->` markers) from the notebooks' title cells and the times in results/notebooks.json
+(scratchkit/course/catalogue.py, whose table notebook 00 shows).
 """
 
 from __future__ import annotations
@@ -137,6 +139,20 @@ HEADLINE = (
     "<!-- headline: rendered from results/projections.json by scripts/render_results.py -->",
     "<!-- end of headline -->",
 )
+COURSE = (
+    "<!-- course: rendered from notebooks/*.py and results/notebooks.json by scripts/render_results.py -->",
+    "<!-- end of course -->",
+)
+
+
+def between(readme: str, markers: tuple[str, str], text: str) -> str:
+    """The README with `text` between its two `markers` (each kept)."""
+    start, end = markers
+    if start not in readme or end not in readme:
+        raise ValueError(f"README.md lacks the markers {start} ... {end}")
+    before, rest = readme.split(start, 1)
+    after = rest.split(end, 1)[1]
+    return f"{before}{start}\n{text}\n{end}{after}"
 
 
 def with_headline(readme: str, folder: Path = REPO / "results") -> str:
@@ -144,13 +160,15 @@ def with_headline(readme: str, folder: Path = REPO / "results") -> str:
     sys.path.insert(0, str(REPO))
     from scratchkit.course.headline import headline_markdown, recorded
 
-    start, end = HEADLINE
-    if start not in readme or end not in readme:
-        raise ValueError(f"README.md lacks the headline markers {start} ... {end}")
-    before, rest = readme.split(start, 1)
-    after = rest.split(end, 1)[1]
-    table = headline_markdown(recorded(folder / "projections.json"))
-    return f"{before}{start}\n{table}\n{end}{after}"
+    return between(readme, HEADLINE, headline_markdown(recorded(folder / "projections.json")))
+
+
+def with_course(readme: str, folder: Path = REPO / "results") -> str:
+    """The README with its course table rendered from the notebooks and their recorded times."""
+    sys.path.insert(0, str(REPO))
+    from scratchkit.course.catalogue import course_markdown, recorded_times
+
+    return between(readme, COURSE, course_markdown(recorded_times(folder / "notebooks.json")))
 
 
 def keep_current(targets: dict[Path, str], check: bool, script: str) -> int:
@@ -170,11 +188,13 @@ def keep_current(targets: dict[Path, str], check: bool, script: str) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--check", action="store_true", help="only check that docs/results.md and the README's headline are current"
+        "--check",
+        action="store_true",
+        help="only check that docs/results.md and the README's headline and course tables are current",
     )
     args = parser.parse_args(argv)
     readme = REPO / "README.md"
-    targets = {REPO / "docs" / "results.md": render(), readme: with_headline(readme.read_text())}
+    targets = {REPO / "docs" / "results.md": render(), readme: with_course(with_headline(readme.read_text()))}
     return keep_current(targets, args.check, "scripts/render_results.py")
 
 

@@ -110,13 +110,15 @@ def wait_until(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-# Problems a learner would see, in words: a table wider than 1,000 px or with a row wrapped onto
-# two lines, a legend that hides entries behind a scrollbar, value labels drawn over each other,
-# a widget label cut short ("look-ahead de...").
+# Problems a learner would see, in words: a table of figures wider than 1,000 px or with a row
+# wrapped onto two lines (a table of prose, Markdown's, wraps as text does), a legend that hides
+# entries behind a scrollbar, value labels drawn over each other, a widget label cut short
+# ("look-ahead de...").
 LAYOUT_PROBLEMS = """(root) => {
   const problems = [];
   const box = e => e.getBoundingClientRect();
-  root.querySelectorAll('.jp-OutputArea-output table').forEach((t, i) => {
+  Array.from(root.querySelectorAll('.jp-OutputArea-output table')).filter(t => !t.closest('.jp-RenderedMarkdown'))
+      .forEach((t, i) => {
     if (box(t).width > 1000) problems.push(`table ${i} is ${Math.round(box(t).width)} px wide`);
     const heights = Array.from(t.querySelectorAll('tbody tr')).map(r => box(r).height);
     const line = Math.min(...heights);
@@ -279,3 +281,35 @@ def rerun_drawn(page, drawn: Drawn, control: str, action, busy: str, timeout: fl
         "trained": seen["trained"],
         "longest": seen["longest"],
     }
+
+
+# A live widget at the page's width, as drawn: its figure's width against its output's, and every
+# box of text in it (the figure's labels, the controls' labels, buttons, readouts and texts) that
+# overlaps another or is cut short ("s..." for a button's "step").
+WIDGET_TEXT = """(out) => {
+  const box = e => e.getBoundingClientRect();
+  const plot = out.querySelector('.js-plotly-plot .main-svg');
+  const texts = Array.from(out.querySelectorAll(
+      'button, .widget-label, .widget-readout, .widget-html-content, select, .widget-play, .progress'))
+    .filter(e => box(e).width > 0 && e.textContent.trim());
+  const problems = [];
+  const name = e => `"${e.textContent.trim().slice(0, 30)}"`;
+  const edge = box(out);
+  texts.forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1 && e.tagName === 'BUTTON')
+      problems.push(`button ${name(e)} is cut short (${e.clientWidth} of ${e.scrollWidth} px)`);
+    if (box(e).right > edge.right + 1) problems.push(`${name(e)} runs past the output's right edge`);
+  });
+  const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++) {
+    const x = texts[a], y = texts[b];
+    if (x.contains(y) || y.contains(x)) continue;
+    if (overlap(box(x), box(y))) problems.push(`${name(x)} and ${name(y)} overlap`);
+  }
+  return {output: box(out).width, figure: plot ? box(plot).width : 0, problems};
+}"""
+
+
+def widget_at_width(page, output) -> dict:
+    """{output: px, figure: px, problems: [...]} of a live widget's output (a locator), as drawn."""
+    return output.evaluate(WIDGET_TEXT)

@@ -51,8 +51,8 @@ def test_the_door_refuses_what_the_rules_refuse(seed, table, where, what, value,
     problem = first_problem(ids, offsets, sizes)
     corrupted = replace(batch, ids=tuple(ids), offsets=tuple(offsets))
     if problem is None:
-        check_batch(corrupted, sizes, 0)
+        check_batch(corrupted, sizes, 0, num_dense=config.data.num_dense)
         return
     with pytest.raises(BadBatchError, match=rf"batch 0, table {problem[0]}: (id|offset)") as error:
-        check_batch(corrupted, sizes, 0)
+        check_batch(corrupted, sizes, 0, num_dense=config.data.num_dense)
     assert problem[1] in str(error.value)

@@ -11,11 +11,14 @@ first changed frame is recorded; a control that changes nothing fails. The laten
 max per control) is printed at the end of the run and written to test-output/widget-latency.txt.
 Each widget must fit one screen (SCREEN px tall), and the drawn page must show no table wider than
 1,000 px or with a wrapped row, no legend hiding entries, no overlapping value labels, no cut widget
-label. Every notebook is also run on a page 968 px wide, and every figure checked as drawn
+label. Every notebook is also run on a page 540 px wide, and every figure checked as drawn
 (browser_drive.FIGURE_PROBLEMS): each axis within a small factor of its data's span, no label on
 another, outside its figure or too small to read; each exercise not yet written shows one line.
 Notebook 04's reruns must update its figure in place and keep the controls busy until the new run
-is drawn (their latency and the page's longest task are in the table). It also edits a cell of
+is drawn (their latency and the page's longest task are in the table). Each widget's live figure
+must follow its output's width at 1400 and 540 px and back, with no text of the widget on another
+or cut short, and 05's stop button must answer within twice 04's step button's time, also right
+after a start, while ScratchPipe plans its first chunk. It also edits a cell of
 notebook 00 through the editor, saves with Ctrl-S and checks that jupytext wrote the edit to both
 files of the pair (NN_name.py and .ipynb). Screenshots go to test-output/. The server and its kernels are stopped by process group at the end, also on failure.
 Where /usr/bin/chromium exists the tests run: a missing playwright fails them.
@@ -32,6 +35,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,7 +47,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_drive import Drawn, figure_problems, latency_table, layout_problems, rerun_drawn
+from browser_drive import (
+    Drawn,
+    figure_problems,
+    latency_table,
+    layout_problems,
+    rerun_drawn,
+    wait_until,
+    widget_at_width,
+)
 from course_solutions import exercise_cells
 from test_notebook_pairs import first_difference
 
@@ -61,7 +73,9 @@ NOTEBOOKS = {
     "08": "08_kernel_puzzles.ipynb",
     "09": "09_capstone_planner.ipynb",
 }
-NARROW = 968  # px: a page as wide as the one the course's figures were found hard to read on
+WIDTHS = (1400, 540)  # px: a wide window, and a narrow one (half a laptop's screen)
+NARROW = WIDTHS[-1]  # px: every notebook's figures are read at this width
+FOLLOWS = 0.05  # a live figure's width within this share of its output's
 SCREEN = 900  # px: what a 1080-line display shows of a notebook, below the browser's and JupyterLab's bars
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -253,26 +267,21 @@ def open_and_run(context, base: str, token: str, notebook: str, plots: int, widt
     page.goto(f"{base}/lab/workspaces/nb{workspace}/tree/{notebook}?token={token}&reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     if width:  # the notebook has the page: the left sidebar (the file browser) closed
-        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+        close_sidebar(page)
     wait_idle(page)
     started = (
         "Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt'))"
         ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"
     )
-    for attempt in range(3):  # a Run All sent before the kernel is really ready is lost: retry
-        accept_kernel_dialog(page)
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-        try:
-            page.wait_for_function(started, timeout=15_000)
-            break
-        except Exception:
-            if attempt == 2:
-                print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
-                raise
-            page.keyboard.press("Escape")
+    run_all(page, started, notebook)
     try:
-        page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {plots}", timeout=120_000)
+        deadline = time.time() + 120
+        while not page.evaluate(f"document.querySelectorAll('.js-plotly-plot').length >= {plots}"):
+            if accept_kernel_dialog(page):  # a kernel slow to start on a busy machine: asked again
+                run_all(page, started, notebook)
+            if time.time() > deadline:
+                raise AssertionError(f"{notebook}: fewer than {plots} plots drawn within 120 s")
+            page.wait_for_timeout(500)
         wait_idle(page, settle=2.0)
     except Exception:
         print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
@@ -283,13 +292,38 @@ def open_and_run(context, base: str, token: str, notebook: str, plots: int, widt
     return page
 
 
-def accept_kernel_dialog(page) -> None:
+def close_sidebar(page) -> None:
+    """Close the left sidebar (the file browser), if it is open."""
+    current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    if current.count():
+        current.first.click()
+
+
+def run_all(page, started: str, notebook: str) -> None:
+    """Run All Cells from the Run menu, until the page shows a cell running (`started`)."""
+    for attempt in range(3):  # a Run All sent before the kernel is really ready is lost: retry
+        accept_kernel_dialog(page)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(started, timeout=15_000)
+            return
+        except Exception:
+            if attempt == 2:
+                print("screenshot of the failure:", screenshot(page, f"failed-{notebook}.png"))
+                raise
+            page.keyboard.press("Escape")
+
+
+def accept_kernel_dialog(page) -> bool:
     """JupyterLab sometimes asks which kernel to start (on a busy machine the first start is slow):
-    take the one it proposes, the notebook's own python3."""
+    take the one it proposes, the notebook's own python3. Whether it asked."""
     dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
     if dialog.count():
         dialog.get_by_role("button", name="Select", exact=True).click()
         page.wait_for_timeout(1000)
+        return True
+    return False
 
 
 def wait_idle(page, timeout: float = 120, settle: float = 1.0) -> None:
@@ -358,7 +392,7 @@ def test_an_edit_saved_in_jupyterlab_reaches_the_py_source(lab_session):
     source = wait_for_text(notebook.with_suffix(".py"), mark)
     wait_for_text(notebook, mark)
     code = [cell for cell in source.split("# %%") if mark in cell]
-    assert len(code) == 1 and "print(" in code[0], "the edit should land in the cell it was typed in"
+    assert len(code) == 1 and "course_table()" in code[0], "the edit should land in the cell it was typed in"
     cells = json.loads(notebook.read_text())["cells"]
     assert [i for i, cell in enumerate(cells) if mark in "".join(cell["source"])] == [2], (
         "cell 2 is 00's first code cell"
@@ -392,6 +426,34 @@ def assert_fits(page, drawn: Drawn, name: str) -> None:
     drawn.output.screenshot(path=str(OUT / f"widget-{name.split()[-1]}.png"))
     assert drawn.height() <= SCREEN, f"{name} is {drawn.height():.0f} px tall: more than one screen ({SCREEN} px)"
     assert layout_problems(page, drawn.output) == []
+
+
+def assert_follows_every_width(page, output, name: str) -> None:
+    """At each of WIDTHS and back (a resize either way), the notebook alone on the page: the live
+    figure as wide as its output (within FOLLOWS), no text of the widget on another or cut short,
+    no label of its figure on another or outside it."""
+    close_sidebar(page)
+    for width in (*WIDTHS, WIDTHS[0]):
+        page.set_viewport_size({"width": width, "height": 1000})
+        output.scroll_into_view_if_needed()
+        seen = {}
+
+        def follows() -> bool:
+            seen.update(widget_at_width(page, output))
+            return abs(seen["figure"] - seen["output"]) <= FOLLOWS * seen["output"]
+
+        try:
+            wait_until(follows, 15, f"{name}'s figure to follow its output at {width} px")
+        except AssertionError:
+            raise AssertionError(
+                f"{name} at {width} px: the figure is {seen['figure']:.0f} px wide in an output of "
+                f"{seen['output']:.0f} px"
+            ) from None
+        page.wait_for_timeout(500)  # the relayout drawn
+        OUT.mkdir(exist_ok=True)
+        output.screenshot(path=str(OUT / f"widget-{name.split()[-1]}-{width}.png"))
+        problems = widget_at_width(page, output)["problems"] + figure_problems(page, output)
+        assert problems == [], f"{name} at {width} px:\n" + "\n".join(problems)
 
 
 def use(page, drawn: Drawn, control: str, action, times: int = 1, quiet: float = 0.3) -> None:
@@ -450,6 +512,7 @@ def test_notebook_02_every_explorer_control_redraws_the_figure(lab_session, late
     option = output.locator(".widget-select-multiple option", has_text="opt")
     use(page, drawn, "02 explorer: policies (ctrl-click)", lambda: option.click(modifiers=["Control"]))
     print("screenshot:", screenshot(page, "course-02.png"))
+    assert_follows_every_width(page, output, "the cache explorer")
     no_errors_but_the_exercises(page)
     page.close()
 
@@ -494,6 +557,7 @@ def test_notebook_04_every_visualizer_control_redraws_the_figure(lab_session, la
         assert not seen["trained"], f"{control}: the click trained its run instead of drawing one trained ahead"
         wait_idle(page, settle=0.5)
     print("screenshot:", screenshot(page, "course-04.png"))
+    assert_follows_every_width(page, output, "the pipeline visualizer")
     no_errors_but_the_exercises(page)
     page.close()
 
@@ -521,11 +585,25 @@ def test_notebook_05_every_dashboard_control_redraws_and_the_page_reads_well(lab
         also={"05 dashboard: start button (first step drawn)": ".scatterlayer path"},
     )
     page.wait_for_timeout(3000)  # "press stop after a few seconds": the run goes on until stopped
-    drawn.press("05 dashboard: stop button", output.locator("button", has_text="stop").first.click)
+    stop = output.locator("button", has_text="stop").first
+    drawn.press("05 dashboard: stop button", stop.click)
+    closed = output.locator(".widget-html-content", has_text="trainer closed").first
+    closed.wait_for(timeout=60_000)
+    assert "stopped, trainer closed" in closed.inner_text(), closed.inner_text()
+    # right after a start, the run's first chunk is being planned (ScratchPipe plans a chunk whole
+    # before its first step): stop then answers as soon, though the run ends only once it is planned
+    start.click()
+    output.locator(".widget-html-content", has_text="starting").first.wait_for(timeout=30_000)
+    drawn.press("05 dashboard: stop button (while a chunk is planned)", stop.click)
+    closed.wait_for(timeout=60_000)
     wait_idle(page, settle=0.5)
-    status = output.locator(".widget-html-content", has_text="trainer closed").first.inner_text()
-    assert "stopped, trainer closed" in status, status
+    step = latencies.get("04 visualizer: step button")
+    if step:  # the module's 04 test ran first: stop lands within twice the step button's time
+        for control in ("05 dashboard: stop button", "05 dashboard: stop button (while a chunk is planned)"):
+            ms, twice = statistics.median(latencies[control]), 2 * statistics.median(step)
+            assert ms <= twice, f"{control}: {ms:.0f} ms, more than twice the step button's ({twice / 2:.0f} ms)"
     print("screenshot:", screenshot(page, "course-05.png"))
+    assert_follows_every_width(page, output, "the training dashboard")
     no_errors_but_the_exercises(page)
     page.close()
 

@@ -208,7 +208,11 @@ def test_the_gpu_path_runs_through_the_stand_in():
     steps = []
     p = calibrate(quick=True, device=Device("cpu", runtime), progress=steps.append)
     assert not p.device_is_host and p.pcie_bw > 0 and p.pcie_latency > 0
-    assert p.device_gather.seconds_per_row(64, 2**22, 8192) > 0 and p.device_calls["backward"] > 0
+    # a GPU's Train is tbe.cu's kernels and torch ops (designs/kit.py's device_*): their fixed costs
+    # are what it prices (the per-table ops' "backward" is no longer what a GPU step runs: it may
+    # measure 0 where the stand-in's step has no per-table backward left to time)
+    assert p.device_gather.seconds_per_row(64, 2**22, 8192) > 0
+    assert p.device_calls["kernel"] > 0 and p.device_calls["op"] > 0
     assert "StandInCuda" in p.description and "pinned" in p.sources["pcie_bw"]
     calls = [c for c, _ in runtime.calls_of()]
     assert "pin" in calls and "synchronize" in calls

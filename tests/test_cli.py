@@ -63,6 +63,26 @@ def test_trace_writes_npy(capsys, tmp_path):
     code, out, _ = run(capsys, "trace", "--profile", "tiny", "--steps", "3", "--out", str(tmp_path / "ids.npy"))
     trace = np.load(tmp_path / "ids.npy")
     assert code == 0 and trace.dtype == np.int64 and len(trace) == 3 * 32 * 3 * 2
+    assert f"192 lookups a batch (32 samples x 3 tables x 2 ids a bag), in {tmp_path / 'ids.layout.json'}" in out
+
+
+def test_simulate_cuts_a_trace_where_its_batches_end_without_being_told(capsys, tmp_path):
+    """`trace` writes the layout beside the ids; `simulate` reads it where --batch-size is not
+    given, and gets what the batch size it names gives."""
+    path = str(tmp_path / "ids.npy")
+    run(capsys, "trace", "--profile", "tiny", "--steps", "12", "--out", path)
+    for policy in (["--policy", "lookahead", "--capacity", "300"], ["--policy", "lru", "--capacity", "min"]):
+        code, out, err = run(capsys, "simulate", "--trace", path, *policy, "--json")
+        assert (
+            code == 0
+            and f"note: batches of 192 lookups a batch (32 samples x 3 tables x 2 ids a bag), from {tmp_path / 'ids.layout.json'}"
+            in err
+        )
+        told = run(capsys, "simulate", "--trace", path, *policy, "--json", "--batch-size", "192")
+        assert told[0] == 0 and json.loads(told[1]) == json.loads(out)
+    np.save(path, np.arange(100, dtype=np.int64))  # a new trace where the old one was: its layout is stale
+    code, _, err = run(capsys, "simulate", "--trace", path, "--policy", "lookahead", "--capacity", "5")
+    assert code == 2 and "describes 12 batches of 192 lookups a batch" in err and "holds 100 lookups" in err
 
 
 @pytest.mark.parametrize(
@@ -70,10 +90,16 @@ def test_trace_writes_npy(capsys, tmp_path):
     [
         (["bench", "--profile", "enormous"], "unknown profile 'enormous'"),
         (["bench", "--trainers", "gpu-only,warp"], "unknown trainer 'warp'"),
-        (["bench", "--profile", "tiny", "--steps", "0"], "steps must be positive"),
-        (["verify", "--capacity", "-3"], "capacity must be positive"),
+        (["bench", "--profile", "tiny", "--steps", "0"], "--steps must be >= 1, got 0"),
+        (
+            ["verify", "--capacity", "-3"],
+            "--capacity must be >= 1 (rows in the cache), got -3; or --capacity min: the fewest rows",
+        ),
+        (["verify", "--capacity", "0"], "--capacity must be >= 1 (rows in the cache), got 0; or --capacity min"),
         (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
-        (["verify", "--batch-size", "0"], "batch_size must be positive"),
+        (["verify", "--batch-size", "0"], "--batch-size must be >= 1 (samples per batch), got 0"),
+        (["verify", "--lr", "nan"], "--lr must be > 0 (the learning rate), got nan"),
+        (["bench", "--load-factor", "1.5"], "--load-factor must be a share of each table in (0, 1], got 1.5"),
         (["bench", "--scale", "0.1"], "--scale applies to the profiles criteo-like, embedding-bound"),
     ],
 )

@@ -142,6 +142,29 @@ def test_bad_data_flags_get_one_line_and_exit_2(capsys, argv, message):
     assert code == 2 and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "--capacity", "0"], "--capacity must be >= 1 (rows in the cache), got 0; or --capacity min"),
+        (["verify", "--depth", "0"], "--depth must be >= 1 (batches planned ahead of training), got 0"),
+        (["verify", "--optimizer", "adam"], "unknown optimizer 'adam'"),
+        (["bench", "--warmup", "-1"], "--warmup must be >= 0 (untimed steps before the timed ones), got -1"),
+        (["bench", "--max-rows", "0"], "--max-rows must be >= 1 (rows a table), got 0"),
+        (["verify", "--batches-ahead", "-1"], "--batches-ahead must be >= 0 (batches made ahead of the steps), got -1"),
+        (["bench", "--loader-threads", "0"], "--loader-threads must be >= 1, got 0"),
+        (["trace", "--steps", "0", "--out", "ids.npy"], "--steps must be >= 1, got 0"),
+        (["simulate", "--policy", "lookahead", "--capacity", "4", "--depth", "0"], "--depth must be >= 1"),
+        (["simulate", "--policy", "lru", "--capacity", "0"], "--capacity must be >= 1 (rows in the cache), got 0"),
+        (["simulate", "--policy", "mru", "--capacity", "4"], "unknown cache policy 'mru'"),
+        (["simulate", "--mrc", "--batch-size", "0"], "--batch-size must be >= 1 (lookups per batch), got 0"),
+    ],
+)
+def test_a_bad_flag_is_refused_by_name_before_any_data_is_read(capsys, argv, message):
+    """The data file does not exist: a flag refused before it is read is refused for what it is."""
+    code, _, err = run(capsys, *argv, "--data", "criteo:/no/such.tsv")
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
 def test_a_bad_line_names_file_and_line_from_the_command_line(capsys, tmp_path):
     lines = CRITEO.read_text().splitlines()
     lines[6] = lines[6].replace("\t", " ", 1)

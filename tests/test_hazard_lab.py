@@ -47,10 +47,10 @@ def test_holds_off_breaks_and_says_which_invariant(lab):
             break
     verdict = " ".join(result.verdict())
     assert wrong > 0 or result.max_abs_diff > 0
-    assert ("Invariant 1" in verdict) == (wrong > 0)
-    assert ("Invariant 2" in verdict) == (result.max_abs_diff > 0)
+    assert ("Invariant 1 (every lookup in Train hits) broke" in verdict) == (wrong > 0)
+    assert ("Invariant 2 (exactness) broke" in verdict) == (result.max_abs_diff > 0)
     if wrong:
-        assert f"{wrong} lookups" in verdict
+        assert f"{wrong} lookups" in verdict and "invariant 4 (no eviction of a held slot)" in verdict
 
 
 def test_refusals(lab):

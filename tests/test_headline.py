@@ -11,6 +11,7 @@ from scratchkit.course.headline import (
     headline_rows,
     headline_table,
     peer_rows,
+    peer_table,
     shown_designs,
     takeaway,
 )
@@ -78,7 +79,9 @@ def test_a_record_without_the_socket_shows_the_share_it_has():
 
 def test_the_takeaway_gives_each_ratios_range_and_where_its_ends_are():
     text = takeaway(made_up_record(workloads=3))
-    assert text.startswith(f"On {SERVER}, across the workloads above, {PIPELINE} runs at 4.00x (w0) to 6.00x (w2) ")
+    assert text.startswith(
+        f"On {SERVER}, across the workloads above, {PIPELINE} is projected at 4.00x (w0) to 6.00x (w2) "
+    )
     assert "2.00x (w0) to 4.00x (w2) hybrid on a whole socket" in text
     assert f"6.00x (w0) to 8.00x (w2) {PRODUCTION_PEER}." in text
     assert takeaway(made_up_record()).count(" to ") == 0  # one workload: one figure each
@@ -97,6 +100,28 @@ def test_the_markdown_says_where_its_figures_come_from():
     assert "| design | w0 |" in text and "results/projections.json" in text and "today" not in text
     assert text.endswith(takeaway(made_up_record()))
     assert "`made up`, commit abc1234, today" in headline_table(made_up_record())._repr_html_().replace("&#x27;", "'")
+
+
+def test_the_headline_says_it_is_projected_and_which_design_is_the_papers():
+    record = made_up_record()
+    for text in (headline_markdown(record), headline_table(record).caption):
+        assert "projected by the cost model, not measured" in text
+        assert f"{PIPELINE} is the paper's design at its best" in text
+    assert "same projection, not measured" in peer_table(record).caption  # notebook 05's
+    assert f"{PIPELINE} is projected at" in takeaway(record) and headline_markdown(record).endswith(takeaway(record))
+
+
+def test_the_readme_says_what_the_headline_is_before_and_after_it():
+    """A newcomer read the table as measured: the words around it say it is a projection, which
+    row is the paper's design, and that only the paper's abstract was at hand."""
+    readme = (REPO / "README.md").read_text()
+    before = readme.split("<!-- headline")[0].split("## What the comparison shows")[1]
+    after = readme.split("<!-- end of headline -->")[1].strip().split("\n\n")[0]
+    assert (
+        "not measured" in " ".join(before.split()) and f"`{PIPELINE}` is ScratchPipe as the paper builds it" in before
+    )
+    assert " ".join(after.split()).startswith("In the cost model's projection, not in a measurement")
+    assert "Only the paper's abstract was at hand" in " ".join(after.split())
 
 
 def test_the_readme_shows_the_recorded_headline():

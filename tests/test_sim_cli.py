@@ -134,13 +134,16 @@ def test_mrc_table_and_single_curve(capsys, trace_file):
             ["--policy", "lookahead", "--capacity", "5", "--batch-size", "0"],
             "--batch-size must be >= 1 (lookups per batch), got 0",
         ),
-        (["--policy", "lookahead", "--capacity", "5"], "--policy lookahead needs --batch-size"),
+        (
+            ["--policy", "lookahead", "--capacity", "5"],
+            "--policy lookahead cuts the trace into batches: give --batch-size (lookups per batch)",
+        ),
         (
             ["--policy", "lookahead", "--capacity", "5", "--batch-size", "100", "--depth", "0"],
             "--depth must be >= 1 (batches planned ahead of training), got 0",
         ),
         (["--policy", "lru", "--capacity", "8", "--depth", "2"], "--policy lru does not take --depth"),
-        (["--policy", "lru", "--capacity", "min"], "--capacity min needs --batch-size"),
+        (["--policy", "lru", "--capacity", "min"], "--capacity min cuts the trace into batches: give --batch-size"),
         (
             ["--policy", "lookahead", "--capacity", "5", "--batch-size", "100", "--depth", "1"],
             "the minimum capacity is",
@@ -163,7 +166,7 @@ def test_bad_options_exit_2_with_a_clear_message(capsys, trace_file, argv, messa
     "content, message",
     [
         (np.array([[1, 2], [3, 4]], dtype=np.int64), "1-D"),
-        (np.array([1.0, 2.0]), "integer"),
+        (np.array([1.0, 2.0]), "float64, not int64"),
         (np.array([4, -1, 2], dtype=np.int64), "ids must be >= 0"),
     ],
 )
@@ -196,7 +199,7 @@ def test_mrc_sampled_reports_its_rate_and_error_against_the_exact_curve(capsys, 
     [
         (["--mrc", "--sample", "0"], "--sample must be a rate in (0, 1], got 0.0"),
         (["--mrc", "--sample", "1.5"], "--sample must be a rate in (0, 1], got 1.5"),
-        (["--mrc", "--sample-size", "0"], "--sample-size must be an integer >= 1, got 0"),
+        (["--mrc", "--sample-size", "0"], "--sample-size must be >= 1 (ids the sample keeps), got 0"),
         (["--mrc", "--vs-exact"], "--vs-exact compares a sampled curve with the exact one"),
         (["--mrc", "--sample", "0.1", "--policy", "opt"], "OPT needs the whole trace"),
         (["--policy", "lru", "--capacity", "4", "--sample", "0.1"], "--sample applies to --mrc"),

@@ -34,7 +34,7 @@ def test_read_trace_refuses_bad_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_trace(tmp_path / "missing.npy")
     np.save(tmp_path / "2d.npy", np.zeros((2, 2), np.int64))
-    with pytest.raises(ValueError, match="1-D integer array"):
+    with pytest.raises(ValueError, match="a trace is a 1-D array of int64 ids"):
         read_trace(tmp_path / "2d.npy")
     np.save(tmp_path / "neg.npy", np.array([3, -1, 2]))
     with pytest.raises(ValueError, match="position 1 holds -1"):

@@ -172,9 +172,27 @@ def test_dashboard_stop_and_restart_on_a_slider(dashboard):
     dashboard.depth.value = 3  # while running: restart with the new depth
     second = dashboard.run
     assert second is not first and first.closed and not first.running
-    dashboard.stop.click()
+    dashboard.stop.click()  # says so at once; the trainer is closed once its step is done
+    assert dashboard.figure.layout.title.text.startswith("Live: stopping lru<br>")
+    second.join(30)
     assert second.closed and not second.running and second.error is None
     assert "stopped, trainer closed" in dashboard.status.value
+    assert dashboard.figure.layout.title.text.startswith("Live: next, lru<br>")
+
+
+def test_dashboard_stop_answers_at_once_even_while_a_chunk_is_planned(dashboard):
+    """The stop button does not wait for the step in progress: right after a chunk's start, that
+    step waits for ScratchPipe to plan the chunk (before: the click blocked the kernel that long)."""
+    dashboard.steps = 4000
+    dashboard.trainer.value = "scratchpipe"
+    run = dashboard.begin()  # the first chunk is being planned: no step yet
+    started = time.perf_counter()
+    dashboard.stop.click()
+    answered, closed_then = time.perf_counter() - started, run.closed
+    assert "stopping scratchpipe" in dashboard.figure.layout.title.text and "stopping" in dashboard.status.value
+    assert answered < 0.2 and not closed_then, answered  # the click did not wait for the run
+    run.join(60)
+    assert run.closed and "trainer closed" in dashboard.status.value
 
 
 def test_dashboard_shows_a_trainers_error(dashboard):
@@ -269,6 +287,7 @@ def test_dashboard_made_without_steps_trains_until_stopped_or_the_data_ends(tiny
         board.load_factor.value = 0.5  # mid-run: restarts with the new setting
         assert board.run is not first and board.run.running
         board.stop.click()
+        board.run.join(30)
         assert not board.run.running and "stopped, trainer closed" in board.status.value
     finally:
         board.end()

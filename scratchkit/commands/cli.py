@@ -9,6 +9,7 @@ import re
 import sys
 
 from scratchkit.commands import bench, calibrate, info, simulate, trace, verify
+from scratchkit.commands.flags import check_flags
 
 # The subcommands, in the order `scratchkit --help` lists them.
 COMMANDS = (info, bench, verify, calibrate, trace, simulate)
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     args.argv = argv  # `--world-size N` hands them to the ranks (commands/distributed.py)
     try:
+        check_flags(args)  # before the command reads anything
         return int(args.run(args) or 0)
     except (ValueError, OSError) as err:  # bad input, a path not there or not writable: one line
         from scratchkit.commands.common import in_cli_words

@@ -194,13 +194,8 @@ def profile_config(data: DataRequest):
 
 
 def _training(training: TrainingRequest, config, source, batches: int):
-    """The optimizer and cache flags applied to `config`; --capacity min measured on `source`."""
-    if training.depth < 1:
-        raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {training.depth}")
-    if training.plan_stripes < 1:
-        raise ValueError(f"--plan-stripes must be >= 1, got {training.plan_stripes}")
-    if training.threads is not None and training.threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {training.threads}")
+    """The optimizer and cache flags applied to `config`; --capacity min measured on `source`.
+    (Their ranges were checked before anything was read: commands/flags.py.)"""
     optimizer = OptimizerConfig(
         kind=OptimizerKind.parse(training.optimizer), **({"lr": training.lr} if training.lr is not None else {})
     )

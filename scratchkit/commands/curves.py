@@ -43,7 +43,8 @@ def add_arguments(p) -> None:
     )
 
 
-def run_curves(args) -> int:
+def wanted_curves(args) -> set[str]:
+    """The curves the flags ask for, or the flag that does not belong (before any trace is read)."""
     from scratchkit.sim import policy_name
 
     _refuse_stray(args)
@@ -59,8 +60,11 @@ def run_curves(args) -> int:
             "--sample and --sample-size sample the LRU curve; OPT needs the whole "
             "trace (drop --sample, or use --policy lru)"
         )
-    if args.points < 1:
-        raise ValueError(f"--points must be >= 1, got {args.points}")
+    return wanted
+
+
+def run_curves(args) -> int:
+    wanted = wanted_curves(args)
     lru, exact, error = _lru_curves(args) if LRU in wanted else (None, None, None)
     unique = (exact or lru).unique_ids if lru is not None else None
     opt = _opt_curve(args, unique) if OPT in wanted else None
@@ -93,10 +97,6 @@ def _refuse_stray(args) -> None:
     ]
     if stray:
         raise ValueError(f"--mrc does not take {', '.join(stray)}")
-    if args.sample is not None and not 0.0 < args.sample <= 1.0:
-        raise ValueError(f"--sample must be a rate in (0, 1], got {args.sample}")
-    if args.sample_size is not None and args.sample_size < 1:
-        raise ValueError(f"--sample-size must be an integer >= 1, got {args.sample_size}")
     if args.vs_exact and args.sample is None and args.sample_size is None:
         raise ValueError("--vs-exact compares a sampled curve with the exact one: add --sample or --sample-size")
 

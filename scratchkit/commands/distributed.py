@@ -52,10 +52,6 @@ def check_sharding(
     from scratchkit.distributed.failure import Fault
     from scratchkit.distributed.sharding import Sharding, plan_shards
 
-    if sharded.world_size is not None and sharded.world_size < 1:
-        raise ValueError(f"--world-size must be >= 1, got {sharded.world_size}")
-    if not sharded.hang_timeout > 0:
-        raise ValueError(f"--hang-timeout must be > 0 seconds, got {sharded.hang_timeout}")
     try:
         Sharding.parse(sharded.sharding)
     except ValueError as error:

@@ -20,6 +20,7 @@ import traceback
 from scratchkit.commands import bench, verify
 from scratchkit.commands.common import add_config_args
 from scratchkit.commands.distributed import add_sharding_args, check_sharding
+from scratchkit.commands.flags import check_flags
 from scratchkit.commands.request import DataRequest, ShardedRequest, TrainingRequest
 
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     note). The rank's process then leaves with `os._exit` (scratchkit/distributed/__main__.py)."""
     args = build_rank_parser().parse_args(argv)
     try:
+        check_flags(args)
         status = run_rank_command(args)
     except (ValueError, FileNotFoundError) as error:
         print(f"scratchkit.distributed {args.command}: error: {error}", file=sys.stderr)
@@ -82,8 +84,6 @@ def run_rank_command(args) -> int:
     sharded = replace(ShardedRequest.from_args(args), world_size=env.world_size)
     steps, warmup = run_length(args)
     check_sharding(sharded, data, training, steps, warmup, bool(getattr(args, "project", None)))
-    if args.command == "verify" and args.tolerance is not None and not args.tolerance >= 0:
-        raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     spec = JobSpec(
         config=config_of(data, training, steps, warmup),
         trainers=parse_trainer_list(args.trainers or bench.DEFAULT_TRAINERS),

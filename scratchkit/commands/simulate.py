@@ -1,12 +1,15 @@
 """`scratchkit simulate`: run a cache policy on an access trace, or print its miss-ratio curves.
 
     scratchkit simulate --trace ids.npy --policy lru --capacity 4096 [--json]
-    scratchkit simulate --trace ids.npy --policy lookahead --capacity 4096 --batch-size 2048 --depth 2
+    scratchkit simulate --trace ids.npy --policy lookahead --capacity 4096 [--batch-size 2048] --depth 2
     scratchkit simulate --trace ids.npy --mrc [--capacities 64,1024] [--json]
     scratchkit simulate --trace ids.npy --mrc --sample 0.1 [--sample-size 100000] [--vs-exact]
     scratchkit simulate --data criteo:train.tsv --mrc                   # via `scratchkit trace`
-    scratchkit simulate --trace ids.npy --policy lru --capacity min --batch-size 3328
+    scratchkit simulate --trace ids.npy --policy lru --capacity min [--batch-size 3328]
 
+Look-ahead and `--capacity min` cut the trace into batches: by default where its batches end, which
+`scratchkit trace` writes beside it (`ids.layout.json`, data/trace.py `TraceLayout`); a trace from
+elsewhere needs `--batch-size`. Every flag is checked before the trace or the data is read.
 `--data` writes the data's trace to a temporary `.npy` a batch at a time (`scratchkit trace`'s
 writer) and simulates on that, so the trace is never held whole for the curves. `--capacity min`
 is the smallest scratchpad ScratchPipe accepts at `--depth` (default 2), as in bench and verify:
@@ -58,9 +61,8 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--batch-size",
         type=int,
-        help="lookahead, --capacity min: lookups per batch "
-        "(a trace from `scratchkit trace` has samples x tables x pooling per batch; "
-        "default with --data: the data's)",
+        help="lookahead, --capacity min: lookups per batch (default: the trace's own batches, "
+        "from the NAME.layout.json that `scratchkit trace` writes beside NAME.npy; with --data, the data's)",
     )
     p.add_argument(
         "--depth",
@@ -101,7 +103,8 @@ def run(args) -> int:
         ]
         if stray:
             raise ValueError(f"{', '.join(stray)} apply to --data only")
-        return _simulate(args)
+        return _simulate(args, _check_options(args))
+    options = _check_options(args)  # every flag, before the data is read
     import tempfile
 
     from dataclasses import replace
@@ -110,33 +113,19 @@ def run(args) -> int:
     from scratchkit.commands.trace import write_trace
 
     with tempfile.TemporaryDirectory(prefix="scratchkit-trace-") as folder:
-        data_batch = args.batch_size  # lookups, not samples: the data's own batches are traced
+        lookups = args.batch_size  # lookups, not samples: the data's own batches are the trace's layout
         data = replace(DataRequest.from_args(args), batch_size=None)
-        path, accesses, batches = write_trace(data, args.steps, f"{folder}/trace.npy")
-        args.trace = str(path)
-        args.batch_size = data_batch or (accesses // batches if not args.mrc else None)
-        if args.mrc or not _takes_batches(args):
-            args.batch_size = data_batch
-        return _simulate(args)
+        args.trace = str(write_trace(data, args.steps, f"{folder}/trace.npy")[0])
+        args.batch_size = lookups
+        return _simulate(args, options)
 
 
-def _takes_batches(args) -> bool:
-    return args.capacity == "min" or (args.policy is not None and POLICIES[policy_name(args.policy)].batched)
-
-
-def _simulate(args) -> int:
-    from scratchkit.data.trace import check_trace_file, read_trace
-    from scratchkit.sim import simulate
-
-    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, movielens:, criteo-npy:)")
-    if args.depth is not None and args.depth < 1:
-        raise ValueError(f"--depth must be >= 1 (batches planned ahead of training), got {args.depth}")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ValueError(f"--batch-size must be >= 1 (lookups per batch), got {args.batch_size}")
-    if isinstance(args.capacity, int) and args.capacity < 1:
-        raise ValueError(f"--capacity must be >= 1 (rows in the cache), got {args.capacity}")
+def _check_options(args) -> dict:
+    """The policy's options from the flags, or the first flag that does not belong; for --mrc,
+    the curves' flags (curves.py). Reads nothing."""
     if args.mrc:
-        return curves.run_curves(args)
+        curves.wanted_curves(args)
+        return {}
     stray = [
         flag
         for flag, value in (
@@ -150,8 +139,21 @@ def _simulate(args) -> int:
         raise ValueError(f"{', '.join(stray) or '--vs-exact'} applies to --mrc curves only")
     if args.policy is None or args.capacity is None:
         raise ValueError("--policy and --capacity are required (or --mrc for the curves)")
-    options = _policy_options(args)
+    return _policy_options(args)
+
+
+def _simulate(args, options: dict) -> int:
+    from scratchkit.data.trace import check_trace_file, read_trace
+    from scratchkit.sim import simulate
+
+    check_trace_file(args.trace, hint="; a data file goes in --data KIND:PATH (criteo:, movielens:, criteo-npy:)")
+    if args.mrc:
+        return curves.run_curves(args)
     trace = read_trace(args.trace)
+    if _takes_batches(args) and args.batch_size is None:
+        args.batch_size = _batch_lookups(args, trace.size)
+    if "batch_size" in POLICIES[policy_name(args.policy)].options:
+        options["batch_size"] = args.batch_size
     if args.capacity == "min":
         args.capacity = _minimum_capacity(trace, args.batch_size, args.depth or 2)
     result = simulate(trace, args.policy, args.capacity, **options)
@@ -168,13 +170,43 @@ def _simulate(args) -> int:
     return 0
 
 
+def _takes_batches(args) -> bool:
+    return args.capacity == "min" or POLICIES[policy_name(args.policy)].batched
+
+
+def _batch_lookups(args, accesses: int) -> int:
+    """Lookups per batch where --batch-size is not given: the trace's own layout, which
+    `scratchkit trace` writes beside it (data/trace.py TraceLayout), said on stderr."""
+    import sys
+
+    from scratchkit.data.trace import TraceLayout
+
+    what = f"--policy {policy_name(args.policy)}" if args.capacity != "min" else "--capacity min"
+    layout = TraceLayout.read(args.trace, accesses)
+    if layout is None:
+        raise ValueError(
+            f"{what} cuts the trace into batches: give --batch-size (lookups per batch); "
+            f"`scratchkit trace` writes a trace's batches beside it ({TraceLayout.path_of(args.trace).name}), "
+            f"and this trace has none"
+        )
+    if layout.batch_lookups is None:
+        raise ValueError(
+            f"{what} cuts the trace into batches of one size, but this trace's batches hold "
+            f"{layout.describe()} ({TraceLayout.path_of(args.trace).name}): give --batch-size"
+        )
+    if args.data is None:
+        print(f"note: batches of {layout.describe()}, from {TraceLayout.path_of(args.trace)}", file=sys.stderr)
+    return layout.batch_lookups
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
 def _policy_options(args) -> dict:
     """The policy's options from the flags, refused in the flags' own words (`--depth`, not
-    `depth`): a flag the policy does not take, one it needs and lacks."""
+    `depth`): a flag the policy does not take. (A batch size it needs and lacks comes from the
+    trace's layout, once the trace is there: `_batch_lookups`.)"""
     name = policy_name(args.policy)
     spec = POLICIES[name]
     given = {
@@ -191,14 +223,10 @@ def _policy_options(args) -> dict:
         raise ValueError(f"--policy {name} does not take {', '.join(stray)} (it takes {takes})")
     if "depth" in spec.needs and args.depth is None:
         args.depth = 2  # the default everywhere
-    if (spec.batched or args.capacity == "min") and args.batch_size is None:
-        what = f"--policy {name}" if spec.batched else "--capacity min"
-        raise ValueError(
-            f"{what} needs --batch-size: the trace is cut into batches of that many "
-            f"lookups (samples x tables x pooling for a trace of `scratchkit trace`)"
-        )
     return {
-        n: given[n] if n != "depth" else args.depth for n in spec.options if n in spec.needs or given[n] is not None
+        n: given[n] if n != "depth" else args.depth
+        for n in spec.options
+        if n != "batch_size" and (n in spec.needs or given[n] is not None)
     }
 
 

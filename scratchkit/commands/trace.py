@@ -1,5 +1,9 @@
 """`scratchkit trace`: write the access trace of a profile's or a data file's batches as a
-`.npy` of int64 ids, a batch at a time (memory: one batch, whatever the length)."""
+`.npy` of int64 ids, a batch at a time (memory: one batch, whatever the length), and where its
+batches end beside it (`ids.layout.json`), which `scratchkit simulate` reads:
+
+    wrote 1,638,400 accesses (79,817 distinct ids) of 100 batches to ids.npy
+    16,384 lookups a batch (256 samples x 8 tables x 8 ids a bag), in ids.layout.json"""
 
 from __future__ import annotations
 
@@ -32,7 +36,10 @@ def run(args) -> int:
         import numpy as np
 
         distinct = f"{np.unique(np.load(path)).size:,}"
+    from scratchkit.data.trace import TraceLayout
+
     print(f"wrote {accesses:,} accesses ({distinct} distinct ids) of {batches} batches to {path}")
+    print(f"{TraceLayout.read(path).describe()}, in {TraceLayout.path_of(path)}")
     return 0
 
 
@@ -41,8 +48,6 @@ def write_trace(data: DataRequest, steps: int | None, out) -> tuple:
     data file) of the data `data` names, streamed to `out`."""
     from scratchkit.data.trace import stream_trace
 
-    if steps is not None and steps < 1:
-        raise ValueError(f"--steps must be >= 1, got {steps}")
     source, _, _ = open_source(data)
     wanted = steps if steps is not None else (100 if data.data is None else len(source))
     batches = fit_steps(source, wanted, "trace")

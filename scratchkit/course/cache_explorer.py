@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
-import plotly.graph_objects as go
 
-from scratchkit.course.dashboard import LABEL, WIDE
+from scratchkit.course.fit_width import FitWidth, live, row
+from scratchkit.course.dashboard import LABEL, wide
 from scratchkit.course.hit_curves import POLICIES, HitCurves
 from scratchkit.course.viz import hit_rate_curves, trace_named
 from scratchkit.profiles import get_profile
@@ -45,7 +45,7 @@ class CacheExplorer(widgets.VBox):
             readout_format=".3f",
             description="load factor",
             style=LABEL,
-            layout=WIDE,
+            layout=wide(),
         )
         self.zipf = widgets.FloatSlider(
             value=zipf,
@@ -55,10 +55,10 @@ class CacheExplorer(widgets.VBox):
             description="locality (zipf)",
             continuous_update=False,
             style=LABEL,
-            layout=WIDE,
+            layout=wide(),
         )
         self.depth = widgets.IntSlider(
-            value=depth, min=1, max=8, description="look-ahead depth", style=LABEL, layout=WIDE
+            value=depth, min=1, max=8, description="look-ahead depth", style=LABEL, layout=wide()
         )
         self.policies = widgets.SelectMultiple(
             options=POLICIES, value=tuple(policies), rows=len(POLICIES), description="policies", style=LABEL
@@ -67,7 +67,7 @@ class CacheExplorer(widgets.VBox):
         x = 100 * self.curves.load_factors
         empty = {p: np.full(x.shape, np.nan) for p in POLICIES}
         # the two vertical lines get their y (0 to 1) now: a line with x values only is never drawn
-        self.figure = go.FigureWidget(
+        self.figure = live(
             hit_rate_curves(
                 x,
                 empty,
@@ -86,9 +86,10 @@ class CacheExplorer(widgets.VBox):
             name.observe(slot, names="value")
         super().__init__(
             [
-                widgets.HBox([widgets.VBox([self.load_factor, self.zipf, self.depth]), self.policies]),
+                row(widgets.VBox([self.load_factor, self.zipf, self.depth]), self.policies),
                 self.readout,
                 self.figure,
+                FitWidth(),
             ]
         )
         self._on_curves()

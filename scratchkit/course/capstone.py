@@ -2,8 +2,9 @@
 
 ready(plan_batch)             your planner once it passes its check, else the stand-in (the
                               exercises' references, composed) so the notebook runs through
+planner_name(planner)         which of the two it is, in the words every line of 09 uses
 side_by_side(config, steps, planner)
-                              yours and the kit's planner on the same batches and the same
+                              that planner and the kit's on the same batches and the same
                               driver (threads): samples/s, the rows each moved, where the time went
 first_held_victim(result)     the hazard lab's run in words: the first Plan that evicted a slot a
                               batch in flight still held (which batch, which slot, which rows)
@@ -37,6 +38,12 @@ def ready(plan_batch):
         "place; write it, then run the notebook again"
     )
     return stand_in_plan_batch
+
+
+def planner_name(planner) -> str:
+    """'your planner', or 'the stand-in planner' where `ready` gave the stand-in: a figure never
+    says "your planner" of a run yours did not plan."""
+    return "the stand-in planner" if planner is stand_in_plan_batch else "your planner"
 
 
 @dataclass
@@ -73,10 +80,11 @@ def _run(name: str, config, steps: int, **options) -> PlannerRun:
 
 
 def side_by_side(config, steps: int, planner) -> list[PlannerRun]:
-    """Your planner, then the kit's (the C++ loop, or its NumPy twin where it does not build), both
-    on the threads driver, so what differs is the planner alone."""
+    """`planner` (yours, or the stand-in: `planner_name`), then the kit's (the C++ loop, or its
+    NumPy twin where it does not build), both on the threads driver, so what differs is the
+    planner alone."""
     return [
-        _run("your planner", config, steps, own_planner=planner),
+        _run(planner_name(planner), config, steps, own_planner=planner),
         _run("the kit's planner", config, steps, where="thread"),
     ]
 

@@ -24,9 +24,9 @@ import math
 import threading
 
 import ipywidgets as widgets
-import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
+from scratchkit.course.fit_width import FitWidth, live, row
 from scratchkit.course.live import BackgroundRun
 from scratchkit.course.viz import training_curves
 from scratchkit.course.viz.timing import ROWS, training_series
@@ -35,7 +35,14 @@ from scratchkit.scratchpipe.capacity import ScratchpadTooSmall
 from scratchkit.trainers import available_trainers, make_trainer
 
 LABEL = {"description_width": "130px"}  # wide enough for "look-ahead depth" in JupyterLab's font
-WIDE = widgets.Layout(width="470px")
+
+
+def wide() -> widgets.Layout:
+    """A slider's layout, its own: 400 px, its label, track and readout within the 424 px output of
+    a 540 px window (a slider does not shrink: its readout ran past the output's edge)."""
+    return widgets.Layout(width="400px")
+
+
 LOAD_FACTOR_STEP = 0.01
 SHOWN = 2000  # steps drawn: the latest, so a long run's redraws stay small
 CHUNK = 300  # steps a trainer is asked for at a time: ScratchPipe plans them all before its first
@@ -91,10 +98,16 @@ class TrainingDashboard(widgets.VBox):
             description="load factor",
             continuous_update=False,
             style=LABEL,
-            layout=WIDE,
+            layout=wide(),
         )
         self.depth = widgets.IntSlider(
-            value=depth, min=1, max=8, description="look-ahead depth", continuous_update=False, style=LABEL, layout=WIDE
+            value=depth,
+            min=1,
+            max=8,
+            description="look-ahead depth",
+            continuous_update=False,
+            style=LABEL,
+            layout=wide(),
         )
         self.start = widgets.Button(description="start", icon="play", button_style="success")
         self.stop = widgets.Button(description="stop", icon="stop", button_style="danger")
@@ -102,22 +115,24 @@ class TrainingDashboard(widgets.VBox):
             value=0, min=0, max=1, description="steps", style=LABEL, layout=widgets.Layout(width="300px")
         )
         self.status = widgets.HTML("Pick a trainer and press start.")
-        self.figure = go.FigureWidget(training_curves(trainers=names, title="Live training"))
+        self.figure = live(training_curves(trainers=names, title=self._title_text(names[0])))
         self.figure.layout.height = 520
         self.run: BackgroundRun | None = None
+        self._running = ""  # the trainer of the run going, or of the last one
         self._lock = threading.Lock()
         self.start.on_click(lambda _: self.begin())
-        self.stop.on_click(lambda _: self.end())
+        self.stop.on_click(lambda _: self.end(wait=False))
         for control in (self.load_factor, self.depth):
             control.observe(self._on_setting, names="value")
         self.trainer.observe(lambda _: self._title(), names="value")
         self._title()
         super().__init__(
             [
-                widgets.HBox([self.trainer, self.start, self.stop, self.progress]),
-                widgets.HBox([self.load_factor, self.depth]),
+                row(self.trainer, self.start, self.stop, self.progress),
+                row(self.load_factor, self.depth),
                 self.status,
                 self.figure,
+                FitWidth(),
             ]
         )
 
@@ -128,10 +143,11 @@ class TrainingDashboard(widgets.VBox):
         return self.config.replace(cache=cache)
 
     def _title(self, running: str | None = None) -> None:
-        what = running or f"next: {self.trainer.value}"
-        self.figure.layout.title.text = (
-            f"Live training ({what}, load factor {self.load_factor.value:.2f}, depth {self.depth.value})"
-        )
+        self.figure.layout.title.text = self._title_text(running or f"next, {self.trainer.value}")
+
+    def _title_text(self, what: str) -> str:
+        """On two lines, each short enough for a narrow page, so the figure keeps room for both."""
+        return f"Live: {what}<br>load factor {self.load_factor.value:.2f}, depth {self.depth.value}"
 
     def begin(self, stop_after: int | None = None) -> BackgroundRun:
         """Stop any run going, then train the picked trainer in a background thread (stopped
@@ -147,6 +163,7 @@ class TrainingDashboard(widgets.VBox):
             f"second; it trains {steps:,} steps unless you press stop"
         )
         self._title(running=f"training {name}")
+        self._running = name
         self.run = BackgroundRun(
             lambda: make_trainer(name, config),
             steps,
@@ -158,10 +175,21 @@ class TrainingDashboard(widgets.VBox):
         )
         return self.run.start()
 
-    def end(self) -> None:
-        """Stop the run after its current step; the trainer is closed (its scratchpad flushed)."""
-        if self.run is not None:
-            self.run.stop()
+    def end(self, wait: bool = True) -> None:
+        """Stop the run after its current step; the trainer is closed (its scratchpad flushed).
+        `wait`: return once it is (before a new run, in a cell). The stop button does not wait:
+        the step in progress may be the first of a chunk, which ScratchPipe plans whole before
+        it (a second), so the figure's title says at once that the run is stopping, the kernel
+        stays free for the other controls, and the status says when the trainer is closed."""
+        if self.run is None:
+            return
+        if not wait and self.run.running:
+            self._title(running=f"stopping {self._running}")
+            self.status.value = (
+                f"stopping <b>{html.escape(self._running)}</b> after its current step, then writing its "
+                f"scratchpad back to the host tables ..."
+            )
+        self.run.stop(timeout=30.0 if wait else 0)
 
     def stopped_run(self, steps: int = 20, timeout: float = 120.0) -> BackgroundRun:
         """A run stopped by `stop`: the learner's last one, stopped now if it is still going, or,

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from scratchkit.scratchpipe.invariants import Invariant
 from scratchkit.config import CacheParams, TrainConfig
 from scratchkit.data.synthetic import SyntheticSource
 from scratchkit.scratchpipe.events import EventLog, Stage
@@ -70,23 +71,28 @@ class LabResult:
         wrong = int(sum(r.lookups - r.hits for r in self.records))
         if wrong:
             lines.append(
-                f"Invariant 1 (100% hits in Train) broke: {wrong} lookups found another id "
+                f"{_opening(Invariant.ALL_HITS)} broke: {wrong} lookups found another id "
                 f"in their slot, because Plan evicted slots still held by a batch in flight "
-                f"(invariant 4)."
+                f"({Invariant.HOLDS.cited})."
             )
         if self.stale_reads:
             lines.append(
-                f"Invariant 3 (no stale reads) broke: {self.stale_reads} rows were read from "
+                f"{_opening(Invariant.NO_STALE_READS)} broke: {self.stale_reads} rows were read from "
                 f"the host before their write-back had landed."
             )
         if self.max_abs_diff > 0:
             step = self.first_divergence
             where = f"; the loss first differs at step {step}" if step is not None else ""
             lines.append(
-                f"Invariant 2 (exactness) broke: the final rows differ from the baseline's by "
+                f"{_opening(Invariant.EXACT)} broke: the final rows differ from the baseline's by "
                 f"up to {self.max_abs_diff:.2e}{where}."
             )
         return lines or ["Every invariant held: the run equals the baseline bit for bit."]
+
+
+def _opening(invariant: Invariant) -> str:
+    """'Invariant 1 (every lookup in Train hits)': its citation, to start a sentence."""
+    return invariant.cited[0].upper() + invariant.cited[1:]
 
 
 class HazardLab:

@@ -20,6 +20,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from scratchkit.scratchpipe.invariants import Invariant
 from scratchkit.scratchpipe.events import EventLog, PlanDecision, Stage, StageEvent
 
 STAGE_ORDER = list(Stage)
@@ -103,7 +104,7 @@ def _words(event: StageEvent, d: PlanDecision | None, table: int, conflicts: np.
         if conflicts.size:
             text += (
                 f" HAZARD: victim slots {_ids_text(conflicts)} are still held by a batch in "
-                f"flight (invariant 4, no eviction of held slots)."
+                f"flight ({Invariant.HOLDS.cited})."
             )
         return text
     if stage is Stage.COLLECT:

@@ -19,6 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from scratchkit.config import CacheParams, TrainConfig
+from scratchkit.course.fit_width import FitWidth, live, row
 from scratchkit.course.hazard_lab import HazardLab, LabResult
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState, replay
 from scratchkit.course.viz import pipeline_view, trace_named
@@ -91,7 +92,7 @@ class PipelineVisualizer(widgets.VBox):
             max=1,
             description="moment",
             style={"description_width": "60px"},
-            layout=widgets.Layout(width="430px"),
+            layout=widgets.Layout(width="400px"),  # within a 540 px window's 424 px output
         )
         self.play = widgets.Play(value=0, min=0, max=1, interval=600, description="play")
         widgets.link((self.play, "value"), (self.moment, "value"))
@@ -112,21 +113,18 @@ class PipelineVisualizer(widgets.VBox):
         self.run(result)
         super().__init__(
             [
-                widgets.HBox([self.back, self.forward, self.play, self.moment]),
-                widgets.HBox(
-                    [
-                        widgets.HTML(
-                            '<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")
-                        ),
-                        self.holds,
-                        self.write_back_order,
-                        self.rerun,
-                        self.progress,
-                    ]
+                row(self.back, self.forward, self.play, self.moment),
+                row(
+                    widgets.HTML('<b style="white-space:nowrap">Hazard lab:</b>', layout=widgets.Layout(width="100px")),
+                    self.holds,
+                    self.write_back_order,
+                    self.rerun,
+                    self.progress,
                 ),
                 self.stages,
                 self.words,
                 self.figure,
+                FitWidth(),
                 self.verdict,
             ]
         )
@@ -191,7 +189,7 @@ class PipelineVisualizer(widgets.VBox):
         self.moments = moments
         first = self.figure is None
         if first:
-            self.figure = go.FigureWidget(fresh)
+            self.figure = live(fresh)
         with self.figure.batch_update():
             if not first:  # the data only: a trace given a new uid is dropped and drawn anew
                 for old, new in zip(self.figure.data, fresh.data):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from scratchkit.course.viz.words import wrapped
 from scratchkit.measure.report import Table
 from scratchkit.course.viz.palette import BATCH_COLOURS
 from scratchkit.data.batch import micro_batch
@@ -137,10 +138,10 @@ def projection_figure(rows, torchrec_rows=(), title: str = "") -> go.Figure:
         xshift=4,
     )
     fig.update_layout(
-        title=title or "Projected samples/s (weak scaling: a batch per GPU)",
+        title=wrapped(title or "Projected samples/s (weak scaling: a batch per GPU)"),
         xaxis=dict(type="log", title="GPUs", dtick=np.log10(2)),
         yaxis=dict(type="log", title="samples/s", dtick="D2"),
         height=420,
-        margin=dict(l=60, r=20, t=50, b=50),
+        margin=dict(l=60, r=20, t=70, b=50),
     )
     return fig

@@ -114,7 +114,8 @@ class BatchLoader:
     def make(self, index: int):
         """Batch `index` made here and now: read, checked at the door, pinned."""
         batch = self.source.batch(index)
-        check_batch(batch, self.table_sizes, index)
+        # the model's dense width is its source's (trainers/base.py builds it from this one)
+        check_batch(batch, self.table_sizes, index, num_dense=self.source.num_dense)
         return batch if self.pin is None else pinned(batch, self.pin)
 
     def take(self, index: int):

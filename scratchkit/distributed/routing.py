@@ -72,7 +72,7 @@ class RoutedSource:
         empty. The global batch is checked at the door first: an id out of range would belong to
         no one."""
         whole = self.source.batch(index)
-        check_batch(whole, self.plan.table_sizes, index)
+        check_batch(whole, self.plan.table_sizes, index, num_dense=self.source.num_dense)
         ids = [owned_ids(whole.ids[s.table], s.start, s.stop) for s in self.shards]  # [u_l]
         bags = max(1, *(len(i) for i in ids))
         offsets = [np.minimum(np.arange(bags, dtype=np.int64), len(i)) for i in ids]  # [bags]

@@ -124,7 +124,8 @@ def profile_hot_ids(source, num_batches: int, capacities: list[int]) -> list[np.
     counts = [np.zeros(n, dtype=np.int64) for n in sizes]
     for b in range(min(num_batches, len(source))):
         batch = source.batch(b)
-        check_batch(batch, sizes, b)  # a bad id would miscount, or make bincount fail obscurely
+        # a bad id would miscount, or make bincount fail obscurely
+        check_batch(batch, sizes, b, num_dense=source.num_dense)
         for t, ids in enumerate(batch.ids):
             counts[t] += np.bincount(ids, minlength=sizes[t])
     # stable argsort of -count: descending count, ascending id among equals

@@ -121,18 +121,22 @@ def bench_tables(results, projections: list[dict] | None = None) -> tuple[Table,
 
 def device_work_rows(results) -> list[list[str]]:
     """What each trainer's counted step asked of the device (docs/cli.md): the host's waits and
-    the kernels it queued on Train's path, and the same for the stages run ahead of it (Plan).
+    the kernels it queued on Train's path, and, where a trainer plans ahead, the same for Plan.
     None where no step was counted (`--warmup 0`)."""
     if all(r.host_syncs_per_step is None for r in results):
         return []
     cell = lambda v, f: "-" if v is None else f.format(v)
-    return [
-        ["host waits/step"] + [cell(r.host_syncs_per_step, "{:.1f}") for r in results],
+    rows = [
+        ["waits/step"] + [cell(r.host_syncs_per_step, "{:.1f}") for r in results],
         ["launches/step"] + [cell(r.kernel_launches_per_step, "{:.0f}") for r in results],
-        ["ahead waits/step"] + [f"{r.plan_syncs_per_step:.1f}" if r.plan_launches_per_step else "-" for r in results],
-        ["ahead launches/step"]
-        + [f"{r.plan_launches_per_step:.0f}" if r.plan_launches_per_step else "-" for r in results],
     ]
+    if any(r.plan_launches_per_step for r in results):
+        ahead = lambda r, v, f: f.format(v) if r.plan_launches_per_step else "-"
+        rows += [
+            ["plan waits"] + [ahead(r, r.plan_syncs_per_step, "{:.1f}") for r in results],
+            ["plan launches"] + [ahead(r, r.plan_launches_per_step, "{:.0f}") for r in results],
+        ]
+    return rows
 
 
 def bench_table(results, projections: list[dict] | None = None) -> Tables:

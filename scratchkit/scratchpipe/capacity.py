@@ -35,7 +35,7 @@ def minimum_capacities(source, depth: int = 2, start: int = 0, stop: int | None 
     sets = []  # [batches][tables] the distinct ids
     for b in range(start, stop):
         batch = source.batch(b)
-        check_batch(batch, source.table_sizes, b)
+        check_batch(batch, source.table_sizes, b, num_dense=source.num_dense)
         sets.append([np.unique(ids) for ids in batch.ids])
     if stripes == 1:
         return [minimum_capacity([s[t] for s in sets], depth) for t in range(len(source.table_sizes))]

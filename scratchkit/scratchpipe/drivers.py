@@ -96,6 +96,11 @@ def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool
     planner. `plans_on_device`: the trainer plans on the device (scratchpipe-device). A pair that
     cannot run together is refused, saying why."""
     where = PlanIn.parse(where)
+    if where is PlanIn.STEP:
+        raise ValueError(
+            "where='step' runs every stage inside the step, a cache filled on demand: that is the "
+            "trainer 'lru-device', not a place for ScratchPipe's pipeline"
+        )
     if plans_on_device:
         if own_planner:
             raise ValueError(

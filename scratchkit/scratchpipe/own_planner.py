@@ -31,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from scratchkit.scratchpipe.invariants import Invariant
 from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.scratchpipe.events import PlanDecision
 from scratchkit.scratchpipe.plan import TablePlan
@@ -65,7 +66,7 @@ IN_ORDER = "rule 1 (batches are planned in order, each once)"
 ONE_SLOT_EACH = "one slot per id (a slot given to two ids, or an id given two slots)"
 COLLECT_EVERY_MISS = "every miss is collected (an id in no slot must be read from the host table)"
 ONLY_MISSES = "only misses are collected (a hit keeps its slot and its newer row)"
-HOLDS = "invariant 4 (a slot that a batch in flight holds is never a victim)"
+HOLDS = f"{Invariant.HOLDS.cited}: a slot that a batch in flight holds is never a victim"
 VICTIMS = "a victim is a resident slot, given to a miss, holding no id of the batch itself"
 
 

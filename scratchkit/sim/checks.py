@@ -34,6 +34,39 @@ def as_trace(trace, name: str = "trace") -> np.ndarray:
     return array
 
 
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def check_file_ids(ids: np.ndarray, path) -> None:
+    """Refuse a trace file (`ids`: its array, loaded or memory-mapped) that is not 1-D int64,
+    naming the file and how to convert it: what `scratchkit trace` writes, and what every reader
+    of a file takes, so that an int32 or uint64 file is not read one way here and another there.
+    A uint64 id of 2**63 or more has no int64 value: named with its position, never wrapped
+    around to a negative id."""
+    if ids.ndim != 1:
+        raise ValueError(f"{path}: a trace is a 1-D array of int64 ids, got shape {ids.shape} dtype {ids.dtype}")
+    if ids.dtype == np.int64:
+        return
+    if ids.dtype == np.bool_ or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(
+            f"{path}: the trace's ids are {ids.dtype}, not int64: a trace holds row ids, whole numbers "
+            f"from 0; write them as int64 (np.save(path, ids.astype(np.int64)), where every id is whole)"
+        )
+    if ids.dtype == np.uint64:
+        for start in range(0, ids.size, 1 << 20):  # a chunk at a time: the file may not fit in memory
+            beyond = np.flatnonzero(ids[start : start + (1 << 20)] > INT64_MAX)
+            if beyond.size:
+                at = start + int(beyond[0])
+                raise ValueError(
+                    f"{path}: id {int(ids[at])} at position {at} is 2**63 or more: the trace's ids are "
+                    f"uint64, and this one has no int64 value (ids count a table's rows from 0)"
+                )
+    raise ValueError(
+        f"{path}: the trace's ids are {ids.dtype}, not int64: "
+        f"np.save({str(path)!r}, np.load({str(path)!r}).astype(np.int64)) converts them exactly"
+    )
+
+
 def as_count(value, name: str, minimum: int = 1) -> int:
     """Return `value` as a Python int >= `minimum` (an integer, not a float or bool)."""
     if isinstance(value, (bool, np.bool_)):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scratchkit.sim.checks import as_count
+from scratchkit.sim.checks import as_count, check_file_ids
 
 CHUNK_SIZE = 1 << 20  # 8 MB of int64: big enough to amortise the call, small for the cache
 
@@ -53,7 +53,7 @@ def trace_chunks(source, chunk_size: int = CHUNK_SIZE, name: str | None = None) 
             ids = np.load(path, mmap_mode="r", allow_pickle=False)  # reads the header only
         except ValueError as err:
             raise ValueError(f"{path}: not a .npy array of ids ({err})") from None
-        _whole(ids, str(path))
+        check_file_ids(ids, path)
         parts = _read_npy(path, ids.offset, ids.dtype, int(ids.size), chunk_size)
         return TraceChunks(parts, int(ids.size), name or str(path), chunk_size)
     if isinstance(source, np.ndarray) or (isinstance(source, (list, tuple)) and all(np.isscalar(x) for x in source)):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scratchkit.scratchpipe.invariants import Invariant
 from scratchkit.course.exercises.checking import Case, Exercise, register, same_array, short
 from scratchkit.course.exercises.pipeline import planner_victims
 from scratchkit.scratchpipe.lookahead import NextUses
@@ -173,7 +174,7 @@ def _unheld_cases() -> list[Case]:
         Case(
             (ints(5, 6, 7, 8), np.array([True, False, True, False]), ints(), 2),
             "held slots",
-            "a held slot belongs to a batch in flight (invariant 4): never a victim",
+            f"a held slot belongs to a batch in flight ({Invariant.HOLDS.cited}): never a victim",
         ),
         Case(
             (ints(5, 6, 7, 8), none(4), ints(0, 1), 2),

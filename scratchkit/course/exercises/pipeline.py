@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scratchkit.scratchpipe.invariants import Invariant
 from scratchkit.course.exercises.checking import Case, Exercise, register, same_array
 from scratchkit.scratchpipe.plan import least_urgent
 from scratchkit.scratchpipe.schedule import Schedule
@@ -49,7 +50,8 @@ def _victim_cases() -> list[Case]:
         Case(
             (ids(5, 6, 7, 8), held, {5: 3, 6: 9, 7: 4, 8: 5}, 2),
             "the furthest slot is held",
-            "a held slot belongs to a batch in flight (invariant 4): never a victim, however far its next use",
+            f"a held slot belongs to a batch in flight ({Invariant.HOLDS.cited}): never a victim, "
+            "however far its next use",
         ),
         Case(
             (ids(-1, 6, -1, 8), none(4), {6: 2}, 1),

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
+from scratchkit.course.viz.words import wrapped
 from scratchkit.course.analysis import access_cdf, amdahl_speedup
 from scratchkit.course.viz.palette import BATCH_COLOURS, INSERTED, VICTIM
 
@@ -21,7 +22,7 @@ def skew_cdf(traces: Mapping[str, np.ndarray], points: int = 200) -> go.Figure:
         fig.add_scatter(x=100 * x, y=100 * y, name=name, mode="lines", line_color=BATCH_COLOURS[i % len(BATCH_COLOURS)])
     fig.add_scatter(x=[0, 100], y=[0, 100], name="no skew", mode="lines", line=dict(dash="dot", color="grey"))
     fig.update_layout(
-        title="Skew: the hottest ids serve most lookups",
+        title=wrapped("Skew: the hottest ids serve most lookups"),
         height=420,
         xaxis_title="hottest ids (% of the distinct ids)",
         yaxis_title="lookups served (%)",
@@ -69,7 +70,9 @@ def hit_rate_curves(
         mode="lines",
         line=dict(color=INSERTED, dash="dash"),
     )
-    fig.update_layout(title=title, height=420, xaxis_title=x_title, yaxis_title="hit rate", yaxis_range=[low, high])
+    fig.update_layout(
+        title=wrapped(title), height=420, xaxis_title=x_title, yaxis_title="hit rate", yaxis_range=[low, high]
+    )
     return fig
 
 
@@ -94,7 +97,7 @@ def reuse_figure(reuse: np.ndarray, start: int = 1) -> go.Figure:
         annotation_text=f"mean {100 * reuse.mean():.0f}%" if reuse.size else "",
     )
     fig.update_layout(
-        title="How much of each batch the previous batch already touched",
+        title=wrapped("How much of each batch the previous batch already touched"),
         height=360,
         xaxis_title="batch b",
         yaxis_title="% of U_b also in U_b-1",
@@ -122,7 +125,7 @@ def window_figure(sizes, capacity: int | None = None) -> go.Figure:
     if capacity is not None:
         fig.add_hline(y=capacity, line_color=VICTIM, annotation_text=f"capacity {capacity}")
     fig.update_layout(
-        title="Rows a look-ahead window needs at once",
+        title=wrapped("Rows a look-ahead window needs at once"),
         height=380,
         xaxis_title="look-ahead depth D (batches planned ahead of Train)",
         yaxis_title="unique ids in batches b .. b+D",
@@ -148,7 +151,7 @@ def amdahl_figure(hit_speedups=(2, 10, 100), marker: float | None = None) -> go.
     if marker is not None:
         fig.add_vline(x=marker, line_color=VICTIM, annotation_text=f"hit rate {marker:.2f}")
     fig.update_layout(
-        title="Misses cap the speed-up (Amdahl's law)",
+        title=wrapped("Misses cap the speed-up (Amdahl's law)"),
         height=400,
         yaxis_type="log",
         xaxis_title="hit rate",
@@ -172,7 +175,7 @@ def sampled_curves(samples, num_rows: int, up_to: float = 0.5) -> go.Figure:
             line=dict(color=BATCH_COLOURS[i % len(BATCH_COLOURS)], shape="hv", dash=None if s.rate == 1.0 else "dash"),
         )
     fig.update_layout(
-        title="LRU hit rate: exact vs sampled (SHARDS)",
+        title=wrapped("LRU hit rate: exact vs sampled (SHARDS)"),
         height=400,
         xaxis_title="load factor (% of the table's rows)",
         yaxis_title="hit rate",

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from scratchkit.course.viz.words import wrapped
 from scratchkit.scratchpipe.events import EventLog
 from scratchkit.course.pipeline_replay import STAGE_ORDER, Moment, SlotState
 from scratchkit.course.viz.palette import (
@@ -148,7 +149,7 @@ def timeline(log: EventLog, moment: Moment | None = None) -> go.Figure:
         raise ValueError("the event log has no stage events: was the run recorded (EventLog(enabled=True))?")
     fig = go.Figure(_timeline_traces(log, moment))
     _style_timeline(fig, row=None)
-    fig.update_layout(title="The pipeline: which batch each stage works on, over time", height=360)
+    fig.update_layout(title=wrapped("The pipeline: which batch each stage works on, over time"), height=360)
     return fig
 
 
@@ -216,7 +217,8 @@ def gap_axis(loss_gap) -> dict:
 
 def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=None) -> go.Figure:
     """Timeline above, slot map below (and, given `divergence`, the run against the baseline beside
-    the map, so the whole fits one screen with the controls around it: 580 px tall).
+    the map, so the whole fits one screen with the controls around it: 580 px tall, and no legend:
+    the pipeline visualizer, which draws it, says the slots' colours above it).
 
     `divergence`: (steps, Train hit rate per step, |loss - baseline loss| per step), as the hazard
     lab measures them. Traces are named, so a widget can find and update them: 'stage events',
@@ -224,7 +226,8 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     'batch now'.
     """
     rows = math.ceil(moment.states.size / columns)
-    timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "scratchpad slots, one table"
+    # short enough for half of a 424 px figure each: the map's and the baseline's stand side by side
+    timeline_title, map_title = "pipeline timeline (bars labelled by batch)", "slots, one table"
     if divergence is None:
         fig = make_subplots(
             rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.11, subplot_titles=[timeline_title, map_title]
@@ -235,10 +238,11 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
             cols=2,
             row_heights=[0.44, 0.56],
             vertical_spacing=0.2,
-            horizontal_spacing=0.1,
+            horizontal_spacing=0.16,  # room for the right panel's axis at 424 px
             specs=[[{"colspan": 2}, None], [{}, {"secondary_y": True}]],
-            subplot_titles=[timeline_title, map_title, "against the exact baseline"],
+            subplot_titles=[timeline_title, map_title, "vs the exact run, by step"],
         )
+        fig.update_annotations(font_size=13)  # the panels' titles: two side by side in 424 px
     for trace in _timeline_traces(log, moment):
         fig.add_trace(trace, row=1, col=1)
     for trace in _map_traces(moment, columns):
@@ -258,11 +262,12 @@ def pipeline_view(log: EventLog, moment: Moment, columns: int = 32, divergence=N
     fig.update_yaxes(
         title_text="|loss gap|", rangemode="tozero", row=2, col=2, secondary_y=True, **gap_axis(divergence[2])
     )
-    fig.update_xaxes(title_text="training step (batch)", row=2, col=2)
     fig.update_layout(
         height=580,
-        margin=dict(t=60, b=70, r=20),
-        legend=dict(orientation="h", yanchor="top", y=-0.13, x=0, font_size=11),
+        margin=dict(t=60, b=40, r=20),
+        # no legend: the visualizer says the slots' colours above the figure ("slots now"), the
+        # axes' titles name the two lines; a legend under the panels stood on their step ticks
+        showlegend=False,
         title=f"{moment.event.stage.value}({moment.event.batch})",
     )
     return fig

@@ -7,6 +7,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from scratchkit.course.viz.words import lines, wrapped
+
+PANEL_PX = 230  # a trainer's panel: its title and three rows of cells of three lines each
+GAP_PX = 70  # between two panels
+
 
 def speedup_figure(grid, title: str | None = None) -> go.Figure:
     """Heatmaps of `grid.speedup` (log colour scale), each cell labelled with its speed-up and the
@@ -14,18 +19,23 @@ def speedup_figure(grid, title: str | None = None) -> go.Figure:
     names = list(grid.speedup)
     if not names:
         raise ValueError("the grid has no trainer to draw")
-    # two panels a row, row labels only left of each row, no colour bar (each cell says its
-    # value): four panels side by side would leave ~50 px a cell on a 968 px page, too narrow for
-    # "117.7x embedding backward", and a panel's row labels would stand on the cells to their left
-    cols = min(2, len(names))
-    rows = -(-len(names) // cols)
+    # a panel a row, no colour bar (each cell says its value): the figure follows the page's width,
+    # down to 424 px, where two panels side by side would leave ~60 px a cell, too narrow for
+    # "117.7x embedding backward" (a panel's row labels would also stand on the cells to its left)
+    cols, rows = 1, len(names)
+    title = wrapped(
+        title
+        or (
+            f"Projected speed-up over hybrid on {grid.machine} ({grid.profile}, "
+            f"cache and scratchpad {grid.capacity:,} rows per table)"
+        )
+    )
+    height = 60 + 20 * lines(title) + PANEL_PX * rows
     fig = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=[f"{n} / hybrid" for n in names],
-        shared_yaxes=True,
-        horizontal_spacing=0.03,
-        vertical_spacing=0.16 / rows,
+        vertical_spacing=GAP_PX / height,  # a panel's x labels, then the next one's title
     )
     top = max(float(np.max(v)) for v in grid.speedup.values())
     x = [f"Zipf {z:g}" for z in grid.zipfs]
@@ -57,14 +67,10 @@ def speedup_figure(grid, title: str | None = None) -> go.Figure:
             col=k % cols + 1,
         )
     fig.update_layout(
-        title=title
-        or (
-            f"Projected speed-up over hybrid on {grid.machine}<br>({grid.profile}, "
-            f"cache and scratchpad {grid.capacity:,} rows per table)"
-        ),
+        title=title,
         title_font_size=14,
-        height=110 + 300 * rows,
-        margin=dict(t=90, l=10, r=10, b=10),
+        height=height,
+        margin=dict(t=50 + 20 * lines(title), l=10, r=10, b=10),
     )
     return fig
 

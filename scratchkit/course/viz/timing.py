@@ -8,10 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from scratchkit.course.viz.words import lines, wrapped
 from scratchkit.course.viz.palette import BATCH_COLOURS, SERIES_COLOURS, STAGE_COLOURS, stage_colour
 
 LEGEND_ROW = 20  # px per legend entry (plotly's default font): a legend taller than the plot scrolls
 MARGINS = 180  # the title and plotly's default top and bottom margins
+NAMES_PX = 140  # below a comparison's bars: the trainers' names, upright ("prefetch-lru-device")
+NOTE_LINE_PX = 15  # a line of a figure's note at 11 px
 
 
 def _breakdown_table(breakdown) -> dict[str, dict[str, float]]:
@@ -54,7 +57,7 @@ def stage_breakdown(breakdown, share: bool = False, title: str = "Where a traini
     height = max(160 + 40 * len(trainers), MARGINS + LEGEND_ROW * (len(stages) + 2))
     fig.update_layout(
         barmode="stack",
-        title=title,
+        title=wrapped(title),
         height=height,
         xaxis_title="share of the step (%)" if share else "ms per step",
         legend_title_text="stage",
@@ -119,7 +122,10 @@ def training_curves(
             )
     fig.update_yaxes(range=[0, 1.05], row=3, col=1)
     fig.update_xaxes(title_text="step", row=3, col=1)
-    fig.update_layout(title=title, height=560, margin=dict(t=70, b=40))
+    title = wrapped(title)  # each line more is a line more of margin above the first plot's title
+    fig.update_layout(
+        title=title, height=560 + 22 * (lines(title) - 1), margin=dict(t=70 + 22 * (lines(title) - 1), b=40)
+    )
     return fig
 
 
@@ -135,8 +141,9 @@ def trainer_comparison(
     `projected` maps a machine's name to {trainer: samples/s}. With `relative_to` a
     trainer's name, every series is divided by that trainer's value in the same series (speed-up).
     `step_errors` {trainer: predicted / measured - 1 of the step on this machine} is written under
-    the bars: how far the projections can be trusted. Value labels stand upright above their bars,
-    so neighbours never overlap.
+    the bars: how far the projections can be trusted. Value labels stand upright inside their
+    bars, all at one size, and a bar too narrow for its label (dozens of bars in a 424 px figure)
+    goes without it: neighbours never overlap, and the hover still gives the value.
     """
     series = {"measured here": dict(measured)} | {f"projected: {p}": dict(v) for p, v in (projected or {}).items()}
     trainers = list(dict.fromkeys(t for s in series.values() for t in s))
@@ -155,30 +162,33 @@ def trainer_comparison(
             y=y,
             marker_color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
             text=[f"{v:.2f}x" if relative_to else f"{v:,.0f}" for v in y],
-            textposition="outside",
+            textposition="inside",
+            insidetextanchor="end",
             textangle=-90,
-            textfont_size=10,
-            cliponaxis=False,
-            constraintext="none",
-        )  # never shrunk
+        )
+    note = ""
+    if step_errors:
+        errors = ", ".join(f"{t} {100 * e:+.0f}%" for t, e in step_errors.items())
+        note = wrapped(f"How far the model can be trusted: its step time vs the measurement here: {errors}")
+    below = NAMES_PX + (NOTE_LINE_PX * lines(note) + 10 if note else 0)  # the upright names, then the note
     fig.update_layout(
         barmode="group",
-        title=title,
-        height=560,
-        margin=dict(t=90, b=230),
+        title=wrapped(title),
+        height=330 + below,
+        margin=dict(t=90, b=below),
+        uniformtext=dict(minsize=10, mode="hide"),  # a label that does not fit its bar is left out
         yaxis_title=f"speed-up over {relative_to}" if relative_to else "samples/s",
         yaxis_type=None if relative_to else "log",
     )
     fig.update_xaxes(tickangle=-90)  # the trainers' names upright: side by side they would overlap
-    if step_errors:
-        errors = [f"{t} {100 * e:+.0f}%" for t, e in step_errors.items()]
-        rows = "<br>".join(", ".join(errors[i : i + 4]) for i in range(0, len(errors), 4))  # four a line
+    if note:
         fig.add_annotation(
-            text=f"How far the model can be trusted: its step time vs the measurement on this machine<br>{rows}",
+            text=note,
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.5,
+            y=0,
+            yshift=-NAMES_PX + 10,
             showarrow=False,
             xanchor="left",
             yanchor="top",
