@@ -51,6 +51,8 @@ def test_it_is_the_device_planner_at_depth_0_with_lru_victims_on_the_steps_path(
         assert trainer.plan_setup().on_step and isinstance(trainer.stages.collect_stream, SameStream)
         records = list(trainer.train(STEPS))
     assert DESIGNS[NAME].window(config) == (0, 1)  # its cache holds one batch's rows
+    with pytest.raises(ValueError, match="that is the trainer 'lru-device'"):
+        make_trainer("scratchpipe", config, device="cpu", where="step")  # its place is its own
     assert all({"plan", "collect", "write_back", "insert", "train"} <= set(r.stage_seconds) for r in records)
     assert sum(r.written_back_rows for r in records) > 0  # it evicted dirty rows, and stayed exact above
 
