@@ -167,7 +167,7 @@ def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work
             if width:
                 rb = width * FLOAT_BYTES
                 collect += (
-                    _ops(2, cpu)
+                    _ops(1, cpu)  # one gather kernel a width
                     + Work(pcie=m * rb)  # read over the link
                     + kit.gather(True, m, rb, t.rows * rb)
                 )  # from the host table

@@ -12,6 +12,9 @@
                          CPU, it resolves to INLINE
     PlanIn.INLINE        every stage of a batch in the trainer's thread, just before its Train
                          (inline.py): nothing overlaps, nothing contends for the GIL
+    PlanIn.STEP          the same, as the step's own work: on the trainer's stream, counted on
+                         Train's path (`lru-device`, a cache filled on demand: a miss stalls the
+                         step, device_moves.OnDemandStages)
 
 Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
 (schedule.py), and the plans are the same: Plan(b) depends on the data alone.
@@ -46,6 +49,7 @@ class PlanIn(str, Enum):
     THREAD = "thread"  # every host stage on the trainer's threads
     DEVICE = "device"  # Plan and the row moves on the device, from the trainer's threads
     INLINE = "inline"  # every stage in the trainer's thread, one batch after another
+    STEP = "step"  # the same, on the step's path: its stream, its counts (a cache filled on demand)
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
@@ -61,6 +65,11 @@ class PlanIn(str, Enum):
             raise ValueError(
                 "where='inline' runs each batch's stages in order, so the "
                 "write-back-order hazard cannot happen there: use 'thread'"
+            )
+        if self is PlanIn.STEP and not ordered:
+            raise ValueError(
+                "a cache filled on demand runs each batch's stages in order inside its step, so the "
+                "write-back-order hazard cannot happen there: use the trainer 'scratchpipe'"
             )
         if self is PlanIn.HOST_PROCESS:
             if not host_rows:
@@ -87,6 +96,11 @@ def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool
     planner. `plans_on_device`: the trainer plans on the device (scratchpipe-device). A pair that
     cannot run together is refused, saying why."""
     where = PlanIn.parse(where)
+    if where is PlanIn.STEP:
+        raise ValueError(
+            "where='step' runs every stage inside the step, a cache filled on demand: that is the "
+            "trainer 'lru-device', not a place for ScratchPipe's pipeline"
+        )
     if plans_on_device:
         if own_planner:
             raise ValueError(
@@ -120,8 +134,8 @@ def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: 
     """The driver of batches start..stop-1, its stages started (`where`: resolved)."""
     if where is PlanIn.HOST_PROCESS:
         return HostProcess(stages, schedule, plan_ahead, start, stop, clock, hook)
-    if where is PlanIn.INLINE:
-        return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook)
+    if where in (PlanIn.INLINE, PlanIn.STEP):
+        return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook, on_step=where is PlanIn.STEP)
     plans = ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS else LocalPlans(plan_ahead, clock)
     return ThreadStages(stages, schedule, plans, start, stop, clock, hook)
 
