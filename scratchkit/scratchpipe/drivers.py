@@ -3,9 +3,10 @@
     PlanIn.HOST_PROCESS  every host stage in one forked process (host_process.py): a CPU run's
                          default, so Train has the trainer's process (and its GIL) alone
     PlanIn.PROCESS       Plan in a forked process, the other host stages on threads (threads.py):
-                         a GPU run's default
-    PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS), and
-                         for calls too short to be worth a process
+                         where the rows live on a device but fork is safe (the hazard lab's runs)
+    PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS) or
+                         unsafe (a machine with a CUDA device: `fork_is_safe`), and for calls too
+                         short to be worth a process
     PlanIn.DEVICE        Plan and the row moves on the device (device_plan.py, device_moves.py),
                          issued from the threads driver's threads: the host keeps only the order
                          of the batches (`scratchpipe-device`). Where the device is the host's
@@ -26,6 +27,8 @@ import multiprocessing
 import sys
 import time
 from enum import Enum
+
+import torch
 
 from scratchkit.choices import parse_choice
 from scratchkit.scratchpipe.events import Stage
@@ -55,10 +58,20 @@ class PlanIn(str, Enum):
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
         return parse_choice(cls, name, "place ")
 
-    def resolve(self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False) -> "PlanIn":
+    def resolve(
+        self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False, fork_safe: bool | None = None
+    ) -> "PlanIn":
         """The place for a call of `steps` steps. `host_rows`: the row stores and host tables are
         in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off;
-        `on_gpu`: the trainer's device is a GPU."""
+        `on_gpu`: the trainer's device is a GPU; `fork_safe`: a forked process may run the host
+        stages here (None: `fork_is_safe()`)."""
+        fork_safe = fork_is_safe() if fork_safe is None else fork_safe
+        if self in (PlanIn.PROCESS, PlanIn.HOST_PROCESS) and not fork_safe:
+            raise ValueError(
+                f"where={self.value!r} forks a process for the host stages, and on a machine with "
+                "a CUDA device a process forked once CUDA has started may hang (docs/gpu.md): "
+                "use where='thread'"
+            )
         if self is PlanIn.DEVICE and not on_gpu and ordered:
             return PlanIn.INLINE  # NumPy calls on threads only take turns with Train (inline.py)
         if self is PlanIn.INLINE and not ordered:
@@ -84,10 +97,18 @@ class PlanIn(str, Enum):
                 )
         if self is not PlanIn.AUTO:
             return self
-        forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-        if not forks or steps < MIN_STEPS_FOR_PROCESS:
+        if not fork_safe or steps < MIN_STEPS_FOR_PROCESS:
             return PlanIn.THREAD
         return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
+
+
+def fork_is_safe() -> bool:
+    """Whether a forked process may run the host stages here: Linux's fork, and no CUDA device. A
+    process forked once CUDA has started in its parent inherits the driver's state and whatever
+    locks the parent's CUDA and loader threads held at the fork, and may hang in its first stage;
+    so where torch sees a CUDA device every stage runs on threads (`PlanIn.THREAD`)."""
+    forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    return forks and not torch.cuda.is_available()
 
 
 def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool) -> PlanIn:
