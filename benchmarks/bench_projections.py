@@ -1,8 +1,10 @@
 """Projected samples/s of the embedding-bound profiles at full size on every GPU server, each
 trainer against its peers: "x hybrid" (the baseline at its best, its host work on every core the
-server gives a GPU, capped by the host's memory) and "x prefetch-lru-device" (the production peer:
-an LRU cache filled one batch ahead, bookkept on the device, as FBGEMM's cache under TorchRec's
-prefetch pipeline; `prefetch-lru` is the same cache bookkept in NumPy on one host core).
+server gives a GPU, capped by the host's memory; "x hybrid_socket": on a whole socket of it), "x
+lru-device" (the backward-looking cache the ScratchPipe paper measured against: filled on demand
+inside the step, bookkept on the device) and "x prefetch-lru-device" (the production peer: an LRU
+cache filled one batch ahead, bookkept on the device, as FBGEMM's cache under TorchRec's prefetch
+pipeline; `lru` and `prefetch-lru` are those caches bookkept in NumPy on one host core).
 
 A laptop cannot train 8 tables of a million rows, so nothing here trains: the cost model
 (scratchkit.projection.counters.project_config) takes each profile's working sets from its first
@@ -20,8 +22,10 @@ and whether Plan bounds it.
 
 `--json PATH` writes {profile: {trainer: {server: projection}}}: each projection's samples/s,
 bound_stage ("host memory" where the memory cap bounds hybrid), stages, resources, its speed over
-each peer's (`x_hybrid`, `x_prefetch_lru_device`: `versus`), and hybrid's host_threads and host_memory_line_rate; `--record PATH` the same
-inside a run record (scratchkit/measure/record.py: command, commit, date, machine).
+each peer's (`x_hybrid`, `x_hybrid_socket`, `x_lru_device`, `x_prefetch_lru_device`: `versus`),
+and hybrid's host_threads and host_memory_line_rate, at one GPU's share and under `socket` at a
+whole socket; `--record PATH` the same inside a run record (scratchkit/measure/record.py:
+command, commit, date, machine).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from scratchkit.measure.record import RunRecord
 from scratchkit.profiles import get_profile
 from scratchkit.projection.counters import project_config, simulated_counters
 from scratchkit.projection.machines import get_machine
-from scratchkit.projection.project import figures, project
+from scratchkit.projection.project import SOCKET_SHARE, figures, project
 
 PROFILES = ("embedding-bound", "embedding-bound-skewed", "embedding-bound-wide", "criteo-skew")
 # every design projected at full size (static and lfu: priced as lru's steps but for the fetch)
@@ -83,13 +87,15 @@ def main(argv=None) -> int:
         # the embedding-bound family's tables are alike: one table's rows moved stand for all
         sample = 1 if name.startswith("embedding-bound") else None
         rows = project_config(config, list(TRAINERS), machines, args.batches, sample_tables=sample)
+        # the baseline again, its host a whole socket of the same server (x hybrid at both shares)
+        (socket,) = project_config(config, [BASELINE], [f"{m}:{SOCKET_SHARE}" for m in machines], 2)
         d = config.data
         print(
             f"\n{name}: {len(d.table_sizes)} tables of up to {max(d.table_sizes):,} rows, batch {d.batch_size}, "
             f"pooling {d.pooling}, dim {config.model.dim}, cache/scratchpad {config.cache.capacity:,} rows a "
             f"table ({time.perf_counter() - started:.0f} s)"
         )
-        shown = {m: figures([row[m] for row in rows]) for m in machines}
+        shown = {m: figures([row[m] for row in rows], socket[f"{m}:{SOCKET_SHARE}"]) for m in machines}
         report[name] = {trainer: {m: shown[m][trainer] for m in machines} for trainer in shown[machines[0]]}
         head = "".join(f"  x {peer}" for peer in PEERS)
         print(
@@ -109,7 +115,9 @@ def main(argv=None) -> int:
         print(
             "  hybrid's host work: "
             + "; ".join(
-                f"{m} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s"
+                f"{m} {x['host_threads']} cores, memory {x['host_memory_line_rate'] / 1e6:,.0f}M lines/s "
+                f"(a whole socket: {x[SOCKET_SHARE]['host_threads']} cores, "
+                f"{x[SOCKET_SHARE]['samples_per_s']:,.0f} samples/s, {x[SOCKET_SHARE]['bound_stage']})"
                 for m, x in report[name][BASELINE].items()
             )
         )

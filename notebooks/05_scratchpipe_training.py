@@ -144,10 +144,13 @@ bound_table(projections)
 # ### Where ScratchPipe wins, where a cache suffices
 #
 # First the kit's headline, as recorded (`benchmarks/bench_projections.py`, the README's table):
-# every design on the H100 server on four models too big to train here, at its best, then
-# `scratchpipe-device` over the production peer on every server. Where the tables bind, planning on
-# the device is an order of magnitude over `hybrid`; the peer, filled one batch ahead and bookkept on
-# the device, is level with it on the H100 server, and behind only where the rows it moves bind it.
+# every design on the H100 server on four models too big to train here, at its best, and
+# `scratchpipe-device` over each of its peers, with the ranges those ratios span; then over the
+# production peer on every server. Read each ratio as a lesson: over `hybrid` (on one GPU's share of
+# the host, and on a whole socket) the host it is given moves it; over `lru-device`, the
+# backward-looking cache the paper measured against, it is what looking ahead at all buys (the fill
+# leaves the step's path); over `prefetch-lru-device`, what looking further than one batch buys:
+# nothing where Train bounds both, since their Train is the same (docs/costmodel.md says why).
 
 # %%
 from scratchkit.course.headline import headline_table, peer_table, recorded

@@ -174,3 +174,25 @@ def test_hybrid_can_be_priced_at_one_gpus_share_of_the_host_or_a_whole_socket():
     with SERVERS.registered("no-socket", {k: v for k, v in SERVERS["h100-pcie5"].items() if k != "socket"}):
         with pytest.raises(ValueError, match="'no-socket' states no socket"):
             server("no-socket", HostShare.SOCKET)
+
+
+def test_a_servers_socket_is_a_machine_by_name_and_the_record_divides_by_hybrid_on_it():
+    """`get_machine("h100-pcie5:socket")` is `server(name, HostShare.SOCKET)`; `figures` given the
+    baseline on it says every design's speed over it (`x_hybrid_socket`) and keeps it under the
+    baseline's `socket`."""
+    from scratchkit.costmodel.servers import HostShare, server
+    from scratchkit.designs import versus
+    from scratchkit.projection.project import SOCKET_SHARE, figures
+
+    assert get_machine("h100-pcie5:socket") == server("h100-pcie5", HostShare.SOCKET)
+    for wrong in ("h100-pcie5:gpu", "h100-pcie5:rack", "nowhere:socket"):
+        with pytest.raises(ValueError, match="unknown machine"):
+            get_machine(wrong)
+    work = StepWork.from_config(get_profile("embedding-bound", scale=0.05), batches=1)
+    row = [project(name, work, get_machine("h100-pcie5")) for name in ("hybrid", "gpu-only")]
+    socket = project("hybrid", work, get_machine("h100-pcie5:socket"))
+    shown = figures(row, socket)
+    key = versus("hybrid", SOCKET_SHARE)
+    assert key == "x_hybrid_socket" and shown["gpu-only"][key] == row[1].samples_per_s / socket.samples_per_s
+    assert shown["hybrid"][SOCKET_SHARE]["host_threads"] == 56 and shown["hybrid"][key] < 1.0
+    assert key not in figures(row)["gpu-only"]  # a run that priced no socket says nothing of it

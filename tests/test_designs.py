@@ -14,15 +14,15 @@ from scratchkit.profiles import get_profile
 from scratchkit.projection.counters import project_config
 from scratchkit.projection.machines import get_machine
 from scratchkit.projection.project import figures, project, stage_work
-from toy_design import LRU_DEVICE
+from toy_design import LRU_BESIDE
 
-TOY = LRU_DEVICE.name
+TOY = LRU_BESIDE.name
 
 
 @pytest.fixture
 def toy():
-    with DESIGNS.registered(TOY, LRU_DEVICE):  # the one call
-        yield LRU_DEVICE
+    with DESIGNS.registered(TOY, LRU_BESIDE):  # the one call
+        yield LRU_BESIDE
 
 
 def test_the_command_line_offers_it(toy, capsys):
@@ -50,7 +50,7 @@ def test_its_count_and_combine_are_what_the_projection_walks(toy, tiny_config):
     machine = get_machine("h100-pcie5")
     parts = stage_work(TOY, work, machine)
     assert parts["fetch"].device_probes and not stage_work("lru", work, machine)["fetch"].device_probes
-    timed = LRU_DEVICE.combine(parts, work, machine, 0.0)
+    timed = LRU_BESIDE.combine(parts, work, machine, 0.0)
     assert project(TOY, work, machine).step_seconds == timed.step_seconds
 
 
@@ -75,7 +75,7 @@ def test_the_headline_shows_it(toy):
 
 
 def test_unregistered_it_is_gone(capsys):
-    with DESIGNS.registered(TOY, LRU_DEVICE):
+    with DESIGNS.registered(TOY, LRU_BESIDE):
         pass
     assert TOY not in DESIGNS
     with pytest.raises(ValueError, match=f"unknown trainer '{TOY}'"):

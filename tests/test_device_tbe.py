@@ -28,6 +28,7 @@ ON_THE_DEVICE = [
     "scratchpipe",
     "scratchpipe-device",
     "prefetch-lru-device",
+    "lru-device",
 ]
 
 

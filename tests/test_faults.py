@@ -146,7 +146,7 @@ def test_ctrl_c_inside_a_step_finishes_it_yields_it_then_stops(tiny_config, name
     assert differs_from_reference(trainer, 5) == 0.0
 
 
-@pytest.mark.parametrize("name", ["hybrid", "gpu-only", "prefetch-lru", "scratchpipe-device"])
+@pytest.mark.parametrize("name", ["hybrid", "gpu-only", "prefetch-lru", "scratchpipe-device", "lru-device"])
 def test_ctrl_c_while_a_batch_is_made_ahead_stops_between_steps_and_stops_the_loader(tiny_config, name):
     source = PressesCtrlC(tiny_config.data)
     trainer = make_trainer(name, tiny_config, source=source, device="cpu")

@@ -9,6 +9,8 @@ import threading
 import time
 
 import numpy as np
+from functools import partial
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -113,17 +115,17 @@ def test_plans_do_not_depend_on_how_fast_train_goes(tiny_config, planner):
 
 def test_where_the_host_stages_run_is_chosen_and_checked():
     many = MIN_STEPS_FOR_PROCESS
-    resolve = PlanIn.AUTO.resolve
+    resolve = partial(PlanIn.AUTO.resolve, fork_safe=True)
     assert resolve(many - 1, host_rows=True, ordered=True) is PlanIn.THREAD  # forking costs more
     assert resolve(many, host_rows=True, ordered=True) is PlanIn.HOST_PROCESS
     assert resolve(many, host_rows=False, ordered=True) is PlanIn.PROCESS  # rows on a GPU
     assert resolve(many, host_rows=True, ordered=False) is PlanIn.PROCESS  # the hazard lab
     assert PlanIn.THREAD.resolve(10_000, host_rows=True, ordered=True) is PlanIn.THREAD
-    assert PlanIn.PROCESS.resolve(1, host_rows=True, ordered=True) is PlanIn.PROCESS
+    assert PlanIn.PROCESS.resolve(1, host_rows=True, ordered=True, fork_safe=True) is PlanIn.PROCESS
     with pytest.raises(ValueError, match="needs the scratchpad in host memory"):
-        PlanIn.HOST_PROCESS.resolve(many, host_rows=False, ordered=True)
+        PlanIn.HOST_PROCESS.resolve(many, host_rows=False, ordered=True, fork_safe=True)
     with pytest.raises(ValueError, match="write-back-order hazard cannot happen there"):
-        PlanIn.HOST_PROCESS.resolve(many, host_rows=True, ordered=False)
+        PlanIn.HOST_PROCESS.resolve(many, host_rows=True, ordered=False, fork_safe=True)
     # the device planner: from threads on a GPU, inline where its "device" is the CPU (inline.py),
     # on threads for the hazard lab there too (Collect must run apart from the Write-backs)
     assert PlanIn.DEVICE.resolve(many, host_rows=False, ordered=True, on_gpu=True) is PlanIn.DEVICE
@@ -308,3 +310,14 @@ def test_shard_slots_split_a_table_and_the_sharded_minimum_is_the_least_that_fit
     fits = lambda c: all(n >= need for (_, n), need in zip(stripe_slots(c, stripes), needs))
     least = striped_minimum(needs, stripes)
     assert fits(least) and not any(fits(c) for c in range(least))  # brute force
+
+
+def test_a_machine_with_a_cuda_device_never_forks_the_host_stages():
+    """A process forked once CUDA has started may hang: where fork is not safe the host stages run
+    on threads however long the call, and a forking place asked for by name is refused, saying so."""
+    many = 10 * MIN_STEPS_FOR_PROCESS
+    for host_rows, ordered in ((True, True), (False, True), (True, False)):
+        assert PlanIn.AUTO.resolve(many, host_rows=host_rows, ordered=ordered, fork_safe=False) is PlanIn.THREAD
+    for where in (PlanIn.PROCESS, PlanIn.HOST_PROCESS):
+        with pytest.raises(ValueError, match="forked once CUDA has started may hang"):
+            where.resolve(many, host_rows=True, ordered=True, fork_safe=False)

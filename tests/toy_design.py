@@ -1,5 +1,5 @@
-"""A design of one's own, with pricing of its own, in one file: `lru-device`, an LRU cache bookkept on
-the device (its map lookups and its fill device kernels) whose write-back runs on a stream of its
+"""A design of one's own, with pricing of its own, in one file: `lru-beside`, an LRU cache bookkept
+on the device (its map lookups and its fill device kernels) whose write-back runs on a stream of its
 own beside the step. It trains as `lru` does (its trainer is lru's under its name); what is new is
 how it is counted and combined. tests/test_designs.py registers it with one call."""
 
@@ -10,11 +10,11 @@ from scratchkit.designs.demand_cache import DemandCache, device_move_rows, lru_m
 from scratchkit.trainers.cached import LRUCacheTrainer
 
 
-class LRUDeviceTrainer(LRUCacheTrainer):
-    name = "lru-device"
+class LRUBesideTrainer(LRUCacheTrainer):
+    name = "lru-beside"
 
 
-def lru_device_stages(w, place) -> dict[str, Work]:
+def lru_beside_stages(w, place) -> dict[str, Work]:
     """lru's stages, its fetch a probe of the device's map per distinct id, three kernels and the
     fill by the device's row kernels."""
     stages = DemandCache()(w, place)
@@ -37,12 +37,12 @@ def write_back_beside(parts: dict[str, Work], w, machine, extra_s: float) -> Ste
     return StepTime(stages, max(resources.values()), bound, True, resources)
 
 
-LRU_DEVICE = Design(
-    "lru-device",
-    LRUDeviceTrainer,
+LRU_BESIDE = Design(
+    "lru-beside",
+    LRUBesideTrainer,
     "LRU cache bookkept on the device, written back beside the step",
     stages=("fetch", "write_back", "transfer", "embedding_forward", "mlp", "embedding_backward", "update"),
-    count=lru_device_stages,
+    count=lru_beside_stages,
     combine=write_back_beside,
     moves=lru_moves,
     window_depth=0,

@@ -6,7 +6,7 @@ its message can only name that batch's need, and a later batch may need more. He
 counted over the whole run at once, from the windows each cache must hold
 (`scratchkit.scratchpipe.capacity.minimum_capacities`, the kit's one count of them):
 
-    lru, lfu       one batch's working set (a window of depth 0)
+    lru, lfu       one batch's working set (a window of depth 0); lru-device likewise
     prefetch-lru   two consecutive batches' (depth 1: it fetches b+1 while b holds its rows)
     scratchpipe    the D+1 batches in flight (--depth D, per plan stripe)
     prefetch-lru-device   two (ScratchPipe on the device at the depth 1 its entry fixes)

@@ -1,14 +1,17 @@
 """The course's headline: every design's projected samples/s on one GPU server, from a recorded run
 of the cost model (results/projections.json, written by `benchmarks/bench_projections.py --record`),
-and each ScratchPipe's speed over the production peer (`prefetch-lru-device`: an LRU cache filled one batch
-ahead, looked up, chosen and filled by the device, as FBGEMM and TorchRec run it) and over the
-baseline at its best (`hybrid`: its host work on every core the server gives a GPU, up to what the
-host's memory serves): the peers of scratchkit/designs.
+and ScratchPipe's speed over each of its peers (scratchkit/designs' PEERS): the baseline at its best
+(`hybrid`: its host work on every core of one GPU's share of the server, up to what the host's
+memory serves, and again on a whole socket), the backward-looking cache the paper measured against
+(`lru-device`: filled on demand inside the step, bookkept on the device) and the production peer
+(`prefetch-lru-device`: an LRU cache filled one batch ahead, looked up, chosen and filled by the
+device, as FBGEMM and TorchRec run it).
 
     headline_rows(record)        (head, rows): a column per workload, a row per design and ratio
+    takeaway(record)             the ranges those ratios span, in a sentence, from the record
     peer_rows(record)            (head, rows): ScratchPipe over the production peer on every server
-    headline_table(record)       the first as an HTML table (notebook 05; peer_table the second)
-    headline_markdown(record)    both as Markdown tables (the README, by scripts/render_results.py)
+    headline_table(record)       the first as an HTML table with the takeaway (notebook 05; peer_table the third)
+    headline_markdown(record)    the first and the takeaway in Markdown (the README, by scripts/render_results.py)
     recorded()                   the record itself, read from the repository's results/
 """
 
@@ -18,13 +21,15 @@ import json
 from pathlib import Path
 
 from scratchkit.measure.report import Table
-from scratchkit.designs import BASELINE, DESIGNS, PRODUCTION_PEER, UPPER_BOUND, Compared, versus
+from scratchkit.designs import BASELINE, DESIGNS, PEERS, PRODUCTION_PEER, UPPER_BOUND, Compared, versus
 from scratchkit.designs.scratchpipe import SCRATCHPIPE
 from scratchkit.designs.scratchpipe_device import SCRATCHPIPE_DEVICE
+from scratchkit.projection.project import SOCKET_SHARE
 
 RECORD = Path(__file__).resolve().parents[2] / "results" / "projections.json"
 SERVER = "h100-pcie5"
 PIPELINE = SCRATCHPIPE_DEVICE.name  # the ratios: ScratchPipe as its authors build it, on the GPU
+SHARES = {"": "one GPU's share", SOCKET_SHARE: "a whole socket"}  # the baseline's host, as the record keys it
 
 
 def shown_designs(record: dict) -> list[str]:
@@ -42,20 +47,59 @@ def recorded(path: Path = RECORD) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def shares(figures: dict, server: str = SERVER) -> list[str]:
+    """The baseline's host shares one workload's `figures` hold ("": one GPU's; SOCKET_SHARE)."""
+    return [share for share in SHARES if not share or share in figures[BASELINE][server]]
+
+
+def labelled(design: str, share: str = "") -> str:
+    """A design's name in the headline: the baseline's with the host share it is priced on."""
+    return f"{design}, {SHARES[share]}" if design == BASELINE else design
+
+
+def compared(figures: dict, server: str = SERVER) -> list[tuple[str, str]]:
+    """(label, key) of each speed the pipeline is compared by in one workload's `figures`: over
+    each peer the record holds, the baseline at each of its host shares."""
+    pairs = [
+        (labelled(peer, share), versus(peer, share or None))
+        for peer in PEERS
+        for share in (shares(figures, server) if peer == BASELINE else [""])
+    ]
+    return [(label, key) for label, key in pairs if key in figures[PIPELINE][server]]
+
+
 def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[list[str]]]:
-    """A column per workload of the record; a row per design, its thousands of samples/s and the
-    stage that bounds it, then scratchpipe-device's speed over the baseline's (`hybrid`)."""
+    """A column per workload of the record; a row per design (the baseline at each host share),
+    its thousands of samples/s and the stage that bounds it, then scratchpipe-device's speed over
+    each of its peers (`compared`)."""
     workloads = record["figures"]
+    first = next(iter(workloads.values()))
+    cell = lambda p: f"{p['samples_per_s'] / 1000:,.0f}k, {p['bound_stage']}"
+    at = lambda w, d, share: w[d][server][share] if share else w[d][server]  # a design at a host share
     head = ["design"] + list(workloads)
     rows = [
-        [d]
-        + [f"{w[d][server]['samples_per_s'] / 1000:,.0f}k, {w[d][server]['bound_stage']}" for w in workloads.values()]
+        [labelled(d, share)] + [cell(at(w, d, share)) for w in workloads.values()]
         for d in shown_designs(record)
+        for share in (shares(first, server) if d == BASELINE else [""])
     ]
-    # over the baseline here; over the production peer on every server: peer_rows
-    over = [f"{w[PIPELINE][server][versus(BASELINE)]:.2f}" for w in workloads.values()]
-    rows.append([f"{PIPELINE} x {BASELINE}"] + over)
+    for label, key in compared(first, server):
+        rows.append([f"{PIPELINE} x {label}"] + [f"{w[PIPELINE][server][key]:.2f}" for w in workloads.values()])
     return head, rows
+
+
+def takeaway(record: dict, server: str = SERVER) -> str:
+    """The range of each of the pipeline's speed-ups over the record's workloads, in one sentence:
+    the figures a learner should leave with, and which workload sits at each end."""
+    workloads = record["figures"]
+    parts = []
+    for label, key in compared(next(iter(workloads.values())), server):
+        by = {name: w[PIPELINE][server][key] for name, w in workloads.items()}
+        low, high = min(by, key=by.get), max(by, key=by.get)
+        same = f"{by[low]:.2f}" == f"{by[high]:.2f}"
+        span = f"{by[low]:.2f}x" if same else f"{by[low]:.2f}x ({low}) to {by[high]:.2f}x ({high})"
+        parts.append(f"{span} {label.replace(', ', ' on ')}")
+    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return f"On {server}, across the workloads above, {PIPELINE} is projected at {listed}."
 
 
 PEER_CAPTION = (
@@ -100,7 +144,7 @@ def caption(record: dict, server: str = SERVER, dated: bool = True) -> str:
 
 def headline_table(record: dict, server: str = SERVER) -> Table:
     head, rows = headline_rows(record, server)
-    return Table(head, rows, caption=caption(record, server))
+    return Table(head, rows, caption=caption(record, server), notes=[takeaway(record, server)])
 
 
 def peer_table(record: dict) -> Table:
@@ -115,6 +159,5 @@ def markdown(head: list[str], rows: list[list[str]]) -> list[str]:
 def headline_markdown(record: dict, server: str = SERVER) -> str:
     return "\n".join(
         markdown(*headline_rows(record, server))
-        + ["", caption(record, server, dated=False) + ".", "", PEER_CAPTION + ":", ""]
-        + markdown(*peer_rows(record))
+        + ["", caption(record, server, dated=False) + ".", "", takeaway(record, server)]
     )

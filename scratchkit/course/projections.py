@@ -18,7 +18,7 @@ import numpy as np
 
 from scratchkit.projection.counters import project_config
 from scratchkit.profiles import get_profile
-from scratchkit.designs import BASELINE, PEERS, PRODUCTION_PEER
+from scratchkit.designs import BASELINE, PRODUCTION_PEER
 
 # ScratchPipe both ways, the production peer and its host-bookkept twin, and the upper bound
 COMPARED = ("scratchpipe", "scratchpipe-device", "prefetch-lru", PRODUCTION_PEER, "gpu-only")
@@ -58,7 +58,7 @@ def speedup_grid(
         grid.speedup[name] = np.zeros((len(scales), len(zipfs)))
         grid.over_peer[name] = np.zeros((len(scales), len(zipfs)))
         grid.bound[name] = [[""] * len(zipfs) for _ in scales]
-    peers = [p for p in PEERS if p not in trainers]
+    peers = [p for p in (BASELINE, PRODUCTION_PEER) if p not in trainers]  # what the grid divides by
     for i, scale in enumerate(scales):
         for j, zipf in enumerate(zipfs):
             config = configs[scale].replace(data=replace(configs[scale].data, zipf=zipf))

@@ -7,14 +7,14 @@ counted, combined and which rows it moves. No torch, no machine.
     step.py          what a step touches (`StepWork`): the count's input
     train.py         the stages every design trains with
     serial.py        gpu-only, hybrid (host_threads.py: hybrid's host work on many threads)
-    demand_cache.py  static, lru, lfu
+    demand_cache.py  static, lru, lfu; lru_device.py: lru-device
     prefetch.py      prefetch-lru, prefetch-lru-device
     scratchpipe.py   scratchpipe; scratchpipe_device.py: scratchpipe-device
 
 A design of your own, with pricing of its own, is one file and one call:
 
     from scratchkit.designs import Design, register
-    register(Design("lru-device", "mypkg.trainers:LRUDeviceTrainer", "help", stages=...,
+    register(Design("lru-beside", "mypkg.trainers:LRUBesideTrainer", "help", stages=...,
                     count=my_stages, combine=my_step, moves=my_rows))
 
 and `--trainers`, `bench --project`, the capacity check and the course's tables find it
@@ -24,6 +24,7 @@ and `--trainers`, `bench --project`, the capacity check and the course's tables 
 from __future__ import annotations
 
 from scratchkit.designs.demand_cache import LFU, LRU, STATIC
+from scratchkit.designs.lru_device import LRU_DEVICE
 from scratchkit.designs.design import (
     DESIGNS,
     Compared,
@@ -48,6 +49,7 @@ for _design in (
     STATIC,
     LRU,
     LFU,
+    LRU_DEVICE,
     PREFETCH_LRU,
     PREFETCH_LRU_DEVICE,
     SCRATCHPIPE,
@@ -56,16 +58,19 @@ for _design in (
     register(_design)
 del _design
 
-# The designs every other is compared with ("x hybrid", "x prefetch-lru-device"): the baseline, at
-# its best on its server's cores, and the production peer, the cache people run as they run it (its
-# lookup, victim choice and fill device kernels; prefetch-lru is that cache bookkept on one host
-# core). The upper bound: every table on the device, where they fit.
-BASELINE, PRODUCTION_PEER, UPPER_BOUND = HYBRID.name, PREFETCH_LRU_DEVICE.name, GPU_ONLY.name
-PEERS = (BASELINE, PRODUCTION_PEER)
+# The designs every other is compared with ("x hybrid", "x lru-device", "x prefetch-lru-device"):
+# the baseline, at its best on its server's cores; the backward-looking cache the ScratchPipe paper
+# measured against, filled on demand inside the step and bookkept on the device; and the production
+# peer, the cache people run as they run it, filled one batch ahead (lru and prefetch-lru are those
+# two caches bookkept on one host core). The upper bound: every table on the device, where they fit.
+BASELINE, ON_DEMAND_PEER, PRODUCTION_PEER = HYBRID.name, LRU_DEVICE.name, PREFETCH_LRU_DEVICE.name
+UPPER_BOUND = GPU_ONLY.name
+PEERS = (BASELINE, ON_DEMAND_PEER, PRODUCTION_PEER)
 
 __all__ = [
     "BASELINE",
     "DESIGNS",
+    "ON_DEMAND_PEER",
     "PEERS",
     "PRODUCTION_PEER",
     "UPPER_BOUND",

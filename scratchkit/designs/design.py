@@ -151,6 +151,8 @@ def design_of(name: "str | Design") -> Design:
     return name if isinstance(name, Design) else DESIGNS[name]
 
 
-def versus(peer: str) -> str:
-    """The key of a speed over `peer`'s in the kit's records and tables: x_hybrid, x_prefetch_lru_device."""
-    return "x_" + peer.replace("-", "_")
+def versus(peer: str, share: str | None = None) -> str:
+    """The key of a speed over `peer`'s in the kit's records and tables: x_hybrid, x_prefetch_lru_device;
+    over `peer` priced on another share of its server's host (costmodel/servers.py's HostShare
+    values): x_hybrid_socket."""
+    return "x_" + peer.replace("-", "_") + (f"_{share}" if share else "")

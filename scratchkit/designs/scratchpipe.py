@@ -201,12 +201,13 @@ def pipeline_step(parts: dict[str, Work], w: StepWork, machine, extra_s: float) 
     return busiest(stages, groups, resources)
 
 
-def planned_moves(config: TrainConfig, source, batches: int) -> tuple[float, float]:
+def planned_moves(config: TrainConfig, source, batches: int, depth: int | None = None) -> tuple[float, float]:
     """ScratchPipe's planner on empty scratchpads, batch after batch, as a `train()` call plans:
-    (its misses, its dirty victims) a step, the mean over the second half of the batches."""
+    (its misses, its dirty victims) a step, the mean over the second half of the batches.
+    `depth`: plan at this look-ahead depth, not the config's (0: a cache filled on demand)."""
     from scratchkit.scratchpipe.plan_ahead import PlanAhead  # torch: only once rows are counted
 
-    planner = PlanAhead.fresh(config, source)
+    planner = PlanAhead.fresh(config, source, depth=depth)
     moved = []
     for b in range(batches):
         planned = planner.plan(b)

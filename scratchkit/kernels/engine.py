@@ -92,3 +92,24 @@ class OwnStream:
     def finish(self) -> None:
         if self.stream is not None:
             self.stream.synchronize()
+
+
+class SameStream:
+    """OwnStream's interface for work that stays on the caller's stream (an on-demand step, every
+    stage in order on the trainer's): `with` changes nothing, so what is queued follows, in order,
+    what the caller queued before it, and what the caller queues next follows it; `finish()` waits
+    for nothing, since whatever reads the results is queued after them on the same stream."""
+
+    stream = None
+
+    def follow(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def finish(self) -> None:
+        pass

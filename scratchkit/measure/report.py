@@ -74,7 +74,7 @@ class Tables:
 
 
 def over_peers(label: str, trainers: list[str], samples_per_s: list[float]) -> list[list[str]]:
-    """A row per peer that ran ("x hybrid", "x prefetch-lru-device"): every trainer's samples/s
+    """A row per peer that ran ("x hybrid", "x lru-device", "x prefetch-lru-device"): every trainer's samples/s
     over that peer's. Hybrid is at its best: its host work on every core it is given."""
     rows = []
     for peer in PEERS:

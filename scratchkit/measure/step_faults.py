@@ -124,7 +124,7 @@ def fault_points(trainer_name: str) -> list[str]:
     trainer = make_trainer(trainer_name, case_config("sgd"))
     stages = sorted(list(trainer.train(BAD_BATCH + 1))[BAD_BATCH].stage_seconds)
     trainer.close()
-    if DESIGNS[trainer_name].plans_ahead:  # a failure is planted through the pipeline's hook
+    if hasattr(trainer, "stage_hook"):  # a failure is planted through ScratchPipe's stages' hook
         stages = [s for s in stages if s in {stage.value for stage in Stage}]
     return [f"stage {s}" for s in stages] + ["dense_step", "embedding_backward", TORN]
 
@@ -137,8 +137,8 @@ def planted(trainer, point: str, batch: int):
     def strike(where):
         raise PlantedFault(f"planted failure: {where} of step {batch}")
 
-    if point.startswith("stage ") and DESIGNS[trainer.name].plans_ahead:
-        stage = Stage(point.removeprefix("stage "))  # the pipeline's stages report to its hook
+    if point.startswith("stage ") and hasattr(trainer, "stage_hook"):
+        stage = Stage(point.removeprefix("stage "))  # ScratchPipe's stages report to its hook
         trainer.stage_hook = lambda s, b: strike(point) if (s is stage and b == batch) else None
         try:
             yield

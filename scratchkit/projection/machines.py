@@ -5,7 +5,9 @@
                   measured now, quickly (a few seconds, once per process). `origin` says which.
     the GPU servers
                   v100-pcie3, a100-pcie4, h100-pcie5, h100-sxm5, h200 and any registered since (`SERVERS`),
-                  every constant with its source (scratchkit/costmodel/servers.py)
+                  every constant with its source (scratchkit/costmodel/servers.py); each host at
+                  one GPU's share of its cores and memory, or with `:socket` (h100-pcie5:socket)
+                  at a whole socket's
 
 A machine's figures, their curves and their JSON form are a `Hardware` (costmodel/hardware.py); how
 this machine is measured, in calibration/calibrate.py.
@@ -19,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from scratchkit.costmodel.hardware import Hardware, OutdatedHardwareError, load_hardware, save_hardware
-from scratchkit.costmodel.servers import SERVERS, server
+from scratchkit.costmodel.servers import SERVERS, HostShare, server
 
 THIS_CPU = "this-cpu"
 
@@ -109,12 +111,14 @@ def _measured() -> Hardware:
 
 
 def get_machine(name: str) -> Hardware:
-    """A machine by name (`this-cpu`: the saved calibration, else measured on first use)."""
+    """A machine by name (`this-cpu`: the saved calibration, else measured on first use; a
+    server's name with `:socket`, its host priced at a whole socket: servers.HostShare)."""
     if name == THIS_CPU:
         return this_cpu()
-    if name not in SERVERS:
+    base, _, share = name.partition(":")
+    if base not in SERVERS or share not in ("", HostShare.SOCKET.value):
         raise ValueError(f"unknown machine {name!r}; choose one of {', '.join(machine_names())} or all")
-    return server(name)
+    return server(base, HostShare(share) if share else HostShare.GPU)
 
 
 def parse_machines(text: str) -> list[str]:

@@ -31,9 +31,12 @@ from dataclasses import asdict, dataclass, field
 
 from scratchkit.config import TrainConfig
 from scratchkit.costmodel.hardware import Hardware
+from scratchkit.costmodel.servers import HostShare
 from scratchkit.designs import BASELINE, PEERS, Design, Place, StepWork, Work, design_of, versus
 from scratchkit.designs.host_threads import HOST_MEMORY
 from scratchkit.projection.machines import get_machine
+
+SOCKET_SHARE = HostShare.SOCKET.value  # the baseline beside its one GPU's share: a whole socket
 
 
 @dataclass
@@ -123,21 +126,33 @@ def project_bench(config: TrainConfig, results: list, machines: list[str], sourc
     return project_all([r.trainer for r in results], works, machines)
 
 
-def figures(row: list[Projection]) -> dict[str, dict]:
+def host_figures(p: Projection) -> dict:
+    """The baseline's projection with the threads and memory rate its host work is priced on
+    (designs/host_threads.py), and whether that memory bounds it."""
+    machine = get_machine(p.machine)
+    return p.to_dict() | {
+        "host_threads": machine.host_cores,
+        "host_memory_line_rate": machine.host_memory_line_rate,
+        "host_memory_bound": p.bound_stage == HOST_MEMORY,
+    }
+
+
+def figures(row: list[Projection], socket: Projection | None = None) -> dict[str, dict]:
     """The projections of a run's designs on one machine as JSON, the one shape every record and
     `bench --json` write: per design its Projection, its speed over each peer's projected beside
-    it (`x_hybrid`, `x_prefetch_lru_device`: designs.versus), and for the baseline the threads and
-    memory rate its host work is priced on (designs/host_threads.py)."""
+    it (`x_hybrid`, `x_lru_device`, `x_prefetch_lru_device`: designs.versus), and for the baseline
+    the threads and memory rate its host work is priced on. `socket`: the baseline priced on the
+    same server with a whole socket of host (`SOCKET_SHARE`): under the baseline's `socket`, and
+    every design's speed over it (`x_hybrid_socket`)."""
     by_name = {p.trainer: p for p in row}
     out = {}
     for p in row:
-        out[p.trainer] = shown = p.to_dict()
+        out[p.trainer] = shown = host_figures(p) if p.trainer == BASELINE else p.to_dict()
         for peer in PEERS:
             if peer in by_name:
                 shown[versus(peer)] = p.samples_per_s / by_name[peer].samples_per_s
-        if p.trainer == BASELINE:
-            machine = get_machine(p.machine)
-            shown["host_threads"] = machine.host_cores
-            shown["host_memory_line_rate"] = machine.host_memory_line_rate
-            shown["host_memory_bound"] = p.bound_stage == HOST_MEMORY
+        if socket is not None:
+            shown[versus(BASELINE, SOCKET_SHARE)] = p.samples_per_s / socket.samples_per_s
+    if socket is not None and BASELINE in out:
+        out[BASELINE][SOCKET_SHARE] = host_figures(socket)
     return out

@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scratchkit.kernels.engine import OwnStream
+from scratchkit.device_work import launched
+from scratchkit.kernels.engine import OwnStream, SameStream
 from scratchkit.scratchpipe.host_stages import HostStages, InFlight
 
 CUDA_HOST_REGISTER_MAPPED = 2  # cudaHostRegisterMapped: give the memory a device address
@@ -69,10 +70,36 @@ class DeviceStages(HostStages):
     def transfer(self, item: InFlight) -> None:
         """Nothing to copy: Collect's kernels read the rows over the link into device memory."""
 
+    def place_rows(self, item: InFlight) -> None:
+        """host_stages.py's, counted: on a GPU the slots' dirty bits and ids are device arrays,
+        and writing each is an array op a table."""
+        super().place_rows(item)
+        if self.dev.is_cuda:  # (the books a GPU keeps beside the rows: ScratchpadRows)
+            launched("slot books written", 2 * len(self.pads))
+
     def insert(self, item: InFlight) -> None:
         """host_stages.py's Insert, on this stage's stream (it waits for its kernels at the end)."""
         with self.evict_stream:
             super().insert(item)
+
+
+class OnDemandStages(DeviceStages):
+    """DeviceStages for a step that runs them all in order on the trainer's own stream, just
+    before its Train (`lru-device`, a cache filled on demand: PlanIn.STEP). One stream orders
+    everything a pipeline's streams and events order: Collect(b) after Write-back(b-1), Write-back(b)
+    and Insert(b) after Train(b-1)'s update, Train(b) after Insert(b). So no stage waits for the
+    device: the step's waits are its Plan's read of the batch's counts and the loss."""
+
+    def __init__(self, tables, pads, device):
+        super().__init__(tables, pads, device)
+        self.collect_stream = self.evict_stream = SameStream()
+
+    def insert(self, item: InFlight) -> None:
+        """The rows into their slots; Train, queued next on the same stream, reads them after."""
+        self.place_rows(item)
+
+    def trained(self, b: int, event) -> None:
+        """Nothing to keep: the next batch's stages are queued after Train(b) on the same stream."""
 
 
 def host_view(tensor: torch.Tensor, xp):
@@ -92,4 +119,4 @@ def host_view(tensor: torch.Tensor, xp):
     return xp.ndarray(tuple(tensor.shape), dtype=xp.float32, memptr=xp.cuda.MemoryPointer(memory, 0))
 
 
-__all__ = ["DeviceStages", "host_view"]
+__all__ = ["DeviceStages", "OnDemandStages", "host_view"]

@@ -52,7 +52,7 @@ import numpy as np
 from scratchkit.config import VictimPolicy
 from scratchkit.embedding.working_sets import WorkingSets
 from scratchkit.kernels.array_ops import ArrayOps
-from scratchkit.kernels.engine import OwnStream
+from scratchkit.kernels.engine import OwnStream, SameStream
 from scratchkit.kernels.twin_plan import PAD
 from scratchkit.scratchpipe.device_map import DeviceSlotMap
 from scratchkit.scratchpipe.events import PlanDecision
@@ -118,7 +118,8 @@ class DevicePlans:
         xp = self.xp = engine.xp
         self.engine, self.ops = engine, ArrayOps(xp)  # the kernels; the sorts, scans and the one read
         ops = self.ops
-        self.stream = OwnStream(xp)  # on a GPU the planner's kernels run beside Train's
+        # on a GPU the planner's kernels run beside Train's; an on-demand step's, in order before them
+        self.stream = SameStream() if setup.on_step else OwnStream(xp)
         self.stream.follow()  # the row stores' copies in `setup`, queued by this thread, come first
         self.depth, self.policy, self.holds, self.record = setup.depth, setup.policy, setup.holds, setup.record_events
         self.row_offsets = np.concatenate([[0], np.cumsum(setup.table_sizes)]).astype(np.int64)  # [T+1]

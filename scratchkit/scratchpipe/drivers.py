@@ -3,15 +3,19 @@
     PlanIn.HOST_PROCESS  every host stage in one forked process (host_process.py): a CPU run's
                          default, so Train has the trainer's process (and its GIL) alone
     PlanIn.PROCESS       Plan in a forked process, the other host stages on threads (threads.py):
-                         a GPU run's default
-    PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS), and
-                         for calls too short to be worth a process
+                         where the rows live on a device but fork is safe (the hazard lab's runs)
+    PlanIn.THREAD        every host stage on threads: where fork is missing (Windows, macOS) or
+                         unsafe (a machine with a CUDA device: `fork_is_safe`), and for calls too
+                         short to be worth a process
     PlanIn.DEVICE        Plan and the row moves on the device (device_plan.py, device_moves.py),
                          issued from the threads driver's threads: the host keeps only the order
                          of the batches (`scratchpipe-device`). Where the device is the host's
                          CPU, it resolves to INLINE
     PlanIn.INLINE        every stage of a batch in the trainer's thread, just before its Train
                          (inline.py): nothing overlaps, nothing contends for the GIL
+    PlanIn.STEP          the same, as the step's own work: on the trainer's stream, counted on
+                         Train's path (`lru-device`, a cache filled on demand: a miss stalls the
+                         step, device_moves.OnDemandStages)
 
 Whichever runs them, the stages are the same (host_stages.py), ordered by the same rules
 (schedule.py), and the plans are the same: Plan(b) depends on the data alone.
@@ -23,6 +27,8 @@ import multiprocessing
 import sys
 import time
 from enum import Enum
+
+import torch
 
 from scratchkit.choices import parse_choice
 from scratchkit.scratchpipe.events import Stage
@@ -46,21 +52,37 @@ class PlanIn(str, Enum):
     THREAD = "thread"  # every host stage on the trainer's threads
     DEVICE = "device"  # Plan and the row moves on the device, from the trainer's threads
     INLINE = "inline"  # every stage in the trainer's thread, one batch after another
+    STEP = "step"  # the same, on the step's path: its stream, its counts (a cache filled on demand)
 
     @classmethod
     def parse(cls, name: "PlanIn | str") -> "PlanIn":
         return parse_choice(cls, name, "place ")
 
-    def resolve(self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False) -> "PlanIn":
+    def resolve(
+        self, steps: int, *, host_rows: bool, ordered: bool, on_gpu: bool = False, fork_safe: bool | None = None
+    ) -> "PlanIn":
         """The place for a call of `steps` steps. `host_rows`: the row stores and host tables are
         in shared host memory (a CPU run); `ordered`: the write-back-order hazard is off;
-        `on_gpu`: the trainer's device is a GPU."""
+        `on_gpu`: the trainer's device is a GPU; `fork_safe`: a forked process may run the host
+        stages here (None: `fork_is_safe()`)."""
+        fork_safe = fork_is_safe() if fork_safe is None else fork_safe
+        if self in (PlanIn.PROCESS, PlanIn.HOST_PROCESS) and not fork_safe:
+            raise ValueError(
+                f"where={self.value!r} forks a process for the host stages, and on a machine with "
+                "a CUDA device a process forked once CUDA has started may hang (docs/gpu.md): "
+                "use where='thread'"
+            )
         if self is PlanIn.DEVICE and not on_gpu and ordered:
             return PlanIn.INLINE  # NumPy calls on threads only take turns with Train (inline.py)
         if self is PlanIn.INLINE and not ordered:
             raise ValueError(
                 "where='inline' runs each batch's stages in order, so the "
                 "write-back-order hazard cannot happen there: use 'thread'"
+            )
+        if self is PlanIn.STEP and not ordered:
+            raise ValueError(
+                "a cache filled on demand runs each batch's stages in order inside its step, so the "
+                "write-back-order hazard cannot happen there: use the trainer 'scratchpipe'"
             )
         if self is PlanIn.HOST_PROCESS:
             if not host_rows:
@@ -75,10 +97,18 @@ class PlanIn(str, Enum):
                 )
         if self is not PlanIn.AUTO:
             return self
-        forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-        if not forks or steps < MIN_STEPS_FOR_PROCESS:
+        if not fork_safe or steps < MIN_STEPS_FOR_PROCESS:
             return PlanIn.THREAD
         return PlanIn.HOST_PROCESS if host_rows and ordered else PlanIn.PROCESS
+
+
+def fork_is_safe() -> bool:
+    """Whether a forked process may run the host stages here: Linux's fork, and no CUDA device. A
+    process forked once CUDA has started in its parent inherits the driver's state and whatever
+    locks the parent's CUDA and loader threads held at the fork, and may hang in its first stage;
+    so where torch sees a CUDA device every stage runs on threads (`PlanIn.THREAD`)."""
+    forks = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    return forks and not torch.cuda.is_available()
 
 
 def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool) -> PlanIn:
@@ -87,6 +117,11 @@ def place_for(where: "PlanIn | str", *, own_planner: bool, plans_on_device: bool
     planner. `plans_on_device`: the trainer plans on the device (scratchpipe-device). A pair that
     cannot run together is refused, saying why."""
     where = PlanIn.parse(where)
+    if where is PlanIn.STEP:
+        raise ValueError(
+            "where='step' runs every stage inside the step, a cache filled on demand: that is the "
+            "trainer 'lru-device', not a place for ScratchPipe's pipeline"
+        )
     if plans_on_device:
         if own_planner:
             raise ValueError(
@@ -120,8 +155,8 @@ def start_driver(where: PlanIn, stages, schedule, plan_ahead: PlanAhead, start: 
     """The driver of batches start..stop-1, its stages started (`where`: resolved)."""
     if where is PlanIn.HOST_PROCESS:
         return HostProcess(stages, schedule, plan_ahead, start, stop, clock, hook)
-    if where is PlanIn.INLINE:
-        return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook)
+    if where in (PlanIn.INLINE, PlanIn.STEP):
+        return InlineStages(stages, schedule, plan_ahead, start, stop, clock, hook, on_step=where is PlanIn.STEP)
     plans = ForkedPlans(plan_ahead, start, stop, clock) if where is PlanIn.PROCESS else LocalPlans(plan_ahead, clock)
     return ThreadStages(stages, schedule, plans, start, stop, clock, hook)
 

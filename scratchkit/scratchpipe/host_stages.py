@@ -105,12 +105,16 @@ class HostStages:
         dev.synchronize_stream(self.stream)
 
     def insert(self, item: InFlight) -> None:
+        """The collected rows into their slots (`place_rows`), done before Train reads them."""
+        self.place_rows(item)
+        self.dev.synchronize_kernels()  # Insert's scatter done before Train reads
+
+    def place_rows(self, item: InFlight) -> None:
         """The collected rows into their slots, in the safe order (module docstring)."""
         for pad, plan, (rows, state) in zip(self.pads, item.tables, item.staged):
             pad.clear_dirty(plan.miss_slots)  # the victims among them are home by now
             pad.scatter(plan.miss_slots, rows, state)
             pad.place(plan.miss_slots, plan.miss_ids)
-        self.dev.synchronize_kernels()  # Insert's scatter done before Train reads
 
     def flush(self) -> int:
         """Write every dirty row back, so the host tables are complete. -> rows written. The

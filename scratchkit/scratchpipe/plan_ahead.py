@@ -58,6 +58,8 @@ class PlanSetup:
     stripes: int = 1  # planners per table, each owning ids id % stripes (stripes.py)
     device: str | None = None  # plan on this torch device's engine (device_plan.py), else the host
     own: object = None  # a planner of your own (own_planner.py), else the kit's
+    on_step: bool = False  # Plan is part of the step (a cache filled on demand, lru-device's): the
+    # device planner queues on its caller's stream and counts on Train's path, else on its own
 
     @classmethod
     def from_rows(
@@ -191,14 +193,17 @@ class PlanAhead:
         self._loading = False
 
     @classmethod
-    def fresh(cls, config, source, threads: int = 1, device: str | None = None) -> "PlanAhead":
+    def fresh(
+        cls, config, source, threads: int = 1, device: str | None = None, depth: int | None = None
+    ) -> "PlanAhead":
         """The planner as a `train()` call starts it on empty scratchpads (the measurements' and
-        the projection's): `config`'s depth, victim policy, horizon (4 x (depth + 1)) and plan
-        stripes, `threads` planners at once; `device`: the device planner's (scratchpipe-device),
-        on that torch device's engine."""
+        the projection's): `config`'s depth (or `depth`: 0 for a cache filled on demand, which
+        CacheParams cannot say), victim policy, horizon (4 x (depth + 1)) and plan stripes,
+        `threads` planners at once; `device`: the device planner's (scratchpipe-device), on that
+        torch device's engine."""
         sizes = tuple(config.data.table_sizes)
         capacities = tuple(config.cache.capacity_for(n) for n in sizes)
-        depth = config.cache.depth
+        depth = config.cache.depth if depth is None else depth
         setup = PlanSetup(
             sizes,
             capacities,
@@ -243,9 +248,10 @@ class PlanAhead:
 
     def plan(self, b: int) -> Planned:
         """Plan(b). Call for b = start, start+1, ... in order (rule 1). Its device work counts on
-        Plan's path (device_work.py), on whichever thread it runs: `Planned.work`, this thread's
-        alone (the row moves' threads count on Plan's path beside it)."""
-        with on_path(Path.PLAN):
+        Plan's path (device_work.py; Train's where Plan is part of the step: `on_step`), on
+        whichever thread it runs: `Planned.work`, this thread's alone (the row moves' threads
+        count on Plan's path beside it)."""
+        with on_path(Path.TRAIN if self.setup.on_step else Path.PLAN):
             before = snapshot_here()
             planned = self._plan(b)
             planned.work = snapshot_here() - before

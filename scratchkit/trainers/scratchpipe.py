@@ -63,6 +63,8 @@ __all__ = [
 class ScratchPipeTrainer(HostTablesTrainer):
     name = SCRATCHPIPE.name
     plans_on_device = False  # Plan and the row moves on the host (DeviceScratchPipeTrainer: the device)
+    row_stages = HostStages  # the stages that move rows between the host tables and the scratchpad
+    look_ahead: int | None = None  # batches planned ahead of Train; None: the config's depth
 
     def __init__(
         self,
@@ -81,7 +83,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
         native_planner: bool | None = None,
     ):
         super().__init__(config, source, device)
-        self.depth = config.cache.depth
+        self.depth = config.cache.depth if self.look_ahead is None else self.look_ahead
         self.policy = config.cache.victim_policy
         self.schedule = Schedule(self.depth, hazards)
         # how far Plan looks for victims' next use: beyond D, since the dataset is all there
@@ -142,8 +144,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
             )
             for n, c in zip(self.config.data.table_sizes, self.capacities)
         ]
-        stages = DeviceStages if self.plans_on_device else HostStages
-        self.stages = stages(self.tables, pads, self.dev)
+        self.stages = self.row_stages(self.tables, pads, self.dev)
 
     def plan_setup(self, threads: int = 1) -> PlanSetup:
         """What the planner starts from: the row stores as they are between `train()` calls."""
@@ -241,11 +242,12 @@ class ScratchPipeTrainer(HostTablesTrainer):
 
     def _train_one(self, driver, b: int, started: float, cancelled) -> StepRecord:
         set_host_threads(self.host_threads)  # process-wide: another trainer may have run between
+        work = snapshot(Path.TRAIN)  # with the stages a step runs on its own path (PlanIn.STEP)
         item = driver.wait_inserted(b, cancelled)
         t0 = time.perf_counter()
         if self.stage_hook is not None:
             self.stage_hook(Stage.TRAIN, b)
-        pads, work = self.stages.pads, snapshot(Path.TRAIN)
+        pads = self.stages.pads
         if self.tbe is not None:  # on a GPU: tbe.cu's kernels, one wait (the loss, the hits with it)
             loss, hits = train_on_device(
                 item, pads, self.dev, self.tbe, self.dense_step, self.update_weights, self.config.optimizer
@@ -283,7 +285,7 @@ class ScratchPipeTrainer(HostTablesTrainer):
             plan_syncs=plan.host_syncs,
             plan_launches=plan.kernel_launches,
         )
-        record.count_work(work)  # Train's alone: the stages ahead of it count on their own path
+        record.count_work(work)  # Train's path: the stages ahead of it count on their own
         return record
 
     def _end(self, driver, finished: bool) -> None:
@@ -362,6 +364,7 @@ class DeviceScratchPipeTrainer(ScratchPipeTrainer):
 
     name = SCRATCHPIPE_DEVICE.name
     plans_on_device = True
+    row_stages = DeviceStages
 
 
 class PrefetchLRUDeviceTrainer(DeviceScratchPipeTrainer):
