@@ -5,9 +5,10 @@
 
 Each record is a measurement someone published (its source, the line it printed, the GPU, every
 shape). This script prices it with the kit's model by the recipe a user of the kit would follow
-for that kind of measurement (RECIPES: the kit's own calls, `designs/kit.py`, for a stage; the
-gpu-only trainer's projection for a whole step) on the kit's server for that GPU, or the nearest
-one, and renders the comparison as docs/published-gpu.md with scripts/render_results.py's tables.
+for that kind of measurement (RECIPES: the gpu-only trainer's Train on a GPU, designs/train.py
+and designs/kit.py, for a stage; its projection for a whole step) on the kit's server for that
+GPU, or the nearest one, and renders the comparison as docs/published-gpu.md with
+scripts/render_results.py's tables. MISSES names the records it prices more than 2x off, and why.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from render_results import keep_current, table  # noqa: E402
 from scratchkit.config import DataConfig, ModelConfig, OptimizerConfig, OptimizerKind, TrainConfig  # noqa: E402
 from scratchkit.designs import StepWork, TableWork, Work, kit  # noqa: E402
-from scratchkit.designs.train import id_transfer  # noqa: E402
+from scratchkit.designs.train import id_transfer, train_stages  # noqa: E402
 from scratchkit.profiles import CRITEO_KAGGLE_EXPONENTS  # noqa: E402
 from scratchkit.projection.machines import get_machine  # noqa: E402
 from scratchkit.projection.project import project, stage_work  # noqa: E402
@@ -40,34 +41,52 @@ FIELDS = ("id", "kind", "gpu", "server", "software", "timed", "shape", "value", 
 SHAPE = ("tables", "rows", "dim", "batch", "pooling", "optimizer", "precision", "placement", "ids")
 UNIT = "ms per step"
 ZIPF_EXPONENTS = {"criteo-kaggle": CRITEO_KAGGLE_EXPONENTS}  # the kit's fitted laws a record may name
+FUSED_EBC = (
+    "TorchRec's FusedEmbeddingBagCollection step, timed by wall clock around the Python module (the ids "
+    "to the device, the forward, torch.cat, .sum().backward()), is framework-bound: the README prints "
+    "0.019 s an epoch at 1/128, 1/64 and 1/32 of the tables alike, so the step does not move with its "
+    "work. The kit prices its own Train (one copy, the lookups' and the update's launches, the sort's), "
+    "not TorchRec's per-step Python; a constant for that would fit these three records alone"
+)
+# Records the model misses by more than 2x, and why: each one still outside 2x (tests/test_published.py)
+MISSES = {
+    "v100-fused-ebc-128": FUSED_EBC,
+    "v100-fused-ebc-64": FUSED_EBC,
+    "v100-fused-ebc-32": FUSED_EBC,
+    "h200-device-step-64k": "flagged in its record: the same benchmark's H100 chart gives 0.22 ms for this shape "
+    "(h100-device-step-64k) and the forward alone 0.06 ms there, 0.07 here; the H200's step is three "
+    "times the H100's, which neither chart explains",
+}
 
 
 # ---------------------------------------------------------------------------------- the recipes
-def _sum(parts) -> Work:
-    total = Work()
-    for part in parts:
-        total = total + part
-    return total
+def train(w: StepWork) -> dict[str, Work]:
+    """The gpu-only trainer's Train on a GPU (train.train_stages with tbe.cu's kernels): all tables'
+    lookups in one launch, the sort of the lookups' keys, the backward fused with the update."""
+    return train_stages(w, footprint="table", by_slot=False, kernels=True)
 
 
 def forward(w: StepWork) -> Work:
-    """Each table's lookups as one `pooled_lookup` (kit.lookup) of its distinct rows and repeats."""
-    rb = w.row_bytes
-    return _sum(kit.lookup(True, t.lookups, t.unique, w.batch_size, rb, t.rows * rb) for t in w.tables)
+    """Every table's lookups in one launch (kit.device_lookups)."""
+    return train(w)["embedding_forward"]
 
 
 def backward(w: StepWork) -> Work:
-    """Each table's `embedding_backward` (kit.backward), then its update's rows (kit.update)."""
-    return _sum(
-        kit.backward(True, t.lookups, w.batch_size, w.dim)
-        + kit.update(True, t.unique, w.dim, w.state_width, w.optimizer, t.rows)
-        for t in w.tables
-    )
+    """The lookups' keys sorted (kit.device_sort), then one pass over the gradient that updates each
+    distinct row in place (kit.device_update)."""
+    stages = train(w)
+    return stages["embedding_backward"] + stages["update"]
 
 
-def over_link(w: StepWork, crossings: int) -> Work:
-    """The step's distinct rows crossing the host link `crossings` times (read in, written back)."""
-    return Work(pcie=crossings * w.unique_rows * w.row_bytes)
+def read_in_lookup_order(w: StepWork) -> Work:
+    """Each distinct row read over the link as the lookups meet it (kit.rows_over_link)."""
+    return kit.rows_over_link(w.unique_rows, w.row_bytes, by_id=False)
+
+
+def read_and_written_by_id(w: StepWork) -> Work:
+    """Each distinct row read over the link and written back, in id order, the two at once."""
+    u, rb = w.unique_rows, w.row_bytes
+    return kit.rows_over_link(u, rb) + kit.rows_over_link(u, rb, written=True)
 
 
 @dataclass(frozen=True)
@@ -77,25 +96,32 @@ class Recipe:
 
 
 RECIPES = {
-    "device forward": Recipe("kit.lookup per table", lambda w: {"forward": forward(w)}),
+    "device forward": Recipe("kit.device_lookups, every table in one launch", lambda w: {"forward": forward(w)}),
     "device backward": Recipe(
-        "kit.backward + kit.update (the update's rows) per table", lambda w: {"backward": backward(w)}
+        "kit.device_sort + kit.device_update: the keys sorted, one pass over the gradient with the update in it",
+        lambda w: {"backward": backward(w)},
     ),
     "device forward+backward": Recipe("the two above", lambda w: {"forward": forward(w), "backward": backward(w)}),
     "host-mapped forward": Recipe(
-        "device forward + each distinct row read over the link (pcie_bw)",
-        lambda w: {"forward": forward(w), "link": over_link(w, 1)},
+        "device forward + each distinct row read over the link in lookup order (kit.rows_over_link)",
+        lambda w: {"forward": forward(w), "link": read_in_lookup_order(w)},
     ),
     "host-mapped backward": Recipe(
-        "device backward + each distinct row read and written back over the link",
-        lambda w: {"backward": backward(w), "link": over_link(w, 2)},
+        "device backward + each distinct row read and written back over the link in id order, both ways at once",
+        lambda w: {"backward": backward(w), "link": read_and_written_by_id(w)},
     ),
     "host-mapped forward+backward": Recipe(
-        "the two above", lambda w: {"forward": forward(w), "backward": backward(w), "link": over_link(w, 3)}
+        "the two above",
+        lambda w: {
+            "forward": forward(w),
+            "forward link": read_in_lookup_order(w),
+            "backward": backward(w),
+            "backward link": read_and_written_by_id(w),
+        },
     ),
     "fused embedding step": Recipe(
-        "the ids to the device (train.id_transfer) + device forward + device backward",
-        lambda w: {"transfer": id_transfer(w, arrays=1), "forward": forward(w), "backward": backward(w)},
+        "the ids to the device in one copy (train.id_transfer) + device forward + device backward",
+        lambda w: {"transfer": id_transfer(w, arrays=1, kernels=True), "forward": forward(w), "backward": backward(w)},
     ),
     "dlrm step": Recipe('project("gpu-only", work, server): every stage of the gpu-only trainer, MLPs included', None),
 }
@@ -223,6 +249,11 @@ def spread(ratios: list[float]) -> dict:
     }
 
 
+def said(figures: dict) -> str:
+    """A spread's figures in one line: "records 18, geomean ratio 1.07, ..."."""
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
+
+
 def summary(priced: list[Priced]) -> tuple[dict, dict]:
     kinds = {k: [p.ratio for p in priced if p.record["kind"] == k] for k in RECIPES}
     by_kind = {k: spread(r) | {"range": f"{min(r):.2f} - {max(r):.2f}"} for k, r in kinds.items() if r}
@@ -279,7 +310,7 @@ def render(priced: list[Priced], left_out: list[dict]) -> str:
         "nearest one. A ratio over 1: the kit prices it slower than it ran. The typical error is the",
         "exponential of the mean absolute log ratio: errors either way count alike, and do not cancel.",
         "",
-        f"**all**: {', '.join(f'{k} {v:.3g}' if isinstance(v, float) else f'{k} {v}' for k, v in overall.items())}",
+        f"**all**: {said(overall)}",
         "",
         *table(rows(priced)),
         "",
@@ -292,9 +323,18 @@ def render(priced: list[Priced], left_out: list[dict]) -> str:
         *(f"- {kind}: {recipe.how}" for kind, recipe in RECIPES.items()),
         "",
         "Distinct rows are the kit's `TableWork.unique`; a table counts as no larger than the rows the",
-        "step touches (`Work.in_step`). The recipes are the kit's own calls: where a measured library",
-        "fuses them (one table-batched kernel, the update inside the backward), the ratio says how far",
-        "the kit's pricing of its own calls is from it.",
+        "step touches (`Work.in_step`). The recipes are the kit's own Train on a GPU (tbe.cu's kernels,",
+        'as `project("gpu-only", ...)` prices them): the ratio says how far the kit\'s pricing of its',
+        "own implementation is from the library that was measured (FBGEMM's table-batched embeddings).",
+        "Rows over the link: in lookup order at the server's `pcie_row_bw`, in id order at the copies'",
+        'rate, the link\'s two directions at once (docs/costmodel.md, "How far to trust each projection").',
+        "",
+        "## Misses",
+        "",
+        "Records the model prices more than 2x off, and why: "
+        f"without them, {said(spread([p.ratio for p in priced if p.record['id'] not in MISSES]))}.",
+        "",
+        *(f"- {', '.join(n for n in MISSES if MISSES[n] == why)}: {why}" for why in dict.fromkeys(MISSES.values())),
         "",
         "## Sources",
         "",
@@ -319,7 +359,7 @@ def main(argv=None) -> int:
                 f"{r['id']:26} {r['kind']:29} {r['server']:11} {r['value']:8.3f} {p.seconds * 1e3:8.3f} ms  {p.ratio:5.2f}"
             )
         overall, _ = summary(priced)
-        print(", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in overall.items()))
+        print(said(overall))
     left_out = json.loads(RECORD.read_text())["figures"]["left out"]
     return keep_current({PAGE: render(priced, left_out)}, args.check, "scripts/check_published.py")
 

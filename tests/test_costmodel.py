@@ -304,7 +304,7 @@ def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     assert p.resource_seconds["pcie"] == pytest.approx(
         max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw))
     )
-    assert parts["collect"].pcie == 5000 * 16 * 4  # every missed row crosses once
+    assert sum(n * size for n, size, _, _ in parts["collect"].pcie_rows) == 5000 * 16 * 4  # every miss once
 
 
 def test_plan_spreads_over_the_cores_the_other_host_stages_leave():
@@ -476,7 +476,11 @@ def test_a_cache_moves_rows_with_the_device_kernels_over_the_link(trainer, cpu):
             assert ("gather", moved, width) in [r[:3] for r in work.device_rows]
             assert ("scatter", moved, width) in [r[:3] for r in work.device_rows]
         ids = 0 if cpu else 2 * moved * 8  # ids and slots, on a GPU
-        assert work.pcie == pytest.approx(moved * (row + state) + ids)
+        # the rows: plain bytes on a CPU; on a GPU read or written row by row over the link by the
+        # kernel (a fill in id order, a write-back in the cache's order: kit.rows_over_link)
+        rows_over_link = sum(n * size for n, size, _, _ in work.pcie_rows)
+        assert work.pcie + rows_over_link == pytest.approx(moved * (row + state) + ids)
+        assert rows_over_link == (0 if cpu else pytest.approx(moved * (row + state)))
     table, cache = 10_000 * row, (2_000 + (400 if trainer == "static" else 0)) * row
     gathers = {r[3] for r in fetch.device_rows if r[0] == "gather" and r[2] == row}
     assert gathers == {table}  # read from the host table

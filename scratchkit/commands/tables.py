@@ -91,6 +91,8 @@ def describe_hardware(hw: Hardware) -> str:
     lines = [f"{hw.name}: {hw.description}", f"  origin: {hw.origin}" if hw.origin else ""]
     for name in ("host_stream_bw", "pcie_bw", "device_stream_bw"):
         lines.append(f"  {name:22s} {bw(getattr(hw, name)):>14s}  {src(name)}")
+    rows = "not stated: as the copies" if hw.pcie_row_bw is None else bw(hw.pcie_row_bw)
+    lines.append(f"  {'pcie_row_bw':22s} {rows:>14s}  {src('pcie_row_bw')}")
     for name in (
         "host_gather",
         "host_scatter",

@@ -108,7 +108,7 @@ class Hardware:
     host_plan_lookup_rate: RateCurve  # ScratchPipe's planner, per core, by table rows: lookups/s seeing a batch,
     host_plan_id_rate: RateCurve  # distinct ids/s planning (hit or miss, hold, remap), and
     host_plan_miss_rate: RateCurve  # misses/s beyond that (a victim chosen, the map updated)
-    pcie_bw: float  # host <-> device copies, per direction
+    pcie_bw: float  # host <-> device copies, per direction (PCIe carries both at once)
     pcie_latency: float  # fixed cost of one host <-> device copy
     device_stream_bw: float  # device memory, streaming
     device_gather: RowCurve  # device memory, random rows read
@@ -152,6 +152,11 @@ class Hardware:
     # of them at once: the cap on host embedding work spread over the cores (designs/host_threads.py).
     # None: not known (a calibrated CPU, whose run's few threads are priced on the curves alone)
     host_memory_line_rate: float | None = None
+    # rows a kernel reads from (or writes into) host memory over the link in lookup order, row by
+    # row (zero-copy, as scratchpipe-device's Collect and FBGEMM's UVM tables): bytes/s per
+    # direction. In id order such rows cross at the copies' rate (`pcie_bw`). None: not known
+    # (a calibrated machine; hardware saved before it was stated): priced as the copies
+    pcie_row_bw: float | None = None
     # the builds of the kit's C++ loops the curves were measured with (calibrate.loop_builds: a
     # library -> its build name): hardware of other builds prices loops this kit no longer runs
     native_builds: dict[str, str] = field(default_factory=dict, compare=False)
@@ -179,6 +184,8 @@ class Hardware:
             raise ValueError(
                 f"hardware {self.name!r}: host_memory_line_rate must be > 0 or None, got {self.host_memory_line_rate}"
             )
+        if self.pcie_row_bw is not None and not self.pcie_row_bw > 0:
+            raise ValueError(f"hardware {self.name!r}: pcie_row_bw must be > 0 or None, got {self.pcie_row_bw}")
         if self.host_cores < 1:
             raise ValueError(f"hardware {self.name!r}: host_cores must be >= 1, got {self.host_cores}")
         for side in ("host_calls", "device_calls"):
@@ -198,6 +205,11 @@ class Hardware:
         return all(c is not None for c in curves) and all(
             f"tbe_{k}{part}" in self.host_calls for k in TBE_CALLS for part in ("", "_table")
         )
+
+    @property
+    def link_row_bw(self) -> float:
+        """Bytes/s of rows a kernel moves over the link in lookup order (`pcie_row_bw`, else the copies')."""
+        return self.pcie_row_bw if self.pcie_row_bw is not None else self.pcie_bw
 
     def call(self, on_device: bool, name: str) -> float:
         """The fixed cost of one kit call `name` (a CALL_OPS key) on the device or the host."""

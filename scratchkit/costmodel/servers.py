@@ -3,6 +3,7 @@
     v100-pcie3   NVIDIA V100 PCIe on PCIe 3.0 x16, Xeon Gold 6248 host (Cascade Lake, DDR4-2933)
     a100-pcie4   NVIDIA A100 80GB PCIe on PCIe 4.0 x16, EPYC 7742 host (Rome, DDR4-3200)
     h100-pcie5   NVIDIA H100 80GB PCIe on PCIe 5.0 x16, Xeon Platinum 8480+ host (Sapphire Rapids, DDR5-4800)
+    h100-sxm5    NVIDIA H100 80GB SXM5 (HBM3) on PCIe 5.0 x16, a DGX H100's Xeon Platinum 8480C host
     h200         NVIDIA H200 (SXM, HBM3e) on PCIe 5.0 x16 to the host, Xeon Platinum 8480+ host
 
 How the datasheet peaks are derated to what the kit's operations reach:
@@ -21,7 +22,11 @@ How the datasheet peaks are derated to what the kit's operations reach:
   dispatch on the server's core: assumption); each kit call costs its kernels
   (hardware.CALL_OPS) times this.
 - PCIe: per direction, what pinned `cudaMemcpyAsync` reaches (NVIDIA's bandwidthTest class of
-  figure): ~80% of the link's raw rate after encoding and packet headers (assumption).
+  figure): ~80% of the link's raw rate after encoding and packet headers (assumption), each
+  direction at once (PCIe is full duplex).
+- what no datasheet says (gpu_figures.py, each figure with its source): rows a kernel reads over
+  the link in lookup order (`pcie_row_bw`), a device sort's fixed part and rate, a kernel of the
+  .cu files' launch.
 - the host: `host_cores` is one GPU's share of its server's cores (the vendor's 8-GPU system
   datasheet: cores / GPUs), or with `HostShare.SOCKET` a whole socket's (the CPU's datasheet: a
   hybrid given a CPU of its own, as a one-GPU server or a paper's testbed gives it); the
@@ -46,6 +51,7 @@ from functools import cache
 from pathlib import Path
 
 from scratchkit.choices import Registry
+from scratchkit.costmodel.gpu_figures import kernel_launch, link_row_bw, sort_curve
 from scratchkit.costmodel.hardware import GB, MB, US, Hardware, RateCurve, RowCurve, calls_from_ops, field_from_json
 
 HOST_CORE_FILE = Path(__file__).with_name("host_core.json")
@@ -72,11 +78,6 @@ def host_core() -> tuple[dict, dict[str, str]]:
     )
 
 
-def _sort_curve(keys_per_s: float) -> RateCurve:
-    """A radix sort's keys/s, in the model's units (keys x log2 n per second) at each n."""
-    return RateCurve(tuple((2.0**p, keys_per_s * p) for p in (10, 14, 17, 20, 24)))
-
-
 # Each server's own figures, with their sources. `link`: the PCIe link's raw rate per direction
 # (pinned copies reach 80% of it); `launch`: the eager op's fixed cost on that server's cores.
 # A server of your own: `SERVERS.register(name, dict(...))` with the same keys; every command's
@@ -96,7 +97,6 @@ SERVERS: Registry[dict] = Registry(
             ),
             l2=(6 * MB, 2155 * GB, "V100 datasheet: 6 MB L2; Jia et al. 2018: 2155 GB/s L2 bandwidth"),
             fp32=(14e12, "V100 PCIe datasheet: 14 TFLOP/s float32"),
-            sort=(1.0e9, "assumption: CUB radix sort of 64-bit (key, value) pairs, ~1G pairs/s on a V100"),
             link=(15.75 * GB, "PCIe 3.0 x16: 15.75 GB/s per direction"),
             launch=8 * US,
             copy_latency=10 * US,
@@ -109,7 +109,6 @@ SERVERS: Registry[dict] = Registry(
             stream=(0.85 * 1935 * GB, "A100 80GB PCIe datasheet: 1,935 GB/s HBM2e; assumption: 85% reached by copies"),
             l2=(40 * MB, 4000 * GB, "A100 datasheet: 40 MB L2; assumption: ~4 TB/s L2 bandwidth"),
             fp32=(19.5e12, "A100 datasheet: 19.5 TFLOP/s float32 (no TF32: torch's default for float32 matmul)"),
-            sort=(2.0e9, "assumption: CUB radix sort of 64-bit pairs, ~2G pairs/s on an A100"),
             link=(31.5 * GB, "PCIe 4.0 x16: 31.5 GB/s per direction"),
             launch=6 * US,
             copy_latency=8 * US,
@@ -126,7 +125,6 @@ SERVERS: Registry[dict] = Registry(
             stream=(0.85 * 2000 * GB, "H100 PCIe datasheet: 2.0 TB/s HBM2e; assumption: 85% reached by copies"),
             l2=(50 * MB, 5500 * GB, "H100 datasheet: 50 MB L2; assumption: ~5.5 TB/s L2 bandwidth"),
             fp32=(51e12, "H100 PCIe datasheet: 51 TFLOP/s float32"),
-            sort=(3.0e9, "assumption: CUB radix sort of 64-bit pairs, ~3G pairs/s on an H100"),
             link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"),
             launch=5 * US,
             copy_latency=8 * US,
@@ -147,12 +145,23 @@ SERVERS: Registry[dict] = Registry(
             ),
             l2=(60 * MB, 7000 * GB, "torch on this workplace's H200 reported 60 MB of L2; assumption: ~7 TB/s"),
             fp32=(67e12, "H200 datasheet: 67 TFLOP/s float32 (the H100 SXM's)"),
-            sort=(3.5e9, "assumption: CUB radix sort of 64-bit pairs, ~3.5G pairs/s (an H100's, more bandwidth)"),
             link=(63 * GB, "PCIe 5.0 x16: 63 GB/s per direction"),
             launch=5 * US,
             copy_latency=8 * US,
         ),
     },
+)
+
+# The H100 the published measurements ran on (results/published-gpu.json): h100-pcie5's host (a DGX
+# H100's, already), link, L2 and launch; its own HBM3 and clocks
+SERVERS.register(
+    "h100-sxm5",
+    SERVERS["h100-pcie5"]
+    | dict(
+        description="H100 80GB SXM5 (HBM3) on PCIe 5.0 x16 to the host; 2x Xeon Platinum 8480C (Sapphire Rapids, 56 cores, DDR5-4800)",
+        stream=(0.85 * 3350 * GB, "H100 SXM5 datasheet: 3.35 TB/s HBM3; assumption: 85% reached by copies"),
+        fp32=(67e12, "H100 SXM5 datasheet: 67 TFLOP/s float32"),
+    ),
 )
 
 
@@ -192,6 +201,9 @@ def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
     device_rows = RowCurve.from_bandwidths(0.5 * l2_bw, 0.5 * stream, l2, line_bytes=32)
     updated = RowCurve.from_bandwidths(0.25 * l2_bw, 0.25 * stream, l2, line_bytes=32)  # read and written
     host, host_sources = host_core()
+    sort, sort_source = sort_curve(stream, f["launch"])
+    row_bw, row_source = link_row_bw(link)
+    kernel, kernel_source = kernel_launch(f["launch"])
     return Hardware(
         name=name,
         description=f["description"] + ("; priced on a whole socket" if share is HostShare.SOCKET else ""),
@@ -199,6 +211,7 @@ def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
         **host,
         host_memory_line_rate=memory_line_rate(channels, transfers),
         pcie_bw=0.8 * link,
+        pcie_row_bw=row_bw,
         pcie_latency=f["copy_latency"],
         device_stream_bw=stream,
         device_gather=device_rows,
@@ -206,8 +219,8 @@ def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
         device_lookup=device_rows,
         device_update=updated,
         device_op_latency=f["launch"],
-        device_calls=calls_from_ops(f["launch"]),
-        device_sort=_sort_curve(f["sort"][0]),
+        device_calls=calls_from_ops(f["launch"]) | {"kernel": kernel},
+        device_sort=sort,
         device_sort_value_rate=stream / (3 * 4),
         device_flops=RateCurve.constant(0.8 * fp32),
         device_bmm_flops=RateCurve.constant(0.1 * fp32),
@@ -220,8 +233,9 @@ def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
             "host_memory_line_rate": f"{memory_source}: {channels} channels per GPU x {transfers / 1e6:.0f} MT/s "
             f"x 8 B x {RANDOM_LINE_SHARE:g} (assumption: random lines reach half "
             f"a channel's peak) / {LINE_BYTES} B",
-            "device_sort": f["sort"][1],
-            "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it",
+            "device_sort": sort_source,
+            "pcie_bw": f"{link_source}; assumption: pinned copies reach 80% of it, each direction at once",
+            "pcie_row_bw": row_source,
             "pcie_latency": f"assumption: a small cudaMemcpyAsync costs ~{f['copy_latency'] / US:.0f} us end to end",
             "device_op_latency": f"assumption: CUDA's launch (~4 us) + PyTorch's dispatch on the host core: "
             f"{f['launch'] / US:.0f} us",
@@ -230,7 +244,8 @@ def server(name: str, share: HostShare = HostShare.GPU) -> Hardware:
             "device_scatter": "assumption: as the gather",
             "device_lookup": "assumption: as the gather (an embedding bag reads each row once)",
             "device_update": "assumption: as the gather, twice (each row read, then written back)",
-            "device_calls": "each kit call's kernels (hardware.CALL_OPS) x the launch cost",
+            "device_calls": "each kit call's kernels (hardware.CALL_OPS) x the launch cost; a kernel of the "
+            f".cu files (`kernel`) {kernel / US:.1f} us: {kernel_source}",
             "device_sort_value_rate": "assumption: the coalesce passes over its values 3 times at the "
             "streaming bandwidth (read, permute, reduce)",
             "device_flops": f"assumption: 80% of the float32 peak (cuBLAS SGEMM on large shapes); {fp32_source}",

@@ -40,16 +40,21 @@ from scratchkit.sim.lru import lru_by_batch
 from scratchkit.sim.static import static_by_batch
 
 
-def device_move_rows(w: StepWork, rows: float, from_rows: float, to_rows: float, *, cpu: bool) -> Work:
+def device_move_rows(
+    w: StepWork, rows: float, from_rows: float, to_rows: float, *, cpu: bool, written: bool = False
+) -> Work:
     """Rows with their state between a host table mapped into the device and device slots, moved
     by the device's row kernels (embedding/device_cache.py): per width a `gather_rows` from where
     they are and a `scatter_rows` to where they go, both device work, the rows crossing the link
-    as the kernel reads (a fill) or writes (a write-back) them; on a GPU the ids and the slots go
-    to the device first. `cpu`: the device is the host's CPU, where each kernel is a NumPy call."""
+    as the kernel reads them (a fill: the misses, in id order) or writes them (`written`, a
+    write-back: the victims, in the cache's order); on a GPU the ids and the slots go to the device
+    first. `cpu`: the device is the host's CPU, where each kernel is a NumPy call."""
     if not rows:
         return Work()
-    work = Work(pcie=rows * w.moved_row_bytes)
-    if not cpu:
+    if cpu:
+        work = Work(pcie=rows * w.moved_row_bytes)
+    else:
+        work = kit.rows_over_link(rows, w.moved_row_bytes, written=written, by_id=not written)
         work += Work(pcie=2 * rows * ID_BYTES, pcie_copies=2)
     for width in (w.dim, w.state_width):
         if width:
@@ -139,7 +144,7 @@ class DemandCache:
         for t, v in zip(w.tables, w.share(w.written_back_rows, evicting_only=not self.pinned)):
             if not v:
                 continue
-            work += device_move_rows(w, v, t.capacity, t.rows, cpu=cpu)
+            work += device_move_rows(w, v, t.capacity, t.rows, cpu=cpu, written=True)
             if not self.pinned:  # the map: the victims' ids forgotten, slots freed
                 work += (
                     kit.gather(False, v, 1, t.capacity)

@@ -11,7 +11,7 @@ import math
 
 from scratchkit.config import OptimizerKind
 from scratchkit.embedding.working_sets import WorkingSets
-from scratchkit.designs.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, Work, log2
+from scratchkit.designs.work import CACHED_BYTES, FLOAT_BYTES, ID_BYTES, LINK_IN, LINK_OUT, Work, log2
 
 
 def on(device: bool, **parts) -> Work:
@@ -110,15 +110,26 @@ def device_sort(n: float) -> Work:
     return calls(True, "op") + on(True, sorts=(("torch", n, 1),))
 
 
-def device_update(tables, dim: int, state_width: int, optimizer: OptimizerKind, table_rows) -> Work:
-    """`DeviceTBE.update` (tbe_backward_<optimizer>): one launch; each lookup's bag gradient read
-    and summed into its id's run (n x dim floats, at the coalesce's value rate), each table's
-    distinct rows updated in place with their state (`update_rows`, `table_rows[t]` rows)."""
-    n = sum(t.lookups for t in tables)
-    work = calls(True, "kernel") + on(True, sort_values=n * dim)
+def device_update(tables, dim: int, state_width: int, optimizer: OptimizerKind, table_rows, bags: int) -> Work:
+    """`DeviceTBE.update` (tbe_backward_<optimizer>): one launch, the backward fused with the
+    update, one pass over the gradient: the sorted keys and positions read once; each lookup's bag
+    gradient (a row of the [bags, tables, dim] gradient, met in sorted-key order: a random row of
+    it) read once and summed into its id's run; each table's distinct rows updated in place with
+    their state (`update_rows`, `table_rows[t]` rows). No per-lookup gradient is written, sorted
+    or summed apart, as a coalesce would."""
+    n, row = sum(t.lookups for t in tables), dim * FLOAT_BYTES
+    work = calls(True, "kernel") + stream(True, 2 * n * ID_BYTES) + gather(True, n, row, bags * len(tables) * row)
     for t, rows in zip(tables, table_rows):
         work += update_rows(True, t.unique, dim, state_width, optimizer, rows)
     return work
+
+
+def rows_over_link(rows: float, row_bytes: float, *, written: bool = False, by_id: bool = True) -> Work:
+    """`rows` rows a kernel reads from host memory (`written`: writes into it) over the link, row
+    by row (zero-copy: scratchpipe-device's Collect and Write-back, a host-mapped table's
+    lookups): `by_id`, in id order (sorted ids), as the fused update and a sorted miss list walk
+    them, else in lookup order (work.py prices the two)."""
+    return Work(pcie_rows=((rows, row_bytes, LINK_OUT if written else LINK_IN, by_id),)) if rows else Work()
 
 
 def device_hit_count(tables) -> Work:

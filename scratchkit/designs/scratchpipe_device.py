@@ -168,7 +168,7 @@ def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work
                 rb = width * FLOAT_BYTES
                 collect += (
                     _ops(1, cpu)  # one gather kernel a width
-                    + Work(pcie=m * rb)  # read over the link
+                    + (Work(pcie=m * rb) if cpu else kit.rows_over_link(m, rb))  # read over the link, in id order
                     + kit.gather(True, m, rb, t.rows * rb)
                 )  # from the host table
                 insert += kit.scatter(True, m, rb, t.capacity * rb) + _ops(1, cpu)
@@ -176,7 +176,8 @@ def device_stages(w: StepWork, train: Work, cpu: bool = False) -> dict[str, Work
                     write_back += (
                         _ops(2, cpu)
                         + kit.gather(True, v, rb, t.capacity * rb)
-                        + Work(pcie=v * rb)  # written over the link
+                        # written over the link in the victims' (slot) order, not by id
+                        + (Work(pcie=v * rb) if cpu else kit.rows_over_link(v, rb, written=True, by_id=False))
                         + kit.scatter(True, v, rb, t.rows * rb)
                     )  # into the host table
         insert += _slot_writes(2 * m, t.capacity) + _ops(2, cpu)  # dirty bits, ids

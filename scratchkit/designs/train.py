@@ -35,7 +35,7 @@ def train_stages(
             "embedding_forward": kit.device_lookups(w.tables, rb, [rows(t) * rb for t in w.tables], B),
             "mlp": mlp,
             "embedding_backward": kit.device_sort(w.lookups),
-            "update": kit.device_update(w.tables, d, w.state_width, w.optimizer, [rows(t) for t in w.tables]),
+            "update": kit.device_update(w.tables, d, w.state_width, w.optimizer, [rows(t) for t in w.tables], B),
         }
     per_table_update = total(
         kit.update(True, t.unique, d, w.state_width, w.optimizer, rows(t)) for t in w.tables

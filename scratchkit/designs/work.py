@@ -23,7 +23,12 @@ units a machine prices:
                     lookups of the call), ("sgd", u, row bytes,
                     table bytes, rows of the call), priced by the hardware's host_tbe_* curves
                     (measured on the host: a device that is the host, in bags of TBE_BAG)
-    pcie            bytes and copies between host and device
+    pcie            bytes and copies between host and device: `pcie` host -> device (or both ways
+                    one after the other), `pcie_out` device -> host while they cross (PCIe carries
+                    both directions at once: the stage's link time is its busier direction's)
+    pcie_rows       rows a kernel reads from host memory or writes into it over the link, row by
+                    row (zero-copy): (rows, row bytes, direction, in id order), at the copies' rate
+                    in id order and at the hardware's `pcie_row_bw` in lookup order
 
 `kit.py` counts each kit call in these units (a lookup, a backward, an update, the dense step,
 np.unique...), and each design (its family's module) adds them up stage by stage, as its code
@@ -43,6 +48,7 @@ ID_BYTES = 8  # int64 ids, offsets and slots
 CACHED_BYTES = 2.0**18  # a table this small stays in a core's cache (the curves' smallest)
 TBE_BAG = 8  # lookups a bag in the table-batched curves' timings (calibration/tbe_timings.py)
 BUCKET_BYTES = 16  # a bucket of the scratchpad's hash map: key and slot, int64 each
+LINK_IN, LINK_OUT = "in", "out"  # the link's directions: host -> device, device -> host
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,9 @@ class Work:
     # slots, passes of its victim choice over them a step: 0 to 1)
     host_tbe: tuple = ()
     host_pinned: float = 0.0  # bytes copied into pinned memory (only where there is a GPU)
-    pcie: float = 0.0
+    pcie: float = 0.0  # host -> device (or both ways, one after the other)
+    pcie_out: float = 0.0  # device -> host, crossing while `pcie` does
+    pcie_rows: tuple = ()  # (rows, row bytes, LINK_IN | LINK_OUT, in id order)
     pcie_copies: float = 0.0
     device_stream: float = 0.0
     device_rows: tuple = ()
@@ -105,7 +113,8 @@ class Work:
     def bytes(self) -> float:
         """Bytes moved through memories and the link: streams, rows, PCIe."""
         rows = sum(r[1] * r[2] for r in self.host_rows + self.device_rows)
-        return self.host_stream + self.device_stream + self.pcie + rows
+        linked = sum(n * row for n, row, *_ in self.pcie_rows)
+        return self.host_stream + self.device_stream + self.pcie + self.pcie_out + linked + rows
 
     def seconds(self, machine, planners: float = 1.0) -> float:
         """Time on `machine`, nothing overlapped; the planner's work spread over `planners` cores."""
@@ -194,7 +203,12 @@ class Work:
         return total
 
     def pcie_seconds(self, machine) -> float:
-        return self.pcie / machine.pcie_bw + self.pcie_copies * machine.pcie_latency
+        """The link's time: each direction's copies and rows at its own rate, the two directions
+        at once (PCIe is full duplex), plus each copy's fixed cost."""
+        way = {LINK_IN: self.pcie / machine.pcie_bw, LINK_OUT: self.pcie_out / machine.pcie_bw}
+        for rows, row_bytes, direction, by_id in self.pcie_rows:
+            way[direction] += rows * row_bytes / (machine.pcie_bw if by_id else machine.link_row_bw)
+        return max(way.values()) + self.pcie_copies * machine.pcie_latency
 
     def launch_seconds(self, machine) -> float:
         """Of `device_seconds`, the calls' fixed costs: on a GPU the launches, which the host

@@ -4,7 +4,7 @@
                   the kit's cache folder, or $SCRATCHKIT_HARDWARE) when there is one; else
                   measured now, quickly (a few seconds, once per process). `origin` says which.
     the GPU servers
-                  v100-pcie3, a100-pcie4, h100-pcie5, h200 and any registered since (`SERVERS`),
+                  v100-pcie3, a100-pcie4, h100-pcie5, h100-sxm5, h200 and any registered since (`SERVERS`),
                   every constant with its source (scratchkit/costmodel/servers.py); each host at
                   one GPU's share of its cores and memory, or with `:socket` (h100-pcie5:socket)
                   at a whole socket's
