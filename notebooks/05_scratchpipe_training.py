@@ -159,6 +159,16 @@ record = recorded()
 display(headline_table(record), peer_table(record))
 
 # %% [markdown]
+# Those are the model's. On a real GPU the kit is not there yet: one H200 run is recorded
+# (`results/gpu-h200.json`), each device trainer's measured samples/s beside the model's
+# projection for the same steps, far below it; `docs/gpu.md` says where the time went.
+
+# %%
+from scratchkit.course.measured import measured_table, recorded as gpu_run
+
+measured_table(gpu_run())
+
+# %% [markdown]
 # Then the same model, varied: the `embedding-bound` profile (8 tables, dim 64,
 # pooling 40, batch 2,048) with tables of 50k, 250k and 1M rows and three localities, each projected
 # on the H100 server from its batches' working sets and the rows the kit's own planner and an LRU

@@ -12,7 +12,9 @@ record that names a `page` is rendered there by its own script, with what it der
 (results/published-gpu.json: scripts/check_published.py); its section here links to it.
 The README and the docs quote these figures and link here; the README's headline table (between
 its `<!-- headline -->` markers) is rendered here too, from results/projections.json
-(scratchkit/course/headline.py, which notebook 05 shows), and its course table (between its
+(scratchkit/course/headline.py, which notebook 05 shows), its measured-beside-projected table
+(between its `<!-- measured -->` markers) from results/gpu-h200.json (scratchkit/course/measured.py),
+and its course table (between its
 `<!-- course -->` markers) from the notebooks' title cells and the times in results/notebooks.json
 (scratchkit/course/catalogue.py, whose table notebook 00 shows).
 """
@@ -139,6 +141,10 @@ HEADLINE = (
     "<!-- headline: rendered from results/projections.json by scripts/render_results.py -->",
     "<!-- end of headline -->",
 )
+MEASURED = (
+    "<!-- measured: rendered from results/gpu-h200.json by scripts/render_results.py -->",
+    "<!-- end of measured -->",
+)
 COURSE = (
     "<!-- course: rendered from notebooks/*.py and results/notebooks.json by scripts/render_results.py -->",
     "<!-- end of course -->",
@@ -161,6 +167,16 @@ def with_headline(readme: str, folder: Path = REPO / "results") -> str:
     from scratchkit.course.headline import headline_markdown, recorded
 
     return between(readme, HEADLINE, headline_markdown(recorded(folder / "projections.json")))
+
+
+def with_measured(readme: str, folder: Path = REPO / "results") -> str:
+    """The README with the GPU record's measured-beside-projected table between its markers."""
+    sys.path.insert(0, str(REPO))
+    from scratchkit.course.measured import measured_markdown, recorded
+
+    record = recorded(folder / "gpu-h200.json")
+    text = measured_markdown(record) if record else "No GPU run is recorded yet (docs/gpu.md)."
+    return between(readme, MEASURED, text)
 
 
 def with_course(readme: str, folder: Path = REPO / "results") -> str:
@@ -190,11 +206,14 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="only check that docs/results.md and the README's headline and course tables are current",
+        help="only check that docs/results.md and the README's headline, measured and course tables are current",
     )
     args = parser.parse_args(argv)
     readme = REPO / "README.md"
-    targets = {REPO / "docs" / "results.md": render(), readme: with_course(with_headline(readme.read_text()))}
+    targets = {
+        REPO / "docs" / "results.md": render(),
+        readme: with_course(with_measured(with_headline(readme.read_text()))),
+    }
     return keep_current(targets, args.check, "scripts/render_results.py")
 
 

@@ -4,6 +4,8 @@ and notebook 05's table, each design's samples/s and bound, ScratchPipe's speed 
 import json
 from pathlib import Path
 
+import pytest
+
 from scratchkit.course.headline import (
     PIPELINE,
     SERVER,
@@ -135,3 +137,25 @@ def test_the_readme_stays_a_guide():
     where results are, in at most 300 lines: the rest lives in docs/ and the records in results/."""
     lines = (REPO / "README.md").read_text().splitlines()
     assert len(lines) <= 300, f"README.md is {len(lines)} lines"
+
+
+def test_the_readme_sets_the_gpu_record_measured_beside_projected():
+    """Once a GPU run is recorded (results/gpu-h200.json), the README shows it under the headline:
+    each trainer's measured and projected samples/s and their ratio, read from the record."""
+    from scratchkit.course.measured import measured_markdown, measured_rows, recorded as gpu_recorded
+
+    record = gpu_recorded()
+    assert record is not None and measured_markdown(record) in (REPO / "README.md").read_text()
+    head, rows = measured_rows(record)
+    benches = record["figures"]["benches"]
+    assert len(head) == 1 + len(benches)
+    for row in rows:
+        for cell, trainers in zip(row[1:], benches.values()):
+            if row[0] not in trainers:
+                assert cell == "-"
+                continue
+            r = trainers[row[0]]
+            ratio = r["measured_samples_per_s"] / r["projected_now"]
+            assert cell.endswith(f"= {ratio:.2f}") and ratio == pytest.approx(
+                r["measured_over_projected_now"], abs=1e-3
+            )

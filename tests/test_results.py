@@ -26,24 +26,14 @@ def test_docs_results_is_rendered_from_the_records():
     assert done.returncode == 0, done.stderr
 
 
-def test_the_readme_quotes_the_fault_campaign_as_recorded():
+def test_the_readme_points_at_the_fault_campaign_s_record_instead_of_quoting_it():
+    """The README names what the campaign does and links to its rendered record, whose counts come
+    from results/faults.json alone (no count typed into the README can go stale)."""
+    readme = (REPO / "README.md").read_text()
+    assert "(docs/results.md#faults-resultsfaultsjson)" in readme
+    assert "## faults (`results/faults.json`)" in (REPO / "docs" / "results.md").read_text()
     figures = json.loads((REPO / "results" / "faults.json").read_text())["figures"]
-    readme = " ".join((REPO / "README.md").read_text().split())
-    scratchpipe = figures["scratchpipe"].values()
-    steps = figures["steps"].values()
-    capacity, saves = figures["capacity"], figures["saves"]
-    quoted = [
-        f"{sum(k['run'] for k in scratchpipe)} ScratchPipe faults",
-        f"{sum(k['exact'] for k in scratchpipe)} exact, {sum(k['lost rows'] for k in scratchpipe)} rows lost",
-        f"{sum(t['cases'] for t in steps)} step faults over the {len(figures['steps'])} trainers",
-        f"on {capacity['configurations']} random configurations at the capacity it names, "
-        f"{capacity['refused']} calls refused, {capacity['exact']} exact",
-        f"{saves['kills']} SIGKILLs of a checkpoint save ({saves['inside_a_save']} inside a save), "
-        f"{saves['torn_files']} torn files, {saves['left_after_next_save']} temporary files",
-    ]
-    assert all(t["ok"] == t["cases"] for t in steps)  # the README says "all ok"
-    for text in quoted:
-        assert text in readme, text
+    assert f"{sum(k['run'] for k in figures['scratchpipe'].values())} ScratchPipe faults" not in readme
 
 
 # --- every benchmark keeps its run as a record; the renderer takes any record's shape -------------
