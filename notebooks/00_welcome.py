@@ -95,7 +95,7 @@ for result in verify(config, ["gpu-only", "hybrid"], steps=10):
 # %% tags=["try"]
 from scratchkit import get_profile, run_bench, verify
 from scratchkit.config import OptimizerConfig, OptimizerKind
-from scratchkit.course.tables import bench_table
+from scratchkit.measure.report import bench_table
 
 display(bench_table(run_bench(get_profile("small"), ["gpu-only", "hybrid"], steps=30)))
 adagrad = config.replace(optimizer=OptimizerConfig(kind=OptimizerKind.ADAGRAD))

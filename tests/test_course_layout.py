@@ -75,6 +75,18 @@ def test_the_bench_table_has_a_column_per_trainer_and_fits_a_notebook():
     assert "max-width:1000px" in html and "white-space:nowrap" in html
 
 
+def test_every_trainer_the_kit_has_is_split_into_tables_of_six_columns_at_most():
+    from scratchkit import available_trainers
+
+    trainers = len(available_trainers())
+    html = bench_table(results(trainers))._repr_html_()
+    heads = re.findall(r"<thead>(.*?)</thead>", html)
+    columns = [head.count("<th") - 1 for head in heads]
+    assert max(columns) <= 6 and max(columns) - min(columns) <= 1, columns  # as even as they split
+    assert sum(columns) == 2 * trainers  # every trainer once among the figures, once among the stages
+    assert all(f"trainer-{i}<" in html for i in range(trainers))
+
+
 def test_the_bench_tables_projections_give_each_trainer_over_hybrid_and_the_production_peer():
     from scratchkit.projection.project import Projection
 

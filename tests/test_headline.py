@@ -106,7 +106,7 @@ def test_the_markdown_says_where_its_figures_come_from():
 
 def test_the_headline_says_it_is_projected_and_which_design_is_the_papers():
     record = made_up_record()
-    for text in (headline_markdown(record), headline_table(record).caption):
+    for text in (headline_markdown(record), headline_table(record).tables[0].caption):
         assert "projected by the cost model, not measured" in text
         assert f"{PIPELINE} is the paper's design at its best" in text
     assert "same projection, not measured" in peer_table(record).caption  # notebook 05's

@@ -322,7 +322,7 @@ def test_bench_validate_prints_json_rows_and_a_table(capsys):
     [
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--profile", "tiny", "--trainers", "warp"], "warp"),
-        (["--profile", "tiny", "--steps", "0"], "steps must be positive"),
+        (["--profile", "tiny", "--steps", "0"], "--steps must be >= 1, got 0"),
         (["--profile", "tiny", "--scale", "0.5"], "--scale applies to the profiles"),
     ],
 )

@@ -243,7 +243,7 @@ def test_bench_validate_alternates_in_rounds_and_writes_the_checks(tmp_path, cap
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--profile", "tiny", "--validate", "--rounds", "0"], "--rounds must be at least 1, got 0"),
+        (["--profile", "tiny", "--validate", "--rounds", "0"], "--rounds must be >= 1, got 0"),
         (["--profile", "tiny", "--rounds", "3"], "--rounds applies to --validate runs"),
         (["--profile", "tiny", "--record", "x.json"], "--record applies to --validate runs"),
         (["--profile", "tiny,nope", "--validate"], "unknown profile 'nope'"),

@@ -10,7 +10,8 @@ device, as FBGEMM and TorchRec run it).
     headline_rows(record)        (head, rows): a column per workload, a row per design and ratio
     takeaway(record)             the ranges those ratios span, in a sentence, from the record
     peer_rows(record)            (head, rows): ScratchPipe over the production peer on every server
-    headline_table(record)       the first as an HTML table with the takeaway (notebook 05; peer_table the third)
+    headline_table(record)       the first as HTML tables, designs and ratios, with the takeaway (notebook 05;
+                                 peer_table the third)
     headline_markdown(record)    the first and the takeaway in Markdown (the README, by scripts/render_results.py)
     recorded()                   the record itself, read from the repository's results/
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scratchkit.measure.report import Table
+from scratchkit.measure.report import Table, Tables
 from scratchkit.designs import BASELINE, DESIGNS, PEERS, PRODUCTION_PEER, UPPER_BOUND, Compared, versus
 from scratchkit.designs.scratchpipe import SCRATCHPIPE
 from scratchkit.designs.scratchpipe_device import SCRATCHPIPE_DEVICE
@@ -68,23 +69,35 @@ def compared(figures: dict, server: str = SERVER) -> list[tuple[str, str]]:
     return [(label, key) for label, key in pairs if key in figures[PIPELINE][server]]
 
 
-def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[list[str]]]:
-    """A column per workload of the record; a row per design (the baseline at each host share),
-    its thousands of samples/s and the stage that bounds it, then scratchpipe-device's speed over
-    each of its peers (`compared`)."""
+def design_rows(record: dict, server: str = SERVER) -> list[list[str]]:
+    """A row per design (the baseline at each host share), a cell per workload of the record: its
+    thousands of samples/s and the stage that bounds it."""
     workloads = record["figures"]
     first = next(iter(workloads.values()))
     cell = lambda p: f"{p['samples_per_s'] / 1000:,.0f}k, {p['bound_stage']}"
     at = lambda w, d, share: w[d][server][share] if share else w[d][server]  # a design at a host share
-    head = ["design"] + list(workloads)
-    rows = [
+    return [
         [labelled(d, share)] + [cell(at(w, d, share)) for w in workloads.values()]
         for d in shown_designs(record)
         for share in (shares(first, server) if d == BASELINE else [""])
     ]
-    for label, key in compared(first, server):
-        rows.append([f"{PIPELINE} x {label}"] + [f"{w[PIPELINE][server][key]:.2f}" for w in workloads.values()])
-    return head, rows
+
+
+def ratio_rows(record: dict, server: str = SERVER) -> list[list[str]]:
+    """A row per peer the pipeline is compared with (`compared`): its speed over that peer's, per workload."""
+    workloads = record["figures"]
+    return [
+        [label] + [f"{w[PIPELINE][server][key]:.2f}" for w in workloads.values()]
+        for label, key in compared(next(iter(workloads.values())), server)
+    ]
+
+
+def headline_rows(record: dict, server: str = SERVER) -> tuple[list[str], list[list[str]]]:
+    """A column per workload of the record; the design rows, then scratchpipe-device's speed over
+    each of its peers, labelled "scratchpipe-device x <peer>"."""
+    head = ["design"] + list(record["figures"])
+    ratios = [[f"{PIPELINE} x {row[0]}"] + row[1:] for row in ratio_rows(record, server)]
+    return head, design_rows(record, server) + ratios
 
 
 def takeaway(record: dict, server: str = SERVER) -> str:
@@ -142,9 +155,14 @@ def caption(record: dict, server: str = SERVER, dated: bool = True) -> str:
     )
 
 
-def headline_table(record: dict, server: str = SERVER) -> Table:
-    head, rows = headline_rows(record, server)
-    return Table(head, rows, caption=caption(record, server), notes=[takeaway(record, server)])
+def headline_table(record: dict, server: str = SERVER) -> Tables:
+    """The headline as a notebook shows it: the designs, then the ratios apart, each table as wide
+    as its own cells (as one table, the longest ratio label beside the widest cells is wider than
+    1,000 px)."""
+    workloads = list(record["figures"])
+    designs = Table(["design"] + workloads, design_rows(record, server), caption=caption(record, server))
+    ratios = Table([f"{PIPELINE} over"] + workloads, ratio_rows(record, server), notes=[takeaway(record, server)])
+    return Tables([designs, ratios])
 
 
 def peer_table(record: dict) -> Table:

@@ -41,7 +41,7 @@ def on_demand_moves(config: TrainConfig, source, batches: int) -> tuple[float, f
 LRU_DEVICE = Design(
     "lru-device",
     "scratchkit.trainers.lru_device:LRUDeviceTrainer",
-    "demand-filled LRU cache, looked up, chosen and filled by the device inside the step (FBGEMM's TBE cache)",
+    "demand-filled LRU cache run by the device inside the step (FBGEMM's TBE cache)",
     stages=STAGES,
     count=device_scratchpipe_stages,
     combine=one_after_another,

@@ -4,7 +4,7 @@ once here from what a run returns, and shown two ways: as text on the command li
 
     bench_tables(results, projections)   (figures, stages): a column per trainer, a row per figure
                                          (measured, and each machine's projection), then ms per stage
-    bench_table(results, projections)    both as one notebook view
+    bench_table(results, projections)    both as one notebook view, split so each fits a page
     bound_table(projections)             which stage bounds each trainer on each machine
     validation_table(validation)         the cost model beside the measurement, per trainer and stage
 """
@@ -139,9 +139,28 @@ def device_work_rows(results) -> list[list[str]]:
     return rows
 
 
-def bench_table(results, projections: list[dict] | None = None) -> Tables:
-    """`bench_tables` as a notebook shows them: six trainers and a dozen stages fit 1,000 px."""
-    return Tables(list(bench_tables(results, projections)))
+def bench_table(results, projections: list[dict] | None = None, most: int = 6) -> Tables:
+    """`bench_tables` as a notebook shows them, at most `most` trainers a table (six trainers fit
+    1,000 px): ten trainers are two tables of five for the figures, two for the stages."""
+    return Tables([part for table in bench_tables(results, projections) for part in split_columns(table, most)])
+
+
+def split_columns(table: Table, most: int) -> list[Table]:
+    """`table` as tables of at most `most` figure columns each, as even as they split, each with
+    the columns that name its rows; the caption and notes go with the last."""
+    figures = len(table.head) - table.labels
+    parts = max(1, -(-figures // most))
+    size = -(-figures // parts)
+    label = lambda row: row[: table.labels]
+    out = []
+    for start in range(table.labels, len(table.head), max(size, 1)):
+        cut = slice(start, start + size)
+        out.append(
+            Table(label(table.head) + table.head[cut], [label(r) + r[cut] for r in table.rows], labels=table.labels)
+        )
+    out = out or [Table(table.head, table.rows, labels=table.labels)]
+    out[-1].caption, out[-1].notes = table.caption, table.notes
+    return out
 
 
 def bound_table(projections: list[dict]) -> Table:
