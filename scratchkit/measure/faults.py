@@ -16,6 +16,7 @@ the end, and the result must equal the reference trained on every batch. A row t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -242,7 +243,9 @@ class _injector:
             return
         for child in multiprocessing.active_children():
             if child.name == self.TARGETS[self.case.kind]:
-                os.kill(child.pid, signal.SIGKILL)
+                # The child may have exited between the listing and the kill: nothing to strike.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
 
     def __exit__(self, *exc):
         self.done.set()
