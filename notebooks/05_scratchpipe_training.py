@@ -193,11 +193,11 @@ speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 
 # %% [markdown]
 # ### Exercises: one stage of the model, and the step of a pipeline
 #
-# 1. Write `hybrid_transfer_seconds(config, hw)`: the cost model's `transfer` stage of a `hybrid` step
-#    on hardware `hw` (`scratchkit.projection.machines.get_machine("v100-pcie3")`). Each step the
+# 1. Write `hybrid_transfer_seconds(config, machine)`: the cost model's `transfer` stage of a `hybrid` step
+#    on machine `machine` (`scratchkit.projection.machines.get_machine("v100-pcie3")`). Each step the
 #    pooled vectors (one of `config.model.dim` float32 numbers per sample and table) go to the device
 #    and their gradients come back: two copies over PCIe, each paying the link's latency once
-#    (`hw.pcie_bw` bytes/s, `hw.pcie_latency` s).
+#    (`machine.pcie_bw` bytes/s, `machine.pcie_latency` s).
 # 2. Write `pipeline_step_seconds(stage_seconds, host_cores)`: ScratchPipe's step on a GPU server from
 #    the seconds of its six stages. Stages on different resources overlap, so the step is the busiest
 #    resource: the host threads (plan, collect and write_back, a thread each, sharing `host_cores`),
@@ -207,8 +207,8 @@ speedup_figure(speedup_grid("h100-pcie5", scales=(0.05, 0.25, 1.0), zipfs=(0.6, 
 from scratchkit.course.exercises import check
 
 
-def hybrid_transfer_seconds(config, hw):
-    """Seconds per step of hybrid's transfer stage on hardware hw: pooled vectors up, gradients down."""
+def hybrid_transfer_seconds(config, machine):
+    """Seconds per step of hybrid's transfer stage on machine `machine`: pooled vectors up, gradients down."""
     raise NotImplementedError("hybrid_transfer_seconds: write it, then run this cell again")
 
 

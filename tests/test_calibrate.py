@@ -79,8 +79,8 @@ def test_this_cpu_uses_the_saved_profile_and_says_so(quick_profile, saved_at):
     marked = Hardware.from_json(quick_profile.to_json() | {"host_stream_bw": 1.25e9})
     machines.save_calibration(marked)
     assert saved_at.exists()
-    hw = machines.get_machine("this-cpu")
-    assert hw.host_stream_bw == 1.25e9 and f"saved calibration {saved_at}" in hw.origin
+    machine = machines.get_machine("this-cpu")
+    assert machine.host_stream_bw == 1.25e9 and f"saved calibration {saved_at}" in machine.origin
 
 
 def test_a_profile_saved_by_an_earlier_kit_is_measured_afresh_with_a_warning(quick_profile, saved_at):
@@ -90,8 +90,8 @@ def test_a_profile_saved_by_an_earlier_kit_is_measured_afresh_with_a_warning(qui
     old["host_calls"] = {k: v for k, v in old["host_calls"].items() if k not in ("plan_batch", "plan_victims")}
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="earlier scratchkit.*measuring this machine now"):
-        hw = machines.get_machine("this-cpu")
-    assert "measured now" in hw.origin and "plan_victims" in hw.host_calls
+        machine = machines.get_machine("this-cpu")
+    assert "measured now" in machine.origin and "plan_victims" in machine.host_calls
 
 
 def test_a_profile_whose_update_is_by_rows_of_the_call_is_measured_afresh(quick_profile, saved_at):
@@ -101,8 +101,8 @@ def test_a_profile_whose_update_is_by_rows_of_the_call_is_measured_afresh(quick_
     old["host_tbe_update"] = [p[:2] + [2048.0] + p[3:] for p in old["host_tbe_update"]]
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="earlier scratchkit.*share of the table"):
-        hw = machines.get_machine("this-cpu")
-    assert "measured now" in hw.origin and all(p[2] <= 1 for p in hw.host_tbe_update.points)
+        machine = machines.get_machine("this-cpu")
+    assert "measured now" in machine.origin and all(p[2] <= 1 for p in machine.host_tbe_update.points)
 
 
 def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(quick_profile, saved_at):
@@ -114,8 +114,8 @@ def test_a_profile_measured_with_other_builds_of_the_loops_is_measured_afresh(qu
     other = quick_profile.native_builds | {"tbe": "tbe-0123456789abcdef"}
     saved_at.write_text(json.dumps(quick_profile.to_json() | {"native_builds": other}))
     with pytest.warns(UserWarning, match=r"other builds of the kit's C\+\+ loops \(tbe\)"):
-        hw = machines.get_machine("this-cpu")
-    assert "measured now" in hw.origin and hw.native_builds == quick_profile.native_builds
+        machine = machines.get_machine("this-cpu")
+    assert "measured now" in machine.origin and machine.native_builds == quick_profile.native_builds
 
 
 def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afresh(quick_profile, saved_at):
@@ -128,12 +128,12 @@ def test_a_profile_saved_before_the_co_run_cores_were_measured_is_measured_afres
     del old["co_run_cores"]
     saved_at.write_text(json.dumps(old))
     with pytest.warns(UserWarning, match="before the kit measured the cores ScratchPipe's two sides get"):
-        hw = machines.get_machine("this-cpu")
-    assert "measured now" in hw.origin and hw.co_run_cores >= 1
+        machine = machines.get_machine("this-cpu")
+    assert "measured now" in machine.origin and machine.co_run_cores >= 1
     saved_at.write_text(json.dumps(old | {"host_co_run": 1.5, "train_co_run": 1.2}))
     with pytest.warns(UserWarning, match="slowdown factors"):
-        hw = machines.get_machine("this-cpu")
-    assert "measured now" in hw.origin
+        machine = machines.get_machine("this-cpu")
+    assert "measured now" in machine.origin
 
 
 def test_the_co_run_cores_are_the_median_of_alone_over_two_at_once():
@@ -227,8 +227,8 @@ def test_the_summary_names_every_constant_of_every_profile(quick_profile, profil
     profile): a line for every constant, whatever its kind (a figure, a curve, a table of calls)."""
     from scratchkit.commands.tables import describe_hardware
 
-    hw = quick_profile if profile == "this-cpu" else machines.get_machine(profile)
-    text = describe_hardware(hw)
+    machine = quick_profile if profile == "this-cpu" else machines.get_machine(profile)
+    text = describe_hardware(machine)
     named = {line.split()[0] for line in text.splitlines()[1:]}
     constants = {
         f

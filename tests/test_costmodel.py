@@ -87,28 +87,28 @@ def one_table(lookups=1000.0, unique=500.0, rows=10_000, capacity=2_000, **chang
 
 # ---------------------------------------------------------------------------------- arithmetic
 def test_each_unit_of_work_is_priced_as_worked_by_hand():
-    hw = toy()
-    assert Work(host_stream=2e9).seconds(hw) == pytest.approx(2.0)  # 2 GB at 1 GB/s
-    assert Work(host_rows=(("gather", 1000, 64, 1e6),)).seconds(hw) == pytest.approx(1e-6)
-    assert Work(host_sorts=(("torch", 1024, 3),)).seconds(hw) == pytest.approx(3 * 1024 * 10 / 1e9)
-    assert Work(host_sort_values=5e8).seconds(hw) == pytest.approx(0.5)
-    assert Work(host_calls=(("lookup", 7),)).seconds(hw) == pytest.approx(7e-6)
-    assert Work(pcie=1e9, pcie_copies=2).seconds(hw) == pytest.approx(1.0 + 2e-6)
-    assert Work(device_mm=((2e9, 3),)).seconds(hw) == pytest.approx(6e-3)  # 3 x 2 GFLOP
-    assert Work(device_activations=1e9).seconds(hw) == pytest.approx(1.0)
+    machine = toy()
+    assert Work(host_stream=2e9).seconds(machine) == pytest.approx(2.0)  # 2 GB at 1 GB/s
+    assert Work(host_rows=(("gather", 1000, 64, 1e6),)).seconds(machine) == pytest.approx(1e-6)
+    assert Work(host_sorts=(("torch", 1024, 3),)).seconds(machine) == pytest.approx(3 * 1024 * 10 / 1e9)
+    assert Work(host_sort_values=5e8).seconds(machine) == pytest.approx(0.5)
+    assert Work(host_calls=(("lookup", 7),)).seconds(machine) == pytest.approx(7e-6)
+    assert Work(pcie=1e9, pcie_copies=2).seconds(machine) == pytest.approx(1.0 + 2e-6)
+    assert Work(device_mm=((2e9, 3),)).seconds(machine) == pytest.approx(6e-3)  # 3 x 2 GFLOP
+    assert Work(device_activations=1e9).seconds(machine) == pytest.approx(1.0)
     # the planner: 1e6 lookups / 1e8 + 1e5 ids / 1e7 + 1e4 misses / 1e6 = 0.03 s, over 3 cores
     plan = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 0.0),))
-    assert plan.seconds(hw) == pytest.approx(0.03) and plan.seconds(hw, planners=3) == pytest.approx(0.01)
+    assert plan.seconds(machine) == pytest.approx(0.03) and plan.seconds(machine, planners=3) == pytest.approx(0.01)
     # its victim choice scans a full scratchpad of 2e6 slots: + 2e6 / 1e8 = 0.02 s (a profile
     # without the rate leaves it out)
     evicting = Work(host_plan=((10_000, 1e6, 1e5, 1e4, 2e6, 1.0),))
     assert evicting.seconds(toy(host_plan_slot_rate=RateCurve.constant(1e8))) == pytest.approx(0.05)
-    assert evicting.seconds(hw) == pytest.approx(0.03)
+    assert evicting.seconds(machine) == pytest.approx(0.03)
     # the scratchpad's hash map: 1e6 probes at a measured 1e8 a second = 0.01 s; a profile
     # without the rate reads a bucket (16 B) per probe from the map's 2 buckets a slot: 1 ns each
     probes = Work(device_probes=((1e6, 4096),))
     assert probes.seconds(toy(device_map_probe_rate=RateCurve.constant(1e8))) == pytest.approx(0.01)
-    assert probes.seconds(hw) == pytest.approx(1e6 * 1e-9)
+    assert probes.seconds(machine) == pytest.approx(1e6 * 1e-9)
     # the same work on the device is priced by the device's numbers; on_host moves it over
     moved = Work(device_stream=1e9, device_calls=(("op", 1),)).on_host()
     assert moved.device_stream == 0 and moved.host_stream == 1e9 and moved.host_calls == (("op", 1),)
@@ -193,8 +193,8 @@ def test_every_trainer_has_stages_and_more_rows_cost_more(trainer, tiny_config):
     work = StepWork.from_config(tiny_config, batches=2)
     few, many = work.with_counters(10, 10), work.with_counters(1000, 1000)
     for name in list(SERVERS):
-        hw = get_machine(name)
-        low, high = project(trainer, few, hw), project(trainer, many, hw)
+        machine = get_machine(name)
+        low, high = project(trainer, few, machine), project(trainer, many, machine)
         assert all(s >= 0 for s in high.stage_seconds.values()) and high.step_seconds > 0
         if DESIGNS[trainer].caches:
             assert sum(high.stage_seconds.values()) > sum(low.stage_seconds.values())
@@ -210,9 +210,9 @@ def test_hybrid_does_the_embedding_work_on_the_host():
 
 @pytest.mark.parametrize("name", list(SERVERS))
 def test_the_pipeline_is_bound_by_its_slowest_resource(name):
-    hw = get_machine(name)
+    machine = get_machine(name)
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
-    p = project("scratchpipe", w, hw)
+    p = project("scratchpipe", w, machine)
     assert set(p.stage_seconds) == {"plan", "collect", "write_back", "transfer", "insert", "train"}
     assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
     assert p.samples_per_s == pytest.approx(w.batch_size / p.step_seconds)
@@ -220,7 +220,7 @@ def test_the_pipeline_is_bound_by_its_slowest_resource(name):
         p.stage_seconds["write_back"] + p.stage_seconds["transfer"] + p.stage_seconds["insert"]
     )
     assert p.resource_seconds["plan"] == p.stage_seconds["plan"]
-    serial = project("lru", w, hw)
+    serial = project("lru", w, machine)
     assert not serial.pipelined and serial.step_seconds == pytest.approx(sum(serial.stage_seconds.values()))
     assert serial.bound_stage == max(serial.stage_seconds, key=serial.stage_seconds.get)
 
@@ -229,7 +229,7 @@ def test_the_planners_per_table_cost_is_priced_at_the_tables_lookups():
     """ScratchPipe's Plan pays `plan_table_few` (timed at 64 lookups a table) for a table of 64 or
     fewer, `plan_table` (2,048) at 2,048 or more, and between them a share of each, by log lookups:
     at 362 (the geometric middle) half of each. Only the fixed part: the rates price the rest."""
-    hw = toy(
+    machine = toy(
         host_calls={c: US for c in CALL_OPS} | {"plan_table": 30 * US, "plan_table_few": 10 * US, "plan_batch": 0.0},
         host_plan_lookup_rate=RateCurve.constant(1e30),
         host_plan_id_rate=RateCurve.constant(1e30),
@@ -238,8 +238,8 @@ def test_the_planners_per_table_cost_is_priced_at_the_tables_lookups():
     plan = lambda n, tables=1: stage_work(
         "scratchpipe",
         replace(one_table(lookups=n, unique=n / 2), tables=one_table(lookups=n, unique=n / 2).tables * tables),
-        hw,
-    )["plan"].host_seconds(hw)
+        machine,
+    )["plan"].host_seconds(machine)
     assert plan(64) == pytest.approx(10 * US) and plan(16) == pytest.approx(10 * US)
     assert plan(2048) == pytest.approx(30 * US) and plan(81920, tables=8) == pytest.approx(8 * 30 * US)
     assert plan(2048**0.5 * 8) == pytest.approx(20 * US)
@@ -250,7 +250,7 @@ def test_the_victim_choice_is_priced_at_the_evicting_tables_lookups():
     at 64 lookups and `plan_victims` (2,048 into 8k) at 2,048, interpolated as the per-table cost
     is. Priced at 2,048 for every table, the victim choice was 4/5 of tiny's predicted Plan (64
     lookups a table, 200 slots), which came out +94% in validation run m."""
-    hw = toy(
+    machine = toy(
         host_calls={c: 0.0 for c in CALL_OPS} | {"plan_victims": 100 * US, "plan_victims_few": 10 * US},
         host_plan_lookup_rate=RateCurve.constant(1e30),
         host_plan_id_rate=RateCurve.constant(1e30),
@@ -259,7 +259,7 @@ def test_the_victim_choice_is_priced_at_the_evicting_tables_lookups():
 
     def plan(n, evicting=1.0):
         w = one_table(lookups=n, unique=n / 2, rows=10_000, capacity=200).with_counters(n / 4, n / 4, evicting)
-        return stage_work("scratchpipe", w, hw)["plan"].host_seconds(hw)
+        return stage_work("scratchpipe", w, machine)["plan"].host_seconds(machine)
 
     assert plan(64) == pytest.approx(10 * US) and plan(2048) == pytest.approx(100 * US)
     assert plan(2048**0.5 * 8) == pytest.approx(55 * US)
@@ -272,37 +272,37 @@ def test_the_device_planner_launches_as_many_kernels_for_one_table_as_for_eight(
     tables (the per-id work does), and its Plan's only host work is cutting each table's plan out."""
     one = one_table(lookups=8_000, unique=5_000, rows=100_000, capacity=20_000).with_counters(500, 400, 1)
     eight = replace(one, tables=one.tables * 8).with_counters(4000, 3200, 8)
-    hw = get_machine("h100-pcie5")
-    plans = [stage_work("scratchpipe-device", w, hw)["plan"] for w in (one, eight)]
-    assert plans[0].launch_seconds(hw) == pytest.approx(plans[1].launch_seconds(hw))
-    assert plans[0].launch_seconds(hw) > 0
-    assert plans[1].device_seconds(hw) > plans[0].device_seconds(hw)
-    cut = hw.call(False, "device_plan_table")
-    assert [p.host_seconds(hw) for p in plans] == pytest.approx([cut, 8 * cut]) and cut > 0
-    host = stage_work("scratchpipe", eight, hw)["plan"]
-    assert host.host_seconds(hw) > 0 and host.device_seconds(hw) == 0
+    machine = get_machine("h100-pcie5")
+    plans = [stage_work("scratchpipe-device", w, machine)["plan"] for w in (one, eight)]
+    assert plans[0].launch_seconds(machine) == pytest.approx(plans[1].launch_seconds(machine))
+    assert plans[0].launch_seconds(machine) > 0
+    assert plans[1].device_seconds(machine) > plans[0].device_seconds(machine)
+    cut = machine.call(False, "device_plan_table")
+    assert [p.host_seconds(machine) for p in plans] == pytest.approx([cut, 8 * cut]) and cut > 0
+    host = stage_work("scratchpipe", eight, machine)["plan"]
+    assert host.host_seconds(machine) > 0 and host.device_seconds(machine) == 0
 
 
 def test_the_device_pipeline_is_bound_by_train_kernels_link_or_interpreter():
     """On a GPU: the trainer's thread (Train), the device's cores (every stage's kernels, not their
     launches), the link (rows read by Collect, rows written back), the interpreter (every launch,
     and Plan's Python cutting each table's plan out)."""
-    hw = get_machine("h100-pcie5")
+    machine = get_machine("h100-pcie5")
     w = one_table(lookups=80_000, unique=50_000, rows=1_000_000, capacity=250_000).with_counters(5000, 5000)
-    p = project("scratchpipe-device", w, hw)
-    parts = stage_work("scratchpipe-device", w, hw)
+    p = project("scratchpipe-device", w, machine)
+    parts = stage_work("scratchpipe-device", w, machine)
     assert p.pipelined and p.step_seconds == max(p.resource_seconds.values())
     assert p.stage_seconds["transfer"] == 0.0  # Collect's kernels read over the link
     assert p.resource_seconds["train"] == pytest.approx(p.stage_seconds["train"])
     assert p.resource_seconds["device"] == pytest.approx(
-        sum(part.device_seconds(hw) - part.launch_seconds(hw) for part in parts.values())
+        sum(part.device_seconds(machine) - part.launch_seconds(machine) for part in parts.values())
     )
     assert p.resource_seconds["interpreter"] == pytest.approx(
-        sum(part.launch_seconds(hw) + part.host_seconds(hw) for part in parts.values())
+        sum(part.launch_seconds(machine) + part.host_seconds(machine) for part in parts.values())
     )
-    assert parts["plan"].host_seconds(hw) == pytest.approx(hw.call(False, "device_plan_table"))
+    assert parts["plan"].host_seconds(machine) == pytest.approx(machine.call(False, "device_plan_table"))
     assert p.resource_seconds["pcie"] == pytest.approx(
-        max(parts["collect"].pcie_seconds(hw), parts["write_back"].pcie_seconds(hw))
+        max(parts["collect"].pcie_seconds(machine), parts["write_back"].pcie_seconds(machine))
     )
     assert sum(n * size for n, size, _, _ in parts["collect"].pcie_rows) == 5000 * 16 * 4  # every miss once
 
@@ -321,9 +321,9 @@ def test_plan_spreads_over_the_cores_the_other_host_stages_leave():
 
 def test_on_a_cpu_the_host_process_and_train_share_the_cores():
     w = one_table().with_counters(100, 50)
-    hw = toy(host_cores=2, device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
-    p = project("scratchpipe", w, hw, extra={"data": 0.5})
-    send, receive = (part.seconds(hw) for part in plan_handoff(w))  # each plan's hand-off, both sides
+    machine = toy(host_cores=2, device_is_host=True, pcie_bw=float("inf"), pcie_latency=0.0)
+    p = project("scratchpipe", w, machine, extra={"data": 0.5})
+    send, receive = (part.seconds(machine) for part in plan_handoff(w))  # each plan's hand-off, both sides
     assert send > 0 and receive > 0
     host = sum(p.stage_seconds[s] for s in ("plan", "collect", "write_back", "transfer", "insert")) + 0.5 + send
     train = p.stage_seconds["train"] + receive
@@ -436,10 +436,10 @@ def test_a_prefetching_cache_overlaps_its_fetch_with_training_on_a_gpu():
     (trainers/prefetch.py): on a GPU the step is the larger of the two, plus the update; where
     the device is the host's CPU they take turns: the sum, as lru's."""
     w = one_table().with_counters(400, 300)
-    for hw in (toy(), toy(device_is_host=True)):
-        lru, ahead = project("lru", w, hw), project("prefetch-lru", w, hw)
+    for machine in (toy(), toy(device_is_host=True)):
+        lru, ahead = project("lru", w, machine), project("prefetch-lru", w, machine)
         assert sum(ahead.stage_seconds.values()) == pytest.approx(sum(lru.stage_seconds.values()))
-        if hw.device_is_host:
+        if machine.device_is_host:
             assert ahead.step_seconds == pytest.approx(lru.step_seconds)
             continue
         stages = ahead.stage_seconds
@@ -465,9 +465,9 @@ def test_a_cache_moves_rows_with_the_device_kernels_over_the_link(trainer, cpu):
     table mapped into the device (embedding/device_cache.py): device gathers and scatters, the
     rows over the link, no host core touching a row (its host work is the map's, on ids)."""
     w = replace(one_table(), state_width=1).with_counters(400, 300)  # SGD's rows, with a state column
-    hw = toy(device_is_host=cpu)
+    machine = toy(device_is_host=cpu)
     names = ("prefetch", "prefetch_write_back") if trainer == "prefetch-lru" else ("fetch", "write_back")
-    parts = stage_work(trainer, w, hw)
+    parts = stage_work(trainer, w, machine)
     fetch, back = parts[names[0]], parts[names[1]]
     row, state = 16 * 4, 1 * 4
     for work, moved in ((fetch, 400), (back, 300)):
@@ -507,19 +507,19 @@ def test_validation_compares_stage_by_stage_and_leaves_unmodelled_stages_unpredi
 # ---------------------------------------------------------------------------------- profiles
 @pytest.mark.parametrize("name", list(SERVERS))
 def test_every_gpu_profile_constant_has_a_source(name):
-    hw = get_machine(name)
+    machine = get_machine(name)
     for f in fields(Hardware):
         # a None is no constant: the table-batched host rates, which only `calibrate` measures
         # (native_builds is no constant either: which C++ loops a calibration measured)
         if (
             f.name not in ("name", "description", "sources", "origin", "device_is_host", "native_builds")
-            and getattr(hw, f.name) is not None
+            and getattr(machine, f.name) is not None
         ):
-            assert hw.sources.get(f.name), f"{name}: {f.name} has no source"
-    assert "PCIe" in hw.description and hw.host_cores >= 8 and not hw.device_is_host
+            assert machine.sources.get(f.name), f"{name}: {f.name} has no source"
+    assert "PCIe" in machine.description and machine.host_cores >= 8 and not machine.device_is_host
     # the device is faster than one host core at gathering rows, and the link slower than both
-    assert hw.device_gather.bandwidth(64, 2**30) > hw.host_gather.bandwidth(64, 2**30) > 0
-    assert hw.pcie_bw < hw.device_stream_bw
+    assert machine.device_gather.bandwidth(64, 2**30) > machine.host_gather.bandwidth(64, 2**30) > 0
+    assert machine.pcie_bw < machine.device_stream_bw
 
 
 def test_the_gpu_profiles_are_ordered_by_generation():
@@ -572,9 +572,9 @@ def tables(count: int) -> StepWork:
 def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(trainer):
     """The trainers call table_batched.py once per stage for all tables: the count must not grow
     with the tables (optim.py's per-table ops did), and the stage is priced by the batched rates."""
-    hw = batched()
+    machine = batched()
     for count in (1, 8):
-        stages = stage_work(trainer, tables(count), hw)
+        stages = stage_work(trainer, tables(count), machine)
         side = (lambda s: s.host_calls) if trainer == "hybrid" else (lambda s: s.device_calls)
         assert side(stages["embedding_forward"]) == (("tbe_forward", 1), ("tbe_forward_table", count))
         assert side(stages["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", count))
@@ -582,12 +582,12 @@ def test_on_a_cpu_with_the_cpp_loops_each_embedding_stage_is_one_call_per_step(t
         # by hand: 10 us + 1 us a table + each table's 500 distinct rows and 500 repeats at 1 ns,
         # less the 25 pooled rows (of 64 B at 1 GB/s) its 100 bags write fewer than 1000 lookups
         # in the curve's bags of 8 would; its 1000 lookups' backward at 2 ns
-        assert stages["embedding_forward"].seconds(hw) == pytest.approx(
+        assert stages["embedding_forward"].seconds(machine) == pytest.approx(
             (10 + count) * US + count * (1000 * 1e-9 - 25 * 64 / 1e9)
         )
-        assert stages["embedding_backward"].seconds(hw) == pytest.approx((10 + count) * US + count * 1000 * 2e-9)
+        assert stages["embedding_backward"].seconds(machine) == pytest.approx((10 + count) * US + count * 1000 * 2e-9)
     # Adagrad keeps torch's per-table update after the batched backward
-    adagrad = stage_work(trainer, replace(tables(8), optimizer=OptimizerKind.ADAGRAD), hw)
+    adagrad = stage_work(trainer, replace(tables(8), optimizer=OptimizerKind.ADAGRAD), machine)
     side = (lambda s: s.host_calls) if trainer == "hybrid" else (lambda s: s.device_calls)
     assert ("update_adagrad", 1) in side(adagrad["update"]) and len(side(adagrad["update"])) >= 8
     assert side(adagrad["embedding_backward"]) == (("tbe_backward", 1), ("tbe_backward_table", 8))
@@ -615,8 +615,8 @@ def test_the_backward_is_priced_by_how_often_its_ids_repeat():
     """Repeated ids sort faster and add into rows already written: the backward curve's middle axis
     is lookups per distinct id, log-interpolated between the measured ones and held past them."""
     curve = RowCurve(((64, 1.0, 1, 4e-9), (64, 8.0, 1, 1e-9)))  # distinct ids / each 8 times
-    hw = batched(host_tbe_backward=curve)
-    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64, n / 8, n * 64, n),)).seconds(hw)  # as timed
+    machine = batched(host_tbe_backward=curve)
+    price = lambda n, u: Work(device_tbe=(("backward", n, u, 64, n / 8, n * 64, n),)).seconds(machine)  # as timed
     assert price(1000, 1000) == pytest.approx(1000 * 4e-9)
     assert price(1000, 125) == pytest.approx(1000 * 1e-9)
     assert price(1000, 1000 / math.sqrt(8)) == pytest.approx(1000 * 2e-9)  # log midpoint
@@ -630,12 +630,14 @@ def test_a_table_batched_calls_bags_are_priced_beyond_the_curves_bags_of_8():
     of 512 kB: 4 against 1 ns, as the lookup curve prices a random row there); bags of 8 cost
     the curves' price alone, and 100 bags (80 lookups each) too (a gradient smaller than the curve's is not
     priced cheaper)."""
-    hw = batched(
+    machine = batched(
         host_tbe_lookup=RowCurve(((64, 512_000, 1, 1e-9), (64, 4_096_000, 1, 4e-9))),
         host_tbe_backward=RowCurve(((64, 1.0, 8000, 2e-9),)),
     )  # timed at 8,000 lookups a table
-    forward = lambda bags: Work(device_tbe=(("lookup", 8000, 8000, 64, 512_000, 8000, (), bags),)).seconds(hw)
-    backward = lambda bags: Work(device_tbe=(("backward", 8000, 8000, 64, bags, bags * 8 * 64, 64000),)).seconds(hw)
+    forward = lambda bags: Work(device_tbe=(("lookup", 8000, 8000, 64, 512_000, 8000, (), bags),)).seconds(machine)
+    backward = lambda bags: Work(device_tbe=(("backward", 8000, 8000, 64, bags, bags * 8 * 64, 64000),)).seconds(
+        machine
+    )
     assert forward(1000) == pytest.approx(8000 * 1e-9)
     assert forward(8000) == pytest.approx(8000 * 1e-9 + 7000 * 64 / 1e9)
     assert backward(1000) == pytest.approx(8000 * 2e-9)
@@ -647,11 +649,11 @@ def test_a_cache_still_filling_is_not_priced_a_victim_choice():
     """The victims' sort runs only in the steps a table's full cache evicts: the measured count of
     evicting tables (StepRecord.evicting_tables) scales it; unknown, every step."""
     w = replace(one_table(capacity=2_000), fetched_rows=100.0, written_back_rows=100.0)
-    hw = toy()
-    always, never = (stage_work("lru", w.with_counters(100, 100, e), hw)["fetch"] for e in (None, 0))
-    half = stage_work("lru", w.with_counters(100, 100, 0.5), hw)["fetch"]
+    machine = toy()
+    always, never = (stage_work("lru", w.with_counters(100, 100, e), machine)["fetch"] for e in (None, 0))
+    half = stage_work("lru", w.with_counters(100, 100, 0.5), machine)["fetch"]
     assert always.host_sorts and never.host_sorts[-1][2] == 0
-    assert never.seconds(hw) < half.seconds(hw) < always.seconds(hw)
+    assert never.seconds(machine) < half.seconds(machine) < always.seconds(machine)
 
 
 def test_plan_stripes_are_planners_the_model_spreads_plan_over():
@@ -664,8 +666,8 @@ def test_plan_stripes_are_planners_the_model_spreads_plan_over():
     )
     one, four = (StepWork.from_config(replace(config, cache=replace(config.cache, plan_stripes=s))) for s in (1, 4))
     assert one.plan_parallelism == 4 and four.plan_parallelism == 16
-    hw = toy(host_cores=32)
-    assert plan_cores(four, hw) == 16 and plan_cores(one, hw) == 4
+    machine = toy(host_cores=32)
+    assert plan_cores(four, machine) == 16 and plan_cores(one, machine) == 4
 
 
 def test_a_lookups_repeats_are_binned_by_how_far_back_their_row_was_looked_up():
@@ -681,8 +683,8 @@ def test_an_update_is_priced_by_the_share_of_its_table_it_updates():
     """SGD walks a table's updated rows in ascending order: a table updated at density 1 is nearly
     a stream (1 ns a row on this curve), at 0.1 it is a random row's price (4 ns); 0.5 lies 0.7
     of the log way between. The density is the update's rows over the table's, whatever the call."""
-    hw = batched(host_tbe_update=RowCurve(((256, 2**20, 0.1, 4e-9), (256, 2**20, 1.0, 1e-9))))
-    update = lambda u, call: Work(device_tbe=(("sgd", u, 256, 2**20, call),)).seconds(hw)
+    machine = batched(host_tbe_update=RowCurve(((256, 2**20, 0.1, 4e-9), (256, 2**20, 1.0, 1e-9))))
+    update = lambda u, call: Work(device_tbe=(("sgd", u, 256, 2**20, call),)).seconds(machine)
     assert update(4096, 4096) == pytest.approx(4096 * 1e-9)  # all 4,096 rows of 1 MiB
     assert update(410, 4096) == pytest.approx(410 * 4e-9, rel=1e-3)  # a tenth of them
     assert update(2048, 16384) == pytest.approx(2048 * 4e-9 * 0.25 ** (math.log(5) / math.log(10)))
@@ -692,8 +694,10 @@ def test_a_repeat_from_far_back_costs_what_a_row_of_that_footprint_does():
     """The same lookups, their repeats near (1 row back) or far (64k rows back, a footprint of
     16 MiB of 256 B rows): far costs more on this-cpu's curve; unknown distances are priced at
     the table's working set."""
-    hw = batched(host_tbe_lookup=RowCurve(((256, 2**18, 2**16, 5e-9), (256, 2**28, 2**16, 9e-8))))
-    lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse, u / 4),)).seconds(hw)
+    machine = batched(host_tbe_lookup=RowCurve(((256, 2**18, 2**16, 5e-9), (256, 2**28, 2**16, 9e-8))))
+    lookup = lambda reuse, u=1000: Work(device_tbe=(("lookup", 2 * u, u, 256, 2**28, 2 * u, reuse, u / 4),)).seconds(
+        machine
+    )
     near, far = lookup(((1, 1000.0),)), lookup(((65536, 1000.0),))
     assert near == pytest.approx(1000 * 9e-8 + 1000 * 5e-9)
     assert far == pytest.approx(1000 * 9e-8 + 1000 * 5e-9 * 18**0.6)  # 16 MiB: 0.6 of the log way

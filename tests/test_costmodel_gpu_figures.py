@@ -56,8 +56,8 @@ def test_a_device_sort_is_priced_as_the_reading_timed_it_its_fixed_part_included
 def test_a_kernel_of_the_cu_files_costs_what_a_cupy_launch_took_over_a_torch_op():
     figures, _ = gpu_reading()
     for name in SERVERS:
-        hw = get_machine(name)
-        assert hw.device_calls["kernel"] / hw.device_calls["op"] == pytest.approx(
+        machine = get_machine(name)
+        assert machine.device_calls["kernel"] / machine.device_calls["op"] == pytest.approx(
             figures["cupy_kernel_launch_us"] / figures["torch_op_us"]
         )
         assert CALL_OPS["kernel"] == 1  # still one launch, as tests/test_costmodel_launches.py counts it

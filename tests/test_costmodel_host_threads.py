@@ -30,13 +30,15 @@ def wide(tables=8, batch=2048, unique=50_000.0, dim=64, state_width=0) -> StepWo
     )
 
 
-def one_core_seconds(work, hw, stage):
-    return stage_work("hybrid", work, hw)[stage].host_seconds(hw)
+def one_core_seconds(work, machine, stage):
+    return stage_work("hybrid", work, machine)[stage].host_seconds(machine)
 
 
-def fixed_costs(work, hw, stage):
+def fixed_costs(work, machine, stage):
     """The stage's calls, priced by hand from the profile's table of fixed costs."""
-    return sum(count * hw.host_calls[name] for name, count in stage_work("hybrid", work, hw)[stage].host_calls)
+    return sum(
+        count * machine.host_calls[name] for name, count in stage_work("hybrid", work, machine)[stage].host_calls
+    )
 
 
 def test_fourteen_cores_are_faster_than_one_unless_the_memory_binds():
@@ -119,9 +121,9 @@ def test_each_servers_memory_rate_is_its_channels_per_gpu_at_half_their_peak():
     assert memory_line_rate(2, 4800e6) == pytest.approx(2 * 38.4e9 * 0.5 / 64)
     for name, figures in SERVERS.items():
         channels, transfers, source = figures["memory"]
-        hw = get_machine(name)
-        assert hw.host_memory_line_rate == pytest.approx(memory_line_rate(channels, transfers))
-        assert "channels" in source and "host_memory_line_rate" in hw.sources
+        machine = get_machine(name)
+        assert machine.host_memory_line_rate == pytest.approx(memory_line_rate(channels, transfers))
+        assert "channels" in source and "host_memory_line_rate" in machine.sources
 
 
 def test_on_this_cpu_hybrid_is_priced_at_the_runs_threads():

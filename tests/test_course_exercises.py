@@ -123,8 +123,9 @@ WRONG = {
         ["case 2 of 6", "returned False, expected True", "Train(0) is exactly"],
     ),
     "hybrid_transfer_seconds": (
-        lambda config, hw: (
-            config.data.batch_size * len(config.data.table_sizes) * config.model.dim * 4 / hw.pcie_bw + hw.pcie_latency
+        lambda config, machine: (
+            config.data.batch_size * len(config.data.table_sizes) * config.model.dim * 4 / machine.pcie_bw
+            + machine.pcie_latency
         ),
         ["case 1 of 4", "pooled vectors up, their gradients down"],
     ),

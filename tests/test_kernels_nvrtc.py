@@ -64,11 +64,11 @@ def compiled(source: str, target: str):
 def test_ci_targets_cover_the_gpu_profiles():
     assert {"sm_80", "sm_90"} <= set(CI_TARGETS)
     for name in machine_names():
-        hw = get_machine(name)
-        if hw.device_is_host:
+        machine = get_machine(name)
+        if machine.device_is_host:
             continue
-        gpus = [gpu for gpu in GPU_ARCHITECTURES if gpu in hw.description]
-        assert gpus, f"profile {name}: name its GPU in GPU_ARCHITECTURES (cupy_loader.py): {hw.description}"
+        gpus = [gpu for gpu in GPU_ARCHITECTURES if gpu in machine.description]
+        assert gpus, f"profile {name}: name its GPU in GPU_ARCHITECTURES (cupy_loader.py): {machine.description}"
         assert all(f"sm_{GPU_ARCHITECTURES[g]}" in CI_TARGETS for g in gpus)
 
 

@@ -195,7 +195,7 @@ def test_each_profile_is_calibrated_before_and_after_its_trainers(monkeypatch, c
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     happened, made = [], iter(range(100))
-    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or f"hw{next(made)}")
+    monkeypatch.setattr(bench, "calibrate_now", lambda say: happened.append("calibrate") or f"machine{next(made)}")
 
     def validate(config, trainers, steps, profile, calibrate, before, **_):  # as validate_trainers does
         passes = [before if before is not None else calibrate()]
@@ -252,7 +252,7 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
     trainers = ["gpu-only", "hybrid", "lru", "prefetch-lru", "scratchpipe"]
     from scratchkit.projection.machines import get_machine
 
-    hw = get_machine("this-cpu")
+    machine = get_machine("this-cpu")
     taken = []
     v = validate_trainers(
         tiny_config,
@@ -263,14 +263,14 @@ def test_a_validation_run_on_tiny_gives_rows_and_a_verdict(tiny_config):
         device="cpu",
         again=True,
         rounds=2,
-        calibrate=lambda: taken.append(hw) or hw,
+        calibrate=lambda: taken.append(machine) or machine,
     )
     from dataclasses import replace
 
-    last = replace(hw, origin="the last profile's")  # the calibration after the profile before
+    last = replace(machine, origin="the last profile's")  # the calibration after the profile before
     assert validate_trainers(
-        tiny_config, ["gpu-only"], steps=2, warmup=1, device="cpu", calibrate=lambda: hw, before=last
-    ).calibrations == [last, hw]
+        tiny_config, ["gpu-only"], steps=2, warmup=1, device="cpu", calibrate=lambda: machine, before=last
+    ).calibrations == [last, machine]
     assert [r.trainer for r in v.rows if r.stage == "step"] == trainers
     assert {r.trainer for r in v.again} == {"gpu-only (again)"} and set(v.repeatability()) >= {("tiny", "step")}
     assert len(taken) == 2 and set(v.calibration_spread.values()) == {0.0}  # the same profile twice

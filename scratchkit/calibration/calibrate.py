@@ -103,18 +103,20 @@ def calibrate(
         if device is None:
             say("the scratchpad's hash map, as scratchpipe-device probes it on this CPU")
             probes, probe_source = map_probe_rate(quick)
-            hw = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
-            hw.sources["device_map_probe_rate"] = probe_source
+            machine = replace(cpu_as_device(host, sources), device_map_probe_rate=probes)
+            machine.sources["device_map_probe_rate"] = probe_source
         else:
-            hw = measure_device(device, host, sources, quick, say)
+            machine = measure_device(device, host, sources, quick, say)
         say("scratchpipe-device's Plan per table, beyond what the rest prices")
-        table = {"device_plan_table": device_plan_table_seconds(hw)}
-        hw = replace(hw, host_calls=hw.host_calls | table, device_calls=hw.device_calls | table)
+        table = {"device_plan_table": device_plan_table_seconds(machine)}
+        machine = replace(machine, host_calls=machine.host_calls | table, device_calls=machine.device_calls | table)
     finally:
         torch.set_num_threads(threads)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return replace(
-        hw, origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}", native_builds=loop_builds()
+        machine,
+        origin=f"calibrated {'(quick) ' if quick else ''}{when} on {machine_name()}",
+        native_builds=loop_builds(),
     )
 
 

@@ -300,11 +300,11 @@ def map_probe_rate(quick: bool) -> tuple[RateCurve, str]:
     )
 
 
-def device_plan_table_seconds(hw) -> float:
-    """What scratchpipe-device's Plan costs per table beyond what `hw` prices (its loop
+def device_plan_table_seconds(machine) -> float:
+    """What scratchpipe-device's Plan costs per table beyond what `machine` prices (its loop
     cutting each table's plan out of the joined arrays, host Python): Plan on this CPU at 2 and
     26 tables of 256 rows, 8 lookups a table and batch (so the per-id work is a few percent),
-    each less its priced work (designs/scratchpipe_device.py plan_work on `hw`), the difference per table.
+    each less its priced work (designs/scratchpipe_device.py plan_work on `machine`), the difference per table.
     Wall time less the batches' reading, median, past the filling."""
     from scratchkit.config import CacheParams, DataConfig
     from scratchkit.data.synthetic import SyntheticSource
@@ -334,7 +334,7 @@ def device_plan_table_seconds(hw) -> float:
         priced = plan_work(
             work, work.share(work.fetched_rows), work.share(work.written_back_rows, evicting_only=True), cpu=True
         )
-        return float(np.median(taken[16:])) - priced.seconds(hw)
+        return float(np.median(taken[16:])) - priced.seconds(machine)
 
     return max((unpriced(26) - unpriced(2)) / 24, 0.0)
 

@@ -52,13 +52,13 @@ def run(args) -> int:
     def say(step: str) -> None:  # progress on stderr, so --json's stdout stays one document
         print(f"calibrate [{time.perf_counter() - started:5.1f} s] {step}", file=sys.stderr, flush=True)
 
-    hw = calibrate(quick=args.quick, progress=say, device=device)
-    path = save_calibration(hw, out)
+    machine = calibrate(quick=args.quick, progress=say, device=device)
+    path = save_calibration(machine, out)
     say(f"saved {path}")
     if args.json:
-        print(json.dumps(hw.to_json(), indent=2))
+        print(json.dumps(machine.to_json(), indent=2))
     else:
-        print(describe_hardware(hw))
+        print(describe_hardware(machine))
         print(
             f"saved to {path}; this-cpu projections use it from now on "
             f"({'the default place' if path == saved_hardware_path() else 'set SCRATCHKIT_HARDWARE to use it'})"

@@ -84,14 +84,14 @@ def format_round_check(check: RoundCheck) -> str:
     )
 
 
-def describe_hardware(hw: Hardware) -> str:
+def describe_hardware(machine: Hardware) -> str:
     """Several lines: every constant of a machine (curves at a few sizes) and its source."""
-    src = lambda name: hw.sources.get(name, "")
+    src = lambda name: machine.sources.get(name, "")
     bw = lambda value: "no copy" if value == float("inf") else f"{value / GB:,.1f} GB/s"
-    lines = [f"{hw.name}: {hw.description}", f"  origin: {hw.origin}" if hw.origin else ""]
+    lines = [f"{machine.name}: {machine.description}", f"  origin: {machine.origin}" if machine.origin else ""]
     for name in ("host_stream_bw", "pcie_bw", "device_stream_bw"):
-        lines.append(f"  {name:22s} {bw(getattr(hw, name)):>14s}  {src(name)}")
-    rows = "not stated: as the copies" if hw.pcie_row_bw is None else bw(hw.pcie_row_bw)
+        lines.append(f"  {name:22s} {bw(getattr(machine, name)):>14s}  {src(name)}")
+    rows = "not stated: as the copies" if machine.pcie_row_bw is None else bw(machine.pcie_row_bw)
     lines.append(f"  {'pcie_row_bw':22s} {rows:>14s}  {src('pcie_row_bw')}")
     for name in (
         "host_gather",
@@ -106,7 +106,7 @@ def describe_hardware(hw: Hardware) -> str:
         "host_tbe_backward",
         "host_tbe_update",
     ):
-        curve = getattr(hw, name)
+        curve = getattr(machine, name)
         at = (
             "not measured"
             if curve is None
@@ -118,10 +118,10 @@ def describe_hardware(hw: Hardware) -> str:
         )
         lines.append(f"  {name:22s} {at}  {src(name)}")
     for name in ("host_sort", "host_numpy_sort", "device_sort"):
-        curve = getattr(hw, name)
+        curve = getattr(machine, name)
         at = ", ".join(f"{n}: {curve.at(n) / 1e6:,.0f}" for n in (2048, 82000))
         lines.append(f"  {name:22s} M key*log2(n)/s at n {at}  {src(name)}")
-    select = hw.host_numpy_select
+    select = machine.host_numpy_select
     lines.append(
         f"  {'host_numpy_select':22s} "
         + (
@@ -132,19 +132,19 @@ def describe_hardware(hw: Hardware) -> str:
         + f"  {src('host_numpy_select')}"
     )
     for name in ("host_sort_value_rate", "device_sort_value_rate"):
-        lines.append(f"  {name:22s} {getattr(hw, name) / 1e6:>10,.1f} M floats/s  {src(name)}")
-    curve = hw.device_activation_rate
+        lines.append(f"  {name:22s} {getattr(machine, name) / 1e6:>10,.1f} M floats/s  {src(name)}")
+    curve = machine.device_activation_rate
     lines.append(
         f"  {'device_activation_rate':22s} M floats/s at 64k floats a step: {curve.at(2**16) / 1e6:,.0f}, "
         f"at 4M: {curve.at(2**22) / 1e6:,.0f}  {src('device_activation_rate')}"
     )
     for name in ("host_plan_lookup_rate", "host_plan_id_rate", "host_plan_miss_rate"):
-        curve = getattr(hw, name)
+        curve = getattr(machine, name)
         lines.append(
             f"  {name:22s} M/s per core, tables of 64k rows: {curve.at(2**16) / 1e6:,.1f}, "
             f"of 1M: {curve.at(2**20) / 1e6:,.1f}  {src(name)}"
         )
-    slots = hw.host_plan_slot_rate
+    slots = machine.host_plan_slot_rate
     lines.append(
         f"  {'host_plan_slot_rate':22s} "
         + (
@@ -155,7 +155,7 @@ def describe_hardware(hw: Hardware) -> str:
         )
         + f"  {src('host_plan_slot_rate')}"
     )
-    probes = hw.device_map_probe_rate
+    probes = machine.device_map_probe_rate
     lines.append(
         f"  {'device_map_probe_rate':22s} "
         + (
@@ -166,23 +166,23 @@ def describe_hardware(hw: Hardware) -> str:
         + f"  {src('device_map_probe_rate')}"
     )
     for name in ("device_flops", "device_bmm_flops"):
-        curve = getattr(hw, name)
+        curve = getattr(machine, name)
         lines.append(
             f"  {name:22s} {curve.at(1e6) / 1e9:,.1f} GFLOP/s at 1 MFLOP a call, "
             f"{curve.at(1e8) / 1e9:,.1f} at 100  {src(name)}"
         )
     for name in ("host_op_latency", "host_numpy_op_latency", "pcie_latency", "device_op_latency"):
-        lines.append(f"  {name:22s} {getattr(hw, name) / US:>11.1f} us  {src(name)}")
+        lines.append(f"  {name:22s} {getattr(machine, name) / US:>11.1f} us  {src(name)}")
     for name in ("host_calls", "device_calls"):
-        calls = ", ".join(f"{k} {v / US:.1f}" for k, v in getattr(hw, name).items())
+        calls = ", ".join(f"{k} {v / US:.1f}" for k, v in getattr(machine, name).items())
         lines.append(f"  {name:22s} us: {calls}  {src(name)}")
-    lines.append(f"  {'host_cores':22s} {hw.host_cores:>14d}  {src('host_cores')}")
-    lines_per_s = hw.host_memory_line_rate
+    lines.append(f"  {'host_cores':22s} {machine.host_cores:>14d}  {src('host_cores')}")
+    lines_per_s = machine.host_memory_line_rate
     at = "not stated: priced on cores" if lines_per_s is None else f"M lines/s: {lines_per_s / 1e6:,.0f}"
     lines.append(f"  {'host_memory_line_rate':22s} {at}  {src('host_memory_line_rate')}")
-    cores = hw.co_run_cores
+    cores = machine.co_run_cores
     at = "not measured: each side priced alone" if cores is None else f"{cores:.2f} cores at once"
     lines.append(f"  {'co_run_cores':22s} {at:>14s}  {src('co_run_cores')}")
-    builds = ", ".join(hw.native_builds.values()) or "none recorded (a GPU server, or no compiler)"
+    builds = ", ".join(machine.native_builds.values()) or "none recorded (a GPU server, or no compiler)"
     lines.append(f"  {'native_builds':22s} {builds}  (the C++ loops the curves were measured with)")
     return "\n".join(line for line in lines if line)

@@ -293,12 +293,12 @@ def median_hardware(machines: list[Hardware]) -> Hardware:
     return Hardware.from_json(out)
 
 
-def save_hardware(hw: Hardware, path: Path) -> Path:
-    """Write `hw` as JSON to `path` (folders made), whole or not at all."""
+def save_hardware(machine: Hardware, path: Path) -> Path:
+    """Write `machine` as JSON to `path` (folders made), whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(hw.to_json(), indent=2) + "\n")
+    partial.write_text(json.dumps(machine.to_json(), indent=2) + "\n")
     partial.replace(path)
     return path
 

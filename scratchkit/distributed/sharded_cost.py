@@ -203,21 +203,26 @@ def project_sharded(
     torchrec: time TorchRec's traffic instead of the kit's (same compute)."""
     work = work if work is not None else measure_work(config, sharding, gpus)
     G = min(gpus, links.gpus_per_server)
-    hw = get_machine(hardware)
+    machine = get_machine(hardware)
     # a GPU's share of the server's host: its cores and memory bandwidth (the row curves are one
     # core's speeds, so they stay)
-    hw = replace(hw, name=f"{hw.name}/{G}", host_stream_bw=hw.host_stream_bw / G, host_cores=max(1, hw.host_cores // G))
+    machine = replace(
+        machine,
+        name=f"{machine.name}/{G}",
+        host_stream_bw=machine.host_stream_bw / G,
+        host_cores=max(1, machine.host_cores // G),
+    )
     base = StepWork.from_config(config)
     moved = miss_share * work.owned_rows if DESIGNS[trainer].caches else 0.0
     # the rank's lookups and owned rows, spread over the tables as the whole model's are
     lookups, unique = work.lookups / base.lookups, work.owned_rows / base.unique_rows
     tables = tuple(replace(t, lookups=t.lookups * lookups, unique=t.unique * unique) for t in base.tables)
     rank = replace(base, tables=tables).with_counters(moved, moved)
-    one = project(trainer, rank, hw)
+    one = project(trainer, rank, machine)
     sent = torchrec_traffic(config, sharding, gpus, work.lookups) if torchrec else work.traffic
     exchanges = {k: links.seconds(v, gpus) for k, v in sent.items()}
     exposed = sum(v for k, v in exchanges.items() if not (overlap_ids and k == "ids"))
-    if one.pipelined and not hw.device_is_host:
+    if one.pipelined and not machine.device_is_host:
         resources = dict(one.resource_seconds)
         resources["device"] += exposed
         step = max(resources.values())

@@ -1,6 +1,6 @@
 """Notebook 05's exercises: one stage of the cost model, and the step of a pipeline.
 
-hybrid_transfer_seconds(config, hw)          hybrid's transfer stage, checked against
+hybrid_transfer_seconds(config, machine)     hybrid's transfer stage, checked against
                                              scratchkit.projection.project.stage_work
 pipeline_step_seconds(stage_seconds, cores)  ScratchPipe's step on a GPU server: its busiest
                                              resource, in the three resources of the paper's
@@ -18,8 +18,8 @@ from scratchkit.projection.machines import get_machine
 from scratchkit.profiles import get_profile
 
 
-def model_transfer(config, hw) -> float:
-    return stage_work("hybrid", StepWork.from_config(config))["transfer"].seconds(hw)
+def model_transfer(config, machine) -> float:
+    return stage_work("hybrid", StepWork.from_config(config))["transfer"].seconds(machine)
 
 
 def _transfer_cases() -> list[Case]:
@@ -37,7 +37,7 @@ def _transfer_cases() -> list[Case]:
         Case(
             (small, h100),
             "the small profile on an H100 server",
-            "two copies, each paying hw.pcie_latency once, plus the bytes / hw.pcie_bw",
+            "two copies, each paying machine.pcie_latency once, plus the bytes / machine.pcie_bw",
             shown="get_profile('small'), get_machine('h100-pcie5')",
         ),
         Case(
@@ -115,10 +115,10 @@ def _step_cases() -> list[Case]:
 register(
     Exercise(
         "hybrid_transfer_seconds",
-        "hybrid_transfer_seconds(config, hw)",
+        "hybrid_transfer_seconds(config, machine)",
         _transfer_cases,
         model_transfer,
-        "seconds = bytes / hw.pcie_bw + copies * hw.pcie_latency",
+        "seconds = bytes / machine.pcie_bw + copies * machine.pcie_latency",
     ),
     Exercise(
         "pipeline_step_seconds",
