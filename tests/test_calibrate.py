@@ -56,6 +56,12 @@ def test_a_quick_calibration_measures_every_constant(quick_profile):
         p.host_tbe_backward.seconds_per_row(64, 1.0, 128) > 0 and p.host_tbe_update.seconds_per_row(64, 2**22, 0.5) > 0
     )
     assert all(p.sources.get(k) for k in ("host_tbe_lookup", "host_tbe_backward", "host_tbe_update"))
+    # the fused path (gpu-only's step on a CPU) timed on the backward's grid, so priced on its axes
+    # (rows and lookups the same; the lookups per distinct id drawn alike, from their own ids)
+    grid = lambda curve: [(row, round(repeats, 1), n) for row, repeats, n, _ in curve.points]
+    assert grid(p.host_tbe_sort) == grid(p.host_tbe_fused) == grid(p.host_tbe_backward)
+    assert all(point[-1] > 0 for point in p.host_tbe_sort.points + p.host_tbe_fused.points)
+    assert all(p.sources.get(k) for k in ("host_tbe_sort", "host_tbe_fused"))
     # scratchpipe-device as this CPU runs it: the map's probes at each size timed, a kernel of the
     # host build (dearer than a NumPy call: ctypes and the arrays' checks), Plan per table. The
     # probes are not ordered by size: a quick calibration's largest map (2**18 slots, 8 MiB) still

@@ -20,7 +20,8 @@ they run it (torch on one thread, as `TrainConfig.cpu_threads` sets it):
     host_plan_*             ScratchPipe's C++ planner (NativePlans): lookups/s seeing batches,
                             distinct ids/s and misses/s planning, slots/s choosing victims, and
                             its costs per table and batch (plan_timings.py)
-    host_tbe_*              the table-batched C++ lookup, backward and SGD (tbe_timings.py)
+    host_tbe_*              the table-batched C++ lookup, backward and SGD (tbe_timings.py), and
+                            the fused path's sort and SGD (fused_timings.py)
     device_map_probe_rate   (no GPU) the kernels' hash map probed as scratchpipe-device's Plan
                             does, by the map's slots (plan_timings.py)
     co_run_cores            the cores two busy processes get at once (ScratchPipe's host process
@@ -70,6 +71,7 @@ from scratchkit.calibration.plan_timings import (
     plan_rates,
     plan_slot_rate,
 )
+from scratchkit.calibration.fused_timings import fused_curves
 from scratchkit.calibration.tbe_timings import BACKWARD_LOOKUPS, TBE_LOOKUPS, tbe_curves
 from scratchkit.calibration.numpy_timings import (
     numpy_call_latencies,
@@ -162,6 +164,8 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
             bench, quick
         )
         calls |= tbe_calls
+        say("the fused SGD path's calls (sort, then sum and update in one pass) over 8 tables")
+        host |= fused_curves(bench, quick)
     say("sorting: embedding_backward and np.unique at 512 to 128k ids")
     host["host_sort"], host["host_sort_value_rate"] = coalesce_rates(bench, quick)
     host["host_numpy_sort"] = numpy_sort_rate(bench, quick, calls["unique"])
@@ -223,6 +227,8 @@ def measure_host(quick: bool, say: Progress, repeats: int | None = None) -> tupl
             "host_tbe_backward": f"table_batched.embedding_backward_tables (C++, one thread) into a workspace, "
             f"ids drawn from 4x and 1/8 of a table's lookups {backward}",
             "host_tbe_update": f"table_batched.apply_updates (C++ SGD) of distinct rows {tbe}",
+            "host_tbe_sort": f"fused_sgd.sort_lookups (C++, one thread), ids as the backward's {backward}",
+            "host_tbe_fused": f"fused_sgd.fused_sgd_update (C++ SGD) on those sorted lookups {backward}",
         }
     return host, sources
 

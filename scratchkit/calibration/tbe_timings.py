@@ -110,10 +110,10 @@ def tbe_curves(bench: Bench, quick: bool) -> tuple[dict[str, float], RowCurve, R
         for spread in (4.0, 1 / 8):  # one axis value per spread (the median repeats), so the grid is whole
             timed = [(n, *backward(row // 4, n // TABLES, spread=spread)) for n in BACKWARD_LOOKUPS[not quick]]
             repeats = float(np.median([r for _, _, r in timed]))
-            per = _no_cheaper_when_fewer([max(seconds - fixed_b, 1e-3 * fixed_b) / n for n, seconds, _ in timed])
+            per = no_cheaper_when_fewer([max(seconds - fixed_b, 1e-3 * fixed_b) / n for n, seconds, _ in timed])
             backward_points += [(row, repeats, n // TABLES, p) for (n, _, _), p in zip(timed, per)]
         for footprint, weights in tables.items():
-            per = _no_cheaper_when_fewer(
+            per = no_cheaper_when_fewer(
                 [max(lookups(weights, n // TABLES) - fixed_l, 1e-3 * fixed_l) / n for n in sizes]
             )
             lookup_points += [(row, footprint, n, p) for n, p in zip(sizes, per)]
@@ -138,11 +138,11 @@ def sparse_no_cheaper(row: int, footprint: int, timed: list[tuple[float, float]]
     hundred rows, timed as a small difference from the call's fixed cost, which a noisy run can
     bring to nothing (the floor): interpolated from such a point, every sparse update of a small
     table would be priced as nearly free."""
-    per_row = _no_cheaper_when_fewer([seconds for _, seconds in timed])
+    per_row = no_cheaper_when_fewer([seconds for _, seconds in timed])
     return [(row, footprint, density, seconds) for (density, _), seconds in zip(timed, per_row)]
 
 
-def _no_cheaper_when_fewer(per_lookup: list[float]) -> list[float]:
+def no_cheaper_when_fewer(per_lookup: list[float]) -> list[float]:
     """Seconds per lookup at increasing lookups a call, each at least the next one's: with the
     call's fixed part taken out, fewer lookups do not cost less each (a smaller call is timed as a
     small difference of two times, and its noise could otherwise make it nearly free)."""

@@ -105,6 +105,8 @@ def describe_hardware(machine: Hardware) -> str:
         "host_tbe_lookup",
         "host_tbe_backward",
         "host_tbe_update",
+        "host_tbe_sort",
+        "host_tbe_fused",
     ):
         curve = getattr(machine, name)
         at = (

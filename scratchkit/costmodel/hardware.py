@@ -133,6 +133,12 @@ class Hardware:
     host_tbe_lookup: RowCurve | None = None
     host_tbe_backward: RowCurve | None = None
     host_tbe_update: RowCurve | None = None
+    # the fused SGD path's two calls (fused_sgd.py: gpu-only's step on a CPU), seconds per lookup by
+    # the backward's axes: the sort (its backward stage) and the update that sums and applies each
+    # id's gradient in one pass. None (datasheet machines, hardware saved before they were
+    # measured): the fused path priced as the unfused backward and update it computes bit for bit
+    host_tbe_sort: RowCurve | None = None
+    host_tbe_fused: RowCurve | None = None
     # ScratchPipe's planner choosing victims: slots/s of its pass over a full scratchpad (every
     # slot's urgency counted, plan_loop.cpp's choose_victims), by the scratchpad's slots, once per
     # table and batch with a victim. None (hardware saved before it was measured): not priced

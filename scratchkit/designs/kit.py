@@ -179,6 +179,21 @@ def update_tables(device: bool, tables, row_bytes: int, footprints) -> Work:
     )
 
 
+def fused_sgd_tables(device: bool, tables, row_bytes: int, bags: int, footprints) -> tuple[Work, Work]:
+    """The fused SGD path (fused_sgd.py), two C++ calls: `sort_lookups`, every table's lookups
+    sorted as the backward sorts them (its backward stage), then `fused_sgd_update`, each id's
+    gradients summed as the backward sums them and applied to its row in the same pass (its update
+    stage). Each entry carries the unfused call's sizes too, for a machine that has no fused curves;
+    the fixed costs are the unfused calls'. -> (backward stage, update stage)"""
+    grad, n, u = bags * len(tables) * row_bytes, sum(t.lookups for t in tables), sum(t.unique for t in tables)
+    backward = lambda t: (t.lookups, t.unique, row_bytes, bags, grad, n)
+    sort = tbe_calls(device, "backward", len(tables)) + tbe(device, *(("sort", *backward(t)) for t in tables))
+    fused = tbe_calls(device, "sgd", len(tables)) + tbe(
+        device, *(("fused", *backward(t), t.unique, row_bytes, f, u) for t, f in zip(tables, footprints))
+    )
+    return sort, fused
+
+
 PLAN_LOOKUPS = (64, 2048)  # lookups a table ScratchPipe's planner's per-table cost is timed at
 
 

@@ -2,7 +2,8 @@
 host (`hybrid`, the baseline). Nothing moves between a cache and the tables; each stage runs after
 the one before it, so a step is the **sum** of its stages.
 
-- gpu-only: the tables on the device; the ids cross (transfer), then train_stages (train.py).
+- gpu-only: the tables on the device; the ids cross (transfer), then train_stages (train.py), on a
+  CPU with SGD the backward fused into the update.
 - hybrid: the embedding stages on the host (`Work.on_host`), pooled vectors up and their gradients
   down (transfer); the host stages run on the host's threads, capped by its memory
   (host_threads.py), and `bound_stage` is "host memory" where the cap holds the largest stage.
@@ -34,10 +35,12 @@ def one_after_another(parts: dict[str, Work], w: StepWork, machine, extra_s: flo
 
 
 def gpu_only_stages(w: StepWork, place: Place) -> dict[str, Work]:
-    """The ids to the device, then every stage on the tables there."""
+    """The ids to the device, then every stage on the tables there (on a CPU with SGD, the
+    backward and the update fused: trainers/device_only.py)."""
+    batched = place.device_batched
     return {
         "transfer": id_transfer(w, arrays=1, kernels=place.kernels),
-        **train_stages(w, footprint="table", by_slot=False, batched=place.device_batched, kernels=place.kernels),
+        **train_stages(w, footprint="table", by_slot=False, batched=batched, kernels=place.kernels, fused=batched),
     }
 
 

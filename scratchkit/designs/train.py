@@ -19,14 +19,16 @@ def total(parts) -> Work:
 
 
 def train_stages(
-    w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False, kernels: bool = False
+    w: StepWork, *, footprint: str, by_slot: bool, batched: bool = False, kernels: bool = False, fused: bool = False
 ) -> dict[str, Work]:
     """Forward, MLP, backward and update with every row in device memory: in tables of their own
     (`footprint="table"`) or in a cache or scratchpad of `capacity` rows (`"capacity"`).
     `batched`: the device is a CPU with the C++ loops, so the trainers make one table-batched
     call per stage for all tables (table_batched.py; Adagrad's update stays optim.py's, per table).
     `kernels`: the device is a GPU, where Train runs tbe.cu's kernels for every table at once
-    (embedding/device_tbe.py), the dense features and labels crossing in one copy."""
+    (embedding/device_tbe.py), the dense features and labels crossing in one copy.
+    `fused` (with `batched` and SGD): the backward only sorts, the update sums and applies in one
+    pass (fused_sgd.py: gpu-only's step on a CPU)."""
     B, rb, d = w.batch_size, w.row_bytes, w.dim
     rows = lambda t: t.rows if footprint == "table" else t.capacity
     mlp = kit.dense_step(w) + Work(pcie=B * (w.num_dense + 1) * FLOAT_BYTES, pcie_copies=1 if kernels else 2)
@@ -42,6 +44,14 @@ def train_stages(
     ) + kit.calls(True, "update_stage")
     if batched:
         footprints = [rows(t) * rb for t in w.tables]
+        if fused and w.optimizer is OptimizerKind.SGD:
+            backward, update = kit.fused_sgd_tables(True, w.tables, rb, B, footprints)
+            return {
+                "embedding_forward": kit.lookup_tables(True, w.tables, rb, footprints, B),
+                "mlp": mlp,
+                "embedding_backward": backward,
+                "update": update,
+            }
         update = (
             kit.update_tables(True, w.tables, rb, footprints) if w.optimizer is OptimizerKind.SGD else per_table_update
         )

@@ -21,8 +21,10 @@ units a machine prices:
                     row bytes, table bytes, lookups of the call, repeats by distance, bags),
                     ("backward", n, u, row bytes, bags, gradient bytes,
                     lookups of the call), ("sgd", u, row bytes,
-                    table bytes, rows of the call), priced by the hardware's host_tbe_* curves
-                    (measured on the host: a device that is the host, in bags of TBE_BAG)
+                    table bytes, rows of the call), and the fused SGD path's (fused_sgd.py)
+                    ("sort", *a backward's) and ("fused", *a backward's, *an sgd's), priced by
+                    the hardware's host_tbe_* curves (measured on the host: a device that is the
+                    host, in bags of TBE_BAG)
     pcie            bytes and copies between host and device: `pcie` host -> device (or both ways
                     one after the other), `pcie_out` device -> host while they cross (PCIe carries
                     both directions at once: the stage's link time is its busier direction's)
@@ -182,8 +184,15 @@ class Work:
                     + sum(count * price(d) for d, count in bins)
                     + _bags_beyond_the_curves(n, bags) * row / machine.host_stream_bw
                 )
-            elif kind == "backward":  # the curve's middle axis: lookups per distinct id
-                n, u, row, bags, grad, call = size
+            elif kind in ("sort", "fused") and getattr(machine, f"host_tbe_{kind}") is None:
+                # a machine without the fused path's curves: priced as the unfused pair it computes
+                total += self._tbe((("backward", *size[:6]),) if kind == "sort" else (("sgd", *size[6:]),), machine)
+            elif kind == "sort":  # the fused path's backward stage: the lookups sorted, no gradient read
+                n, u, row, *_ = size
+                total += n * machine.host_tbe_sort.seconds_per_row(row, n / max(u, 1.0), n)
+            elif kind in ("backward", "fused"):  # the curve's middle axis: lookups per distinct id
+                n, u, row, bags, grad, call = size[:6]
+                curve = machine.host_tbe_backward if kind == "backward" else machine.host_tbe_fused
                 # each lookup reads its bag's gradient row, in the order of its sorted id: a random
                 # row of the [bags, tables, dim] gradient, where the curve's was one of n rows (8
                 # tables of n/8 bags, n held at the curve's largest), priced as the C++ lookup's
@@ -195,7 +204,7 @@ class Work:
                 timed = min(n, longest) * row
                 row_at = lambda footprint: machine.host_tbe_lookup.seconds_per_row(row, footprint, call)
                 gathered = max(row_at(grad) - row_at(timed), 0.0)
-                total += n * (machine.host_tbe_backward.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
+                total += n * (curve.seconds_per_row(row, n / max(u, 1.0), n) + gathered)
             else:  # the curve's last axis: the share of the table updated
                 u, row, table, call = size
                 density = min(u * row / max(table, 1.0), 1.0)
