@@ -192,7 +192,7 @@ def one_round(profiles: list[str], trainers: list[str], args, say) -> tuple[Vali
         steps, warmup = STEPS.get(name, (10, 3))
         if args.quick:
             steps, warmup = max(3, steps // 3), max(1, warmup // 2)
-        config = get_profile(name, scale=args.scale if name in scalable_profiles() else None)
+        config = get_profile(name, scale=args.scale if name in scalable_profiles() else None).alone()
         t0 = time.perf_counter()
         with StealMeter() as steal:
             part = validate_trainers(

@@ -249,3 +249,11 @@ class TrainConfig:
     def replace(self, **changes) -> "TrainConfig":
         """A copy with some fields changed; nested fields as `data=replace(cfg.data, ...)`."""
         return replace(self, **changes)
+
+    def alone(self) -> "TrainConfig":
+        """This config with each stage run alone, as `calibrate` times the stages and `bench
+        --validate` holds the cost model to them (docs/costmodel.md): no batch loader's thread beside
+        the steps (each batch made on the step's path: on a machine of few cores the loader takes a
+        core and the GIL from the stages, which the model does not price), one thread for torch and
+        the C++ loops (the calibrated curves are one thread's)."""
+        return self.replace(batches_ahead=0, threads=1)

@@ -68,7 +68,7 @@ def stage_times(
     so that a neighbour's load, which stretches wall time, enters none of them)."""
     from scratchkit.trainers import make_trainer
 
-    with per_table_ops(), make_trainer("gpu-only", config, device=device) as trainer:
+    with per_table_ops(), make_trainer("gpu-only", config.alone(), device=device) as trainer:
         trainer.timer.clock = clock
         records = list(trainer.train(warmup + steps))[warmup:]
     return {s: float(statistic([r.stage_seconds.get(s, 0.0) for r in records])) for s in records[0].stage_seconds}

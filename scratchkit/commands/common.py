@@ -73,15 +73,16 @@ def add_training_args(parser) -> None:
         f"update; the C++ loops of every CPU run), over tables and bags, "
         f"bit-exact at any N (default: every core this process may use, "
         f"{default_threads()} here, less one for the batch loader's thread and one "
-        f"for ScratchPipe's host stages on a CPU run)",
+        f"for ScratchPipe's host stages on a CPU run; with --validate 1)",
     )
     parser.add_argument(
         "--batches-ahead",
         type=int,
-        default=TrainConfig.batches_ahead,
+        default=None,
         metavar="N",
         help="batches the batch loader makes ahead of the trainer, checked and (on a GPU) pinned, so a "
-        "step only waits for one already made (default %(default)s; 0: made on the step's path)",
+        f"step only waits for one already made (default {TrainConfig.batches_ahead}; with --validate 0; "
+        "0: made on the step's path)",
     )
     parser.add_argument(
         "--loader-threads",
@@ -222,7 +223,7 @@ def _training(training: TrainingRequest, config, source, batches: int):
         cache=cache,
         summation_order=training.summation_order,
         threads=training.threads,
-        batches_ahead=training.batches_ahead,
+        batches_ahead=TrainConfig.batches_ahead if training.batches_ahead is None else training.batches_ahead,
         loader_threads=training.loader_threads,
     )
 

@@ -54,7 +54,7 @@ class TrainingRequest:
     depth: int = 2
     plan_stripes: int = 1
     threads: int | None = None
-    batches_ahead: int = TrainConfig.batches_ahead
+    batches_ahead: int | None = None  # None: TrainConfig's (bench --validate: 0, validation.py)
     loader_threads: int = TrainConfig.loader_threads
     device: str | None = None
 

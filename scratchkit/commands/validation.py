@@ -16,7 +16,8 @@ import sys
 from dataclasses import replace
 
 from scratchkit.commands.common import config_of, parse_trainer_list, progress
-from scratchkit.commands.request import DataRequest
+from scratchkit.commands.request import DataRequest, TrainingRequest
+from scratchkit.config import TrainConfig
 from scratchkit.profiles import PROFILES, scalable_profiles
 
 ROUNDS = 5  # --rounds' default: parts each trainer's timed steps are taken in, in turn
@@ -36,6 +37,19 @@ def profiles_of(data: DataRequest) -> list[str]:
     return names
 
 
+def as_calibrated(training: TrainingRequest) -> TrainingRequest:
+    """The training flags a validation runs with where the command line leaves them: each stage
+    alone, as `calibrate` times it (`TrainConfig.alone`); a batch made on the step's path is
+    measured as `data` and added to both sides."""
+    alone = TrainConfig().alone()
+    given = lambda flag, default: default if getattr(training, flag) is None else getattr(training, flag)
+    return replace(
+        training,
+        batches_ahead=given("batches_ahead", alone.batches_ahead),
+        threads=given("threads", alone.threads),
+    )
+
+
 def run_validation(request) -> int:
     """`bench --validate`, as its BenchRequest (commands/bench.py) asks."""
     from scratchkit.commands.tables import format_round_check, format_validation
@@ -50,12 +64,13 @@ def run_validation(request) -> int:
         raise ValueError(f"--rounds must be at least 1, got {rounds}")
     trainers = parse_trainer_list(request.trainers) if request.trainers else available_trainers()
     steps, warmup = request.steps, request.warmup
+    training = as_calibrated(request.training)
     names = profiles_of(request.data)
     configs = []
     for name in names:  # every config built (and checked) before anything trains
         scale = request.data.scale if name in scalable_profiles() or len(names) == 1 else None  # one: checked
         data = replace(request.data, profile=name, scale=scale)
-        configs.append((name, config_of(data, request.training, steps, warmup)))
+        configs.append((name, config_of(data, training, steps, warmup)))
     validation = Validation()
     for name, config in configs:
         validation += validate_trainers(
