@@ -43,7 +43,9 @@ MM_SHAPES = (
         (512, 16, 64),
     ),
 )
-BMM_SHAPES = (((9, 16), (27, 64)), ((9, 16), (9, 64), (9, 128), (27, 16), (27, 64)))
+# quick: the shapes of the profiles `bench --validate` holds the model to (small, criteo-like,
+# embedding-bound): between two points by FLOPs a matrix, criteo-like's (27, 16) was priced 1.3x slow
+BMM_SHAPES = (((9, 16), (27, 16), (27, 64)), ((9, 16), (9, 64), (9, 128), (27, 16), (27, 64)))
 CALL_ROWS = ((512, 8192), (256, 2048, 16384))  # rows moved by one call
 ROWS_PER_RUN = 2**14  # rows moved by one timed run
 MAX_CALLS = 64  # calls of one timed run, at most
@@ -257,8 +259,9 @@ def matmul_rates(bench: Bench, quick: bool, op: float) -> tuple[RateCurve, RateC
 # trainer. Its lookups stay in the caches (3 tables of a few hundred rows), so its point's do
 # too: behind 16k-row tables the same dense step runs slower than behind tiny's
 TINY_SHAPE = (32, 3, 8, 16, 512, 2)
+# (quick: those of the profiles `bench --validate` holds the model to, as BMM_SHAPES)
 DENSE_SHAPES = (
-    (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
+    (TINY_SHAPE, (256, 8, 16, 64, 2**14, 8), (512, 26, 16, 64, 2**14, 8), (2048, 8, 64, 128, 2**14, 8)),
     (
         TINY_SHAPE,
         (256, 8, 16, 64, 2**14, 8),
